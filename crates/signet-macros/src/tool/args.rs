@@ -1,0 +1,140 @@
+//! A tool function's parameters: names, owned types, descriptions and defaults.
+
+use darling::FromAttributes;
+use syn::{Expr, FnArg, Ident, Pat, Receiver, ReceiverKind, Signature, Type};
+
+use crate::docs::{doc_text, is_doc};
+use crate::errors::Errors;
+
+/// How the tool body receives an argument from the generated argument struct.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pass {
+    /// Moved: the parameter's type is the field's type.
+    Value,
+    /// Borrowed: `&str` from a `String` field, `&[T]` from `Vec<T>`, `&T` from `T`.
+    Ref,
+}
+
+/// One parameter, validated.
+pub struct ToolArg {
+    pub ident: Ident,
+    /// The type of the field in the generated argument struct (owned).
+    pub field_ty: Type,
+    /// The parameter's type as written, for error spans.
+    pub written_ty: Type,
+    pub pass: Pass,
+    pub desc: Option<String>,
+    pub default: Option<Expr>,
+}
+
+/// `#[arg(...)]` on a parameter.
+#[derive(Debug, Default, FromAttributes)]
+#[darling(attributes(arg))]
+struct ArgOptions {
+    /// The argument's description.
+    desc: Option<String>,
+    /// The value used when the argument is left out (any expression; a string literal stays a
+    /// string).
+    #[darling(with = darling::util::parse_expr::preserve_str_literal, map = Some)]
+    default: Option<Expr>,
+}
+
+pub fn parse_args(sig: &Signature) -> syn::Result<Vec<ToolArg>> {
+    let mut errors = Errors::default();
+    let mut args = Vec::new();
+    for input in &sig.inputs {
+        let FnArg::Typed(param) = input else {
+            // Receivers are checked by the caller (allowed only on methods).
+            continue;
+        };
+        let options = errors.take(ArgOptions::from_attributes(&param.attrs));
+        let ident = match &*param.pat {
+            Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => Some(pat.ident.clone()),
+            other => {
+                errors.at(
+                    other,
+                    "unsupported argument pattern: tool arguments must be plain names \
+                     (`name: Type`), because each name is the argument's key in the JSON the model sends",
+                );
+                None
+            }
+        };
+        let owned = errors.take(owned_type(&param.ty));
+        if let (Some(ident), Some((field_ty, pass)), Some(options)) = (ident, owned, options) {
+            let desc = options.desc.or_else(|| doc_text(&param.attrs));
+            args.push(ToolArg {
+                ident,
+                field_ty,
+                written_ty: (*param.ty).clone(),
+                pass,
+                desc,
+                default: options.default,
+            });
+        }
+    }
+    errors.finish()?;
+    Ok(args)
+}
+
+/// The owned type stored in the argument struct for a parameter type, and how it is passed.
+fn owned_type(ty: &Type) -> syn::Result<(Type, Pass)> {
+    match ty {
+        Type::Reference(reference) => {
+            if let Some(mutability) = &reference.mutability {
+                return Err(syn::Error::new_spanned(
+                    mutability,
+                    "tool arguments cannot be `&mut`: the arguments come from the model's JSON; \
+                     take the value or a shared reference",
+                ));
+            }
+            let elem = &*reference.elem;
+            let owned: Type = match elem {
+                Type::Path(path) if path.qself.is_none() && path.path.is_ident("str") => {
+                    syn::parse_quote!(::std::string::String)
+                }
+                Type::Slice(slice) => {
+                    let item = &slice.elem;
+                    syn::parse_quote!(::std::vec::Vec<#item>)
+                }
+                other => other.clone(),
+            };
+            Ok((owned, Pass::Ref))
+        }
+        Type::ImplTrait(_) => Err(syn::Error::new_spanned(
+            ty,
+            "`impl Trait` arguments are not supported: the argument schema needs a concrete type",
+        )),
+        other => Ok((other.clone(), Pass::Value)),
+    }
+}
+
+/// Only `&self` is accepted: tools are shared by concurrent calls.
+pub fn check_receiver(receiver: &Receiver) -> syn::Result<()> {
+    match &receiver.kind {
+        ReceiverKind::Reference(_, _, None) => Ok(()),
+        ReceiverKind::Reference(_, _, Some(_)) => Err(syn::Error::new_spanned(
+            receiver,
+            "tool methods take `&self`, not `&mut self`: one value serves concurrent calls; \
+             keep mutable state behind a `Mutex` or an atomic",
+        )),
+        ReceiverKind::Value => Err(syn::Error::new_spanned(
+            receiver,
+            "tool methods take `&self`, not `self` by value: the value is shared by every call \
+             of every tool in the impl block",
+        )),
+        _ => Err(syn::Error::new_spanned(
+            receiver,
+            "tool methods take `&self`; the tools hold the value in an `Arc` for you",
+        )),
+    }
+}
+
+/// Removes `#[arg]` attributes and doc comments from parameters: they are read by this macro and
+/// must not reach the compiler.
+pub fn strip_arg_attrs(sig: &mut Signature) {
+    for input in &mut sig.inputs {
+        if let FnArg::Typed(param) = input {
+            param.attrs.retain(|a| !a.path().is_ident("arg") && !is_doc(a));
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! # Signet
+//!
+//! Typed, fast, tool-using language-model programs in Rust, in the style of Python's DSPy: declare
+//! *what* a step does with a typed [`Signature`], give it [`Tool`]s, and let modules do the prompting,
+//! parsing and tool loop.
+//!
+//! This crate is the runtime and the facade: it re-exports the `#[tool]` attribute and the
+//! `#[derive(Signature)]` macro from `signet-macros` (feature `derive`, on by default), so a program
+//! depends on `signet` alone.
+//!
+//! ```
+//! use signet::{Signature, Tool, tool};
+//!
+//! /// Look up the favourite colour of a person by name.
+//! #[tool]
+//! fn lookup(name: String) -> String {
+//!     if name == "Ada" { "green".into() } else { "unknown".into() }
+//! }
+//!
+//! /// Answer questions about people.
+//! #[derive(Signature)]
+//! struct Ask {
+//!     #[input]
+//!     question: String,
+//!     #[output]
+//!     answer: String,
+//! }
+//!
+//! assert_eq!(LookupTool.call_blocking(serde_json::json!({"name": "Ada"})).unwrap(), "green");
+//! assert_eq!(Ask::signature().outputs()[0].name(), "answer");
+//! ```
+
+pub mod schema;
+pub mod signature;
+pub mod tool;
+
+pub use signature::{DynSignature, Field, Signature, SignatureError};
+pub use tool::{Tool, ToolBox, ToolError, ToolSpec};
+
+/// `#[tool]`: turn a function, or the `#[tool]` methods of an `impl` block, into [`Tool`]s.
+///
+/// On a free `fn` or `async fn` it keeps the function as written and adds a unit struct named after
+/// it in `PascalCase` with a `Tool` suffix (`fn get_weather` -> `GetWeatherTool`) that implements
+/// [`Tool`]. On an `impl` block it implements [`ToolBox`] for the type, with one tool per method
+/// marked `#[tool]` (methods take `&self`; the tools share the value through an `Arc`).
+///
+/// What is generated, at compile time:
+/// * the name (the function's, or `#[tool(name = "...")]`) and description (the doc comment, or
+///   `#[tool(desc = "...")]`);
+/// * each argument's description, from `#[arg(desc = "...")]` or a doc comment on the parameter;
+/// * the argument schema (schemars): `Option<T>` and `#[arg(default = expr)]` arguments are
+///   optional, unknown arguments are rejected (`additionalProperties: false`), nested types are
+///   inlined;
+/// * validation of incoming JSON (jsonschema) with errors naming the argument, the expected type
+///   and the value received; deserialization; and dispatch: `async fn`s are awaited, sync functions
+///   run on tokio's blocking pool (`#[tool(inline)]` runs a cheap one in place);
+/// * return values: any `T: Serialize`, or `Result<T, E>` with `E: Display` (an `Err` becomes
+///   [`ToolError::Failed`]).
+///
+/// Options: `name = "..."`, `desc = "..."`, `inline` (sync only), `confirm` (ask a person first),
+/// `crate = "path"` (when `signet` is renamed).
+///
+/// ```
+/// use signet::{Tool, tool};
+///
+/// /// Search the corpus for documents.
+/// #[tool(name = "web_search")]
+/// async fn search(
+///     #[arg(desc = "The search query")] query: String,
+///     #[arg(default = 3)] k: u32,
+///     filters: Option<Vec<String>>,
+/// ) -> Result<Vec<String>, std::io::Error> {
+///     Ok(vec![query; k as usize])
+/// }
+///
+/// let schema = SearchTool.args_schema();
+/// assert_eq!(schema["required"], serde_json::json!(["query"]));
+/// assert_eq!(schema["properties"]["k"]["default"], 3);
+/// assert_eq!(SearchTool.name(), "web_search");
+/// ```
+#[cfg(feature = "derive")]
+pub use signet_macros::tool;
+
+/// `#[derive(Signature)]`: a typed signature from a struct whose fields are marked `#[input]` or
+/// `#[output]`.
+///
+/// Generates `{Name}Input` and `{Name}Output` structs (same visibility, each field's doc comment
+/// kept; both derive `Debug`, `Clone`, `PartialEq`, serde's traits and `JsonSchema`) and implements
+/// [`Signature`]: instructions from the struct's doc comment (DSPy's default sentence when absent),
+/// each field's description from `#[input(desc = "...")]` or its doc comment, its DSPy type name and
+/// JSON schema from its Rust type.
+///
+/// Why three structs: a module takes exactly its inputs and returns exactly its outputs, so each is
+/// its own type; the struct you write holds both, which is what a complete example (a demo) is.
+///
+/// ```
+/// use signet::Signature;
+///
+/// #[derive(Signature)]
+/// struct Classify {
+///     #[input(desc = "The sentence to classify")]
+///     sentence: String,
+///     #[output]
+///     sentiment: Sentiment,
+///     #[output]
+///     confidence: f64,
+/// }
+///
+/// #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+/// #[serde(rename_all = "lowercase")]
+/// enum Sentiment { Positive, Negative, Neutral }
+///
+/// let sig = Classify::signature();
+/// assert_eq!(sig.outputs()[0].type_name(), "Literal['positive', 'negative', 'neutral']");
+/// assert_eq!(sig.instructions(), "Given the fields `sentence`, produce the fields `sentiment`, `confidence`.");
+/// let out = ClassifyOutput { sentiment: Sentiment::Positive, confidence: 0.9 };
+/// assert_eq!(serde_json::to_value(&out).unwrap()["sentiment"], "positive");
+/// ```
+#[cfg(feature = "derive")]
+pub use signet_macros::Signature;
+
+/// The names most programs need: `use signet::prelude::*;`.
+pub mod prelude {
+    pub use crate::signature::{DynSignature, Field, Signature};
+    pub use crate::tool::{Tool, ToolBox, ToolError};
+    #[cfg(feature = "derive")]
+    pub use signet_macros::{Signature, tool};
+}
+
+/// Items used by macro-generated code. Not a public API: may change in any release.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::signature::field_of;
+    pub use crate::tool::returns::{PlainKind, ResultKind};
+    pub use crate::tool::{block_on, run_async, run_blocking, run_inline};
+    pub use futures::FutureExt;
+    pub use futures::future::BoxFuture;
+    pub use schemars;
+    pub use serde;
+    pub use serde_json;
+    pub use std::sync::{Arc, OnceLock};
+
+    /// Asserts at compile time that a tool argument type can be described and deserialized.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a tool argument: it needs `schemars::JsonSchema` and `serde::Deserialize`",
+        label = "this argument's type has no JSON schema or cannot be deserialized",
+        note = "add `#[derive(schemars::JsonSchema, serde::Deserialize)]` to `{Self}`"
+    )]
+    pub trait ToolArgument {}
+    impl<T: schemars::JsonSchema + serde::de::DeserializeOwned> ToolArgument for T {}
+
+    /// Used by generated code to check an argument type, pointing the error at the argument.
+    pub const fn assert_tool_argument<T: ToolArgument>() {}
+}

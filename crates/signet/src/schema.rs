@@ -1,0 +1,549 @@
+//! JSON-schema helpers shared by tools, signatures and adapters.
+//!
+//! Rust types describe themselves through [`schemars`]; these functions turn that description into the
+//! forms the rest of Signet needs:
+//!
+//! * [`schema_for`]: a type's schema with its `$defs`, as schemars produces it (draft 2020-12).
+//! * [`inline_refs`]: `$ref`s replaced by the definitions they point at, the way DSPy resolves them
+//!   before showing a tool's arguments to the model (recursive types keep their `$defs`).
+//! * [`dspy_ordered`]: keys sorted with `type` first at every level, the order DSPy prints schemas in.
+//! * [`type_name`]: the Python-style type name DSPy prints in prompts (`int`, `list[str]`,
+//!   `Union[int, NoneType]`, `Literal['a', 'b']`, class names).
+
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde_json::{Map, Value};
+
+/// The schema of `T`, as schemars generates it for deserialization (draft 2020-12), with the
+/// `$schema` keyword removed. Definitions of nested types stay under `$defs`.
+///
+/// ```
+/// let schema = signet::schema::schema_for::<Vec<u8>>();
+/// assert_eq!(schema["type"], "array");
+/// ```
+pub fn schema_for<T: JsonSchema + ?Sized>() -> Value {
+    let generator = SchemaSettings::draft2020_12().for_deserialize().into_generator();
+    let mut value = generator.into_root_schema_for::<T>().to_value();
+    if let Value::Object(map) = &mut value {
+        map.remove("$schema");
+        // schemars titles every root ("Array_of_uint8"); only a struct's title is a class name.
+        if !map.contains_key("properties") {
+            map.remove("title");
+        }
+    }
+    value
+}
+
+/// Replaces every local `$ref` (`#/$defs/..` or `#/definitions/..`) by the definition it names.
+///
+/// Definitions that refer to themselves (directly or through others) cannot be inlined without end;
+/// their references are kept, and so is a `$defs` holding exactly the definitions still referenced.
+/// Sibling keywords next to a `$ref` (such as `description`) are kept and win over the definition's.
+///
+/// ```
+/// use serde_json::json;
+/// let schema = json!({
+///     "type": "object",
+///     "properties": {"p": {"$ref": "#/$defs/P", "description": "a point"}},
+///     "$defs": {"P": {"type": "object", "properties": {"x": {"type": "integer"}}}}
+/// });
+/// let inlined = signet::schema::inline_refs(&schema);
+/// assert_eq!(inlined["properties"]["p"]["properties"]["x"]["type"], "integer");
+/// assert_eq!(inlined["properties"]["p"]["description"], "a point");
+/// assert!(inlined.get("$defs").is_none());
+/// ```
+pub fn inline_refs(schema: &Value) -> Value {
+    let mut defs = Map::new();
+    for key in ["$defs", "definitions"] {
+        if let Some(Value::Object(d)) = schema.get(key) {
+            for (name, def) in d {
+                defs.insert(format!("#/{key}/{name}"), def.clone());
+            }
+        }
+    }
+    if defs.is_empty() {
+        return schema.clone();
+    }
+    let mut kept = Map::new();
+    let mut stack = Vec::new();
+    let mut out = inline_value(schema, &defs, &mut stack, &mut kept);
+    if let Value::Object(map) = &mut out {
+        map.remove("$defs");
+        map.remove("definitions");
+        if !kept.is_empty() {
+            // Keep the recursive definitions, themselves inlined as far as they can be.
+            let mut remaining = Map::new();
+            let mut pending: Vec<String> = kept.keys().cloned().collect();
+            while let Some(reference) = pending.pop() {
+                let name = reference.rsplit('/').next().unwrap_or(&reference).to_owned();
+                if remaining.contains_key(&name) {
+                    continue;
+                }
+                let mut more = Map::new();
+                let mut stack = vec![reference.clone()];
+                let def = defs.get(&reference).cloned().unwrap_or(Value::Bool(true));
+                let inlined = inline_value(&def, &defs, &mut stack, &mut more);
+                remaining.insert(name, inlined);
+                pending.extend(more.keys().cloned());
+            }
+            map.insert("$defs".to_owned(), Value::Object(remaining));
+        }
+    }
+    out
+}
+
+fn inline_value(
+    value: &Value,
+    defs: &Map<String, Value>,
+    stack: &mut Vec<String>,
+    kept: &mut Map<String, Value>,
+) -> Value {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(reference)) = map.get("$ref")
+                && let Some(def) = defs.get(reference)
+            {
+                if stack.contains(reference) {
+                    kept.insert(reference.clone(), Value::Null);
+                    let mut out = map.clone();
+                    // Point at the `$defs` we keep, whatever the original section was called.
+                    let name = reference.rsplit('/').next().unwrap_or(reference);
+                    out.insert("$ref".to_owned(), Value::String(format!("#/$defs/{name}")));
+                    return Value::Object(out);
+                }
+                stack.push(reference.clone());
+                let resolved = inline_value(def, defs, stack, kept);
+                stack.pop();
+                let mut out = match resolved {
+                    Value::Object(m) => m,
+                    other => return other,
+                };
+                for (k, v) in map {
+                    if k != "$ref" {
+                        out.insert(k.clone(), inline_value(v, defs, stack, kept));
+                    }
+                }
+                return Value::Object(out);
+            }
+            Value::Object(
+                map.iter()
+                    .filter(|(k, _)| k.as_str() != "$defs" && k.as_str() != "definitions")
+                    .map(|(k, v)| (k.clone(), inline_value(v, defs, stack, kept)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|v| inline_value(v, defs, stack, kept)).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+/// Reorders every object in `schema` the way DSPy prints schemas: `type` first, then the other keys
+/// in sorted order. Arrays (such as `required` or `enum`) keep their order.
+///
+/// ```
+/// use serde_json::json;
+/// let ordered = signet::schema::dspy_ordered(&json!({"items": {"type": "string"}, "type": "array"}));
+/// assert_eq!(ordered.to_string(), r#"{"type":"array","items":{"type":"string"}}"#);
+/// ```
+pub fn dspy_ordered(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_by(|a, b| (a.as_str() != "type", a.as_str()).cmp(&(b.as_str() != "type", b)));
+            Value::Object(keys.into_iter().map(|k| (k.clone(), dspy_ordered(&map[k]))).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(dspy_ordered).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Rewrites a schemars schema into the shape pydantic gives the equivalent Python model, so schemas
+/// of Rust types read like the ones DSPy shows:
+///
+/// * each property of a model gets a `title` (`is_valid` -> `Is Valid`) unless it is a bare `$ref`,
+///   and each model under `$defs` its class name as `title`;
+/// * a nullable type list (`{"type": ["integer", "null"]}`) becomes
+///   `{"anyOf": [{"type": "integer"}, {"type": "null"}]}`;
+/// * schemars' machine-width formats on numbers (`int64`, `uint8`, `double`, ..) are dropped: they
+///   describe Rust's storage, not the value the model should write.
+///
+/// ```
+/// use serde_json::json;
+/// let mut schema = json!({"type": "object", "properties": {"is_valid": {"type": ["boolean", "null"]}}});
+/// signet::schema::pydantic_style(&mut schema);
+/// assert_eq!(schema["properties"]["is_valid"], json!({
+///     "anyOf": [{"type": "boolean"}, {"type": "null"}], "title": "Is Valid"
+/// }));
+/// ```
+pub fn pydantic_style(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            nullable_as_any_of(map);
+            if map.get("format").and_then(Value::as_str).is_some_and(is_width_format) {
+                map.remove("format");
+            }
+            if let Some(Value::Object(defs)) = map.get_mut("$defs") {
+                for (name, def) in defs.iter_mut() {
+                    if let Value::Object(d) = def
+                        && d.contains_key("properties")
+                        && !d.contains_key("title")
+                    {
+                        d.insert("title".to_owned(), Value::String(name.clone()));
+                    }
+                }
+            }
+            if let Some(Value::Object(props)) = map.get_mut("properties") {
+                for (name, prop) in props.iter_mut() {
+                    if let Value::Object(p) = prop
+                        && !p.contains_key("title")
+                        && !p.contains_key("$ref")
+                    {
+                        p.insert("title".to_owned(), Value::String(pydantic_title(name)));
+                    }
+                }
+            }
+            for value in map.values_mut() {
+                pydantic_style(value);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(pydantic_style),
+        _ => {}
+    }
+}
+
+fn is_width_format(format: &str) -> bool {
+    matches!(
+        format,
+        "int8" | "int16" | "int32" | "int64" | "int128" | "uint" | "uint8" | "uint16" | "uint32"
+            | "uint64" | "uint128" | "int" | "float" | "double"
+    )
+}
+
+/// `{"type": [T, "null"], ..}` -> `{"anyOf": [{"type": T, ..}, {"type": "null"}]}`, keeping the
+/// annotations (`title`, `description`, `default`) outside the union as pydantic does.
+fn nullable_as_any_of(map: &mut Map<String, Value>) {
+    let Some(Value::Array(types)) = map.get("type") else {
+        return;
+    };
+    if types.len() != 2 || !types.iter().any(|t| t == "null") {
+        return;
+    }
+    let Some(inner) = types.iter().find(|t| *t != "null").cloned() else {
+        return;
+    };
+    let mut branch = Map::new();
+    branch.insert("type".to_owned(), inner);
+    let keys: Vec<String> = map.keys().cloned().collect();
+    for key in keys {
+        if !matches!(key.as_str(), "type" | "title" | "description" | "default" | "examples") {
+            if let Some(v) = map.remove(&key) {
+                branch.insert(key, v);
+            }
+        }
+    }
+    map.remove("type");
+    map.insert(
+        "anyOf".to_owned(),
+        Value::Array(vec![Value::Object(branch), serde_json::json!({"type": "null"})]),
+    );
+}
+
+/// Python's `str.title()` on a field name with underscores turned into spaces (`is_valid` -> `Is Valid`).
+fn pydantic_title(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut at_word_start = true;
+    for c in name.chars() {
+        let c = if c == '_' { ' ' } else { c };
+        if c.is_alphabetic() {
+            if at_word_start {
+                out.extend(c.to_uppercase());
+            } else {
+                out.extend(c.to_lowercase());
+            }
+            at_word_start = false;
+        } else {
+            out.push(c);
+            at_word_start = true;
+        }
+    }
+    out
+}
+
+/// The Python-style name DSPy prints for a field's type, read off its JSON schema.
+///
+/// | schema | name |
+/// |---|---|
+/// | `string`, `integer`, `number`, `boolean` | `str`, `int`, `float`, `bool` |
+/// | array of `T` | `list[T]` (tuples: `tuple[A, B]`) |
+/// | object with `additionalProperties: V` | `dict[str, V]` |
+/// | object with a `title` (a struct) or a `$ref` | the class name |
+/// | a string `enum` / `const`s | `Literal['a', 'b']` |
+/// | `anyOf` / type list with `null` | `Union[T, NoneType]` |
+/// | `true` / `{}` | `Any` |
+///
+/// ```
+/// use serde_json::json;
+/// use signet::schema::type_name;
+/// assert_eq!(type_name(&json!({"type": "array", "items": {"type": "string"}})), "list[str]");
+/// assert_eq!(type_name(&json!({"type": ["integer", "null"]})), "Union[int, NoneType]");
+/// assert_eq!(type_name(&json!({"type": "string", "enum": ["a", "b"]})), "Literal['a', 'b']");
+/// ```
+pub fn type_name(schema: &Value) -> String {
+    let Value::Object(map) = schema else {
+        return "Any".to_owned();
+    };
+    if let Some(Value::String(reference)) = map.get("$ref") {
+        return reference.rsplit('/').next().unwrap_or(reference).to_owned();
+    }
+    if let Some(Value::Array(values)) = map.get("enum") {
+        return literal(values);
+    }
+    if let Some(value) = map.get("const") {
+        return literal(std::slice::from_ref(value));
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(variants)) = map.get(key) {
+            let consts: Option<Vec<Value>> = variants.iter().map(|v| v.get("const").cloned()).collect();
+            if let Some(consts) = consts.filter(|c| !c.is_empty()) {
+                return literal(&consts);
+            }
+            return union(variants.iter().map(type_name).collect());
+        }
+    }
+    if let Some(Value::Array(allof)) = map.get("allOf")
+        && allof.len() == 1
+    {
+        return type_name(&allof[0]);
+    }
+    match map.get("type") {
+        Some(Value::String(t)) => single_type_name(t, map),
+        Some(Value::Array(types)) => union(
+            types
+                .iter()
+                .map(|t| t.as_str().map_or_else(|| "Any".to_owned(), |t| single_type_name(t, map)))
+                .collect(),
+        ),
+        _ => "Any".to_owned(),
+    }
+}
+
+fn single_type_name(t: &str, map: &Map<String, Value>) -> String {
+    match t {
+        "string" => "str".to_owned(),
+        "integer" => "int".to_owned(),
+        "number" => "float".to_owned(),
+        "boolean" => "bool".to_owned(),
+        "null" => "NoneType".to_owned(),
+        "array" => {
+            if let Some(Value::Array(prefix)) = map.get("prefixItems") {
+                let parts: Vec<String> = prefix.iter().map(type_name).collect();
+                format!("tuple[{}]", parts.join(", "))
+            } else if let Some(items) = map.get("items") {
+                format!("list[{}]", type_name(items))
+            } else {
+                "list".to_owned()
+            }
+        }
+        "object" => {
+            if let Some(Value::String(title)) = map.get("title") {
+                title.clone()
+            } else if let Some(values) = map.get("additionalProperties").filter(|v| v.is_object()) {
+                format!("dict[str, {}]", type_name(values))
+            } else {
+                "dict".to_owned()
+            }
+        }
+        other => other.to_owned(),
+    }
+}
+
+fn union(mut names: Vec<String>) -> String {
+    // DSPy lists `NoneType` last, as Python's `Optional[T]` does.
+    if let Some(pos) = names.iter().position(|n| n == "NoneType") {
+        let none = names.remove(pos);
+        names.push(none);
+    }
+    names.dedup();
+    if names.len() == 1 {
+        return names.remove(0);
+    }
+    format!("Union[{}]", names.join(", "))
+}
+
+fn literal(values: &[Value]) -> String {
+    let parts: Vec<String> = values.iter().map(python_repr).collect();
+    format!("Literal[{}]", parts.join(", "))
+}
+
+/// Renders a JSON value the way Python's `repr` renders the equivalent object: strings in single
+/// quotes, `True`/`False`/`None`, dicts as `{'k': v}`. DSPy prints tool argument schemas this way.
+///
+/// ```
+/// use serde_json::json;
+/// let repr = signet::schema::python_repr(&json!({"a": {"type": "integer"}, "d": null, "b": true}));
+/// assert_eq!(repr, "{'a': {'type': 'integer'}, 'd': None, 'b': True}");
+/// ```
+pub fn python_repr(value: &Value) -> String {
+    let mut out = String::new();
+    write_python_repr(value, &mut out);
+    out
+}
+
+fn write_python_repr(value: &Value, out: &mut String) {
+    match value {
+        Value::Null => out.push_str("None"),
+        Value::Bool(true) => out.push_str("True"),
+        Value::Bool(false) => out.push_str("False"),
+        Value::Number(n) => out.push_str(&n.to_string()),
+        Value::String(s) => write_python_str(s, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_python_repr(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (k, v)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_python_str(k, out);
+                out.push_str(": ");
+                write_python_repr(v, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn write_python_str(s: &str, out: &mut String) {
+    // Python prefers single quotes, and switches to double quotes when the text has a single quote
+    // but no double quote.
+    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names_of_scalars_and_containers() {
+        assert_eq!(type_name(&schema_for::<String>()), "str");
+        assert_eq!(type_name(&schema_for::<i64>()), "int");
+        assert_eq!(type_name(&schema_for::<u8>()), "int");
+        assert_eq!(type_name(&schema_for::<f32>()), "float");
+        assert_eq!(type_name(&schema_for::<bool>()), "bool");
+        assert_eq!(type_name(&schema_for::<Vec<String>>()), "list[str]");
+        assert_eq!(
+            type_name(&schema_for::<std::collections::HashMap<String, i32>>()),
+            "dict[str, int]"
+        );
+        assert_eq!(type_name(&schema_for::<Option<i64>>()), "Union[int, NoneType]");
+        assert_eq!(
+            type_name(&schema_for::<Option<Vec<String>>>()),
+            "Union[list[str], NoneType]"
+        );
+        assert_eq!(type_name(&schema_for::<(i32, String)>()), "tuple[int, str]");
+        assert_eq!(type_name(&schema_for::<serde_json::Value>()), "Any");
+    }
+
+    #[test]
+    fn names_of_user_types() {
+        #[derive(JsonSchema)]
+        #[allow(dead_code)]
+        struct Person {
+            name: String,
+        }
+        #[derive(JsonSchema)]
+        #[serde(rename_all = "lowercase")]
+        #[allow(dead_code)]
+        enum Color {
+            Red,
+            Blue,
+        }
+        #[derive(JsonSchema)]
+        #[allow(dead_code)]
+        enum Documented {
+            /// first
+            A,
+            /// second
+            B,
+        }
+        assert_eq!(type_name(&schema_for::<Person>()), "Person");
+        assert_eq!(type_name(&schema_for::<Vec<Person>>()), "list[Person]");
+        assert_eq!(type_name(&schema_for::<Option<Person>>()), "Union[Person, NoneType]");
+        assert_eq!(type_name(&schema_for::<Color>()), "Literal['red', 'blue']");
+        assert_eq!(type_name(&schema_for::<Documented>()), "Literal['A', 'B']");
+    }
+
+    #[test]
+    fn dspy_order_puts_type_first_and_sorts_the_rest() {
+        let schema = json!({"title": "P", "required": ["b", "a"], "properties": {"b": {}, "a": {}}, "type": "object"});
+        assert_eq!(
+            dspy_ordered(&schema).to_string(),
+            r#"{"type":"object","properties":{"a":{},"b":{}},"required":["b","a"],"title":"P"}"#
+        );
+    }
+
+    #[test]
+    fn recursive_definitions_are_kept() {
+        #[derive(JsonSchema)]
+        #[allow(dead_code)]
+        struct Tree {
+            children: Vec<Tree>,
+            label: Leaf,
+        }
+        #[derive(JsonSchema)]
+        #[allow(dead_code)]
+        struct Leaf {
+            text: String,
+        }
+        #[derive(JsonSchema)]
+        #[allow(dead_code)]
+        struct Forest {
+            trees: Vec<Tree>,
+        }
+        let inlined = inline_refs(&schema_for::<Forest>());
+        let first = &inlined["properties"]["trees"]["items"];
+        assert_eq!(first["properties"]["children"]["items"]["$ref"], "#/$defs/Tree");
+        let tree = &inlined["$defs"]["Tree"];
+        assert_eq!(tree["properties"]["children"]["items"]["$ref"], "#/$defs/Tree");
+        assert_eq!(tree["properties"]["label"]["properties"]["text"]["type"], "string");
+        assert!(inlined["$defs"].get("Leaf").is_none());
+    }
+
+    #[test]
+    fn python_repr_matches_python() {
+        assert_eq!(python_repr(&json!("it's")), "\"it's\"");
+        assert_eq!(python_repr(&json!("a\nb")), "'a\\nb'");
+        assert_eq!(python_repr(&json!([1, 2.5, false])), "[1, 2.5, False]");
+        assert_eq!(pydantic_title("is_valid"), "Is Valid");
+        assert_eq!(pydantic_title("x2y"), "X2Y");
+    }
+}

@@ -1,0 +1,309 @@
+//! Signatures: what a step takes and what it must produce.
+//!
+//! A signature is a set of named, typed, described input and output fields plus instructions. Write
+//! one at compile time with `#[derive(Signature)]`, or build a [`DynSignature`] at run time (from a
+//! string such as `"question, context -> answer: int"` or field by field). Both carry the same
+//! metadata; modules and adapters read it through [`Signature::signature`].
+//!
+//! ```
+//! use signet::Signature;
+//!
+//! /// Answer questions with short factoid answers.
+//! #[derive(Signature)]
+//! struct QA {
+//!     /// The question to answer.
+//!     #[input]
+//!     question: String,
+//!     /// Often between 1 and 5 words.
+//!     #[output]
+//!     answer: String,
+//! }
+//!
+//! let sig = QA::signature();
+//! assert_eq!(sig.instructions(), "Answer questions with short factoid answers.");
+//! assert_eq!(sig.inputs()[0].name(), "question");
+//! assert_eq!(sig.outputs()[0].desc(), Some("Often between 1 and 5 words."));
+//! let input = QAInput { question: "Capital of France?".into() };
+//! # let _ = input;
+//! ```
+
+mod parse;
+
+use std::fmt;
+use std::str::FromStr;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::schema;
+
+/// A compile-time signature: typed input and output structs plus their field metadata.
+///
+/// Implemented by `#[derive(Signature)]`, which also generates the `{Name}Input` and `{Name}Output`
+/// structs. The struct you derive on holds every field, so it doubles as a complete example (a demo).
+pub trait Signature: Send + Sync + 'static {
+    /// The input fields, as a struct.
+    type Input: Serialize + DeserializeOwned + Clone + fmt::Debug + Send + Sync + 'static;
+    /// The output fields, as a struct.
+    type Output: Serialize + DeserializeOwned + Clone + fmt::Debug + Send + Sync + 'static;
+
+    /// Field names, types, descriptions, schemas and instructions (built once, then cached).
+    fn signature() -> &'static DynSignature;
+
+    /// Splits a complete example into its inputs and outputs.
+    fn into_parts(self) -> (Self::Input, Self::Output)
+    where
+        Self: Sized;
+
+    /// Joins inputs and outputs into a complete example.
+    fn from_parts(input: Self::Input, output: Self::Output) -> Self
+    where
+        Self: Sized;
+}
+
+/// A signature built at run time: the same metadata `#[derive(Signature)]` produces.
+///
+/// ```
+/// let sig: signet::DynSignature = "question, context: list[str] -> answer: int".parse().unwrap();
+/// assert_eq!(sig.instructions(), "Given the fields `question`, `context`, produce the fields `answer`.");
+/// assert_eq!(sig.inputs()[1].type_name(), "list[str]");
+/// assert_eq!(sig.outputs()[0].schema(), &serde_json::json!({"type": "integer"}));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DynSignature {
+    name: String,
+    instructions: Option<String>,
+    inputs: Vec<Field>,
+    outputs: Vec<Field>,
+}
+
+impl DynSignature {
+    /// An empty signature called `name` (DSPy prints the name nowhere; it helps in logs).
+    pub fn new(name: impl Into<String>) -> DynSignature {
+        DynSignature { name: name.into(), instructions: None, inputs: Vec::new(), outputs: Vec::new() }
+    }
+
+    /// Parses `"a, b: int -> c: list[str]"` (see [`FromStr`](#impl-FromStr-for-DynSignature)).
+    pub fn parse(text: &str) -> Result<DynSignature, SignatureError> {
+        text.parse()
+    }
+
+    /// Sets the instructions (what the step should do).
+    pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Appends an input field.
+    pub fn with_input(mut self, field: Field) -> Self {
+        self.inputs.push(field);
+        self
+    }
+
+    /// Appends an output field.
+    pub fn with_output(mut self, field: Field) -> Self {
+        self.outputs.push(field);
+        self
+    }
+
+    /// Inserts an input field at `index` (used by modules that add fields, such as ReAct's
+    /// `trajectory`).
+    pub fn insert_input(&mut self, index: usize, field: Field) {
+        self.inputs.insert(index.min(self.inputs.len()), field);
+    }
+
+    /// Inserts an output field at `index` (ChainOfThought puts `reasoning` first).
+    pub fn insert_output(&mut self, index: usize, field: Field) {
+        self.outputs.insert(index.min(self.outputs.len()), field);
+    }
+
+    /// The signature's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The instructions: the ones given, or DSPy's default
+    /// ``Given the fields `a`, `b`, produce the fields `c`.``
+    pub fn instructions(&self) -> String {
+        match &self.instructions {
+            Some(text) => text.clone(),
+            None => {
+                let names = |fields: &[Field]| {
+                    fields.iter().map(|f| format!("`{}`", f.name)).collect::<Vec<_>>().join(", ")
+                };
+                format!(
+                    "Given the fields {}, produce the fields {}.",
+                    names(&self.inputs),
+                    names(&self.outputs)
+                )
+            }
+        }
+    }
+
+    /// Whether instructions were given explicitly.
+    pub fn has_explicit_instructions(&self) -> bool {
+        self.instructions.is_some()
+    }
+
+    /// The input fields, in order.
+    pub fn inputs(&self) -> &[Field] {
+        &self.inputs
+    }
+
+    /// The output fields, in order.
+    pub fn outputs(&self) -> &[Field] {
+        &self.outputs
+    }
+
+    /// A field by name, inputs first.
+    pub fn field(&self, name: &str) -> Option<&Field> {
+        self.inputs.iter().chain(&self.outputs).find(|f| f.name == name)
+    }
+
+    /// Checks that every field name is a valid identifier and appears once.
+    pub fn validate(&self) -> Result<(), SignatureError> {
+        let mut seen = std::collections::HashSet::new();
+        for field in self.inputs.iter().chain(&self.outputs) {
+            if !parse::is_identifier(&field.name) {
+                return Err(SignatureError::InvalidFieldName { name: field.name.clone() });
+            }
+            if !seen.insert(field.name.as_str()) {
+                return Err(SignatureError::DuplicateField { name: field.name.clone() });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for DynSignature {
+    type Err = SignatureError;
+
+    /// Parses `inputs -> outputs`, each a comma-separated list of `name` or `name: type`. Types use
+    /// Python's spelling: `str` (the default), `int`, `float`, `bool`, `Any`, `list[T]`,
+    /// `dict[str, T]`, `tuple[A, B]`, `Optional[T]`, `Union[A, B]`, `Literal['a', 'b']`.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        parse::parse_signature(text)
+    }
+}
+
+/// One input or output field: name, optional description, DSPy type name and JSON schema.
+///
+/// ```
+/// use signet::signature::Field;
+/// let field = Field::of::<Option<i64>>("maybe").with_desc("Perhaps a number");
+/// assert_eq!(field.type_name(), "Union[int, NoneType]");
+/// assert_eq!(field.schema(), &serde_json::json!({"anyOf": [{"type": "integer"}, {"type": "null"}]}));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Field {
+    name: String,
+    desc: Option<String>,
+    type_name: String,
+    schema: Value,
+}
+
+impl Field {
+    /// A field of Rust type `T`: its schema from schemars, in pydantic's shape
+    /// ([`pydantic_style`](crate::schema::pydantic_style)) and DSPy's key order.
+    pub fn of<T: JsonSchema + ?Sized>(name: impl Into<String>) -> Field {
+        let mut schema = schema::schema_for::<T>();
+        schema::pydantic_style(&mut schema);
+        Field::from_schema(name, schema)
+    }
+
+    /// A `str` field.
+    pub fn str(name: impl Into<String>) -> Field {
+        Field::from_schema(name, serde_json::json!({"type": "string"}))
+    }
+
+    /// A field described by a JSON schema; the type name is derived from the schema.
+    pub fn from_schema(name: impl Into<String>, schema: Value) -> Field {
+        let schema = schema::dspy_ordered(&schema);
+        let type_name = schema::type_name(&schema);
+        Field { name: name.into(), desc: None, type_name, schema }
+    }
+
+    /// Overrides the DSPy type name shown in prompts (e.g. a Python class name).
+    pub fn with_type_name(mut self, type_name: impl Into<String>) -> Self {
+        self.type_name = type_name.into();
+        self
+    }
+
+    /// Sets the description shown next to the field in prompts.
+    pub fn with_desc(mut self, desc: impl Into<String>) -> Self {
+        let desc = desc.into();
+        self.desc = if desc.is_empty() { None } else { Some(desc) };
+        self
+    }
+
+    /// The field's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The description, if any.
+    pub fn desc(&self) -> Option<&str> {
+        self.desc.as_deref()
+    }
+
+    /// The type name DSPy prints (`str`, `int`, `list[str]`, `Literal['a', 'b']`, `Person`).
+    pub fn type_name(&self) -> &str {
+        &self.type_name
+    }
+
+    /// The JSON schema of the field's value, keys in DSPy's order.
+    pub fn schema(&self) -> &Value {
+        &self.schema
+    }
+
+    /// Whether the field is plain text (`str`), which adapters render without a schema note.
+    pub fn is_str(&self) -> bool {
+        self.schema.get("type").and_then(Value::as_str) == Some("string")
+            && self.schema.as_object().is_some_and(|m| !m.contains_key("enum"))
+    }
+}
+
+/// A problem with a signature written as text or assembled at run time.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SignatureError {
+    /// The text could not be parsed.
+    #[error("invalid signature `{signature}`: {reason} (at byte {position})")]
+    Parse {
+        /// The whole signature text.
+        signature: String,
+        /// What was wrong.
+        reason: String,
+        /// Byte offset in `signature` where the problem was found.
+        position: usize,
+    },
+    /// A field name is not an identifier.
+    #[error("invalid field name `{name}`: field names must be identifiers")]
+    InvalidFieldName {
+        /// The offending name.
+        name: String,
+    },
+    /// Two fields share a name.
+    #[error("field `{name}` appears more than once in the signature")]
+    DuplicateField {
+        /// The repeated name.
+        name: String,
+    },
+}
+
+#[doc(hidden)]
+/// Used by `#[derive(Signature)]`: a field of the Rust type `T`.
+pub fn field_of<T: SignatureField + ?Sized>(name: &str) -> Field {
+    Field::of::<T>(name)
+}
+
+/// Types that can be signature fields: every type with a JSON schema.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a signature field: it does not implement `schemars::JsonSchema`",
+    label = "this field's type has no JSON schema",
+    note = "add `#[derive(schemars::JsonSchema, serde::Serialize, serde::Deserialize)]` to `{Self}`"
+)]
+pub trait SignatureField: JsonSchema {}
+impl<T: JsonSchema + ?Sized> SignatureField for T {}

@@ -1,0 +1,188 @@
+//! Tools: functions a language model can call.
+//!
+//! Every tool — a `#[tool]` function or method, a closure wrapped in [`FnTool`], a tool served by an
+//! MCP server — is used through the same object-safe [`Tool`] trait, as `Arc<dyn Tool>`.
+//!
+//! ```
+//! use signet::{Tool, tool};
+//!
+//! /// Add two integers and return their sum.
+//! #[tool]
+//! fn add(a: i64, b: i64) -> i64 {
+//!     a + b
+//! }
+//!
+//! let tool = AddTool;
+//! assert_eq!(tool.name(), "add");
+//! assert_eq!(tool.description(), "Add two integers and return their sum.");
+//! assert_eq!(tool.call_blocking(serde_json::json!({"a": 1, "b": 2})).unwrap(), 3);
+//! ```
+
+mod dispatch;
+mod error;
+mod func;
+mod spec;
+
+use std::fmt::Display;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde::Serialize;
+use serde_json::Value;
+
+pub use dispatch::{block_on, run_async, run_blocking, run_inline};
+pub use error::{ArgError, ArgErrorKind, ToolError};
+pub use func::{FnTool, FnToolBuilder};
+pub use spec::ToolSpec;
+
+/// The future a tool call returns.
+pub type ToolFuture<'a> = BoxFuture<'a, Result<Value, ToolError>>;
+
+/// A function a language model can call, used as `Arc<dyn Tool>`.
+///
+/// Implementors provide [`spec`](Tool::spec) (name, description, argument schema and validator) and
+/// [`call`](Tool::call); everything else has a default. `#[tool]` implements this trait for you.
+///
+/// ```
+/// use std::sync::Arc;
+/// use serde_json::json;
+/// use signet::{Tool, tool::FnTool};
+///
+/// let echo: Arc<dyn Tool> = Arc::new(
+///     FnTool::builder("echo")
+///         .description("Repeat the text.")
+///         .schema(json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}))
+///         .sync_fn(|args| Ok::<_, String>(args["text"].clone())),
+/// );
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// assert_eq!(echo.call(json!({"text": "hi"})).await.unwrap(), "hi");
+/// # });
+/// ```
+pub trait Tool: Send + Sync {
+    /// The tool's name, description and argument schema.
+    fn spec(&self) -> &ToolSpec;
+
+    /// Validates `args` (a JSON object), runs the tool and returns its result as JSON.
+    fn call(&self, args: Value) -> ToolFuture<'_>;
+
+    /// Runs the tool from sync code. See [`dispatch`](block_on) for the rules: never call this
+    /// on a thread that drives a current-thread tokio runtime (you get
+    /// [`ToolError::BlockingInAsyncContext`], not a deadlock).
+    fn call_blocking(&self, args: Value) -> Result<Value, ToolError> {
+        block_on(self.name(), self.call(args))?
+    }
+
+    /// Whether the tool must be approved by a person before it runs (`#[tool(confirm)]`).
+    fn requires_confirmation(&self) -> bool {
+        false
+    }
+
+    /// The tool's name, as the model calls it.
+    fn name(&self) -> &str {
+        self.spec().name()
+    }
+
+    /// What the tool does.
+    fn description(&self) -> &str {
+        self.spec().description()
+    }
+
+    /// The JSON schema of the tool's argument object.
+    fn args_schema(&self) -> &Value {
+        self.spec().args_schema()
+    }
+
+    /// The OpenAI function-calling descriptor (see [`ToolSpec::to_openai_function`]).
+    fn to_openai_function(&self) -> Value {
+        self.spec().to_openai_function()
+    }
+}
+
+impl std::fmt::Debug for dyn Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tool").field("name", &self.name()).finish_non_exhaustive()
+    }
+}
+
+/// A type whose `#[tool]` methods form a set of tools sharing one value (a database handle, a
+/// client, a cache). `#[tool]` on an `impl` block implements it.
+///
+/// ```
+/// use std::sync::Arc;
+/// use signet::{Tool, ToolBox, tool};
+///
+/// struct Phonebook { numbers: Vec<(String, String)> }
+///
+/// #[tool]
+/// impl Phonebook {
+///     /// Find a person's phone number.
+///     #[tool]
+///     fn lookup(&self, name: String) -> Option<String> {
+///         self.numbers.iter().find(|(n, _)| *n == name).map(|(_, p)| p.clone())
+///     }
+/// }
+///
+/// let book = Arc::new(Phonebook { numbers: vec![("Ada".into(), "555".into())] });
+/// let tools = Phonebook::tools(&book);
+/// assert_eq!(tools[0].name(), "lookup");
+/// assert_eq!(tools[0].call_blocking(serde_json::json!({"name": "Ada"})).unwrap(), "555");
+/// ```
+pub trait ToolBox: Send + Sync + 'static {
+    /// One tool per `#[tool]` method, each holding a clone of `this`.
+    fn tools(this: &Arc<Self>) -> Vec<Arc<dyn Tool>>;
+}
+
+/// Support for the code `#[tool]` generates: turning a tool body's return value into JSON.
+///
+/// A body may return any `T: Serialize`, or `Result<T, E>` with `T: Serialize, E: Display`; an
+/// `Err` becomes [`ToolError::Failed`]. The choice is made by autoref specialization, so a type
+/// alias of `Result` works too.
+#[doc(hidden)]
+pub mod returns {
+    use super::*;
+
+    /// Marker chosen for `Result` return values.
+    pub struct ResultReturn;
+    /// Marker chosen for any other serializable return value.
+    pub struct PlainReturn;
+
+    /// Picks [`ResultReturn`] for `Result<T, E>`.
+    pub trait ResultKind {
+        /// The marker for this return type.
+        fn tool_return_kind(&self) -> ResultReturn {
+            ResultReturn
+        }
+    }
+    impl<T: Serialize, E: Display> ResultKind for Result<T, E> {}
+
+    /// Picks [`PlainReturn`] for every other serializable value.
+    pub trait PlainKind {
+        /// The marker for this return type.
+        fn tool_return_kind(&self) -> PlainReturn {
+            PlainReturn
+        }
+    }
+    impl<T: Serialize> PlainKind for &T {}
+
+    impl ResultReturn {
+        /// `Ok` -> JSON, `Err` -> [`ToolError::Failed`].
+        pub fn convert<T: Serialize, E: Display>(
+            self,
+            tool: &str,
+            value: Result<T, E>,
+        ) -> Result<Value, ToolError> {
+            match value {
+                Ok(v) => PlainReturn.convert(tool, v),
+                Err(e) => Err(ToolError::Failed { tool: tool.to_owned(), message: e.to_string() }),
+            }
+        }
+    }
+
+    impl PlainReturn {
+        /// The value as JSON.
+        pub fn convert<T: Serialize>(self, tool: &str, value: T) -> Result<Value, ToolError> {
+            serde_json::to_value(value)
+                .map_err(|e| ToolError::Output { tool: tool.to_owned(), message: e.to_string() })
+        }
+    }
+}
