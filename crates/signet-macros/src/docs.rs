@@ -10,10 +10,13 @@ pub fn doc_text(attrs: &[Attribute]) -> Option<String> {
     for attr in attrs {
         if let Meta::NameValue(nv) = &attr.meta
             && nv.path.is_ident("doc")
-            && let Expr::Lit(ExprLit { lit: Lit::Str(text), .. }) = &nv.value
+            && let Expr::Lit(ExprLit {
+                lit: Lit::Str(text),
+                ..
+            }) = &nv.value
         {
             let text = text.value();
-            for line in text.lines() {
+            for line in text.split('\n') {
                 lines.push(line.strip_prefix(' ').unwrap_or(line).trim_end().to_owned());
             }
         }

@@ -22,7 +22,9 @@ use serde_json::{Map, Value};
 /// assert_eq!(schema["type"], "array");
 /// ```
 pub fn schema_for<T: JsonSchema + ?Sized>() -> Value {
-    let generator = SchemaSettings::draft2020_12().for_deserialize().into_generator();
+    let generator = SchemaSettings::draft2020_12()
+        .for_deserialize()
+        .into_generator();
     let mut value = generator.into_root_schema_for::<T>().to_value();
     if let Value::Object(map) = &mut value {
         map.remove("$schema");
@@ -75,7 +77,11 @@ pub fn inline_refs(schema: &Value) -> Value {
             let mut remaining = Map::new();
             let mut pending: Vec<String> = kept.keys().cloned().collect();
             while let Some(reference) = pending.pop() {
-                let name = reference.rsplit('/').next().unwrap_or(&reference).to_owned();
+                let name = reference
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or(&reference)
+                    .to_owned();
                 if remaining.contains_key(&name) {
                     continue;
                 }
@@ -132,9 +138,12 @@ fn inline_value(
                     .collect(),
             )
         }
-        Value::Array(items) => {
-            Value::Array(items.iter().map(|v| inline_value(v, defs, stack, kept)).collect())
-        }
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|v| inline_value(v, defs, stack, kept))
+                .collect(),
+        ),
         other => other.clone(),
     }
 }
@@ -152,7 +161,11 @@ pub fn dspy_ordered(schema: &Value) -> Value {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort_by(|a, b| (a.as_str() != "type", a.as_str()).cmp(&(b.as_str() != "type", b)));
-            Value::Object(keys.into_iter().map(|k| (k.clone(), dspy_ordered(&map[k]))).collect())
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), dspy_ordered(&map[k])))
+                    .collect(),
+            )
         }
         Value::Array(items) => Value::Array(items.iter().map(dspy_ordered).collect()),
         other => other.clone(),
@@ -178,12 +191,14 @@ pub fn dspy_ordered(schema: &Value) -> Value {
 /// }));
 /// ```
 pub fn pydantic_style(schema: &mut Value) {
+    drop_width_formats(schema);
+    add_pydantic_shape(schema);
+}
+
+fn add_pydantic_shape(schema: &mut Value) {
     match schema {
         Value::Object(map) => {
             nullable_as_any_of(map);
-            if map.get("format").and_then(Value::as_str).is_some_and(is_width_format) {
-                map.remove("format");
-            }
             if let Some(Value::Object(defs)) = map.get_mut("$defs") {
                 for (name, def) in defs.iter_mut() {
                     if let Value::Object(d) = def
@@ -205,10 +220,36 @@ pub fn pydantic_style(schema: &mut Value) {
                 }
             }
             for value in map.values_mut() {
-                pydantic_style(value);
+                add_pydantic_shape(value);
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(pydantic_style),
+        Value::Array(items) => items.iter_mut().for_each(add_pydantic_shape),
+        _ => {}
+    }
+}
+
+/// Removes schemars' machine-width formats on numbers (`int64`, `uint8`, `double`, ..) everywhere in
+/// `schema`: they describe Rust's storage, not the value a model should write (ranges such as
+/// `minimum: 0` stay).
+///
+/// ```
+/// let mut schema = signet::schema::schema_for::<u8>();
+/// signet::schema::drop_width_formats(&mut schema);
+/// assert_eq!(schema, serde_json::json!({"type": "integer", "minimum": 0, "maximum": 255}));
+/// ```
+pub fn drop_width_formats(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if map
+                .get("format")
+                .and_then(Value::as_str)
+                .is_some_and(is_width_format)
+            {
+                map.remove("format");
+            }
+            map.values_mut().for_each(drop_width_formats);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_width_formats),
         _ => {}
     }
 }
@@ -216,8 +257,20 @@ pub fn pydantic_style(schema: &mut Value) {
 fn is_width_format(format: &str) -> bool {
     matches!(
         format,
-        "int8" | "int16" | "int32" | "int64" | "int128" | "uint" | "uint8" | "uint16" | "uint32"
-            | "uint64" | "uint128" | "int" | "float" | "double"
+        "int8"
+            | "int16"
+            | "int32"
+            | "int64"
+            | "int128"
+            | "uint"
+            | "uint8"
+            | "uint16"
+            | "uint32"
+            | "uint64"
+            | "uint128"
+            | "int"
+            | "float"
+            | "double"
     )
 }
 
@@ -237,7 +290,10 @@ fn nullable_as_any_of(map: &mut Map<String, Value>) {
     branch.insert("type".to_owned(), inner);
     let keys: Vec<String> = map.keys().cloned().collect();
     for key in keys {
-        if !matches!(key.as_str(), "type" | "title" | "description" | "default" | "examples") {
+        if !matches!(
+            key.as_str(),
+            "type" | "title" | "description" | "default" | "examples"
+        ) {
             if let Some(v) = map.remove(&key) {
                 branch.insert(key, v);
             }
@@ -246,7 +302,10 @@ fn nullable_as_any_of(map: &mut Map<String, Value>) {
     map.remove("type");
     map.insert(
         "anyOf".to_owned(),
-        Value::Array(vec![Value::Object(branch), serde_json::json!({"type": "null"})]),
+        Value::Array(vec![
+            Value::Object(branch),
+            serde_json::json!({"type": "null"}),
+        ]),
     );
 }
 
@@ -305,7 +364,8 @@ pub fn type_name(schema: &Value) -> String {
     }
     for key in ["anyOf", "oneOf"] {
         if let Some(Value::Array(variants)) = map.get(key) {
-            let consts: Option<Vec<Value>> = variants.iter().map(|v| v.get("const").cloned()).collect();
+            let consts: Option<Vec<Value>> =
+                variants.iter().map(|v| v.get("const").cloned()).collect();
             if let Some(consts) = consts.filter(|c| !c.is_empty()) {
                 return literal(&consts);
             }
@@ -322,7 +382,10 @@ pub fn type_name(schema: &Value) -> String {
         Some(Value::Array(types)) => union(
             types
                 .iter()
-                .map(|t| t.as_str().map_or_else(|| "Any".to_owned(), |t| single_type_name(t, map)))
+                .map(|t| {
+                    t.as_str()
+                        .map_or_else(|| "Any".to_owned(), |t| single_type_name(t, map))
+                })
                 .collect(),
         ),
         _ => "Any".to_owned(),
@@ -426,7 +489,11 @@ fn write_python_repr(value: &Value, out: &mut String) {
 fn write_python_str(s: &str, out: &mut String) {
     // Python prefers single quotes, and switches to double quotes when the text has a single quote
     // but no double quote.
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
     out.push(quote);
     for c in s.chars() {
         match c {
@@ -464,7 +531,10 @@ mod tests {
             type_name(&schema_for::<std::collections::HashMap<String, i32>>()),
             "dict[str, int]"
         );
-        assert_eq!(type_name(&schema_for::<Option<i64>>()), "Union[int, NoneType]");
+        assert_eq!(
+            type_name(&schema_for::<Option<i64>>()),
+            "Union[int, NoneType]"
+        );
         assert_eq!(
             type_name(&schema_for::<Option<Vec<String>>>()),
             "Union[list[str], NoneType]"
@@ -497,7 +567,10 @@ mod tests {
         }
         assert_eq!(type_name(&schema_for::<Person>()), "Person");
         assert_eq!(type_name(&schema_for::<Vec<Person>>()), "list[Person]");
-        assert_eq!(type_name(&schema_for::<Option<Person>>()), "Union[Person, NoneType]");
+        assert_eq!(
+            type_name(&schema_for::<Option<Person>>()),
+            "Union[Person, NoneType]"
+        );
         assert_eq!(type_name(&schema_for::<Color>()), "Literal['red', 'blue']");
         assert_eq!(type_name(&schema_for::<Documented>()), "Literal['A', 'B']");
     }
@@ -531,10 +604,19 @@ mod tests {
         }
         let inlined = inline_refs(&schema_for::<Forest>());
         let first = &inlined["properties"]["trees"]["items"];
-        assert_eq!(first["properties"]["children"]["items"]["$ref"], "#/$defs/Tree");
+        assert_eq!(
+            first["properties"]["children"]["items"]["$ref"],
+            "#/$defs/Tree"
+        );
         let tree = &inlined["$defs"]["Tree"];
-        assert_eq!(tree["properties"]["children"]["items"]["$ref"], "#/$defs/Tree");
-        assert_eq!(tree["properties"]["label"]["properties"]["text"]["type"], "string");
+        assert_eq!(
+            tree["properties"]["children"]["items"]["$ref"],
+            "#/$defs/Tree"
+        );
+        assert_eq!(
+            tree["properties"]["label"]["properties"]["text"]["type"],
+            "string"
+        );
         assert!(inlined["$defs"].get("Leaf").is_none());
     }
 

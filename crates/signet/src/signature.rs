@@ -82,7 +82,12 @@ pub struct DynSignature {
 impl DynSignature {
     /// An empty signature called `name` (DSPy prints the name nowhere; it helps in logs).
     pub fn new(name: impl Into<String>) -> DynSignature {
-        DynSignature { name: name.into(), instructions: None, inputs: Vec::new(), outputs: Vec::new() }
+        DynSignature {
+            name: name.into(),
+            instructions: None,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+        }
     }
 
     /// Parses `"a, b: int -> c: list[str]"` (see [`FromStr`](#impl-FromStr-for-DynSignature)).
@@ -131,7 +136,11 @@ impl DynSignature {
             Some(text) => text.clone(),
             None => {
                 let names = |fields: &[Field]| {
-                    fields.iter().map(|f| format!("`{}`", f.name)).collect::<Vec<_>>().join(", ")
+                    fields
+                        .iter()
+                        .map(|f| format!("`{}`", f.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 };
                 format!(
                     "Given the fields {}, produce the fields {}.",
@@ -159,7 +168,10 @@ impl DynSignature {
 
     /// A field by name, inputs first.
     pub fn field(&self, name: &str) -> Option<&Field> {
-        self.inputs.iter().chain(&self.outputs).find(|f| f.name == name)
+        self.inputs
+            .iter()
+            .chain(&self.outputs)
+            .find(|f| f.name == name)
     }
 
     /// Checks that every field name is a valid identifier and appears once.
@@ -167,10 +179,14 @@ impl DynSignature {
         let mut seen = std::collections::HashSet::new();
         for field in self.inputs.iter().chain(&self.outputs) {
             if !parse::is_identifier(&field.name) {
-                return Err(SignatureError::InvalidFieldName { name: field.name.clone() });
+                return Err(SignatureError::InvalidFieldName {
+                    name: field.name.clone(),
+                });
             }
             if !seen.insert(field.name.as_str()) {
-                return Err(SignatureError::DuplicateField { name: field.name.clone() });
+                return Err(SignatureError::DuplicateField {
+                    name: field.name.clone(),
+                });
             }
         }
         Ok(())
@@ -222,7 +238,12 @@ impl Field {
     pub fn from_schema(name: impl Into<String>, schema: Value) -> Field {
         let schema = schema::dspy_ordered(&schema);
         let type_name = schema::type_name(&schema);
-        Field { name: name.into(), desc: None, type_name, schema }
+        Field {
+            name: name.into(),
+            desc: None,
+            type_name,
+            schema,
+        }
     }
 
     /// Overrides the DSPy type name shown in prompts (e.g. a Python class name).
@@ -261,7 +282,10 @@ impl Field {
     /// Whether the field is plain text (`str`), which adapters render without a schema note.
     pub fn is_str(&self) -> bool {
         self.schema.get("type").and_then(Value::as_str) == Some("string")
-            && self.schema.as_object().is_some_and(|m| !m.contains_key("enum"))
+            && self
+                .schema
+                .as_object()
+                .is_some_and(|m| !m.contains_key("enum"))
     }
 }
 

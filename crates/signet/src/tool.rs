@@ -100,7 +100,9 @@ pub trait Tool: Send + Sync {
 
 impl std::fmt::Debug for dyn Tool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tool").field("name", &self.name()).finish_non_exhaustive()
+        f.debug_struct("Tool")
+            .field("name", &self.name())
+            .finish_non_exhaustive()
     }
 }
 
@@ -173,7 +175,10 @@ pub mod returns {
         ) -> Result<Value, ToolError> {
             match value {
                 Ok(v) => PlainReturn.convert(tool, v),
-                Err(e) => Err(ToolError::Failed { tool: tool.to_owned(), message: e.to_string() }),
+                Err(e) => Err(ToolError::Failed {
+                    tool: tool.to_owned(),
+                    message: e.to_string(),
+                }),
             }
         }
     }
@@ -181,8 +186,10 @@ pub mod returns {
     impl PlainReturn {
         /// The value as JSON.
         pub fn convert<T: Serialize>(self, tool: &str, value: T) -> Result<Value, ToolError> {
-            serde_json::to_value(value)
-                .map_err(|e| ToolError::Output { tool: tool.to_owned(), message: e.to_string() })
+            serde_json::to_value(value).map_err(|e| ToolError::Output {
+                tool: tool.to_owned(),
+                message: e.to_string(),
+            })
         }
     }
 }

@@ -49,7 +49,9 @@ pub fn parse_args(sig: &Signature) -> syn::Result<Vec<ToolArg>> {
         };
         let options = errors.take(ArgOptions::from_attributes(&param.attrs));
         let ident = match &*param.pat {
-            Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => Some(pat.ident.clone()),
+            Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => {
+                Some(pat.ident.clone())
+            }
             other => {
                 errors.at(
                     other,
@@ -134,7 +136,9 @@ pub fn check_receiver(receiver: &Receiver) -> syn::Result<()> {
 pub fn strip_arg_attrs(sig: &mut Signature) {
     for input in &mut sig.inputs {
         if let FnArg::Typed(param) = input {
-            param.attrs.retain(|a| !a.path().is_ident("arg") && !is_doc(a));
+            param
+                .attrs
+                .retain(|a| !a.path().is_ident("arg") && !is_doc(a));
         }
     }
 }

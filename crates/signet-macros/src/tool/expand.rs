@@ -45,7 +45,9 @@ pub fn tool_impl(
             let default_fn = format_ident!("__signet_default{}_{}", suffix, ident);
             let default_name = default_fn.to_string();
             let value = match expr {
-                Expr::Lit(ExprLit { lit: Lit::Str(_), .. }) => {
+                Expr::Lit(ExprLit {
+                    lit: Lit::Str(_), ..
+                }) => {
                     quote_spanned!(expr.span()=> ::core::convert::From::from(#expr))
                 }
                 other => quote!(#other),

@@ -13,7 +13,12 @@ pub(super) fn parse_signature(text: &str) -> Result<DynSignature, SignatureError
     let arrows: Vec<usize> = text.match_indices("->").map(|(i, _)| i).collect();
     let arrow = match arrows.as_slice() {
         [one] => *one,
-        [] => return Err(error("expected `inputs -> outputs`, found no `->`".into(), text.len())),
+        [] => {
+            return Err(error(
+                "expected `inputs -> outputs`, found no `->`".into(),
+                text.len(),
+            ));
+        }
         [_, second, ..] => return Err(error("expected exactly one `->`".into(), *second)),
     };
     let mut signature = DynSignature::new("StringSignature");
@@ -24,7 +29,10 @@ pub(super) fn parse_signature(text: &str) -> Result<DynSignature, SignatureError
         signature = signature.with_output(field);
     }
     if signature.outputs().is_empty() {
-        return Err(error("a signature needs at least one output field".into(), arrow + 2));
+        return Err(error(
+            "a signature needs at least one output field".into(),
+            arrow + 2,
+        ));
     }
     signature.validate()?;
     Ok(signature)
@@ -112,13 +120,20 @@ impl TypeParser<'_> {
         while self.eat('|') {
             members.push(self.parse_atom()?);
         }
-        Ok(if members.len() == 1 { members.remove(0) } else { any_of(members) })
+        Ok(if members.len() == 1 {
+            members.remove(0)
+        } else {
+            any_of(members)
+        })
     }
 
     fn parse_atom(&mut self) -> Result<Value, String> {
         self.skip_ws();
         let start = self.pos;
-        while self.peek().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.') {
+        while self
+            .peek()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
+        {
             self.pos += self.peek().map_or(0, char::len_utf8);
         }
         let name = &self.text[start..self.pos];
@@ -129,12 +144,19 @@ impl TypeParser<'_> {
         if name == "Literal" {
             return self.parse_literal();
         }
-        let args = if self.eat('[') { self.parse_args()? } else { Vec::new() };
+        let args = if self.eat('[') {
+            self.parse_args()?
+        } else {
+            Vec::new()
+        };
         let arity = |n: usize| {
             if args.len() == n {
                 Ok(())
             } else {
-                Err(format!("`{name}` takes {n} type argument(s), found {}", args.len()))
+                Err(format!(
+                    "`{name}` takes {n} type argument(s), found {}",
+                    args.len()
+                ))
             }
         };
         let schema = match name {
@@ -153,7 +175,9 @@ impl TypeParser<'_> {
             "dict" | "Dict" => {
                 arity(2)?;
                 if args[0] != json!({"type": "string"}) {
-                    return Err("dictionary keys must be `str` (JSON object keys are strings)".into());
+                    return Err(
+                        "dictionary keys must be `str` (JSON object keys are strings)".into(),
+                    );
                 }
                 json!({"type": "object", "additionalProperties": args[1]})
             }
@@ -216,13 +240,18 @@ impl TypeParser<'_> {
             Some(q @ ('\'' | '"')) => {
                 self.pos += 1;
                 let start = self.pos;
-                let end = self.text[start..].find(q).ok_or("unterminated string in `Literal`")?;
+                let end = self.text[start..]
+                    .find(q)
+                    .ok_or("unterminated string in `Literal`")?;
                 self.pos = start + end + 1;
                 Ok(Value::String(self.text[start..start + end].to_owned()))
             }
             _ => {
                 let start = self.pos;
-                while self.peek().is_some_and(|c| c.is_alphanumeric() || c == '-' || c == '.') {
+                while self
+                    .peek()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '-' || c == '.')
+                {
                     self.pos += 1;
                 }
                 match &self.text[start..self.pos] {
@@ -302,16 +331,22 @@ mod tests {
             ("i", "bool"),
             ("j", "Any"),
         ];
-        let expected: Vec<(String, String)> =
-            expected.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
         assert_eq!(parsed, expected);
     }
 
     #[test]
     fn schemas_are_in_dspy_order() {
-        let sig = DynSignature::parse("-> a: list[str], b: Optional[int], c: Literal['a', 'b']")
-            .unwrap();
-        let schemas: Vec<String> = sig.outputs().iter().map(|f| f.schema().to_string()).collect();
+        let sig =
+            DynSignature::parse("-> a: list[str], b: Optional[int], c: Literal['a', 'b']").unwrap();
+        let schemas: Vec<String> = sig
+            .outputs()
+            .iter()
+            .map(|f| f.schema().to_string())
+            .collect();
         assert_eq!(
             schemas,
             [

@@ -33,7 +33,10 @@ where
     match tokio::task::spawn_blocking(body).await {
         Ok(value) => Ok(value),
         Err(e) if e.is_panic() => Err(panicked(tool, e.into_panic())),
-        Err(e) => Err(ToolError::Failed { tool: tool.to_owned(), message: e.to_string() }),
+        Err(e) => Err(ToolError::Failed {
+            tool: tool.to_owned(),
+            message: e.to_string(),
+        }),
     }
 }
 
@@ -50,7 +53,10 @@ pub async fn run_async<Fut>(tool: &str, body: Fut) -> Result<Fut::Output, ToolEr
 where
     Fut: Future,
 {
-    AssertUnwindSafe(body).catch_unwind().await.map_err(|payload| panicked(tool, payload))
+    AssertUnwindSafe(body)
+        .catch_unwind()
+        .await
+        .map_err(|payload| panicked(tool, payload))
 }
 
 /// Drives a future to completion from sync code (see the [module docs](self) for the rule).
@@ -62,7 +68,9 @@ where
         Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
             Ok(tokio::task::block_in_place(|| handle.block_on(future)))
         }
-        Ok(_) => Err(ToolError::BlockingInAsyncContext { tool: tool.to_owned() }),
+        Ok(_) => Err(ToolError::BlockingInAsyncContext {
+            tool: tool.to_owned(),
+        }),
         Err(_) => THREAD_RUNTIME.with(|runtime| match runtime {
             Ok(runtime) => Ok(runtime.block_on(future)),
             Err(message) => Err(ToolError::Failed {
@@ -86,5 +94,8 @@ fn panicked(tool: &str, payload: Box<dyn Any + Send>) -> ToolError {
     } else {
         "a panic with a non-string payload".to_owned()
     };
-    ToolError::Panicked { tool: tool.to_owned(), message }
+    ToolError::Panicked {
+        tool: tool.to_owned(),
+        message,
+    }
 }

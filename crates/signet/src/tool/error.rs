@@ -113,7 +113,11 @@ impl ToolError {
 }
 
 fn join(errors: &[ArgError]) -> String {
-    errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// One problem with a tool call's arguments: where it is, what was expected and what was received.
@@ -207,7 +211,11 @@ impl fmt::Display for ArgError {
             }
             ArgErrorKind::NotAllowed { allowed } => {
                 let allowed: Vec<String> = allowed.iter().map(short).collect();
-                write!(f, "argument `{path}`: expected one of {}", allowed.join(", "))?;
+                write!(
+                    f,
+                    "argument `{path}`: expected one of {}",
+                    allowed.join(", ")
+                )?;
                 if let Some(v) = &self.received {
                     write!(f, ", got {}", short(v))?;
                 }

@@ -38,7 +38,9 @@ pub struct FnTool {
 
 impl std::fmt::Debug for FnTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FnTool").field("spec", &self.spec).finish_non_exhaustive()
+        f.debug_struct("FnTool")
+            .field("spec", &self.spec)
+            .finish_non_exhaustive()
     }
 }
 

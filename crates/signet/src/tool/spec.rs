@@ -57,10 +57,16 @@ impl ToolSpec {
         let name = name.into();
         let args_schema = normalize_args_schema(args_schema);
         let validator = jsonschema::validator_for(&args_schema).map_err(|e| e.to_string());
-        ToolSpec { name, description: description.into(), args_schema, validator }
+        ToolSpec {
+            name,
+            description: description.into(),
+            args_schema,
+            validator,
+        }
     }
 
-    /// A spec whose argument schema is generated from the struct `A` (what `#[tool]` uses).
+    /// A spec whose argument schema is generated from the struct `A` (what `#[tool]` uses), with
+    /// schemars' machine-width number formats dropped ([`drop_width_formats`](schema::drop_width_formats)).
     ///
     /// ```
     /// #[derive(schemars::JsonSchema, serde::Deserialize)]
@@ -75,6 +81,7 @@ impl ToolSpec {
         description: impl Into<String>,
     ) -> ToolSpec {
         let mut args = schema::schema_for::<A>();
+        schema::drop_width_formats(&mut args);
         if let Value::Object(map) = &mut args {
             map.remove("title");
             map.remove("description");
@@ -99,10 +106,13 @@ impl ToolSpec {
 
     /// Checks `args` against the schema, reporting every problem found.
     pub fn validate(&self, args: &Value) -> Result<(), ToolError> {
-        let validator = self.validator.as_ref().map_err(|message| ToolError::InvalidSchema {
-            tool: self.name.clone(),
-            message: message.clone(),
-        })?;
+        let validator = self
+            .validator
+            .as_ref()
+            .map_err(|message| ToolError::InvalidSchema {
+                tool: self.name.clone(),
+                message: message.clone(),
+            })?;
         if !args.is_object() {
             return Err(self.invalid(vec![ArgError {
                 path: String::new(),
@@ -122,19 +132,28 @@ impl ToolSpec {
     /// schema could not express) is still reported as [`ToolError::InvalidArguments`].
     pub fn parse_args<A: DeserializeOwned>(&self, args: Value) -> Result<A, ToolError> {
         // Tools without arguments accept `null` as well as `{}`.
-        let args = if args.is_null() { Value::Object(Map::new()) } else { args };
+        let args = if args.is_null() {
+            Value::Object(Map::new())
+        } else {
+            args
+        };
         self.validate(&args)?;
         serde_json::from_value(args).map_err(|e| {
             self.invalid(vec![ArgError {
                 path: String::new(),
-                kind: ArgErrorKind::Invalid { message: e.to_string() },
+                kind: ArgErrorKind::Invalid {
+                    message: e.to_string(),
+                },
                 received: None,
             }])
         })
     }
 
     fn invalid(&self, errors: Vec<ArgError>) -> ToolError {
-        ToolError::InvalidArguments { tool: self.name.clone(), errors }
+        ToolError::InvalidArguments {
+            tool: self.name.clone(),
+            errors,
+        }
     }
 
     /// The OpenAI function-calling descriptor for this tool:
@@ -208,7 +227,9 @@ fn collect_errors(
                 for name in unexpected {
                     out.push(ArgError {
                         path: join_path(&path, name),
-                        kind: ArgErrorKind::Unexpected { allowed: allowed.clone() },
+                        kind: ArgErrorKind::Unexpected {
+                            allowed: allowed.clone(),
+                        },
                         received: error.instance().get(name).cloned(),
                     });
                 }
@@ -224,20 +245,36 @@ fn collect_errors(
                         other => other.as_str().unwrap_or_default().to_owned(),
                     })
                     .unwrap_or_default();
-                out.push(ArgError { path, kind: ArgErrorKind::WrongType { expected }, received });
+                out.push(ArgError {
+                    path,
+                    kind: ArgErrorKind::WrongType { expected },
+                    received,
+                });
             }
             K::Enum { options } => {
                 let allowed = options.as_array().cloned().unwrap_or_default();
-                out.push(ArgError { path, kind: ArgErrorKind::NotAllowed { allowed }, received });
+                out.push(ArgError {
+                    path,
+                    kind: ArgErrorKind::NotAllowed { allowed },
+                    received,
+                });
             }
             K::Constant { expected_value } => {
                 let allowed = vec![(**expected_value).clone()];
-                out.push(ArgError { path, kind: ArgErrorKind::NotAllowed { allowed }, received });
+                out.push(ArgError {
+                    path,
+                    kind: ArgErrorKind::NotAllowed { allowed },
+                    received,
+                });
             }
             K::AnyOf { .. } | K::OneOfNotValid { .. } => {
                 let branches = schema_at(error.schema_path().as_str()).and_then(Value::as_array);
                 let non_null: Vec<&Value> = branches
-                    .map(|b| b.iter().filter(|s| s.get("type") != Some(&json!("null"))).collect())
+                    .map(|b| {
+                        b.iter()
+                            .filter(|s| s.get("type") != Some(&json!("null")))
+                            .collect()
+                    })
                     .unwrap_or_default();
                 let instance = error.instance();
                 let precise = match non_null.as_slice() {
@@ -252,7 +289,9 @@ fn collect_errors(
                         path,
                         kind: ArgErrorKind::WrongType {
                             expected: branches
-                                .map(|b| b.iter().map(expected_type).collect::<Vec<_>>().join(" or "))
+                                .map(|b| {
+                                    b.iter().map(expected_type).collect::<Vec<_>>().join(" or ")
+                                })
                                 .unwrap_or_else(|| "a different value".to_owned()),
                         },
                         received,
@@ -261,7 +300,9 @@ fn collect_errors(
             }
             _ => out.push(ArgError {
                 path,
-                kind: ArgErrorKind::Invalid { message: error.to_string() },
+                kind: ArgErrorKind::Invalid {
+                    message: error.to_string(),
+                },
                 received,
             }),
         }
@@ -280,11 +321,17 @@ fn expected_type(schema: &Value) -> String {
             None => "array".to_owned(),
         },
         Some(Value::String(t)) => t.clone(),
-        Some(Value::Array(types)) => {
-            types.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" or ")
-        }
+        Some(Value::Array(types)) => types
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(" or "),
         _ => match schema.get("anyOf").and_then(Value::as_array) {
-            Some(branches) => branches.iter().map(expected_type).collect::<Vec<_>>().join(" or "),
+            Some(branches) => branches
+                .iter()
+                .map(expected_type)
+                .collect::<Vec<_>>()
+                .join(" or "),
             None => "any value".to_owned(),
         },
     }
@@ -354,7 +401,10 @@ mod tests {
             messages(json!({"point": {"x": "bad"}})),
             ["argument `point.x`: expected integer, got string \"bad\""]
         );
-        assert_eq!(messages(json!({"point": {"y": 2}})), ["missing required argument `point.x` (integer)"]);
+        assert_eq!(
+            messages(json!({"point": {"y": 2}})),
+            ["missing required argument `point.x` (integer)"]
+        );
         assert_eq!(
             messages(json!({"point": {"x": 1}, "tags": ["a", 2]})),
             ["argument `tags.1`: expected string, got integer 2"]
@@ -379,19 +429,32 @@ mod tests {
             messages(json!({"point": {"x": 1}, "c": 3})),
             ["unexpected argument `c` (accepted: point, label, color, tags)"]
         );
-        assert_eq!(messages(json!([1])), ["arguments must be a JSON object, got array [1]"]);
+        assert_eq!(
+            messages(json!([1])),
+            ["arguments must be a JSON object, got array [1]"]
+        );
     }
 
     #[test]
     fn invalid_schema_is_an_error_not_a_panic() {
-        let spec = ToolSpec::new("t", "", json!({"type": "object", "properties": {"a": {"type": 5}}}));
-        assert!(matches!(spec.validate(&json!({})), Err(ToolError::InvalidSchema { .. })));
+        let spec = ToolSpec::new(
+            "t",
+            "",
+            json!({"type": "object", "properties": {"a": {"type": 5}}}),
+        );
+        assert!(matches!(
+            spec.validate(&json!({})),
+            Err(ToolError::InvalidSchema { .. })
+        ));
     }
 
     #[test]
     fn refs_are_inlined_in_the_published_schema() {
         let spec = spec();
-        assert_eq!(spec.args_schema()["properties"]["point"]["required"], json!(["x"]));
+        assert_eq!(
+            spec.args_schema()["properties"]["point"]["required"],
+            json!(["x"])
+        );
         assert!(spec.args_schema().get("$defs").is_none());
     }
 }

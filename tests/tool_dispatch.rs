@@ -1,0 +1,222 @@
+//! Dispatch: async tools are awaited, sync tools never block the executor (multi-thread and
+//! current-thread runtimes), sync callers have an entry point, panics and errors become typed
+//! `ToolError`s.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::{self, ThreadId};
+use std::time::Duration;
+
+use serde_json::json;
+use signet::{Tool, ToolBox, ToolError, tool};
+
+/// Report the thread the tool body ran on.
+#[tool]
+fn where_sync() -> String {
+    format!("{:?}", thread::current().id())
+}
+
+/// Report the thread the tool body ran on, without leaving it.
+#[tool(inline)]
+fn where_inline() -> String {
+    format!("{:?}", thread::current().id())
+}
+
+/// An async tool that really suspends.
+#[tool]
+async fn slow_echo(text: String) -> String {
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    text
+}
+
+#[tool]
+fn sync_panics() -> i32 {
+    panic!("sync boom")
+}
+
+#[tool]
+async fn async_panics() -> i32 {
+    panic!("async boom")
+}
+
+#[tool]
+fn fails(reason: String) -> Result<i32, String> {
+    Err(reason)
+}
+
+#[tool]
+fn io_result() -> std::io::Result<Vec<u8>> {
+    Ok(vec![1, 2])
+}
+
+#[tool]
+fn unit() {}
+
+fn id(thread: ThreadId) -> String {
+    format!("{thread:?}")
+}
+
+/// A sync tool that waits until an async task on the same runtime opens the gate: it can only
+/// finish if the executor thread stays free while the tool blocks.
+struct Gate {
+    rx: Mutex<mpsc::Receiver<()>>,
+}
+
+#[tool]
+impl Gate {
+    /// Wait for the gate to open.
+    #[tool]
+    fn wait_for_gate(&self) -> Result<&'static str, String> {
+        let rx = self.rx.lock().map_err(|e| e.to_string())?;
+        rx.recv_timeout(Duration::from_secs(10))
+            .map_err(|e| format!("gate never opened: {e}"))?;
+        Ok("opened")
+    }
+}
+
+async fn sync_tool_does_not_block_the_executor() {
+    let (tx, rx) = mpsc::channel();
+    let gate = Arc::new(Gate { rx: Mutex::new(rx) });
+    let tools = Gate::tools(&gate);
+    let opener = tokio::spawn(async move {
+        tokio::task::yield_now().await;
+        tx.send(()).unwrap();
+    });
+    assert_eq!(tools[0].call(json!({})).await.unwrap(), "opened");
+    opener.await.unwrap();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn current_thread_sync_tool_does_not_block_the_executor() {
+    sync_tool_does_not_block_the_executor().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn multi_thread_sync_tool_does_not_block_the_executor() {
+    sync_tool_does_not_block_the_executor().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn current_thread_dispatch() {
+    let here = id(thread::current().id());
+    assert_ne!(
+        WhereSyncTool.call(json!({})).await.unwrap(),
+        here,
+        "sync tools leave the executor"
+    );
+    assert_eq!(
+        WhereInlineTool.call(json!({})).await.unwrap(),
+        here,
+        "inline tools stay"
+    );
+    assert_eq!(
+        SlowEchoTool.call(json!({"text": "hi"})).await.unwrap(),
+        "hi"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_thread_dispatch_runs_calls_concurrently() {
+    let calls = (0..16).map(|i| SlowEchoTool.call(json!({"text": format!("m{i}")})));
+    let results = futures::future::join_all(calls).await;
+    for (i, result) in results.into_iter().enumerate() {
+        assert_eq!(result.unwrap(), format!("m{i}"));
+    }
+    assert!(WhereSyncTool.call(json!({})).await.is_ok());
+}
+
+#[tokio::test]
+async fn panics_become_errors_and_the_caller_keeps_running() {
+    assert_eq!(
+        SyncPanicsTool.call(json!({})).await.unwrap_err(),
+        ToolError::Panicked {
+            tool: "sync_panics".into(),
+            message: "sync boom".into()
+        }
+    );
+    assert_eq!(
+        AsyncPanicsTool.call(json!({})).await.unwrap_err(),
+        ToolError::Panicked {
+            tool: "async_panics".into(),
+            message: "async boom".into()
+        }
+    );
+    assert_eq!(
+        SlowEchoTool
+            .call(json!({"text": "still here"}))
+            .await
+            .unwrap(),
+        "still here"
+    );
+}
+
+#[test]
+fn errors_and_return_types() {
+    assert_eq!(
+        FailsTool
+            .call_blocking(json!({"reason": "no"}))
+            .unwrap_err(),
+        ToolError::Failed {
+            tool: "fails".into(),
+            message: "no".into()
+        }
+    );
+    assert_eq!(
+        FailsTool
+            .call_blocking(json!({"reason": "no"}))
+            .unwrap_err()
+            .to_string(),
+        "tool `fails` failed: no"
+    );
+    assert_eq!(
+        IoResultTool.call_blocking(json!({})).unwrap(),
+        json!([1, 2])
+    );
+    assert_eq!(UnitTool.call_blocking(json!({})).unwrap(), json!(null));
+    assert_eq!(
+        SyncPanicsTool.call_blocking(json!({})).unwrap_err(),
+        ToolError::Panicked {
+            tool: "sync_panics".into(),
+            message: "sync boom".into()
+        }
+    );
+}
+
+#[test]
+fn blocking_entry_point_outside_any_runtime() {
+    // Async tools get a runtime of their own; sync tools run right here.
+    assert_eq!(
+        SlowEchoTool
+            .call_blocking(json!({"text": "sync caller"}))
+            .unwrap(),
+        "sync caller"
+    );
+    assert_eq!(
+        WhereSyncTool.call_blocking(json!({})).unwrap(),
+        id(thread::current().id())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocking_entry_point_inside_a_multi_thread_runtime() {
+    assert_eq!(
+        SlowEchoTool
+            .call_blocking(json!({"text": "nested"}))
+            .unwrap(),
+        "nested"
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn blocking_entry_point_inside_a_current_thread_runtime_is_a_typed_error() {
+    assert_eq!(
+        SlowEchoTool
+            .call_blocking(json!({"text": "x"}))
+            .unwrap_err(),
+        ToolError::BlockingInAsyncContext {
+            tool: "slow_echo".into()
+        }
+    );
+    // Sync tools need no runtime, so they still work.
+    assert!(WhereSyncTool.call_blocking(json!({})).is_ok());
+}
