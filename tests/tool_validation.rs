@@ -2,7 +2,7 @@
 //! what was expected and what was received, in words a model can act on.
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Value, json};
 use signet::tool::{ArgError, ArgErrorKind};
 use signet::{Tool, ToolError, tool};
@@ -14,7 +14,7 @@ pub struct Point {
     pub y: i64,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Color {
     Red,

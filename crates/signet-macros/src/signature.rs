@@ -193,7 +193,6 @@ fn generate(input: &DeriveInput, options: &SignatureOptions, fields: &[SigField]
         None => quote!(::signet),
     };
     let serde_path = format!("{}", quote!(#krate::__private::serde)).replace(' ', "");
-    let schemars_path = format!("{}", quote!(#krate::__private::schemars)).replace(' ', "");
     let ident = &input.ident;
     let vis = &input.vis;
     let input_ident = format_ident!("{}Input", ident);
@@ -241,10 +240,8 @@ fn generate(input: &DeriveInput, options: &SignatureOptions, fields: &[SigField]
             ::core::clone::Clone,
             #krate::__private::serde::Serialize,
             #krate::__private::serde::Deserialize,
-            #krate::__private::schemars::JsonSchema,
         )]
         #[serde(crate = #serde_path)]
-        #[schemars(crate = #schemars_path)]
         #vis struct #input_ident {
             #(#input_fields,)*
         }
@@ -255,10 +252,8 @@ fn generate(input: &DeriveInput, options: &SignatureOptions, fields: &[SigField]
             ::core::clone::Clone,
             #krate::__private::serde::Serialize,
             #krate::__private::serde::Deserialize,
-            #krate::__private::schemars::JsonSchema,
         )]
         #[serde(crate = #serde_path)]
-        #[schemars(crate = #schemars_path)]
         #vis struct #output_ident {
             #(#output_fields,)*
         }

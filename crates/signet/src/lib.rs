@@ -85,7 +85,7 @@ pub use signet_macros::tool;
 /// `#[output]`.
 ///
 /// Generates `{Name}Input` and `{Name}Output` structs (same visibility, each field's doc comment
-/// kept; both derive `Debug`, `Clone`, `PartialEq`, serde's traits and `JsonSchema`) and implements
+/// kept; both derive `Debug`, `Clone` and serde's traits) and implements
 /// [`Signature`]: instructions from the struct's doc comment (DSPy's default sentence when absent),
 /// each field's description from `#[input(desc = "...")]` or its doc comment, its DSPy type name and
 /// JSON schema from its Rust type.
@@ -131,8 +131,8 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::signature::field_of;
-    pub use crate::tool::returns::{PlainKind, ResultKind};
-    pub use crate::tool::{block_on, run_async, run_blocking, run_inline};
+    pub use crate::tool::returns::{plain_output, result_output};
+    pub use crate::tool::{ArgsSchema, block_on, run_async, run_blocking, run_inline};
     pub use futures::FutureExt;
     pub use futures::future::BoxFuture;
     pub use schemars;
@@ -140,15 +140,40 @@ pub mod __private {
     pub use serde_json;
     pub use std::sync::{Arc, OnceLock};
 
-    /// Asserts at compile time that a tool argument type can be described and deserialized.
+    /// Types that can be tool arguments: every type with a JSON schema (deserialization is checked
+    /// by serde's own derive, with its own message).
     #[diagnostic::on_unimplemented(
-        message = "`{Self}` cannot be a tool argument: it needs `schemars::JsonSchema` and `serde::Deserialize`",
-        label = "this argument's type has no JSON schema or cannot be deserialized",
+        message = "`{Self}` cannot be a tool argument: it does not implement `schemars::JsonSchema`",
+        label = "this argument's type has no JSON schema",
         note = "add `#[derive(schemars::JsonSchema, serde::Deserialize)]` to `{Self}`"
     )]
-    pub trait ToolArgument {}
-    impl<T: schemars::JsonSchema + serde::de::DeserializeOwned> ToolArgument for T {}
+    pub trait ToolArgument: schemars::JsonSchema {}
+    impl<T: schemars::JsonSchema + ?Sized> ToolArgument for T {}
 
-    /// Used by generated code to check an argument type, pointing the error at the argument.
-    pub const fn assert_tool_argument<T: ToolArgument>() {}
+    /// Adds argument `name` of type `T` to `schema` (the generated call is spanned at the argument's
+    /// type, so a type without a schema is reported there).
+    pub fn tool_arg<T: ToolArgument + ?Sized>(
+        schema: crate::tool::ArgsSchema,
+        name: &str,
+        desc: Option<&str>,
+        default: Option<serde_json::Value>,
+        required: bool,
+    ) -> crate::tool::ArgsSchema {
+        schema.arg::<T>(name, desc, default, required)
+    }
+
+    /// Types that can be the default of a tool argument: the default is shown to the model in the
+    /// schema, so it must serialize.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be the default of a tool argument: it does not implement `serde::Serialize`",
+        label = "the default value is shown to the model in the argument schema",
+        note = "add `#[derive(serde::Serialize)]` to `{Self}`"
+    )]
+    pub trait DefaultArgument: serde::Serialize {}
+    impl<T: serde::Serialize> DefaultArgument for T {}
+
+    /// A default argument value as JSON (shown to the model in the schema).
+    pub fn default_value<T: DefaultArgument>(value: T) -> Option<serde_json::Value> {
+        serde_json::to_value(value).ok()
+    }
 }

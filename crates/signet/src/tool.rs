@@ -18,6 +18,7 @@
 //! assert_eq!(tool.call_blocking(serde_json::json!({"a": 1, "b": 2})).unwrap(), 3);
 //! ```
 
+mod args_schema;
 mod dispatch;
 mod error;
 mod func;
@@ -30,6 +31,7 @@ use futures::future::BoxFuture;
 use serde::Serialize;
 use serde_json::Value;
 
+pub use args_schema::ArgsSchema;
 pub use dispatch::{block_on, run_async, run_blocking, run_inline};
 pub use error::{ArgError, ArgErrorKind, ToolError};
 pub use func::{FnTool, FnToolBuilder};
@@ -136,60 +138,33 @@ pub trait ToolBox: Send + Sync + 'static {
 
 /// Support for the code `#[tool]` generates: turning a tool body's return value into JSON.
 ///
-/// A body may return any `T: Serialize`, or `Result<T, E>` with `T: Serialize, E: Display`; an
-/// `Err` becomes [`ToolError::Failed`]. The choice is made by autoref specialization, so a type
-/// alias of `Result` works too.
+/// A return type whose last path segment is `Result` (`Result<T, E>`, `io::Result<T>`,
+/// `anyhow::Result<T>`) goes through [`result_output`](returns::result_output): `Ok` becomes the
+/// output, `Err` (any `E: Display`) becomes [`ToolError::Failed`]. Any other type goes through
+/// [`plain_output`](returns::plain_output) and must be `Serialize`.
 #[doc(hidden)]
 pub mod returns {
     use super::*;
 
-    /// Marker chosen for `Result` return values.
-    pub struct ResultReturn;
-    /// Marker chosen for any other serializable return value.
-    pub struct PlainReturn;
-
-    /// Picks [`ResultReturn`] for `Result<T, E>`.
-    pub trait ResultKind {
-        /// The marker for this return type.
-        fn tool_return_kind(&self) -> ResultReturn {
-            ResultReturn
-        }
-    }
-    impl<T: Serialize, E: Display> ResultKind for Result<T, E> {}
-
-    /// Picks [`PlainReturn`] for every other serializable value.
-    pub trait PlainKind {
-        /// The marker for this return type.
-        fn tool_return_kind(&self) -> PlainReturn {
-            PlainReturn
-        }
-    }
-    impl<T: Serialize> PlainKind for &T {}
-
-    impl ResultReturn {
-        /// `Ok` -> JSON, `Err` -> [`ToolError::Failed`].
-        pub fn convert<T: Serialize, E: Display>(
-            self,
-            tool: &str,
-            value: Result<T, E>,
-        ) -> Result<Value, ToolError> {
-            match value {
-                Ok(v) => PlainReturn.convert(tool, v),
-                Err(e) => Err(ToolError::Failed {
-                    tool: tool.to_owned(),
-                    message: e.to_string(),
-                }),
-            }
-        }
-    }
-
-    impl PlainReturn {
-        /// The value as JSON.
-        pub fn convert<T: Serialize>(self, tool: &str, value: T) -> Result<Value, ToolError> {
-            serde_json::to_value(value).map_err(|e| ToolError::Output {
+    /// `Ok` -> JSON, `Err` -> [`ToolError::Failed`].
+    pub fn result_output<T: Serialize, E: Display>(
+        tool: &str,
+        value: Result<T, E>,
+    ) -> Result<Value, ToolError> {
+        match value {
+            Ok(v) => plain_output(tool, v),
+            Err(e) => Err(ToolError::Failed {
                 tool: tool.to_owned(),
                 message: e.to_string(),
-            })
+            }),
         }
+    }
+
+    /// The value as JSON.
+    pub fn plain_output<T: Serialize>(tool: &str, value: T) -> Result<Value, ToolError> {
+        serde_json::to_value(value).map_err(|e| ToolError::Output {
+            tool: tool.to_owned(),
+            message: e.to_string(),
+        })
     }
 }

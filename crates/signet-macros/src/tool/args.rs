@@ -23,6 +23,8 @@ pub struct ToolArg {
     /// The parameter's type as written, for error spans.
     pub written_ty: Type,
     pub pass: Pass,
+    /// `Option<..>`: may be left out (serde gives `None`).
+    pub optional: bool,
     pub desc: Option<String>,
     pub default: Option<Expr>,
 }
@@ -35,8 +37,33 @@ struct ArgOptions {
     desc: Option<String>,
     /// The value used when the argument is left out (any expression; a string literal stays a
     /// string).
-    #[darling(with = darling::util::parse_expr::preserve_str_literal, map = Some)]
+    #[darling(with = default_value, map = Some)]
     default: Option<Expr>,
+}
+
+/// `default = <expr>`; a bare `default` is an error that shows the expected form.
+fn default_value(meta: &syn::Meta) -> darling::Result<Expr> {
+    match meta {
+        syn::Meta::NameValue(nv) => Ok(nv.value.clone()),
+        other => Err(darling::Error::custom(
+            "`default` needs a value, as in `#[arg(default = 3)]` or `#[arg(default = \"text\")]`",
+        )
+        .with_span(other)),
+    }
+}
+
+/// Whether the type's last path segment is `name` (`Option<T>`, `std::option::Option<T>`).
+pub fn last_segment_is(ty: &Type, name: &str) -> bool {
+    match ty {
+        Type::Path(path) if path.qself.is_none() => path
+            .path
+            .segments
+            .last()
+            .is_some_and(|segment| segment.ident == name),
+        Type::Group(group) => last_segment_is(&group.elem, name),
+        Type::Paren(paren) => last_segment_is(&paren.elem, name),
+        _ => false,
+    }
 }
 
 pub fn parse_args(sig: &Signature) -> syn::Result<Vec<ToolArg>> {
@@ -64,8 +91,10 @@ pub fn parse_args(sig: &Signature) -> syn::Result<Vec<ToolArg>> {
         let owned = errors.take(owned_type(&param.ty));
         if let (Some(ident), Some((field_ty, pass)), Some(options)) = (ident, owned, options) {
             let desc = options.desc.or_else(|| doc_text(&param.attrs));
+            let optional = last_segment_is(&field_ty, "Option");
             args.push(ToolArg {
                 ident,
+                optional,
                 field_ty,
                 written_ty: (*param.ty).clone(),
                 pass,

@@ -8,8 +8,8 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Expr, ExprLit, Lit, Type};
 
-use super::ToolDef;
 use super::args::Pass;
+use super::{Output, ToolDef};
 
 /// Emits the `Tool` impl for `tool_ty`.
 ///
@@ -28,40 +28,51 @@ pub fn tool_impl(
     let args_ident = format_ident!("__SignetArgs{}", suffix);
     let spec_fn = format_ident!("__signet_spec{}", suffix);
     let serde_path = format!("{}", quote!(#krate::__private::serde)).replace(' ', "");
-    let schemars_path = format!("{}", quote!(#krate::__private::schemars)).replace(' ', "");
     let name = &def.name;
     let desc = &def.desc;
     let confirm = def.confirm;
 
     let mut fields = Vec::new();
     let mut helpers = Vec::new();
-    let mut checks = Vec::new();
+    let mut schema_args = Vec::new();
     let mut call_args = Vec::new();
     for arg in &def.args {
         let ident = &arg.ident;
         let ty = &arg.field_ty;
-        let doc = arg.desc.as_ref().map(|d| quote!(#[doc = #d]));
-        let default = arg.default.as_ref().map(|expr| {
-            let default_fn = format_ident!("__signet_default{}_{}", suffix, ident);
-            let default_name = default_fn.to_string();
-            let value = match expr {
-                Expr::Lit(ExprLit {
-                    lit: Lit::Str(_), ..
-                }) => {
-                    quote_spanned!(expr.span()=> ::core::convert::From::from(#expr))
-                }
-                other => quote!(#other),
-            };
-            helpers.push(quote! {
-                #[allow(non_snake_case)]
-                fn #default_fn() -> #ty { #value }
-            });
-            quote!(#[serde(default = #default_name)])
-        });
-        fields.push(quote! { #doc #default #ident: #ty });
+        let arg_name = ident.to_string();
+        let arg_name = arg_name.strip_prefix("r#").unwrap_or(&arg_name);
+        let desc = match &arg.desc {
+            Some(d) => quote!(::core::option::Option::Some(#d)),
+            None => quote!(::core::option::Option::None),
+        };
+        let (serde_default, default_json) = match &arg.default {
+            Some(expr) => {
+                let default_fn = format_ident!("__signet_default{}_{}", suffix, ident);
+                let default_name = default_fn.to_string();
+                let value = match expr {
+                    Expr::Lit(ExprLit {
+                        lit: Lit::Str(_), ..
+                    }) => {
+                        quote_spanned!(expr.span()=> ::core::convert::From::from(#expr))
+                    }
+                    other => quote!(#other),
+                };
+                helpers.push(quote! {
+                    #[allow(non_snake_case)]
+                    fn #default_fn() -> #ty { #value }
+                });
+                (
+                    quote!(#[serde(default = #default_name)]),
+                    quote_spanned!(expr.span()=> __signet::default_value(#default_fn())),
+                )
+            }
+            None => (quote!(), quote!(::core::option::Option::None)),
+        };
+        let required = arg.default.is_none() && !arg.optional;
+        fields.push(quote! { #serde_default #ident: #ty });
         let written = &arg.written_ty;
-        checks.push(quote_spanned! {written.span()=>
-            const _: () = __signet::assert_tool_argument::<#ty>();
+        schema_args.push(quote_spanned! {written.span()=>
+            let schema = __signet::tool_arg::<#ty>(schema, #arg_name, #desc, #default_json, #required);
         });
         call_args.push(match arg.pass {
             Pass::Value => quote!(__args.#ident),
@@ -99,6 +110,13 @@ pub fn tool_impl(
         }
     };
 
+    // The return value as JSON: `Result`-named types are fallible, anything else is serialized.
+    let output = match &def.output {
+        Output::Result(ty) => quote_spanned!(ty.span()=> __signet::result_output(#name, __out)),
+        Output::Plain(ty) => quote_spanned!(ty.span()=> __signet::plain_output(#name, __out)),
+        Output::Unit => quote!(__signet::plain_output(#name, __out)),
+    };
+
     // Sync tools get a direct sync entry point; async tools use the trait's default (a runtime).
     let call_blocking = (!def.is_async).then(|| {
         quote! {
@@ -106,22 +124,17 @@ pub fn tool_impl(
                 &self,
                 args: __signet::serde_json::Value,
             ) -> ::core::result::Result<__signet::serde_json::Value, #krate::ToolError> {
-                #[allow(unused_imports)]
-                use __signet::{PlainKind as _, ResultKind as _};
                 let __args: #args_ident = #spec_fn().parse_args(args)?;
                 #sync_prelude
                 let __out = __signet::run_inline(#name, move || #sync_call)?;
-                (&__out).tool_return_kind().convert(#name, __out)
+                #output
             }
         }
     });
 
     quote! {
-        #(#checks)*
-
-        #[derive(__signet::serde::Deserialize, __signet::schemars::JsonSchema)]
+        #[derive(__signet::serde::Deserialize)]
         #[serde(crate = #serde_path, deny_unknown_fields)]
-        #[schemars(crate = #schemars_path)]
         #[allow(non_camel_case_types)]
         struct #args_ident {
             #(#fields,)*
@@ -131,7 +144,11 @@ pub fn tool_impl(
 
         fn #spec_fn() -> &'static #krate::ToolSpec {
             static SPEC: __signet::OnceLock<#krate::ToolSpec> = __signet::OnceLock::new();
-            SPEC.get_or_init(|| #krate::ToolSpec::for_args::<#args_ident>(#name, #desc))
+            SPEC.get_or_init(|| {
+                let schema = __signet::ArgsSchema::new();
+                #(#schema_args)*
+                #krate::ToolSpec::new(#name, #desc, schema.finish())
+            })
         }
 
         impl #krate::Tool for #tool_ty {
@@ -140,12 +157,10 @@ pub fn tool_impl(
             }
 
             fn call(&self, args: __signet::serde_json::Value) -> #krate::tool::ToolFuture<'_> {
-                #[allow(unused_imports)]
-                use __signet::{PlainKind as _, ResultKind as _};
                 __signet::FutureExt::boxed(async move {
                     let __args: #args_ident = #spec_fn().parse_args(args)?;
                     #call_body
-                    (&__out).tool_return_kind().convert(#name, __out)
+                    #output
                 })
             }
 

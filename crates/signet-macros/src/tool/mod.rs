@@ -51,6 +51,29 @@ struct ToolDef {
     inline: bool,
     confirm: bool,
     args: Vec<ToolArg>,
+    output: Output,
+}
+
+/// How the return value becomes the tool's output.
+enum Output {
+    /// No return type: the output is `null`.
+    Unit,
+    /// A type named `Result`: `Ok` is the output, `Err` a tool failure.
+    Result(syn::Type),
+    /// Any other type: serialized.
+    Plain(syn::Type),
+}
+
+impl Output {
+    fn of(sig: &Signature) -> Output {
+        match &sig.output {
+            syn::ReturnType::Default => Output::Unit,
+            syn::ReturnType::Type(_, ty) if args::last_segment_is(ty, "Result") => {
+                Output::Result((**ty).clone())
+            }
+            syn::ReturnType::Type(_, ty) => Output::Plain((**ty).clone()),
+        }
+    }
 }
 
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -292,6 +315,7 @@ fn parse_def(
         inline: options.inline.is_present(),
         confirm: options.confirm.is_present(),
         args: args.unwrap_or_default(),
+        output: Output::of(sig),
     })
 }
 
@@ -317,6 +341,10 @@ fn tool_struct_ident(fn_ident: &Ident) -> Ident {
 fn fallback_for_fn(function: &ItemFn) -> TokenStream {
     let mut function = function.clone();
     args::strip_arg_attrs(&mut function.sig);
+    if function.sig.receiver().is_some() {
+        // A method in a plain impl block: a struct cannot be declared there.
+        return quote!(#function);
+    }
     let struct_ident = tool_struct_ident(&function.sig.ident);
     let vis = match &function.vis {
         Visibility::Inherited => quote!(),

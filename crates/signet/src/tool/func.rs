@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::returns::ResultReturn;
+use super::returns::result_output;
 use super::{Tool, ToolError, ToolFuture, ToolSpec, run_async, run_blocking};
 
 type Body = Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync>;
@@ -120,7 +120,7 @@ impl FnToolBuilder {
             let name = name.clone();
             async move {
                 let out = run_blocking(&name, move || body(args)).await?;
-                ResultReturn.convert(&name, out)
+                result_output(&name, out)
             }
             .boxed()
         })
@@ -140,7 +140,7 @@ impl FnToolBuilder {
             let name = name.clone();
             async move {
                 let out = run_async(&name, future).await?;
-                ResultReturn.convert(&name, out)
+                result_output(&name, out)
             }
             .boxed()
         })

@@ -1,0 +1,8 @@
+use signet::Signature;
+
+#[derive(Signature)]
+enum Qa {
+    Question,
+}
+
+fn main() {}

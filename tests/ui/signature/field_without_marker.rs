@@ -1,0 +1,10 @@
+use signet::Signature;
+
+#[derive(Signature)]
+struct Qa {
+    #[input]
+    question: String,
+    answer: String,
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use signet::Signature;
+
+#[derive(Signature)]
+struct Qa {
+    #[input]
+    question: String,
+}
+
+fn main() {}

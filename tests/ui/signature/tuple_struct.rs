@@ -1,0 +1,6 @@
+use signet::Signature;
+
+#[derive(Signature)]
+struct Qa(String, String);
+
+fn main() {}

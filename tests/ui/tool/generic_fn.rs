@@ -1,0 +1,9 @@
+use signet::tool;
+
+/// Echo anything.
+#[tool]
+fn echo<T: serde::Serialize>(value: T) -> T {
+    value
+}
+
+fn main() {}

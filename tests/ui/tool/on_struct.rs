@@ -1,0 +1,8 @@
+use signet::tool;
+
+#[tool]
+struct NotAFunction {
+    x: i32,
+}
+
+fn main() {}
