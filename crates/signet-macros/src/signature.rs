@@ -294,13 +294,53 @@ fn generate(input: &DeriveInput, options: &SignatureOptions, fields: &[SigField]
     }
 }
 
-/// On error: empty input and output structs, so code naming them does not add more errors.
+/// On error: empty input and output structs and a stub `Signature` impl, so code that names them
+/// resolves and the user sees only the real error.
 fn fallback(input: &DeriveInput) -> TokenStream {
+    let krate = parse_struct_options(&input.attrs)
+        .ok()
+        .and_then(|o| o.krate)
+        .map_or_else(|| quote!(::signet), |path| quote!(#path));
+    let serde_path = format!("{}", quote!(#krate::__private::serde)).replace(' ', "");
     let vis = &input.vis;
-    let input_ident = format_ident!("{}Input", input.ident);
-    let output_ident = format_ident!("{}Output", input.ident);
+    let ident = &input.ident;
+    let input_ident = format_ident!("{}Input", ident);
+    let output_ident = format_ident!("{}Output", ident);
+    let generics_ok = input.generics.params.is_empty();
+    let stub = generics_ok.then(|| {
+        quote! {
+            impl #krate::Signature for #ident {
+                type Input = #input_ident;
+                type Output = #output_ident;
+                fn signature() -> &'static #krate::DynSignature {
+                    ::core::unreachable!("#[derive(Signature)] reported a compile error")
+                }
+                fn into_parts(self) -> (#input_ident, #output_ident) {
+                    ::core::unreachable!("#[derive(Signature)] reported a compile error")
+                }
+                fn from_parts(_: #input_ident, _: #output_ident) -> Self {
+                    ::core::unreachable!("#[derive(Signature)] reported a compile error")
+                }
+            }
+        }
+    });
     quote! {
+        #[derive(
+            ::core::fmt::Debug,
+            ::core::clone::Clone,
+            #krate::__private::serde::Serialize,
+            #krate::__private::serde::Deserialize,
+        )]
+        #[serde(crate = #serde_path)]
         #vis struct #input_ident {}
+        #[derive(
+            ::core::fmt::Debug,
+            ::core::clone::Clone,
+            #krate::__private::serde::Serialize,
+            #krate::__private::serde::Deserialize,
+        )]
+        #[serde(crate = #serde_path)]
         #vis struct #output_ident {}
+        #stub
     }
 }

@@ -289,14 +289,17 @@ fn nullable_as_any_of(map: &mut Map<String, Value>) {
     let mut branch = Map::new();
     branch.insert("type".to_owned(), inner);
     let keys: Vec<String> = map.keys().cloned().collect();
-    for key in keys {
-        if !matches!(
-            key.as_str(),
+    let annotation = |key: &str| {
+        matches!(
+            key,
             "type" | "title" | "description" | "default" | "examples"
-        ) {
-            if let Some(v) = map.remove(&key) {
-                branch.insert(key, v);
-            }
+        )
+    };
+    for key in keys {
+        if !annotation(&key)
+            && let Some(v) = map.remove(&key)
+        {
+            branch.insert(key, v);
         }
     }
     map.remove("type");

@@ -19,7 +19,7 @@
 //! ```
 
 mod args_schema;
-mod dispatch;
+pub mod dispatch;
 mod error;
 mod func;
 mod spec;
@@ -67,7 +67,7 @@ pub trait Tool: Send + Sync {
     /// Validates `args` (a JSON object), runs the tool and returns its result as JSON.
     fn call(&self, args: Value) -> ToolFuture<'_>;
 
-    /// Runs the tool from sync code. See [`dispatch`](block_on) for the rules: never call this
+    /// Runs the tool from sync code. See [`dispatch`] for the rules: never call this
     /// on a thread that drives a current-thread tokio runtime (you get
     /// [`ToolError::BlockingInAsyncContext`], not a deadlock).
     fn call_blocking(&self, args: Value) -> Result<Value, ToolError> {

@@ -7,4 +7,8 @@ struct Qa {
     answer: String,
 }
 
-fn main() {}
+fn main() {
+    use signet::Signature;
+    let _ = Qa::signature();
+    let _ = QaInput {};
+}

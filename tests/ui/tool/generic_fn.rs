@@ -6,4 +6,7 @@ fn echo<T: serde::Serialize>(value: T) -> T {
     value
 }
 
-fn main() {}
+fn main() {
+    use signet::Tool;
+    let _ = EchoTool.name();
+}

@@ -14,4 +14,7 @@ impl Counter {
     }
 }
 
-fn main() {}
+fn main() {
+    use signet::ToolBox;
+    let _ = Counter::tools(&std::sync::Arc::new(Counter { n: 0 }));
+}

@@ -6,4 +6,7 @@ fn add((a, b): (i64, i64), _: bool) -> i64 {
     a + b
 }
 
-fn main() {}
+fn main() {
+    use signet::Tool;
+    let _ = AddTool.call_blocking(serde_json::json!({}));
+}

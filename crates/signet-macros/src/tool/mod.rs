@@ -80,11 +80,11 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let parsed = syn::parse2::<Item>(item.clone());
     match parsed {
         Ok(Item::Fn(function)) => {
-            let fallback = fallback_for_fn(&function);
+            let fallback = fallback_for_fn(&function, &attr);
             expand_with(expand_fn(attr, function), fallback)
         }
         Ok(Item::Impl(block)) => {
-            let fallback = fallback_for_impl(&block);
+            let fallback = fallback_for_impl(&block, &attr);
             expand_with(expand_impl(attr, block), fallback)
         }
         Ok(other) => expand_with(
@@ -293,7 +293,7 @@ fn parse_def(
     }
     if options.inline.is_present() && sig.asyncness.is_some() {
         errors.at(
-            &sig.asyncness,
+            sig.asyncness,
             "`inline` applies to sync functions; async tools are always awaited in place",
         );
     }
@@ -336,29 +336,49 @@ fn tool_struct_ident(fn_ident: &Ident) -> Ident {
     )
 }
 
-/// On error: the function as written (our helper attributes removed) and an empty tool struct, so
-/// code that uses either still resolves.
-fn fallback_for_fn(function: &ItemFn) -> TokenStream {
+/// On error: the function as written (our helper attributes removed) and the tool struct with a
+/// stub `Tool` impl, so code that uses either still resolves and the user sees only the real error.
+fn fallback_for_fn(function: &ItemFn, attr: &TokenStream) -> TokenStream {
     let mut function = function.clone();
     args::strip_arg_attrs(&mut function.sig);
     if function.sig.receiver().is_some() {
         // A method in a plain impl block: a struct cannot be declared there.
         return quote!(#function);
     }
+    let krate = ToolOptions::parse(attr.clone())
+        .map(|o| crate_path(&o))
+        .unwrap_or(quote!(::signet));
     let struct_ident = tool_struct_ident(&function.sig.ident);
     let vis = match &function.vis {
         Visibility::Inherited => quote!(),
         vis => quote!(#vis),
     };
+    let stub = stub_tool_impl(&krate, &quote!(#struct_ident));
     quote! {
         #function
         #[derive(Debug, Clone, Copy, Default)]
         #vis struct #struct_ident;
+        #stub
     }
 }
 
-/// On error: the impl block with our helper attributes removed.
-fn fallback_for_impl(block: &ItemImpl) -> TokenStream {
+/// A `Tool` impl that is only ever compiled next to a compile error, never run.
+fn stub_tool_impl(krate: &TokenStream, tool_ty: &TokenStream) -> TokenStream {
+    quote! {
+        impl #krate::Tool for #tool_ty {
+            fn spec(&self) -> &#krate::ToolSpec {
+                ::core::unreachable!("#[tool] reported a compile error")
+            }
+            fn call(&self, _: #krate::__private::serde_json::Value) -> #krate::tool::ToolFuture<'_> {
+                ::core::unreachable!("#[tool] reported a compile error")
+            }
+        }
+    }
+}
+
+/// On error: the impl block with our helper attributes removed, and (for a plain inherent impl) a
+/// stub `ToolBox` impl so that `Type::tools(..)` still resolves.
+fn fallback_for_impl(block: &ItemImpl, attr: &TokenStream) -> TokenStream {
     let mut block = block.clone();
     for item in &mut block.items {
         if let ImplItem::Fn(method) = item {
@@ -366,5 +386,21 @@ fn fallback_for_impl(block: &ItemImpl) -> TokenStream {
             args::strip_arg_attrs(&mut method.sig);
         }
     }
-    quote!(#block)
+    if block.trait_.is_some() || !block.generics.params.is_empty() {
+        return quote!(#block);
+    }
+    let krate = ToolOptions::parse(attr.clone())
+        .map(|o| crate_path(&o))
+        .unwrap_or(quote!(::signet));
+    let self_ty = &block.self_ty;
+    quote! {
+        #block
+        impl #krate::ToolBox for #self_ty {
+            fn tools(
+                _: &#krate::__private::Arc<Self>,
+            ) -> ::std::vec::Vec<#krate::__private::Arc<dyn #krate::Tool>> {
+                ::core::unreachable!("#[tool] reported a compile error")
+            }
+        }
+    }
 }
