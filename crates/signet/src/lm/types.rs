@@ -1,0 +1,420 @@
+//! The data that crosses the LM boundary: messages, requests, completions, usage.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Instructions for the model.
+    System,
+    /// The user (or the program speaking for them).
+    User,
+    /// The model.
+    Assistant,
+    /// The result of a tool call, answering an assistant message's tool call.
+    Tool,
+}
+
+/// One chat message, serialized in the OpenAI shape
+/// (`{"role": "user", "content": "..."}`, plus `tool_calls` / `tool_call_id` when present).
+///
+/// ```
+/// use signet::lm::Message;
+/// let m = Message::user("Hello");
+/// assert_eq!(serde_json::to_value(&m).unwrap(), serde_json::json!({"role": "user", "content": "Hello"}));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Who wrote it.
+    pub role: Role,
+    /// The text (empty for an assistant message that only calls tools).
+    pub content: String,
+    /// Tool calls made by an assistant message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For a `tool` message: the id of the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    /// A message with `role` and `content`.
+    pub fn new(role: Role, content: impl Into<String>) -> Message {
+        Message {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Message {
+        Message::new(Role::System, content)
+    }
+
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Message {
+        Message::new(Role::User, content)
+    }
+
+    /// An assistant message.
+    pub fn assistant(content: impl Into<String>) -> Message {
+        Message::new(Role::Assistant, content)
+    }
+
+    /// An assistant message that calls tools (its content is `""`, which every OpenAI-compatible
+    /// server accepts).
+    pub fn assistant_tool_calls(tool_calls: Vec<ToolCall>) -> Message {
+        Message {
+            tool_calls,
+            ..Message::assistant("")
+        }
+    }
+
+    /// A tool result answering the call `tool_call_id`.
+    pub fn tool_result(tool_call_id: impl Into<String>, content: impl Into<String>) -> Message {
+        Message {
+            tool_call_id: Some(tool_call_id.into()),
+            ..Message::new(Role::Tool, content)
+        }
+    }
+}
+
+/// A tool call requested by the model.
+///
+/// ```
+/// let call = signet::lm::ToolCall::new("call_1", "add", r#"{"a": 2, "b": 3}"#);
+/// assert_eq!(call.args().unwrap()["a"], 2);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's id for the call (echoed back in the `tool` message that answers it).
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments exactly as the model wrote them (a JSON text, possibly malformed).
+    pub arguments: String,
+}
+
+impl ToolCall {
+    /// A tool call.
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
+
+    /// The arguments parsed as JSON (an empty text counts as `{}`).
+    pub fn args(&self) -> Result<Value, serde_json::Error> {
+        if self.arguments.trim().is_empty() {
+            return Ok(Value::Object(Map::new()));
+        }
+        serde_json::from_str(&self.arguments)
+    }
+}
+
+/// How the model must format its reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ResponseFormat {
+    /// Free text (the default).
+    Text,
+    /// Any JSON object (`{"type": "json_object"}`).
+    JsonObject,
+    /// JSON matching `schema` (OpenAI structured outputs: `{"type": "json_schema", "json_schema":
+    /// {"name", "strict", "schema"}}`).
+    JsonSchema {
+        /// A name for the schema.
+        name: String,
+        /// The schema.
+        schema: Value,
+        /// Whether the provider must follow the schema exactly.
+        strict: bool,
+    },
+    /// Sent as given: for server extensions such as llama.cpp's
+    /// `{"type": "json_object", "schema": {...}}`.
+    Raw(Value),
+}
+
+/// Which tool the model may or must call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides.
+    Auto,
+    /// No tool calls.
+    None,
+    /// At least one tool call.
+    Required,
+    /// This tool must be called.
+    Function(String),
+}
+
+/// Sampling and length settings of a request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LmOptions {
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Upper bound on generated tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Stop sequences.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stop: Vec<String>,
+    /// Seed for reproducible sampling, where the provider supports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+    /// Nucleus sampling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f32>,
+}
+
+/// Everything one LM call sends.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LmRequest {
+    /// The conversation.
+    pub messages: Vec<Message>,
+    /// Sampling and length settings.
+    #[serde(default)]
+    pub options: LmOptions,
+    /// Reply format.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<ResponseFormat>,
+    /// Tools offered for native function calling, as OpenAI function descriptors
+    /// (see [`Tool::to_openai_function`](crate::Tool::to_openai_function)).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<Value>,
+    /// Tool choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+    /// Whether the model may call several tools in one reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
+    /// Extra top-level fields sent as given (server extensions).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub extra: Map<String, Value>,
+}
+
+impl LmRequest {
+    /// A request with these messages and nothing else set.
+    pub fn new(messages: Vec<Message>) -> LmRequest {
+        LmRequest {
+            messages,
+            ..LmRequest::default()
+        }
+    }
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// A natural stop or a stop sequence.
+    Stop,
+    /// The token limit was reached (the reply may be cut off).
+    Length,
+    /// The model called tools.
+    ToolCalls,
+    /// The provider filtered the content.
+    ContentFilter,
+    /// Anything else the provider reported.
+    Other(String),
+}
+
+/// Tokens and calls spent. Adds up with `+=`.
+///
+/// ```
+/// use signet::lm::Usage;
+/// let mut total = Usage::default();
+/// total += Usage { prompt_tokens: 10, completion_tokens: 5, lm_calls: 1, ..Usage::default() };
+/// total += Usage { prompt_tokens: 3, completion_tokens: 1, lm_calls: 1, ..Usage::default() };
+/// assert_eq!((total.prompt_tokens, total.completion_tokens, total.lm_calls), (13, 6, 2));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens in the prompts.
+    pub prompt_tokens: u64,
+    /// Tokens generated.
+    pub completion_tokens: u64,
+    /// LM calls made (cache hits excluded).
+    pub lm_calls: u64,
+    /// Calls answered from the cache.
+    pub cache_hits: u64,
+    /// Times an adapter fell back to another format after a parse failure (each one an extra call).
+    pub adapter_fallbacks: u64,
+    /// Retries after transient errors (rate limits, server errors, timeouts).
+    pub retries: u64,
+}
+
+impl Usage {
+    /// Prompt plus completion tokens.
+    pub fn total_tokens(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.lm_calls += other.lm_calls;
+        self.cache_hits += other.cache_hits;
+        self.adapter_fallbacks += other.adapter_fallbacks;
+        self.retries += other.retries;
+    }
+}
+
+/// What the model answered.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Completion {
+    /// The text of the reply (`None` when the model only called tools).
+    pub text: Option<String>,
+    /// Tool calls, in the order the model made them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// Reasoning text of reasoning models (`reasoning_content`), kept separate from the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// Why the model stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<FinishReason>,
+    /// Tokens and calls spent on this completion.
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+impl Completion {
+    /// A text-only completion.
+    pub fn text(text: impl Into<String>) -> Completion {
+        Completion {
+            text: Some(text.into()),
+            finish_reason: Some(FinishReason::Stop),
+            ..Completion::default()
+        }
+    }
+
+    /// A completion that only calls tools.
+    pub fn tool_calls(tool_calls: Vec<ToolCall>) -> Completion {
+        Completion {
+            tool_calls,
+            finish_reason: Some(FinishReason::ToolCalls),
+            ..Completion::default()
+        }
+    }
+}
+
+/// What an LM (or the server behind it) supports; adapters choose formats from this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capabilities {
+    /// Native function calling (`tools=`).
+    pub function_calling: bool,
+    /// OpenAI structured outputs (`response_format: json_schema`).
+    pub response_schema: bool,
+    /// JSON mode (`response_format: json_object`).
+    pub json_object: bool,
+    /// Schema-constrained JSON through the `{"type": "json_object", "schema": ..}` extension
+    /// (llama.cpp's server).
+    pub json_object_schema: bool,
+}
+
+impl Default for Capabilities {
+    /// What any OpenAI-compatible chat endpoint is assumed to support: text and JSON mode only.
+    fn default() -> Self {
+        Capabilities {
+            function_calling: false,
+            response_schema: false,
+            json_object: true,
+            json_object_schema: false,
+        }
+    }
+}
+
+/// Why an LM call failed. Transient kinds ([`is_transient`](LmError::is_transient)) are retried by
+/// clients that retry.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LmError {
+    /// HTTP 429: too many requests.
+    #[error("rate limited by the LM provider{}: {message}", retry_after.map(|d| format!(" (retry after {d:?})")).unwrap_or_default())]
+    RateLimited {
+        /// The provider's `Retry-After`, when given.
+        retry_after: Option<Duration>,
+        /// The provider's message.
+        message: String,
+    },
+    /// The prompt does not fit the model's context window.
+    #[error("the prompt exceeds the model's context window: {message}")]
+    ContextWindowExceeded {
+        /// The provider's message.
+        message: String,
+    },
+    /// HTTP 5xx.
+    #[error("the LM server failed (HTTP {status}): {message}")]
+    Server {
+        /// The HTTP status.
+        status: u16,
+        /// The server's message.
+        message: String,
+    },
+    /// The provider rejected the request (HTTP 4xx other than 429).
+    #[error("the LM provider rejected the request (HTTP {status}): {message}")]
+    Rejected {
+        /// The HTTP status.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// No answer within the time limit.
+    #[error("the LM call timed out after {after:?}")]
+    Timeout {
+        /// The time limit.
+        after: Duration,
+    },
+    /// The server could not be reached.
+    #[error("could not reach the LM server: {message}")]
+    Connect {
+        /// What the transport reported.
+        message: String,
+    },
+    /// The server answered with something that is not a valid completion.
+    #[error("the LM server sent an invalid response: {message}")]
+    InvalidResponse {
+        /// What was wrong.
+        message: String,
+    },
+    /// A scripted LM ran out of replies.
+    #[error("the scripted LM has no reply left for call {call}")]
+    NoMoreReplies {
+        /// The 1-based number of the call that found no reply.
+        call: usize,
+    },
+    /// No LM was configured for a module, its call, or globally.
+    #[error("no LM configured: pass one to the module or the call, or set a global one")]
+    NotConfigured,
+}
+
+impl LmError {
+    /// Whether retrying the same request may succeed (rate limits, server errors, timeouts,
+    /// connection failures).
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            LmError::RateLimited { .. }
+                | LmError::Server { .. }
+                | LmError::Timeout { .. }
+                | LmError::Connect { .. }
+        )
+    }
+}
