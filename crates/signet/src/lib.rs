@@ -30,6 +30,7 @@
 //! assert_eq!(Ask::signature().outputs()[0].name(), "answer");
 //! ```
 
+pub mod adapter;
 pub mod lm;
 pub mod schema;
 pub mod signature;

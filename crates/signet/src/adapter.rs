@@ -1,0 +1,342 @@
+//! Adapters turn a signature, demos and inputs into messages, and the model's reply back into
+//! typed field values. Formats follow Python DSPy 3.4.1 byte for byte (see [`templates`]).
+//!
+//! * [`ChatAdapter`]: `[[ ## field ## ]]` markers; falls back once to JSON on an unparseable reply.
+//! * [`JsonAdapter`]: one JSON object; structured outputs when the LM supports them.
+//!
+//! [`run`] performs one adapted call: format, send, parse, with the fallbacks made explicit, logged
+//! and counted in [`Usage`].
+
+mod chat;
+mod json;
+pub mod python;
+pub mod templates;
+pub mod value;
+
+use serde_json::{Map, Value};
+
+pub use chat::ChatAdapter;
+pub use json::JsonAdapter;
+
+use crate::lm::{
+    Capabilities, Completion, Lm, LmOptions, LmRequest, Message, ResponseFormat, Usage,
+};
+use crate::signature::DynSignature;
+
+/// Field values by name: inputs, outputs, or a demo holding both.
+pub type Example = Map<String, Value>;
+
+/// A format for talking to a model about a signature.
+pub trait Adapter: Send + Sync + std::fmt::Debug {
+    /// The adapter's name (DSPy's class name), used in errors and logs.
+    fn name(&self) -> &'static str;
+
+    /// The messages for one call: system message, demos, and the user message with the inputs.
+    fn format(&self, signature: &DynSignature, demos: &[Example], inputs: &Example)
+    -> Vec<Message>;
+
+    /// Reads the output fields from the reply text.
+    fn parse(&self, signature: &DynSignature, text: &str) -> Result<Example, ParseError>;
+
+    /// Sets request options the format needs (such as `response_format`) for an LM with these
+    /// capabilities.
+    fn configure(
+        &self,
+        signature: &DynSignature,
+        request: &mut LmRequest,
+        capabilities: Capabilities,
+    ) {
+        let _ = (signature, request, capabilities);
+    }
+
+    /// The adapter to retry with, once, when a reply cannot be parsed.
+    fn fallback(&self) -> Option<Box<dyn Adapter>> {
+        None
+    }
+}
+
+/// Why a reply could not be read. Never a silent `null`: every variant names what is missing or
+/// wrong.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseError {
+    /// Some output fields were not found in the reply.
+    #[error(
+        "{adapter} could not find the output fields {missing:?} in the LM response (found {found:?}); response: {response:?}"
+    )]
+    MissingFields {
+        /// The adapter.
+        adapter: &'static str,
+        /// Output fields not found.
+        missing: Vec<String>,
+        /// Output fields found.
+        found: Vec<String>,
+        /// The reply text.
+        response: String,
+    },
+    /// A field was found but its value does not fit its type.
+    #[error(
+        "{adapter}: output field `{field}` has value {value:?}, which is not a valid {expected}: {reason}"
+    )]
+    InvalidField {
+        /// The adapter.
+        adapter: &'static str,
+        /// The field.
+        field: String,
+        /// The text (or JSON) found for it.
+        value: String,
+        /// The field's type name.
+        expected: String,
+        /// Why it does not fit.
+        reason: String,
+    },
+    /// The reply holds no JSON object (JSON format).
+    #[error("{adapter}: the LM response is not a JSON object: {response:?}")]
+    NotAnObject {
+        /// The adapter.
+        adapter: &'static str,
+        /// The reply text.
+        response: String,
+    },
+    /// The reply had neither text nor tool calls.
+    #[error("{adapter}: the LM returned an empty response")]
+    EmptyResponse {
+        /// The adapter.
+        adapter: &'static str,
+    },
+}
+
+impl Adapter for Box<dyn Adapter> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+    fn format(
+        &self,
+        signature: &DynSignature,
+        demos: &[Example],
+        inputs: &Example,
+    ) -> Vec<Message> {
+        (**self).format(signature, demos, inputs)
+    }
+    fn parse(&self, signature: &DynSignature, text: &str) -> Result<Example, ParseError> {
+        (**self).parse(signature, text)
+    }
+    fn configure(
+        &self,
+        signature: &DynSignature,
+        request: &mut LmRequest,
+        capabilities: Capabilities,
+    ) {
+        (**self).configure(signature, request, capabilities)
+    }
+    fn fallback(&self) -> Option<Box<dyn Adapter>> {
+        (**self).fallback()
+    }
+}
+
+/// Demos as user/assistant message pairs: incomplete demos (some fields missing, but at least one
+/// input and one output) first with a note, then complete ones; demos with no input or no output
+/// are skipped.
+pub(crate) fn format_demos(
+    signature: &DynSignature,
+    demos: &[Example],
+    assistant: impl Fn(&Example, Option<&str>) -> String,
+) -> Vec<Message> {
+    let present = |demo: &Example, name: &str| demo.get(name).is_some_and(|v| !v.is_null());
+    let mut complete = Vec::new();
+    let mut incomplete = Vec::new();
+    for demo in demos {
+        let all = signature
+            .inputs()
+            .iter()
+            .chain(signature.outputs())
+            .all(|f| present(demo, f.name()));
+        let has_input = signature
+            .inputs()
+            .iter()
+            .any(|f| demo.contains_key(f.name()));
+        let has_output = signature
+            .outputs()
+            .iter()
+            .any(|f| demo.contains_key(f.name()));
+        if all {
+            complete.push(demo);
+        } else if has_input && has_output {
+            incomplete.push(demo);
+        }
+    }
+    let mut messages = Vec::new();
+    for demo in incomplete {
+        messages.push(Message::user(templates::user_message(
+            signature,
+            demo,
+            templates::INCOMPLETE_DEMO_PREFIX,
+            None,
+        )));
+        messages.push(Message::assistant(assistant(
+            demo,
+            Some(templates::MISSING_FIELD),
+        )));
+    }
+    for demo in complete {
+        messages.push(Message::user(templates::user_message(
+            signature, demo, "", None,
+        )));
+        messages.push(Message::assistant(assistant(demo, None)));
+    }
+    messages
+}
+
+/// All outputs parsed, or [`ParseError::MissingFields`].
+pub(crate) fn check_complete(
+    adapter: &'static str,
+    signature: &DynSignature,
+    fields: Example,
+    response: &str,
+) -> Result<Example, ParseError> {
+    let missing: Vec<String> = signature
+        .outputs()
+        .iter()
+        .filter(|f| !fields.contains_key(f.name()))
+        .map(|f| f.name().to_owned())
+        .collect();
+    if missing.is_empty() {
+        // Outputs in signature order.
+        let mut ordered = Map::new();
+        let mut fields = fields;
+        for f in signature.outputs() {
+            if let Some(v) = fields.remove(f.name()) {
+                ordered.insert(f.name().to_owned(), v);
+            }
+        }
+        return Ok(ordered);
+    }
+    Err(ParseError::MissingFields {
+        adapter,
+        missing,
+        found: fields.keys().cloned().collect(),
+        response: response.to_owned(),
+    })
+}
+
+/// Why an adapted call failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// The LM call failed.
+    #[error(transparent)]
+    Lm(#[from] crate::lm::LmError),
+    /// The reply could not be parsed (after the fallbacks, if any).
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+}
+
+/// The outcome of an adapted call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdaptedReply {
+    /// The output field values.
+    pub outputs: Example,
+    /// The last completion (text, tool calls, reasoning).
+    pub completion: Completion,
+    /// Usage summed over every LM call made (fallbacks included).
+    pub usage: Usage,
+    /// The adapter that produced the outputs.
+    pub adapter: &'static str,
+}
+
+/// One adapted call: format with `adapter`, send to `lm`, parse. On a parse failure the call is
+/// retried — once in JSON mode if structured outputs were used, then once with the adapter's
+/// [`fallback`](Adapter::fallback) — each retry logged (`tracing::warn!`) and counted in
+/// [`Usage::adapter_fallbacks`]. LM errors are returned as they are.
+pub async fn run(
+    adapter: &dyn Adapter,
+    lm: &dyn Lm,
+    signature: &DynSignature,
+    demos: &[Example],
+    inputs: &Example,
+    options: &LmOptions,
+) -> Result<AdaptedReply, CallError> {
+    let mut usage = Usage::default();
+    let first = attempt(
+        adapter, lm, signature, demos, inputs, options, None, &mut usage,
+    )
+    .await;
+    let error = match first {
+        Ok(reply) => return Ok(AdaptedReply { usage, ..reply }),
+        Err(CallError::Parse(error)) => error,
+        Err(other) => return Err(other),
+    };
+    let Some(fallback) = adapter.fallback() else {
+        return Err(CallError::Parse(error));
+    };
+    tracing::warn!(
+        from = adapter.name(),
+        to = fallback.name(),
+        %error,
+        "reply could not be parsed; retrying once with the fallback adapter"
+    );
+    usage.adapter_fallbacks += 1;
+    let reply = attempt(
+        &fallback, lm, signature, demos, inputs, options, None, &mut usage,
+    )
+    .await?;
+    Ok(AdaptedReply { usage, ..reply })
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn attempt(
+    adapter: &dyn Adapter,
+    lm: &dyn Lm,
+    signature: &DynSignature,
+    demos: &[Example],
+    inputs: &Example,
+    options: &LmOptions,
+    format_override: Option<ResponseFormat>,
+    usage: &mut Usage,
+) -> Result<AdaptedReply, CallError> {
+    let mut request = LmRequest::new(adapter.format(signature, demos, inputs));
+    request.options = options.clone();
+    adapter.configure(signature, &mut request, lm.capabilities());
+    if format_override.is_some() {
+        request.response_format = format_override;
+    }
+    let completion = lm.complete(&request).await?;
+    *usage += completion.usage;
+    let text = completion.text.clone().unwrap_or_default();
+    let parsed = if text.is_empty() {
+        Err(ParseError::EmptyResponse {
+            adapter: adapter.name(),
+        })
+    } else {
+        adapter.parse(signature, &text)
+    };
+    match parsed {
+        Ok(outputs) => Ok(AdaptedReply {
+            outputs,
+            completion,
+            usage: *usage,
+            adapter: adapter.name(),
+        }),
+        Err(error)
+            if matches!(
+                request.response_format,
+                Some(ResponseFormat::JsonSchema { .. })
+            ) =>
+        {
+            tracing::warn!(adapter = adapter.name(), %error, "structured output could not be parsed; retrying once in JSON mode");
+            usage.adapter_fallbacks += 1;
+            Box::pin(attempt(
+                adapter,
+                lm,
+                signature,
+                demos,
+                inputs,
+                options,
+                Some(ResponseFormat::JsonObject),
+                usage,
+            ))
+            .await
+        }
+        Err(error) => Err(CallError::Parse(error)),
+    }
+}

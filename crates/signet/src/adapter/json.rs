@@ -1,0 +1,170 @@
+//! The JSON format: outputs as one JSON object, as DSPy's `JSONAdapter`.
+
+use serde_json::{Map, Value, json};
+
+use super::{Adapter, Example, ParseError, templates, value};
+use crate::lm::{Capabilities, LmRequest, Message, ResponseFormat};
+use crate::signature::DynSignature;
+
+/// DSPy's `JSONAdapter`: the same field descriptions as the Chat format, outputs requested as one
+/// JSON object. With an LM that supports structured outputs the output schema is sent as
+/// `response_format` (JSON mode otherwise); replies are read tolerantly (the first `{...}` in the
+/// text, Python literals, trailing commas).
+///
+/// ```
+/// use signet::adapter::{Adapter, JsonAdapter};
+/// let sig = signet::DynSignature::parse("question -> answer, count: int").unwrap();
+/// let parsed = JsonAdapter::new().parse(&sig, "Here: {\"answer\": \"Paris\", \"count\": \"3\"}").unwrap();
+/// assert_eq!(parsed["count"], 3);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JsonAdapter {
+    _private: (),
+}
+
+impl JsonAdapter {
+    /// The JSON adapter.
+    pub fn new() -> JsonAdapter {
+        JsonAdapter { _private: () }
+    }
+}
+
+impl Adapter for JsonAdapter {
+    fn name(&self) -> &'static str {
+        "JSONAdapter"
+    }
+
+    fn format(
+        &self,
+        signature: &DynSignature,
+        demos: &[Example],
+        inputs: &Example,
+    ) -> Vec<Message> {
+        let mut messages = vec![Message::system(templates::json_system_message(signature))];
+        messages.extend(super::format_demos(signature, demos, |outputs, missing| {
+            templates::json_assistant_message(signature, outputs, missing)
+        }));
+        messages.push(Message::user(templates::user_message(
+            signature,
+            inputs,
+            "",
+            Some(templates::json_output_requirements(signature)),
+        )));
+        messages
+    }
+
+    fn configure(
+        &self,
+        signature: &DynSignature,
+        request: &mut LmRequest,
+        capabilities: Capabilities,
+    ) {
+        request.response_format = match structured_output_schema(signature) {
+            Some(schema) if capabilities.response_schema => Some(ResponseFormat::JsonSchema {
+                name: "DSPyProgramOutputs".to_owned(),
+                schema,
+                strict: true,
+            }),
+            _ => Some(ResponseFormat::JsonObject),
+        };
+    }
+
+    fn parse(&self, signature: &DynSignature, text: &str) -> Result<Example, ParseError> {
+        let object_text = value::first_json_object(text).unwrap_or(text);
+        let Some(Value::Object(object)) = value::lenient_json(object_text) else {
+            return Err(ParseError::NotAnObject {
+                adapter: self.name(),
+                response: text.to_owned(),
+            });
+        };
+        let mut fields = Map::new();
+        for field in signature.outputs() {
+            if let Some(raw) = object.get(field.name()) {
+                let parsed =
+                    value::parse_json(field, raw).map_err(|reason| ParseError::InvalidField {
+                        adapter: self.name(),
+                        field: field.name().to_owned(),
+                        value: raw.to_string(),
+                        expected: field.type_name().to_owned(),
+                        reason,
+                    })?;
+                fields.insert(field.name().to_owned(), parsed);
+            }
+        }
+        super::check_complete(self.name(), signature, fields, text)
+    }
+}
+
+/// The structured-outputs schema of the outputs (DSPy's `DSPyProgramOutputs` model), or `None` when a
+/// field is an open-ended mapping, which structured outputs cannot express.
+pub(crate) fn structured_output_schema(signature: &DynSignature) -> Option<Value> {
+    let mut properties = Map::new();
+    let mut defs = Map::new();
+    for field in signature.outputs() {
+        let mut schema = field.schema().clone();
+        let is_mapping = schema.get("type") == Some(&json!("object"))
+            && schema.get("properties").is_none()
+            && schema.get("$ref").is_none();
+        if is_mapping {
+            return None;
+        }
+        if let Value::Object(map) = &mut schema {
+            if let Some(Value::Object(d)) = map.remove("$defs") {
+                defs.extend(d);
+            }
+            if !map.contains_key("$ref") || map.len() > 1 {
+                map.entry("title")
+                    .or_insert_with(|| json!(title_of(field.name())));
+            }
+        }
+        properties.insert(field.name().to_owned(), schema);
+    }
+    let mut root = json!({
+        "type": "object",
+        "properties": properties,
+        "title": "DSPyProgramOutputs",
+    });
+    if !defs.is_empty() {
+        root["$defs"] = Value::Object(defs);
+    }
+    enforce_required(&mut root);
+    Some(root)
+}
+
+fn title_of(name: &str) -> String {
+    let mut schema = json!({"properties": {name: {}}});
+    crate::schema::pydantic_style(&mut schema);
+    schema["properties"][name]["title"]
+        .as_str()
+        .unwrap_or(name)
+        .to_owned()
+}
+
+/// Every object lists all its properties as required and forbids others (structured outputs' rule).
+fn enforce_required(schema: &mut Value) {
+    let Value::Object(map) = schema else { return };
+    if map.get("type") == Some(&json!("object")) {
+        let names: Vec<Value> = match map.get("properties") {
+            Some(Value::Object(props)) => props.keys().map(|k| json!(k)).collect(),
+            _ => {
+                map.insert("properties".to_owned(), json!({}));
+                Vec::new()
+            }
+        };
+        map.insert("required".to_owned(), Value::Array(names));
+        map.insert("additionalProperties".to_owned(), json!(false));
+        if let Some(Value::Object(props)) = map.get_mut("properties") {
+            props.values_mut().for_each(enforce_required);
+        }
+    }
+    if map.get("type") == Some(&json!("array"))
+        && let Some(items) = map.get_mut("items")
+    {
+        enforce_required(items);
+    }
+    for key in ["$defs", "definitions"] {
+        if let Some(Value::Object(defs)) = map.get_mut(key) {
+            defs.values_mut().for_each(enforce_required);
+        }
+    }
+}

@@ -1,0 +1,358 @@
+//! The prompt templates, reproduced from Python DSPy 3.4.1 so that prompts are byte-identical and
+//! programs tuned for DSPy carry over.
+//!
+//! The wording and layout of these templates come from DSPy (<https://github.com/stanfordnlp/dspy>,
+//! MIT licence, Copyright (c) 2023 Stanford Future Data Systems). All prompt text Signet sends lives in
+//! this module.
+
+use serde_json::{Map, Value};
+
+use super::python::{json_dumps, py_str};
+use crate::signature::{DynSignature, Field};
+
+/// The marker that ends a Chat-format reply.
+pub const COMPLETED_MARKER: &str = "[[ ## completed ## ]]";
+
+/// The prefix of a demo whose inputs or outputs are not all given.
+pub const INCOMPLETE_DEMO_PREFIX: &str =
+    "This is an example of the task, though some input or output fields are not supplied.";
+
+/// The placeholder shown for an output an incomplete demo does not give.
+pub const MISSING_FIELD: &str = "Not supplied for this particular example. ";
+
+const STRUCTURE_INTRO: &str = "All interactions will be structured in the following way, with the appropriate values filled in.";
+
+/// `[[ ## name ## ]]`
+pub fn field_header(name: &str) -> String {
+    format!("[[ ## {name} ## ]]")
+}
+
+/// "Your input fields are: .. Your output fields are: .."
+pub fn field_descriptions(signature: &DynSignature) -> String {
+    format!(
+        "Your input fields are:\n{}\nYour output fields are:\n{}",
+        field_list(signature.inputs()),
+        field_list(signature.outputs())
+    )
+}
+
+fn field_list(fields: &[Field]) -> String {
+    let lines: Vec<String> = fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            format!(
+                "{}. `{}` ({}): {}",
+                i + 1,
+                f.name(),
+                f.type_name(),
+                f.desc().unwrap_or("")
+            )
+        })
+        .collect();
+    lines.join("\n").trim().to_owned()
+}
+
+/// "In adhering to this structure, your objective is: " and the instructions, each line indented by
+/// eight spaces on a line of its own.
+pub fn task_description(signature: &DynSignature) -> String {
+    let instructions = dedent(&signature.instructions());
+    let mut objective = String::new();
+    for line in super::python::splitlines(&instructions) {
+        objective.push_str("\n        ");
+        objective.push_str(line);
+    }
+    format!("In adhering to this structure, your objective is: {objective}")
+}
+
+/// Python's `textwrap.dedent`: removes the whitespace prefix common to all non-blank lines.
+fn dedent(text: &str) -> String {
+    let prefix = text
+        .split('\n')
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| &line[..line.len() - line.trim_start_matches([' ', '\t']).len()])
+        .reduce(|a, b| {
+            let common = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+            &a[..common]
+        })
+        .unwrap_or("");
+    text.split('\n')
+        .map(|line| {
+            if line.trim().is_empty() {
+                line.trim_start_matches([' ', '\t'])
+            } else {
+                line.strip_prefix(prefix).unwrap_or(line)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The placeholder for a field in the structure section: `{name}` plus, for outputs of types other
+/// than `str`, a note on the expected format.
+pub fn field_placeholder(field: &Field, is_input: bool) -> String {
+    let note = if is_input { None } else { type_note(field) };
+    match note {
+        Some(note) => format!(
+            "{{{}}}        # note: the value you produce {note}",
+            field.name()
+        ),
+        None => format!("{{{}}}", field.name()),
+    }
+}
+
+fn type_note(field: &Field) -> Option<String> {
+    let schema = field.schema();
+    match field.type_name() {
+        "str" => None,
+        "bool" => Some("must be True or False".to_owned()),
+        "int" | "float" => Some(format!("must be a single {} value", field.type_name())),
+        name => {
+            let values = schema.get("enum").and_then(Value::as_array);
+            match values {
+                Some(values) if name.starts_with("Literal[") => {
+                    let values: Vec<String> = values.iter().map(py_str).collect();
+                    Some(format!(
+                        "must exactly match (no extra characters) one of: {}",
+                        values.join("; ")
+                    ))
+                }
+                Some(values) => {
+                    let values: Vec<String> = values.iter().map(py_str).collect();
+                    Some(format!("must be one of: {}", values.join("; ")))
+                }
+                None => Some(format!(
+                    "must adhere to the JSON schema: {}",
+                    json_dumps(schema, None)
+                )),
+            }
+        }
+    }
+}
+
+/// A field's value as it appears in a prompt. A `str` field given a list is rendered as DSPy's
+/// numbered list of «quoted» items; containers as JSON; scalars as Python prints them.
+pub fn field_value(field: &Field, value: &Value) -> String {
+    if let (Value::Array(items), "str") = (value, field.type_name()) {
+        return text_list(items);
+    }
+    py_str(value)
+}
+
+fn text_list(items: &[Value]) -> String {
+    match items {
+        [] => "N/A".to_owned(),
+        [one] => blob(&py_str(one)),
+        many => many
+            .iter()
+            .enumerate()
+            .map(|(i, item)| format!("[{}] {}", i + 1, blob(&py_str(item))))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+fn blob(text: &str) -> String {
+    if !text.contains('\n') && !text.contains('«') && !text.contains('»') {
+        return format!("«{text}»");
+    }
+    format!("«««\n    {}\n»»»", text.replace('\n', "\n    "))
+}
+
+/// `[[ ## name ## ]]\nvalue` blocks separated by blank lines (fields missing from `values` are
+/// skipped).
+pub fn field_blocks<'a>(fields: impl IntoIterator<Item = (&'a Field, String)>) -> String {
+    let blocks: Vec<String> = fields
+        .into_iter()
+        .map(|(field, value)| format!("{}\n{}", field_header(field.name()), value))
+        .collect();
+    blocks.join("\n\n").trim().to_owned()
+}
+
+/// The user message: an optional prefix, the input fields present in `inputs`, the output
+/// requirements (for the main request) and an optional suffix, separated by blank lines.
+pub fn user_message(
+    signature: &DynSignature,
+    inputs: &Map<String, Value>,
+    prefix: &str,
+    requirements: Option<String>,
+) -> String {
+    let mut parts = vec![prefix.to_owned()];
+    for field in signature.inputs() {
+        if let Some(value) = inputs.get(field.name()) {
+            parts.push(format!(
+                "{}\n{}",
+                field_header(field.name()),
+                field_value(field, value)
+            ));
+        }
+    }
+    parts.extend(requirements);
+    parts.push(String::new());
+    parts.join("\n\n").trim().to_owned()
+}
+
+fn type_info(field: &Field) -> String {
+    if field.type_name() == "str" {
+        String::new()
+    } else {
+        format!(
+            " (must be formatted as a valid Python {})",
+            field.type_name()
+        )
+    }
+}
+
+// ---- Chat format -------------------------------------------------------------------------------
+
+/// The Chat format's system message.
+pub fn chat_system_message(signature: &DynSignature) -> String {
+    let structure = [
+        STRUCTURE_INTRO.to_owned(),
+        field_blocks(
+            signature
+                .inputs()
+                .iter()
+                .map(|f| (f, field_placeholder(f, true))),
+        ),
+        field_blocks(
+            signature
+                .outputs()
+                .iter()
+                .map(|f| (f, field_placeholder(f, false))),
+        ),
+        format!("{COMPLETED_MARKER}\n"),
+    ]
+    .join("\n\n");
+    format!(
+        "{}\n{}\n{}",
+        field_descriptions(signature),
+        structure.trim(),
+        task_description(signature)
+    )
+}
+
+/// What the Chat format asks for at the end of the main user message.
+pub fn chat_output_requirements(signature: &DynSignature) -> String {
+    let fields: Vec<String> = signature
+        .outputs()
+        .iter()
+        .map(|f| format!("`{}`{}", field_header(f.name()), type_info(f)))
+        .collect();
+    format!(
+        "Respond with the corresponding output fields, starting with the field {}, and then ending \
+         with the marker for `{COMPLETED_MARKER}`.",
+        fields.join(", then ")
+    )
+}
+
+/// An assistant message in the Chat format (for demos and history).
+pub fn chat_assistant_message(
+    signature: &DynSignature,
+    outputs: &Map<String, Value>,
+    missing: Option<&str>,
+) -> String {
+    let blocks = field_blocks(signature.outputs().iter().filter_map(|f| {
+        match (outputs.get(f.name()), missing) {
+            (Some(v), _) => Some((f, field_value(f, v))),
+            (None, Some(m)) => Some((f, m.to_owned())),
+            (None, None) => Some((f, "None".to_owned())),
+        }
+    }));
+    format!("{blocks}\n\n{COMPLETED_MARKER}\n")
+}
+
+// ---- JSON format -------------------------------------------------------------------------------
+
+/// The JSON format's system message.
+pub fn json_system_message(signature: &DynSignature) -> String {
+    let structure = [
+        STRUCTURE_INTRO.to_owned(),
+        "Inputs will have the following structure:".to_owned(),
+        field_blocks(
+            signature
+                .inputs()
+                .iter()
+                .map(|f| (f, field_placeholder(f, true))),
+        ),
+        "Outputs will be a JSON object with the following fields.".to_owned(),
+        json_dumps(
+            &Value::Object(
+                signature
+                    .outputs()
+                    .iter()
+                    .map(|f| {
+                        (
+                            f.name().to_owned(),
+                            Value::String(field_placeholder(f, false)),
+                        )
+                    })
+                    .collect(),
+            ),
+            Some(2),
+        ),
+    ]
+    .join("\n\n");
+    format!(
+        "{}\n{}\n{}",
+        field_descriptions(signature),
+        structure.trim(),
+        task_description(signature)
+    )
+}
+
+/// What the JSON format asks for at the end of the main user message.
+pub fn json_output_requirements(signature: &DynSignature) -> String {
+    let fields: Vec<String> = signature
+        .outputs()
+        .iter()
+        .map(|f| format!("`{}`{}", f.name(), type_info(f)))
+        .collect();
+    format!(
+        "Respond with a JSON object in the following order of fields: {}.",
+        fields.join(", then ")
+    )
+}
+
+/// An assistant message in the JSON format (for demos and history).
+pub fn json_assistant_message(
+    signature: &DynSignature,
+    outputs: &Map<String, Value>,
+    missing: Option<&str>,
+) -> String {
+    let object: Map<String, Value> = signature
+        .outputs()
+        .iter()
+        .map(|f| {
+            let value = match (outputs.get(f.name()), missing) {
+                (Some(v), _) => v.clone(),
+                (None, Some(m)) => Value::String(m.to_owned()),
+                (None, None) => Value::Null,
+            };
+            (f.name().to_owned(), value)
+        })
+        .collect();
+    json_dumps(&Value::Object(object), Some(2))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dedent_removes_the_common_prefix() {
+        assert_eq!(dedent("    a\n      b\n\n    c"), "a\n  b\n\nc");
+        assert_eq!(dedent("a\n  b"), "a\n  b");
+    }
+
+    #[test]
+    fn text_lists_are_numbered_blobs() {
+        let field = Field::str("context");
+        let value = serde_json::json!(["one", "two\nlines"]);
+        assert_eq!(
+            field_value(&field, &value),
+            "[1] «one»\n[2] «««\n    two\n    lines\n»»»"
+        );
+        assert_eq!(field_value(&field, &serde_json::json!([])), "N/A");
+    }
+}

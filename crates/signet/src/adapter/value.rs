@@ -1,0 +1,569 @@
+//! Turning what a model wrote into a field's typed value, following DSPy's `parse_value` rules
+//! (pydantic's lax validation): `"3"` and `3.0` are fine for an `int`, `"yes"` for a `bool`, a JSON or
+//! Python literal for a list; anything that does not fit is an error that says why.
+
+use serde_json::{Map, Number, Value};
+
+use super::python::strip;
+use crate::signature::Field;
+
+/// Parses a field value written as text (Chat and XML formats).
+pub fn parse_text(field: &Field, text: &str) -> Result<Value, String> {
+    if field.type_name() == "str" {
+        return Ok(Value::String(text.to_owned()));
+    }
+    if let Some(value) = literal_match(field, &Value::String(text.to_owned())) {
+        return value;
+    }
+    if accepts_str_and_null(field.schema()) {
+        return coerce(
+            &Value::String(text.to_owned()),
+            field.schema(),
+            field.schema(),
+        );
+    }
+    let candidate = lenient_json(text).unwrap_or_else(|| Value::String(text.to_owned()));
+    coerce(&candidate, field.schema(), field.schema())
+}
+
+/// Parses a field value that is already JSON (JSON format).
+pub fn parse_json(field: &Field, value: &Value) -> Result<Value, String> {
+    if field.type_name() == "str" {
+        return Ok(match value {
+            Value::String(s) => Value::String(s.clone()),
+            other => Value::String(super::python::py_str(other)),
+        });
+    }
+    if let Some(value) = literal_match(field, value) {
+        return value;
+    }
+    match value {
+        Value::String(text) if !accepts_str_and_null(field.schema()) => parse_text(field, text),
+        other => coerce(other, field.schema(), field.schema()),
+    }
+}
+
+/// `Literal[...]` fields: the value itself, or a string that names it (quoted, or wrapped in
+/// `Literal[...]`).
+fn literal_match(field: &Field, value: &Value) -> Option<Result<Value, String>> {
+    if !field.type_name().starts_with("Literal[") {
+        return None;
+    }
+    let allowed = field.schema().get("enum").and_then(Value::as_array)?;
+    if allowed.contains(value) {
+        return Some(Ok(value.clone()));
+    }
+    if let Value::String(text) = value {
+        let mut v = strip(text);
+        if (v.starts_with("Literal[") || v.starts_with("str[")) && v.ends_with(']') {
+            let open = v.find('[').unwrap_or(0);
+            v = &v[open + 1..v.len() - 1];
+        }
+        let chars: Vec<char> = v.chars().collect();
+        if chars.len() > 1
+            && chars[0] == chars[chars.len() - 1]
+            && (chars[0] == '"' || chars[0] == '\'')
+        {
+            v = &v[1..v.len() - 1];
+        }
+        let candidate = Value::String(v.to_owned());
+        if allowed.contains(&candidate) {
+            return Some(Ok(candidate));
+        }
+        // Non-string literals (`Literal[1, 2]`) written as text.
+        if let Some(parsed) = lenient_json(v)
+            && allowed.contains(&parsed)
+        {
+            return Some(Ok(parsed));
+        }
+    }
+    let allowed: Vec<String> = allowed.iter().map(Value::to_string).collect();
+    Some(Err(format!(
+        "{value} is not one of [{}]",
+        allowed.join(", ")
+    )))
+}
+
+/// `Optional[str]`-like unions keep text as text.
+fn accepts_str_and_null(schema: &Value) -> bool {
+    let branches = schema.get("anyOf").and_then(Value::as_array);
+    let has = |t: &str| {
+        branches.is_some_and(|b| {
+            b.iter()
+                .any(|s| s.get("type").and_then(Value::as_str) == Some(t))
+        })
+    };
+    has("string") && has("null")
+}
+
+/// Reads JSON, or a Python literal (`True`, `None`, `'single quotes'`, tuples), leniently: trailing
+/// commas are dropped and unclosed brackets closed. `None` when the text is neither.
+pub fn lenient_json(text: &str) -> Option<Value> {
+    let text = strip(text);
+    if text.is_empty() {
+        return None;
+    }
+    if let Ok(value) = serde_json::from_str(text) {
+        return Some(value);
+    }
+    let mut parser = Literal {
+        chars: text.chars().collect(),
+        pos: 0,
+        repaired: false,
+    };
+    let value = parser.value()?;
+    parser.skip_ws();
+    (parser.pos == parser.chars.len()).then_some(value)
+}
+
+/// Finds the first balanced `{...}` in `text` (the JSON object a model wrapped in prose or a code
+/// fence).
+pub fn first_json_object(text: &str) -> Option<&str> {
+    let start = text.find('{')?;
+    let mut depth = 0usize;
+    for (i, c) in text[start..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(&text[start..start + i + 1]);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A small reader for JSON-like and Python-literal text.
+struct Literal {
+    chars: Vec<char>,
+    pos: usize,
+    repaired: bool,
+}
+
+impl Literal {
+    fn skip_ws(&mut self) {
+        while self.chars.get(self.pos).is_some_and(|c| c.is_whitespace()) {
+            self.pos += 1;
+        }
+    }
+
+    fn value(&mut self) -> Option<Value> {
+        self.skip_ws();
+        match *self.chars.get(self.pos)? {
+            '{' => self.object(),
+            '[' => self.sequence(']'),
+            '(' => self.sequence(')'),
+            '"' | '\'' => self.string().map(Value::String),
+            _ => self.word(),
+        }
+    }
+
+    fn object(&mut self) -> Option<Value> {
+        self.pos += 1;
+        let mut map = Map::new();
+        loop {
+            self.skip_ws();
+            match self.chars.get(self.pos) {
+                None => {
+                    self.repaired = true;
+                    return Some(Value::Object(map));
+                }
+                Some('}') => {
+                    self.pos += 1;
+                    return Some(Value::Object(map));
+                }
+                Some(',') => self.pos += 1,
+                Some(_) => {
+                    let key = match self.value()? {
+                        Value::String(s) => s,
+                        other => other.to_string(),
+                    };
+                    self.skip_ws();
+                    if self.chars.get(self.pos) != Some(&':') {
+                        return None;
+                    }
+                    self.pos += 1;
+                    let value = self.value()?;
+                    map.insert(key, value);
+                }
+            }
+        }
+    }
+
+    fn sequence(&mut self, close: char) -> Option<Value> {
+        self.pos += 1;
+        let mut items = Vec::new();
+        loop {
+            self.skip_ws();
+            match self.chars.get(self.pos) {
+                None => {
+                    self.repaired = true;
+                    return Some(Value::Array(items));
+                }
+                Some(c) if *c == close => {
+                    self.pos += 1;
+                    return Some(Value::Array(items));
+                }
+                Some(',') => self.pos += 1,
+                Some(_) => items.push(self.value()?),
+            }
+        }
+    }
+
+    fn string(&mut self) -> Option<String> {
+        let quote = self.chars[self.pos];
+        self.pos += 1;
+        let mut out = String::new();
+        while let Some(&c) = self.chars.get(self.pos) {
+            self.pos += 1;
+            match c {
+                c if c == quote => return Some(out),
+                '\\' => {
+                    let escaped = *self.chars.get(self.pos)?;
+                    self.pos += 1;
+                    out.push(match escaped {
+                        'n' => '\n',
+                        't' => '\t',
+                        'r' => '\r',
+                        'u' => {
+                            let hex: String =
+                                self.chars.get(self.pos..self.pos + 4)?.iter().collect();
+                            self.pos += 4;
+                            char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?
+                        }
+                        other => other,
+                    });
+                }
+                c => out.push(c),
+            }
+        }
+        None
+    }
+
+    fn word(&mut self) -> Option<Value> {
+        let start = self.pos;
+        while self
+            .chars
+            .get(self.pos)
+            .is_some_and(|c| c.is_alphanumeric() || matches!(c, '-' | '+' | '.' | '_'))
+        {
+            self.pos += 1;
+        }
+        let word: String = self.chars[start..self.pos].iter().collect();
+        match word.as_str() {
+            "True" | "true" => Some(Value::Bool(true)),
+            "False" | "false" => Some(Value::Bool(false)),
+            "None" | "null" => Some(Value::Null),
+            number => {
+                if let Ok(i) = number.parse::<i64>() {
+                    Some(Value::from(i))
+                } else {
+                    number
+                        .parse::<f64>()
+                        .ok()
+                        .and_then(Number::from_f64)
+                        .map(Value::Number)
+                }
+            }
+        }
+    }
+}
+
+/// Validates `value` against `schema` the way pydantic's lax mode does, converting where pydantic
+/// would (`"3"` -> 3, `3.0` -> 3, `"yes"` -> true, missing model fields with defaults filled in,
+/// unknown model fields dropped). `root` resolves `$ref`s.
+pub fn coerce(value: &Value, schema: &Value, root: &Value) -> Result<Value, String> {
+    let Value::Object(s) = schema else {
+        return Ok(value.clone());
+    };
+    if let Some(Value::String(reference)) = s.get("$ref") {
+        let target = reference
+            .strip_prefix('#')
+            .and_then(|pointer| root.pointer(pointer))
+            .ok_or_else(|| format!("unresolvable reference {reference}"))?;
+        return coerce(value, target, root);
+    }
+    if let Some(Value::Array(allowed)) = s.get("enum") {
+        return if allowed.contains(value) {
+            Ok(value.clone())
+        } else {
+            let allowed: Vec<String> = allowed.iter().map(Value::to_string).collect();
+            Err(format!("{value} is not one of [{}]", allowed.join(", ")))
+        };
+    }
+    if let Some(expected) = s.get("const") {
+        return if expected == value {
+            Ok(value.clone())
+        } else {
+            Err(format!("{value} is not {expected}"))
+        };
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(branches)) = s.get(key) {
+            return coerce_union(value, branches, root);
+        }
+    }
+    if let Some(Value::Array(all)) = s.get("allOf") {
+        let mut current = value.clone();
+        for branch in all {
+            current = coerce(&current, branch, root)?;
+        }
+        return Ok(current);
+    }
+    match s.get("type") {
+        Some(Value::String(t)) => coerce_type(value, t, s, root),
+        Some(Value::Array(types)) => {
+            let branches: Vec<Value> = types
+                .iter()
+                .map(|t| {
+                    let mut branch = s.clone();
+                    branch.insert("type".to_owned(), t.clone());
+                    Value::Object(branch)
+                })
+                .collect();
+            coerce_union(value, &branches, root)
+        }
+        _ => Ok(value.clone()),
+    }
+}
+
+fn coerce_union(value: &Value, branches: &[Value], root: &Value) -> Result<Value, String> {
+    // An exact match wins (pydantic's "smart" unions), then the first lax conversion.
+    for branch in branches {
+        if let Ok(converted) = coerce(value, branch, root)
+            && &converted == value
+        {
+            return Ok(converted);
+        }
+    }
+    let mut errors = Vec::new();
+    for branch in branches {
+        match coerce(value, branch, root) {
+            Ok(converted) => return Ok(converted),
+            Err(e) => errors.push(e),
+        }
+    }
+    Err(errors.join("; or "))
+}
+
+fn coerce_type(
+    value: &Value,
+    t: &str,
+    schema: &Map<String, Value>,
+    root: &Value,
+) -> Result<Value, String> {
+    let fail = || Err(format!("{} is not a valid {t}", describe(value)));
+    match (t, value) {
+        ("null", Value::Null) => Ok(Value::Null),
+        ("string", Value::String(_)) => Ok(value.clone()),
+        ("boolean", Value::Bool(_)) => Ok(value.clone()),
+        ("boolean", Value::Number(n)) => match n.as_f64() {
+            Some(x) if x == 0.0 => Ok(Value::Bool(false)),
+            Some(x) if x == 1.0 => Ok(Value::Bool(true)),
+            _ => fail(),
+        },
+        ("boolean", Value::String(s)) => match strip(s).to_lowercase().as_str() {
+            "true" | "t" | "yes" | "y" | "on" | "1" => Ok(Value::Bool(true)),
+            "false" | "f" | "no" | "n" | "off" | "0" => Ok(Value::Bool(false)),
+            _ => fail(),
+        },
+        ("integer", Value::Number(n)) => {
+            if n.is_i64() || n.is_u64() {
+                Ok(value.clone())
+            } else {
+                match n.as_f64() {
+                    Some(x) if x.fract() == 0.0 && x.abs() < 9.2e18 => Ok(Value::from(x as i64)),
+                    _ => Err(format!(
+                        "{n} has a fractional part, so it is not a valid integer"
+                    )),
+                }
+            }
+        }
+        ("integer", Value::String(s)) => {
+            let s = strip(s);
+            if let Ok(i) = s.parse::<i64>() {
+                Ok(Value::from(i))
+            } else {
+                match s.parse::<f64>() {
+                    Ok(x) if x.is_finite() && x.fract() == 0.0 => Ok(Value::from(x as i64)),
+                    _ => fail(),
+                }
+            }
+        }
+        ("number", Value::Number(_)) => Ok(value.clone()),
+        ("number", Value::String(s)) => match strip(s).parse::<f64>() {
+            Ok(x) => Number::from_f64(x)
+                .map(Value::Number)
+                .ok_or_else(|| format!("{s} is not a finite number")),
+            Err(_) => fail(),
+        },
+        ("array", Value::Array(items)) => {
+            if let Some(Value::Array(prefix)) = schema.get("prefixItems") {
+                if prefix.len() != items.len() {
+                    return Err(format!(
+                        "expected {} items, got {}",
+                        prefix.len(),
+                        items.len()
+                    ));
+                }
+                let out: Result<Vec<Value>, String> = items
+                    .iter()
+                    .zip(prefix)
+                    .map(|(v, s)| coerce(v, s, root))
+                    .collect();
+                return out.map(Value::Array);
+            }
+            let item_schema = schema.get("items").cloned().unwrap_or(Value::Bool(true));
+            let out: Result<Vec<Value>, String> = items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| coerce(v, &item_schema, root).map_err(|e| format!("item {i}: {e}")))
+                .collect();
+            out.map(Value::Array)
+        }
+        ("object", Value::Object(map)) => coerce_object(map, schema, root),
+        _ => fail(),
+    }
+}
+
+fn coerce_object(
+    map: &Map<String, Value>,
+    schema: &Map<String, Value>,
+    root: &Value,
+) -> Result<Value, String> {
+    let Some(Value::Object(properties)) = schema.get("properties") else {
+        // A mapping: every value follows `additionalProperties`.
+        let value_schema = schema
+            .get("additionalProperties")
+            .cloned()
+            .unwrap_or(Value::Bool(true));
+        let mut out = Map::new();
+        for (k, v) in map {
+            out.insert(
+                k.clone(),
+                coerce(v, &value_schema, root).map_err(|e| format!("key {k:?}: {e}"))?,
+            );
+        }
+        return Ok(Value::Object(out));
+    };
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut out = Map::new();
+    for (name, property) in properties {
+        match map.get(name) {
+            Some(v) => {
+                out.insert(
+                    name.clone(),
+                    coerce(v, property, root).map_err(|e| format!("{name}: {e}"))?,
+                );
+            }
+            None if required.contains(&name.as_str()) => {
+                return Err(format!("field `{name}` is required"));
+            }
+            None => {
+                if let Some(default) = property.get("default") {
+                    out.insert(name.clone(), default.clone());
+                }
+            }
+        }
+    }
+    Ok(Value::Object(out))
+}
+
+fn describe(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > 60 {
+        format!("{}…", text.chars().take(60).collect::<String>())
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn int() -> Field {
+        Field::from_schema("count", json!({"type": "integer"}))
+    }
+
+    #[test]
+    fn ints_follow_pydantic_lax_rules() {
+        assert_eq!(parse_text(&int(), "3").unwrap(), 3);
+        assert_eq!(parse_text(&int(), "3.0").unwrap(), 3);
+        assert_eq!(parse_text(&int(), "\"3\"").unwrap(), 3);
+        assert_eq!(parse_text(&int(), "-3").unwrap(), -3);
+        for bad in ["three", "3 museums", "3.5", "", "```\n3\n```"] {
+            assert!(parse_text(&int(), bad).is_err(), "{bad:?} should not parse");
+        }
+    }
+
+    #[test]
+    fn python_literals_and_containers() {
+        let list = Field::from_schema(
+            "names",
+            json!({"type": "array", "items": {"type": "string"}}),
+        );
+        assert_eq!(
+            parse_text(&list, "['a', \"b\"]").unwrap(),
+            json!(["a", "b"])
+        );
+        assert_eq!(
+            parse_text(&list, "[\"a\", \"b\",]").unwrap(),
+            json!(["a", "b"])
+        );
+        let flag = Field::from_schema("ok", json!({"type": "boolean"}));
+        assert_eq!(parse_text(&flag, "True").unwrap(), true);
+        assert_eq!(parse_text(&flag, "yes").unwrap(), true);
+        let maybe = Field::from_schema(
+            "m",
+            json!({"anyOf": [{"type": "integer"}, {"type": "null"}]}),
+        );
+        assert_eq!(parse_text(&maybe, "None").unwrap(), Value::Null);
+        assert_eq!(parse_text(&maybe, "4").unwrap(), 4);
+    }
+
+    #[test]
+    fn literals_accept_quoted_and_wrapped_values() {
+        let choice = Field::from_schema("c", json!({"type": "string", "enum": ["a", "b"]}));
+        assert_eq!(parse_text(&choice, "a").unwrap(), "a");
+        assert_eq!(parse_text(&choice, "'b'").unwrap(), "b");
+        assert_eq!(parse_text(&choice, "Literal['a']").unwrap(), "a");
+        assert!(parse_text(&choice, "c").is_err());
+    }
+
+    #[test]
+    fn models_fill_defaults_and_drop_unknown_keys() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "tags": {"type": "array", "default": []}},
+            "required": ["name"]
+        });
+        let person = Field::from_schema("p", schema);
+        assert_eq!(
+            parse_text(&person, "{\"name\": \"A\", \"x\": 1}").unwrap(),
+            json!({"name": "A", "tags": []})
+        );
+        assert!(
+            parse_text(&person, "{\"tags\": []}")
+                .unwrap_err()
+                .contains("name")
+        );
+    }
+
+    #[test]
+    fn first_object_is_found_in_prose() {
+        assert_eq!(
+            first_json_object("Sure! ```json\n{\"a\": {\"b\": 1}}\n```"),
+            Some("{\"a\": {\"b\": 1}}")
+        );
+        assert_eq!(first_json_object("no object"), None);
+    }
+}
