@@ -32,6 +32,7 @@
 
 pub mod adapter;
 pub mod lm;
+pub mod module;
 pub mod schema;
 pub mod signature;
 pub mod tool;

@@ -65,7 +65,11 @@ impl Adapter for JsonAdapter {
                 schema,
                 strict: true,
             }),
-            _ => Some(ResponseFormat::JsonObject),
+            _ if capabilities.json_object || capabilities.response_schema => {
+                Some(ResponseFormat::JsonObject)
+            }
+            // An endpoint without JSON mode gets the format in the prompt only.
+            _ => None,
         };
     }
 

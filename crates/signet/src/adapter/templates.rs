@@ -252,11 +252,11 @@ pub fn chat_assistant_message(
     outputs: &Map<String, Value>,
     missing: Option<&str>,
 ) -> String {
-    let blocks = field_blocks(signature.outputs().iter().filter_map(|f| {
+    let blocks = field_blocks(signature.outputs().iter().map(|f| {
         match (outputs.get(f.name()), missing) {
-            (Some(v), _) => Some((f, field_value(f, v))),
-            (None, Some(m)) => Some((f, m.to_owned())),
-            (None, None) => Some((f, "None".to_owned())),
+            (Some(v), _) => (f, field_value(f, v)),
+            (None, Some(m)) => (f, m.to_owned()),
+            (None, None) => (f, "None".to_owned()),
         }
     }));
     format!("{blocks}\n\n{COMPLETED_MARKER}\n")

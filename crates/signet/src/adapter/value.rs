@@ -361,8 +361,8 @@ fn coerce_type(
         ("string", Value::String(_)) => Ok(value.clone()),
         ("boolean", Value::Bool(_)) => Ok(value.clone()),
         ("boolean", Value::Number(n)) => match n.as_f64() {
-            Some(x) if x == 0.0 => Ok(Value::Bool(false)),
-            Some(x) if x == 1.0 => Ok(Value::Bool(true)),
+            Some(0.0) => Ok(Value::Bool(false)),
+            Some(1.0) => Ok(Value::Bool(true)),
             _ => fail(),
         },
         ("boolean", Value::String(s)) => match strip(s).to_lowercase().as_str() {
@@ -393,7 +393,11 @@ fn coerce_type(
                 }
             }
         }
-        ("number", Value::Number(_)) => Ok(value.clone()),
+        ("number", Value::Number(n)) => Ok(n
+            .as_f64()
+            .and_then(Number::from_f64)
+            .map(Value::Number)
+            .unwrap_or_else(|| value.clone())),
         ("number", Value::String(s)) => match strip(s).parse::<f64>() {
             Ok(x) => Number::from_f64(x)
                 .map(Value::Number)

@@ -1,0 +1,440 @@
+//! Modules: [`Predict`] and [`ChainOfThought`] over typed signatures, and [`Predictor`], the untyped
+//! core they share (usable directly with a [`DynSignature`]).
+//!
+//! Configuration precedence for the LM and the adapter: the module's own setting, then the call's
+//! ([`CallConfig`]), then the global one ([`configure`]).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use signet::lm::ScriptedLm;
+//! use signet::module::Predict;
+//! use signet::Signature;
+//!
+//! /// Answer the question concisely.
+//! #[derive(Signature)]
+//! struct QA {
+//!     #[input] question: String,
+//!     #[output] answer: String,
+//! }
+//!
+//! let lm = Arc::new(ScriptedLm::texts(["[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]"]));
+//! let qa = Predict::<QA>::new().with_lm(lm.clone());
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let out = qa.call(QAInput { question: "Capital of France?".into() }).await.unwrap();
+//! assert_eq!(out.answer, "Paris");
+//! assert!(lm.requests()[0].messages[0].content.starts_with("Your input fields are:"));
+//! # });
+//! ```
+
+use std::marker::PhantomData;
+use std::sync::{Arc, RwLock};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::adapter::{self, Adapter, CallError, ChatAdapter, Example};
+use crate::lm::{Completion, Lm, LmError, LmOptions, Usage};
+use crate::signature::{DynSignature, Field, Signature};
+
+/// Why a module call failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The LM call failed.
+    #[error(transparent)]
+    Lm(#[from] LmError),
+    /// The reply could not be read.
+    #[error(transparent)]
+    Parse(#[from] adapter::ParseError),
+    /// An input field of the signature was not given.
+    #[error("input field `{field}` is missing")]
+    MissingInput {
+        /// The field's name.
+        field: String,
+    },
+    /// The parsed outputs do not fit the typed output struct.
+    #[error("the outputs do not fit the output type: {message}")]
+    OutputType {
+        /// What serde reported.
+        message: String,
+    },
+    /// The typed input could not be turned into field values.
+    #[error("the input could not be serialized: {message}")]
+    InputType {
+        /// What serde reported.
+        message: String,
+    },
+}
+
+impl From<CallError> for Error {
+    fn from(error: CallError) -> Self {
+        match error {
+            CallError::Lm(e) => Error::Lm(e),
+            CallError::Parse(e) => Error::Parse(e),
+        }
+    }
+}
+
+/// Global defaults, used when neither the module nor the call sets an LM or adapter.
+#[derive(Default)]
+struct Settings {
+    lm: Option<Arc<dyn Lm>>,
+    adapter: Option<Arc<dyn Adapter>>,
+}
+
+static SETTINGS: RwLock<Settings> = RwLock::new(Settings {
+    lm: None,
+    adapter: None,
+});
+
+/// Sets the global LM and adapter (DSPy's `dspy.configure`). `None` leaves a setting unchanged.
+pub fn configure(lm: Option<Arc<dyn Lm>>, adapter: Option<Arc<dyn Adapter>>) {
+    let mut settings = SETTINGS.write().unwrap_or_else(|e| e.into_inner());
+    if lm.is_some() {
+        settings.lm = lm;
+    }
+    if adapter.is_some() {
+        settings.adapter = adapter;
+    }
+}
+
+/// Per-call settings (between the module's and the global ones in precedence).
+#[derive(Default, Clone)]
+pub struct CallConfig {
+    /// The LM for this call.
+    pub lm: Option<Arc<dyn Lm>>,
+    /// The adapter for this call.
+    pub adapter: Option<Arc<dyn Adapter>>,
+}
+
+/// What a module call produced, besides the outputs themselves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prediction {
+    /// Output field values, in signature order.
+    pub outputs: Example,
+    /// Usage summed over every LM call made.
+    pub usage: Usage,
+    /// The last completion.
+    pub completion: Completion,
+    /// The adapter that produced the outputs (differs from the configured one after a fallback).
+    pub adapter: &'static str,
+}
+
+/// A module's saved state: its signature and demos (JSON via serde).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModuleState {
+    /// The signature (instructions may have been tuned).
+    pub signature: DynSignature,
+    /// The few-shot demos.
+    pub demos: Vec<Example>,
+}
+
+/// DSPy's `Predict` over a run-time signature: formats, calls the LM through an adapter, parses.
+#[derive(Clone)]
+pub struct Predictor {
+    signature: DynSignature,
+    demos: Vec<Example>,
+    lm: Option<Arc<dyn Lm>>,
+    adapter: Option<Arc<dyn Adapter>>,
+    options: LmOptions,
+}
+
+impl std::fmt::Debug for Predictor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Predictor")
+            .field("signature", &self.signature.name())
+            .field("demos", &self.demos.len())
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Predictor {
+    /// A predictor for `signature`, with no demos and no module-level LM or adapter.
+    pub fn new(signature: DynSignature) -> Predictor {
+        Predictor {
+            signature,
+            demos: Vec::new(),
+            lm: None,
+            adapter: None,
+            options: LmOptions::default(),
+        }
+    }
+
+    /// Uses `lm` for every call (highest precedence).
+    pub fn with_lm(mut self, lm: Arc<dyn Lm>) -> Self {
+        self.lm = Some(lm);
+        self
+    }
+
+    /// Uses `adapter` for every call (highest precedence).
+    pub fn with_adapter(mut self, adapter: Arc<dyn Adapter>) -> Self {
+        self.adapter = Some(adapter);
+        self
+    }
+
+    /// Sampling options sent with every call.
+    pub fn with_options(mut self, options: LmOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Few-shot demos (complete or partial examples).
+    pub fn with_demos(mut self, demos: Vec<Example>) -> Self {
+        self.demos = demos;
+        self
+    }
+
+    /// The signature.
+    pub fn signature(&self) -> &DynSignature {
+        &self.signature
+    }
+
+    /// The demos.
+    pub fn demos(&self) -> &[Example] {
+        &self.demos
+    }
+
+    /// The state to save (signature and demos).
+    pub fn state(&self) -> ModuleState {
+        ModuleState {
+            signature: self.signature.clone(),
+            demos: self.demos.clone(),
+        }
+    }
+
+    /// Restores a saved state.
+    pub fn load_state(&mut self, state: ModuleState) {
+        self.signature = state.signature;
+        self.demos = state.demos;
+    }
+
+    /// Runs the signature on `inputs` with the module's, then the global, LM and adapter.
+    pub async fn forward(&self, inputs: &Example) -> Result<Prediction, Error> {
+        self.forward_with(inputs, &CallConfig::default()).await
+    }
+
+    /// Runs the signature on `inputs`; `call` supplies what the module does not set.
+    pub async fn forward_with(
+        &self,
+        inputs: &Example,
+        call: &CallConfig,
+    ) -> Result<Prediction, Error> {
+        if let Some(missing) = self
+            .signature
+            .inputs()
+            .iter()
+            .find(|f| !inputs.contains_key(f.name()))
+        {
+            return Err(Error::MissingInput {
+                field: missing.name().to_owned(),
+            });
+        }
+        let (global_lm, global_adapter) = {
+            let settings = SETTINGS.read().unwrap_or_else(|e| e.into_inner());
+            (settings.lm.clone(), settings.adapter.clone())
+        };
+        let lm = self
+            .lm
+            .clone()
+            .or_else(|| call.lm.clone())
+            .or(global_lm)
+            .ok_or(LmError::NotConfigured)?;
+        let adapter: Arc<dyn Adapter> = self
+            .adapter
+            .clone()
+            .or_else(|| call.adapter.clone())
+            .or(global_adapter)
+            .unwrap_or_else(|| Arc::new(ChatAdapter::new()));
+        let reply = adapter::run(
+            adapter.as_ref(),
+            lm.as_ref(),
+            &self.signature,
+            &self.demos,
+            inputs,
+            &self.options,
+        )
+        .await?;
+        Ok(Prediction {
+            outputs: reply.outputs,
+            usage: reply.usage,
+            completion: reply.completion,
+            adapter: reply.adapter,
+        })
+    }
+}
+
+/// A typed predictor for the signature `S`: `S::Input` in, `S::Output` out.
+#[derive(Debug, Clone)]
+pub struct Predict<S: Signature> {
+    inner: Predictor,
+    _signature: PhantomData<fn() -> S>,
+}
+
+impl<S: Signature> Default for Predict<S> {
+    fn default() -> Self {
+        Predict::new()
+    }
+}
+
+impl<S: Signature> Predict<S> {
+    /// A predictor for `S`.
+    pub fn new() -> Self {
+        Predict {
+            inner: Predictor::new(S::signature().clone()),
+            _signature: PhantomData,
+        }
+    }
+
+    /// Uses `lm` for every call.
+    pub fn with_lm(mut self, lm: Arc<dyn Lm>) -> Self {
+        self.inner = self.inner.with_lm(lm);
+        self
+    }
+
+    /// Uses `adapter` for every call.
+    pub fn with_adapter(mut self, adapter: Arc<dyn Adapter>) -> Self {
+        self.inner = self.inner.with_adapter(adapter);
+        self
+    }
+
+    /// Complete examples as few-shot demos.
+    pub fn with_demos(mut self, demos: impl IntoIterator<Item = S>) -> Result<Self, Error> {
+        let demos = demos
+            .into_iter()
+            .map(example_of::<S>)
+            .collect::<Result<Vec<_>, _>>()?;
+        self.inner = self.inner.with_demos(demos);
+        Ok(self)
+    }
+
+    /// The untyped predictor inside (signature, demos, state).
+    pub fn predictor(&self) -> &Predictor {
+        &self.inner
+    }
+
+    /// Mutable access to the untyped predictor (to load a saved state).
+    pub fn predictor_mut(&mut self) -> &mut Predictor {
+        &mut self.inner
+    }
+
+    /// Runs the signature on `input`.
+    pub async fn call(&self, input: S::Input) -> Result<S::Output, Error> {
+        Ok(self.call_full(input, &CallConfig::default()).await?.0)
+    }
+
+    /// Runs the signature on `input` with per-call settings, returning the typed outputs and the
+    /// [`Prediction`] (usage, completion, adapter).
+    pub async fn call_full(
+        &self,
+        input: S::Input,
+        call: &CallConfig,
+    ) -> Result<(S::Output, Prediction), Error> {
+        let inputs = to_example(&input)?;
+        let prediction = self.inner.forward_with(&inputs, call).await?;
+        let output = from_example(&prediction.outputs)?;
+        Ok((output, prediction))
+    }
+}
+
+/// The outputs of [`ChainOfThought`]: the model's reasoning and the typed outputs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reasoned<T> {
+    /// The step-by-step reasoning the model wrote first.
+    pub reasoning: String,
+    /// The outputs.
+    pub output: T,
+}
+
+/// DSPy's `ChainOfThought`: `Predict` with a `reasoning` output before the signature's outputs.
+#[derive(Debug, Clone)]
+pub struct ChainOfThought<S: Signature> {
+    inner: Predictor,
+    _signature: PhantomData<fn() -> S>,
+}
+
+impl<S: Signature> Default for ChainOfThought<S> {
+    fn default() -> Self {
+        ChainOfThought::new()
+    }
+}
+
+/// `signature` with DSPy's `reasoning` output inserted first.
+pub fn with_reasoning(signature: &DynSignature) -> DynSignature {
+    let mut extended = signature.clone();
+    extended.insert_output(0, Field::str("reasoning"));
+    extended
+}
+
+impl<S: Signature> ChainOfThought<S> {
+    /// A chain-of-thought predictor for `S`.
+    pub fn new() -> Self {
+        ChainOfThought {
+            inner: Predictor::new(with_reasoning(S::signature())),
+            _signature: PhantomData,
+        }
+    }
+
+    /// Uses `lm` for every call.
+    pub fn with_lm(mut self, lm: Arc<dyn Lm>) -> Self {
+        self.inner = self.inner.with_lm(lm);
+        self
+    }
+
+    /// Uses `adapter` for every call.
+    pub fn with_adapter(mut self, adapter: Arc<dyn Adapter>) -> Self {
+        self.inner = self.inner.with_adapter(adapter);
+        self
+    }
+
+    /// The untyped predictor inside.
+    pub fn predictor(&self) -> &Predictor {
+        &self.inner
+    }
+
+    /// Runs the signature on `input`, reasoning first. When the model's own reasoning field is empty
+    /// and the provider returned `reasoning_content`, that is used.
+    pub async fn call(&self, input: S::Input) -> Result<Reasoned<S::Output>, Error> {
+        let inputs = to_example(&input)?;
+        let mut prediction = self.inner.forward(&inputs).await?;
+        let mut reasoning = match prediction.outputs.shift_remove("reasoning") {
+            Some(Value::String(text)) => text,
+            Some(other) => other.to_string(),
+            None => String::new(),
+        };
+        if reasoning.trim().is_empty()
+            && let Some(provider) = &prediction.completion.reasoning
+        {
+            reasoning = provider.clone();
+        }
+        Ok(Reasoned {
+            reasoning,
+            output: from_example(&prediction.outputs)?,
+        })
+    }
+}
+
+fn to_example<T: Serialize>(value: &T) -> Result<Example, Error> {
+    match serde_json::to_value(value) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(other) => Err(Error::InputType {
+            message: format!("expected a struct, got {other}"),
+        }),
+        Err(e) => Err(Error::InputType {
+            message: e.to_string(),
+        }),
+    }
+}
+
+fn from_example<T: serde::de::DeserializeOwned>(outputs: &Example) -> Result<T, Error> {
+    serde_json::from_value(Value::Object(outputs.clone())).map_err(|e| Error::OutputType {
+        message: e.to_string(),
+    })
+}
+
+fn example_of<S: Signature>(demo: S) -> Result<Example, Error> {
+    let (input, output) = demo.into_parts();
+    let mut example = to_example(&input)?;
+    example.extend(to_example(&output)?);
+    Ok(example)
+}

@@ -1,0 +1,525 @@
+//! DSPy parity: replays runs recorded from Python DSPy 3.4.1 and checks that Signet sends
+//! byte-identical messages and the same LM kwargs, and reaches the same outcome.
+//!
+//! Fixtures are read from `$SIGNET_PARITY_FIXTURES`, else `../shared/fixtures/dspy/`. Each fixture
+//! prints one line — `pass`, `FAIL` with the first difference, or `unsupported` with the reason —
+//! and the run ends with `N passed, M failed, K unsupported`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use signet::adapter::{self, Adapter, ChatAdapter, Example, JsonAdapter};
+use signet::lm::{
+    Capabilities, Completion, LmError, LmOptions, LmRequest, ResponseFormat, ScriptedLm, ToolCall,
+};
+use signet::module::{Error, Predictor, with_reasoning};
+use signet::{DynSignature, Field};
+
+enum Outcome {
+    Pass,
+    Fail(String),
+    Unsupported(String),
+}
+
+fn fixture_dir() -> PathBuf {
+    match std::env::var_os("SIGNET_PARITY_FIXTURES") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/dspy"),
+    }
+}
+
+#[test]
+fn dspy_parity() {
+    let dir = fixture_dir();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot read the fixture folder {}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty(), "no fixtures in {}", dir.display());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (mut passed, mut failed, mut unsupported) = (0, 0, 0);
+    for path in &paths {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let outcome = match std::fs::read_to_string(path).map(|t| serde_json::from_str::<Value>(&t))
+        {
+            Ok(Ok(fixture)) => runtime.block_on(run_fixture(&fixture)),
+            Ok(Err(e)) => Outcome::Fail(format!("not valid JSON: {e}")),
+            Err(e) => Outcome::Fail(format!("unreadable: {e}")),
+        };
+        match outcome {
+            Outcome::Pass => {
+                passed += 1;
+                println!("pass         {name}");
+            }
+            Outcome::Fail(why) => {
+                failed += 1;
+                println!("FAIL         {name}: {why}");
+            }
+            Outcome::Unsupported(why) => {
+                unsupported += 1;
+                println!("unsupported  {name}: {why}");
+            }
+        }
+    }
+    println!("parity: {passed} passed, {failed} failed, {unsupported} unsupported");
+    assert_eq!(
+        failed, 0,
+        "{failed} parity fixture(s) failed (see the lines above)"
+    );
+}
+
+async fn run_fixture(fixture: &Value) -> Outcome {
+    if fixture.get("cases").is_some() {
+        return run_parse_cases(fixture).await;
+    }
+    if fixture.get("module").is_none() {
+        return Outcome::Unsupported(format!(
+            "a {} fixture (tool introspection): checked with ReAct (issue 4)",
+            fixture["fixture"].as_str().unwrap_or("non-module")
+        ));
+    }
+    match run_module(fixture).await {
+        Ok(()) => Outcome::Pass,
+        Err(Skip::Fail(why)) => Outcome::Fail(why),
+        Err(Skip::Unsupported(why)) => Outcome::Unsupported(why),
+    }
+}
+
+enum Skip {
+    Fail(String),
+    Unsupported(String),
+}
+
+fn fail<T>(why: impl Into<String>) -> Result<T, Skip> {
+    Err(Skip::Fail(why.into()))
+}
+
+/// The recorded signature as a `DynSignature` (field names, type names, descriptions, schemas,
+/// instructions).
+fn signature(recorded: &Value, drop_reasoning: bool) -> DynSignature {
+    let field = |f: &Value| {
+        let schema = f
+            .get("json_schema")
+            .cloned()
+            .unwrap_or_else(|| json!({"type": "string"}));
+        Field::from_schema(f["name"].as_str().unwrap_or_default(), schema)
+            .with_type_name(f["type"].as_str().unwrap_or("str"))
+            .with_desc(f["rendered_desc"].as_str().unwrap_or_default())
+    };
+    let mut sig = DynSignature::new(recorded["name"].as_str().unwrap_or("Signature"))
+        .with_instructions(recorded["instructions"].as_str().unwrap_or_default());
+    for f in recorded["input_fields"].as_array().into_iter().flatten() {
+        sig = sig.with_input(field(f));
+    }
+    for (i, f) in recorded["output_fields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        if drop_reasoning && i == 0 && f["name"] == "reasoning" {
+            continue;
+        }
+        sig = sig.with_output(field(f));
+    }
+    sig
+}
+
+fn capabilities(recorded: &Value) -> Capabilities {
+    let params: Vec<&str> = recorded["supported_params"]
+        .as_array()
+        .map(|p| p.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    Capabilities {
+        function_calling: recorded["supports_function_calling"]
+            .as_bool()
+            .unwrap_or(false),
+        response_schema: recorded["supports_response_schema"]
+            .as_bool()
+            .unwrap_or(false),
+        json_object: params.contains(&"response_format"),
+        json_object_schema: false,
+    }
+}
+
+/// A scripted LM replaying the recorded replies (texts, tool calls, or raised errors).
+fn scripted(replies: &[Value], capabilities: Capabilities) -> Arc<ScriptedLm> {
+    let mut lm = ScriptedLm::new([]).with_capabilities(capabilities);
+    for reply in replies {
+        lm = match reply.get("raise") {
+            Some(raised) => lm.then_error(lm_error(raised)),
+            None => lm.then(completion(reply)),
+        };
+    }
+    Arc::new(lm)
+}
+
+fn completion(reply: &Value) -> Completion {
+    if let Some(text) = reply.as_str() {
+        return Completion::text(text);
+    }
+    let calls: Vec<ToolCall> = reply["tool_calls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            ToolCall::new(
+                c["id"].as_str().unwrap_or_default(),
+                c["function"]["name"].as_str().unwrap_or_default(),
+                c["function"]["arguments"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    Completion {
+        tool_calls: calls,
+        ..reply["content"]
+            .as_str()
+            .map(Completion::text)
+            .unwrap_or_default()
+    }
+}
+
+fn lm_error(raised: &Value) -> LmError {
+    let message = raised["message"].as_str().unwrap_or_default().to_owned();
+    match raised["type"].as_str() {
+        Some("ContextWindowExceededError") => LmError::ContextWindowExceeded { message },
+        _ => LmError::Server {
+            status: 500,
+            message,
+        },
+    }
+}
+
+/// The kwargs DSPy would record for a request.
+fn kwargs(request: &LmRequest) -> Value {
+    let mut out = Map::new();
+    match &request.response_format {
+        Some(ResponseFormat::JsonObject) => {
+            out.insert("response_format".into(), json!({"type": "json_object"}));
+        }
+        Some(ResponseFormat::JsonSchema { name, schema, .. }) => {
+            out.insert(
+                "response_format".into(),
+                json!({"__pydantic_model__": name, "json_schema": schema}),
+            );
+        }
+        Some(other) => {
+            out.insert(
+                "response_format".into(),
+                serde_json::to_value(other).unwrap(),
+            );
+        }
+        None => {}
+    }
+    if !request.tools.is_empty() {
+        out.insert("tools".into(), Value::Array(request.tools.clone()));
+    }
+    if let Value::Object(options) = serde_json::to_value(&request.options).unwrap() {
+        out.extend(options);
+    }
+    Value::Object(out)
+}
+
+/// Compares the recorded calls with the requests Signet sent.
+fn compare_calls(recorded: &[Value], sent: &[LmRequest]) -> Result<(), Skip> {
+    if recorded.len() != sent.len() {
+        return fail(format!(
+            "{} LM calls recorded, Signet made {}",
+            recorded.len(),
+            sent.len()
+        ));
+    }
+    for (i, (call, request)) in recorded.iter().zip(sent).enumerate() {
+        let messages = call["messages"].as_array().cloned().unwrap_or_default();
+        if messages.len() != request.messages.len() {
+            return fail(format!(
+                "call {}: {} messages recorded, Signet sent {}",
+                i + 1,
+                messages.len(),
+                request.messages.len()
+            ));
+        }
+        for (j, (want, got)) in messages.iter().zip(&request.messages).enumerate() {
+            let role = serde_json::to_value(got.role).unwrap();
+            if want["role"] != role {
+                return fail(format!(
+                    "call {} message {}: role {} vs {}",
+                    i + 1,
+                    j + 1,
+                    want["role"],
+                    role
+                ));
+            }
+            let want = want["content"].as_str().unwrap_or_default();
+            if want != got.content {
+                return fail(format!(
+                    "call {} message {}: {}",
+                    i + 1,
+                    j + 1,
+                    first_difference(want, &got.content)
+                ));
+            }
+        }
+        let want_kwargs = call.get("kwargs").cloned().unwrap_or_else(|| json!({}));
+        let got_kwargs = kwargs(request);
+        if want_kwargs != got_kwargs {
+            return fail(format!(
+                "call {} kwargs: recorded {want_kwargs}, Signet {got_kwargs}",
+                i + 1
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn first_difference(want: &str, got: &str) -> String {
+    let (w, g): (Vec<&str>, Vec<&str>) = (want.split('\n').collect(), got.split('\n').collect());
+    for i in 0..w.len().max(g.len()) {
+        let (a, b) = (w.get(i).copied(), g.get(i).copied());
+        if a != b {
+            return format!("line {}: DSPy {:?} / Signet {:?}", i + 1, a, b);
+        }
+    }
+    "same lines, different line endings".to_owned()
+}
+
+/// Compares outputs or the error kind with the recorded result.
+fn compare_result(recorded: &Value, result: &Result<Example, Error>) -> Result<(), Skip> {
+    match (recorded.get("error"), result) {
+        (None, Ok(outputs)) => {
+            let want = decode(&recorded["outputs"]);
+            let got = Value::Object(outputs.clone());
+            if want != got {
+                return fail(format!("outputs: DSPy {want}, Signet {got}"));
+            }
+            Ok(())
+        }
+        (Some(error), Err(got)) => {
+            let kind = error["type"].as_str().unwrap_or_default();
+            let same = match kind {
+                "AdapterParseError" => matches!(got, Error::Parse(_)),
+                "ContextWindowExceededError" => {
+                    matches!(got, Error::Lm(LmError::ContextWindowExceeded { .. }))
+                }
+                _ => matches!(got, Error::Lm(_)),
+            };
+            if same {
+                Ok(())
+            } else {
+                fail(format!("error: DSPy {kind}, Signet {got}"))
+            }
+        }
+        (Some(error), Ok(outputs)) => fail(format!(
+            "DSPy failed with {}, Signet returned {outputs:?}",
+            error["type"]
+        )),
+        (None, Err(got)) => fail(format!(
+            "DSPy returned {}, Signet failed: {got}",
+            recorded["outputs"]
+        )),
+    }
+}
+
+/// Undoes the fixture encodings of special values (non-finite floats).
+fn decode(value: &Value) -> Value {
+    match value {
+        Value::Object(map) if map.len() == 1 && map.contains_key("__float__") => {
+            let x = match map["__float__"].as_str() {
+                Some("Infinity") => f64::INFINITY,
+                Some("-Infinity") => f64::NEG_INFINITY,
+                _ => f64::NAN,
+            };
+            serde_json::Number::from_f64(x)
+                .map(Value::Number)
+                .unwrap_or(Value::Null)
+        }
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), decode(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(decode).collect()),
+        other => other.clone(),
+    }
+}
+
+fn adapter_for(recorded: &Value) -> Result<Arc<dyn Adapter>, Skip> {
+    let class = recorded["class"].as_str().unwrap_or_default();
+    let fallback = recorded["use_json_adapter_fallback"]
+        .as_bool()
+        .unwrap_or(true);
+    match class {
+        "ChatAdapter" => {
+            let chat = ChatAdapter::new();
+            Ok(Arc::new(if fallback {
+                chat
+            } else {
+                chat.without_json_fallback()
+            }))
+        }
+        "JSONAdapter" => Ok(Arc::new(JsonAdapter::new())),
+        other => Err(Skip::Unsupported(format!("{other} is not implemented yet"))),
+    }
+}
+
+async fn run_module(fixture: &Value) -> Result<(), Skip> {
+    let module = fixture["module"].as_str().unwrap_or_default();
+    let is_cot = match module {
+        "Predict" => false,
+        "ChainOfThought" => true,
+        other => {
+            return Err(Skip::Unsupported(format!(
+                "module {other}: covered by its own issue"
+            )));
+        }
+    };
+    let recorded_sig = &fixture["signature"];
+    let uses_tools = recorded_sig["output_fields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|f| f["type"] == "ToolCalls");
+    if uses_tools {
+        return Err(Skip::Unsupported("signatures with ToolCalls outputs (native function calling) are not wired into Predict yet".into()));
+    }
+    let adapter = adapter_for(&fixture["adapter"])?;
+    let base = signature(recorded_sig, is_cot);
+    let sig = if is_cot { with_reasoning(&base) } else { base };
+    let calls = fixture["calls"].as_array().cloned().unwrap_or_default();
+    let replies: Vec<Value> = calls.iter().map(|c| c["reply"].clone()).collect();
+    let lm = scripted(&replies, capabilities(&fixture["lm_capabilities"]));
+    let demos: Vec<Example> = fixture["demos"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d.as_object().cloned())
+        .collect();
+    let inputs = fixture["inputs"].as_object().cloned().unwrap_or_default();
+    let predictor = Predictor::new(sig)
+        .with_demos(demos)
+        .with_adapter(adapter)
+        .with_lm(lm.clone());
+    let result = predictor.forward(&inputs).await.map(|p| p.outputs);
+    compare_calls(&calls, &lm.requests())?;
+    compare_result(&fixture["result"], &result)
+}
+
+/// The ChatAdapter parse-edge-case fixture: each reply parsed directly, through the pipeline without
+/// fallback, and through the pipeline with the JSON fallback.
+async fn run_parse_cases(fixture: &Value) -> Outcome {
+    let sig = signature(&fixture["signature"], false);
+    let inputs = fixture["inputs"].as_object().cloned().unwrap_or_default();
+    let caps = Capabilities {
+        json_object: false,
+        ..Capabilities::default()
+    };
+    let mut problems = Vec::new();
+    for case in fixture["cases"].as_array().into_iter().flatten() {
+        let name = case["name"].as_str().unwrap_or("?");
+        let reply = case["reply"].as_str().unwrap_or_default();
+        let direct = ChatAdapter::new().parse(&sig, reply).map_err(Error::Parse);
+        if let Err(Skip::Fail(why)) = compare_result(&case["direct_parse"], &direct) {
+            problems.push(format!("{name} (direct): {why}"));
+        }
+        for (key, with_fallback) in [
+            ("pipeline_no_fallback", false),
+            ("pipeline_with_fallback", true),
+        ] {
+            let Some(expected) = case.get(key) else {
+                continue;
+            };
+            let mut replies = vec![json!(reply)];
+            if let Some(second) = expected.get("fallback_reply") {
+                replies.push(second.clone());
+            }
+            let lm = scripted(&replies, caps);
+            let chat = if with_fallback {
+                ChatAdapter::new()
+            } else {
+                ChatAdapter::new().without_json_fallback()
+            };
+            let result = adapter::run(
+                &chat,
+                lm.as_ref(),
+                &sig,
+                &[],
+                &inputs,
+                &LmOptions::default(),
+            )
+            .await
+            .map(|r| r.outputs)
+            .map_err(Error::from);
+            if let Err(Skip::Fail(why)) = compare_result(&expected["result"], &result) {
+                problems.push(format!("{name} ({key}): {why}"));
+            }
+            let calls = expected["num_lm_calls"].as_u64().unwrap_or(1) as usize;
+            if lm.requests().len() != calls {
+                problems.push(format!(
+                    "{name} ({key}): DSPy made {calls} calls, Signet {}",
+                    lm.requests().len()
+                ));
+            }
+        }
+    }
+    if let Some(first) = fixture.get("first_call_messages") {
+        let sent = ChatAdapter::new().format(&sig, &[], &inputs);
+        let want: Vec<(String, String)> = first
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|m| {
+                (
+                    m["role"].as_str().unwrap_or_default().to_owned(),
+                    m["content"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect();
+        let got: Vec<(String, String)> = sent
+            .iter()
+            .map(|m| {
+                (
+                    serde_json::to_value(m.role)
+                        .unwrap()
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                    m.content.clone(),
+                )
+            })
+            .collect();
+        if want != got {
+            problems.push("first_call_messages differ".to_owned());
+        }
+    }
+    for key in ["fallback_also_fails", "fallback_with_structured_capable_lm"] {
+        let Some(case) = fixture.get(key) else {
+            continue;
+        };
+        let caps = case
+            .get("lm_capabilities")
+            .map(capabilities)
+            .unwrap_or(caps);
+        let replies: Vec<Value> = case["replies"].as_array().cloned().unwrap_or_default();
+        let lm = scripted(&replies, caps);
+        let predictor = Predictor::new(sig.clone())
+            .with_adapter(Arc::new(ChatAdapter::new()))
+            .with_lm(lm.clone());
+        let result = predictor.forward(&inputs).await.map(|p| p.outputs);
+        let calls = case["calls"].as_array().cloned().unwrap_or_default();
+        if let Err(Skip::Fail(why)) = compare_calls(&calls, &lm.requests()) {
+            problems.push(format!("{key}: {why}"));
+        }
+        if let Err(Skip::Fail(why)) = compare_result(&case["result"], &result) {
+            problems.push(format!("{key}: {why}"));
+        }
+    }
+    if problems.is_empty() {
+        Outcome::Pass
+    } else {
+        Outcome::Fail(problems.join(" | "))
+    }
+}
