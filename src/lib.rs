@@ -15,3 +15,11 @@ struct ToolsGuide;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/signatures.md")]
 struct SignaturesGuide;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/modules.md")]
+struct ModulesGuide;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/adapters.md")]
+struct AdaptersGuide;

@@ -252,13 +252,17 @@ pub fn chat_assistant_message(
     outputs: &Map<String, Value>,
     missing: Option<&str>,
 ) -> String {
-    let blocks = field_blocks(signature.outputs().iter().map(|f| {
-        match (outputs.get(f.name()), missing) {
-            (Some(v), _) => (f, field_value(f, v)),
-            (None, Some(m)) => (f, m.to_owned()),
-            (None, None) => (f, "None".to_owned()),
-        }
-    }));
+    let blocks =
+        field_blocks(
+            signature
+                .outputs()
+                .iter()
+                .map(|f| match (outputs.get(f.name()), missing) {
+                    (Some(v), _) => (f, field_value(f, v)),
+                    (None, Some(m)) => (f, m.to_owned()),
+                    (None, None) => (f, "None".to_owned()),
+                }),
+        );
     format!("{blocks}\n\n{COMPLETED_MARKER}\n")
 }
 
