@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use signet::adapter::{self, Adapter, ChatAdapter, Example, JsonAdapter};
+use signet::adapter::{self, Adapter, ChatAdapter, Example, JsonAdapter, XmlAdapter};
 use signet::lm::{
     Capabilities, Completion, LmError, LmOptions, LmRequest, ResponseFormat, ScriptedLm, ToolCall,
 };
@@ -362,6 +362,14 @@ fn adapter_for(recorded: &Value) -> Result<Arc<dyn Adapter>, Skip> {
             }))
         }
         "JSONAdapter" => Ok(Arc::new(JsonAdapter::new())),
+        "XMLAdapter" => {
+            let xml = XmlAdapter::new();
+            Ok(Arc::new(if fallback {
+                xml
+            } else {
+                xml.without_json_fallback()
+            }))
+        }
         other => Err(Skip::Unsupported(format!("{other} is not implemented yet"))),
     }
 }

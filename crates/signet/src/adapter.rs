@@ -3,6 +3,7 @@
 //!
 //! * [`ChatAdapter`]: `[[ ## field ## ]]` markers; falls back once to JSON on an unparseable reply.
 //! * [`JsonAdapter`]: one JSON object; structured outputs when the LM supports them.
+//! * [`XmlAdapter`]: `<field>` tags, nested XML for lists, maps and structs.
 //!
 //! [`run`] performs one adapted call: format, send, parse, with the fallbacks made explicit, logged
 //! and counted in [`Usage`].
@@ -12,11 +13,13 @@ mod json;
 pub mod python;
 pub mod templates;
 pub mod value;
+mod xml;
 
 use serde_json::{Map, Value};
 
 pub use chat::ChatAdapter;
 pub use json::JsonAdapter;
+pub use xml::XmlAdapter;
 
 use crate::lm::{
     Capabilities, Completion, Lm, LmOptions, LmRequest, Message, ResponseFormat, Usage,
@@ -98,6 +101,16 @@ pub enum ParseError {
         /// The reply text.
         response: String,
     },
+    /// The reply is not well-formed (XML format).
+    #[error("{adapter}: the LM response is not well-formed: {message}; response: {response:?}")]
+    Malformed {
+        /// The adapter.
+        adapter: &'static str,
+        /// What the reader reported.
+        message: String,
+        /// The reply text.
+        response: String,
+    },
     /// The reply had neither text nor tool calls.
     #[error("{adapter}: the LM returned an empty response")]
     EmptyResponse {
@@ -142,6 +155,21 @@ pub(crate) fn format_demos(
     demos: &[Example],
     assistant: impl Fn(&Example, Option<&str>) -> String,
 ) -> Vec<Message> {
+    format_demos_with(
+        signature,
+        demos,
+        |demo, prefix| templates::user_message(signature, demo, prefix, None),
+        assistant,
+    )
+}
+
+/// [`format_demos`] with the user message's format given too.
+pub(crate) fn format_demos_with(
+    signature: &DynSignature,
+    demos: &[Example],
+    user: impl Fn(&Example, &str) -> String,
+    assistant: impl Fn(&Example, Option<&str>) -> String,
+) -> Vec<Message> {
     let present = |demo: &Example, name: &str| demo.get(name).is_some_and(|v| !v.is_null());
     let mut complete = Vec::new();
     let mut incomplete = Vec::new();
@@ -167,12 +195,7 @@ pub(crate) fn format_demos(
     }
     let mut messages = Vec::new();
     for demo in incomplete {
-        messages.push(Message::user(templates::user_message(
-            signature,
-            demo,
-            templates::INCOMPLETE_DEMO_PREFIX,
-            None,
-        )));
+        messages.push(Message::user(user(demo, templates::INCOMPLETE_DEMO_PREFIX)));
         messages.push(Message::assistant(assistant(
             demo,
             Some(templates::MISSING_FIELD),
