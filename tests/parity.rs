@@ -347,21 +347,75 @@ fn decode(value: &Value) -> Value {
     }
 }
 
+/// Inputs with `dspy.Tool` values turned into OpenAI function descriptors, rebuilt from the tool's
+/// recorded description (`NAME, whose description is <desc>..</desc>. It takes arguments {..}.`).
+fn decode_inputs(recorded: &Value) -> Result<Example, Skip> {
+    let mut inputs = recorded.as_object().cloned().unwrap_or_default();
+    for value in inputs.values_mut() {
+        if let Value::Array(items) = value
+            && items.iter().any(|i| i.get("__dspy_tool__").is_some())
+        {
+            let tools: Result<Vec<Value>, Skip> = items.iter().map(tool_descriptor).collect();
+            *value = Value::Array(tools?);
+        }
+    }
+    Ok(inputs)
+}
+
+fn tool_descriptor(tool: &Value) -> Result<Value, Skip> {
+    let name = tool["__dspy_tool__"].as_str().unwrap_or_default();
+    let text = tool["str"].as_str().unwrap_or_default();
+    let description = text
+        .split_once("<desc>")
+        .and_then(|(_, rest)| rest.split_once("</desc>"))
+        .map(|(desc, _)| Value::String(desc.to_owned()))
+        .unwrap_or(Value::Null);
+    let args = text
+        .rsplit_once("It takes arguments ")
+        .map(|(_, args)| args.trim_end_matches('.'))
+        .and_then(adapter::value::lenient_json)
+        .ok_or_else(|| {
+            Skip::Unsupported(format!(
+                "cannot read the arguments of tool `{name}` from {text:?}"
+            ))
+        })?;
+    let required: Vec<Value> = args
+        .as_object()
+        .map(|a| {
+            a.iter()
+                .filter(|(_, v)| v.get("default").is_none())
+                .map(|(k, _)| json!(k))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(json!({
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": args, "required": required}
+        }
+    }))
+}
+
 fn adapter_for(recorded: &Value) -> Result<Arc<dyn Adapter>, Skip> {
     let class = recorded["class"].as_str().unwrap_or_default();
     let fallback = recorded["use_json_adapter_fallback"]
         .as_bool()
         .unwrap_or(true);
+    let native = recorded["use_native_function_calling"].as_bool();
     match class {
         "ChatAdapter" => {
-            let chat = ChatAdapter::new();
+            let chat = ChatAdapter::new().with_native_function_calling(native.unwrap_or(false));
             Ok(Arc::new(if fallback {
                 chat
             } else {
                 chat.without_json_fallback()
             }))
         }
-        "JSONAdapter" => Ok(Arc::new(JsonAdapter::new())),
+        "JSONAdapter" => Ok(Arc::new(
+            JsonAdapter::new().with_native_function_calling(native.unwrap_or(true)),
+        )),
         "XMLAdapter" => {
             let xml = XmlAdapter::new();
             Ok(Arc::new(if fallback {
@@ -386,14 +440,6 @@ async fn run_module(fixture: &Value) -> Result<(), Skip> {
         }
     };
     let recorded_sig = &fixture["signature"];
-    let uses_tools = recorded_sig["output_fields"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|f| f["type"] == "ToolCalls");
-    if uses_tools {
-        return Err(Skip::Unsupported("signatures with ToolCalls outputs (native function calling) are not wired into Predict yet".into()));
-    }
     let adapter = adapter_for(&fixture["adapter"])?;
     let base = signature(recorded_sig, is_cot);
     let sig = if is_cot { with_reasoning(&base) } else { base };
@@ -406,7 +452,7 @@ async fn run_module(fixture: &Value) -> Result<(), Skip> {
         .flatten()
         .filter_map(|d| d.as_object().cloned())
         .collect();
-    let inputs = fixture["inputs"].as_object().cloned().unwrap_or_default();
+    let inputs = decode_inputs(&fixture["inputs"])?;
     let predictor = Predictor::new(sig)
         .with_demos(demos)
         .with_adapter(adapter)

@@ -10,6 +10,7 @@
 
 mod chat;
 mod json;
+mod native;
 pub mod python;
 pub mod templates;
 pub mod value;
@@ -19,6 +20,7 @@ use serde_json::{Map, Value};
 
 pub use chat::ChatAdapter;
 pub use json::JsonAdapter;
+pub use native::{TOOL_CALLS_TYPE, TOOLS_TYPE, ToolCallRecord, ToolCalls};
 pub use xml::XmlAdapter;
 
 use crate::lm::{
@@ -50,6 +52,12 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
         capabilities: Capabilities,
     ) {
         let _ = (signature, request, capabilities);
+    }
+
+    /// Whether tools are sent natively (`tools=`) for signatures with a `ToolCalls` output, when the LM
+    /// supports function calling.
+    fn native_function_calling(&self) -> bool {
+        false
     }
 
     /// The adapter to retry with, once, when a reply cannot be parsed.
@@ -144,6 +152,9 @@ impl Adapter for Box<dyn Adapter> {
     }
     fn fallback(&self) -> Option<Box<dyn Adapter>> {
         (**self).fallback()
+    }
+    fn native_function_calling(&self) -> bool {
+        (**self).native_function_calling()
     }
 }
 
@@ -252,6 +263,12 @@ pub enum CallError {
     /// The reply could not be parsed (after the fallbacks, if any).
     #[error(transparent)]
     Parse(#[from] ParseError),
+    /// The signature or inputs cannot be used with this adapter.
+    #[error("invalid signature for this call: {message}")]
+    InvalidSignature {
+        /// What is wrong.
+        message: String,
+    },
 }
 
 /// The outcome of an adapted call.
@@ -317,22 +334,35 @@ async fn attempt(
     format_override: Option<ResponseFormat>,
     usage: &mut Usage,
 ) -> Result<AdaptedReply, CallError> {
-    let mut request = LmRequest::new(adapter.format(signature, demos, inputs));
+    let native = native::prepare(adapter, signature, inputs, lm.capabilities())?;
+    let format_signature = native.as_ref().map_or(signature, |n| &n.processed);
+    let mut request = LmRequest::new(adapter.format(format_signature, demos, inputs));
     request.options = options.clone();
-    adapter.configure(signature, &mut request, lm.capabilities());
+    adapter.configure(format_signature, &mut request, lm.capabilities());
     if format_override.is_some() {
         request.response_format = format_override;
+    }
+    if let Some(native) = &native {
+        request.tools = native.tools.clone();
     }
     let completion = lm.complete(&request).await?;
     *usage += completion.usage;
     let text = completion.text.clone().unwrap_or_default();
-    let parsed = if text.is_empty() {
-        Err(ParseError::EmptyResponse {
-            adapter: adapter.name(),
-        })
-    } else {
-        adapter.parse(signature, &text)
-    };
+    let parsed =
+        match &native {
+            // The model called tools instead of answering: the text outputs are absent (null), the
+            // tool calls are the result.
+            Some(native) if text.is_empty() && !completion.tool_calls.is_empty() => Ok(
+                native::merge(signature, Example::new(), native, &completion),
+            ),
+            _ if text.is_empty() => Err(ParseError::EmptyResponse {
+                adapter: adapter.name(),
+            }),
+            Some(native) => adapter
+                .parse(format_signature, &text)
+                .map(|outputs| native::merge(signature, outputs, native, &completion)),
+            None => adapter.parse(signature, &text),
+        };
     match parsed {
         Ok(outputs) => Ok(AdaptedReply {
             outputs,

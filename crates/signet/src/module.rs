@@ -46,6 +46,12 @@ pub enum Error {
     /// The reply could not be read.
     #[error(transparent)]
     Parse(#[from] adapter::ParseError),
+    /// The signature or inputs cannot be used with the adapter.
+    #[error("invalid signature for this call: {message}")]
+    InvalidSignature {
+        /// What is wrong.
+        message: String,
+    },
     /// An input field of the signature was not given.
     #[error("input field `{field}` is missing")]
     MissingInput {
@@ -71,6 +77,7 @@ impl From<CallError> for Error {
         match error {
             CallError::Lm(e) => Error::Lm(e),
             CallError::Parse(e) => Error::Parse(e),
+            CallError::InvalidSignature { message } => Error::InvalidSignature { message },
         }
     }
 }

@@ -124,6 +124,14 @@ impl DynSignature {
         self.outputs.insert(index.min(self.outputs.len()), field);
     }
 
+    /// A copy without the field called `name` (input or output).
+    pub fn without_field(&self, name: &str) -> DynSignature {
+        let mut copy = self.clone();
+        copy.inputs.retain(|f| f.name != name);
+        copy.outputs.retain(|f| f.name != name);
+        copy
+    }
+
     /// The signature's name.
     pub fn name(&self) -> &str {
         &self.name

@@ -128,8 +128,13 @@ impl Adapter for ChatAdapter {
     }
 
     fn fallback(&self) -> Option<Box<dyn Adapter>> {
+        // DSPy falls back to a default `JSONAdapter()`, whatever this adapter's settings.
         self.json_fallback
             .then(|| Box::new(super::JsonAdapter::new()) as Box<dyn Adapter>)
+    }
+
+    fn native_function_calling(&self) -> bool {
+        self.native_function_calling
     }
 }
 

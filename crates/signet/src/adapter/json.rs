@@ -17,15 +17,29 @@ use crate::signature::DynSignature;
 /// let parsed = JsonAdapter::new().parse(&sig, "Here: {\"answer\": \"Paris\", \"count\": \"3\"}").unwrap();
 /// assert_eq!(parsed["count"], 3);
 /// ```
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct JsonAdapter {
-    _private: (),
+    native_function_calling: bool,
+}
+
+impl Default for JsonAdapter {
+    fn default() -> Self {
+        JsonAdapter::new()
+    }
 }
 
 impl JsonAdapter {
-    /// The JSON adapter.
+    /// The JSON adapter, with native function calling on (as DSPy's `JSONAdapter`).
     pub fn new() -> JsonAdapter {
-        JsonAdapter { _private: () }
+        JsonAdapter {
+            native_function_calling: true,
+        }
+    }
+
+    /// Whether tools are sent natively for signatures with a `ToolCalls` output.
+    pub fn with_native_function_calling(mut self, on: bool) -> Self {
+        self.native_function_calling = on;
+        self
     }
 }
 
@@ -71,6 +85,10 @@ impl Adapter for JsonAdapter {
             // An endpoint without JSON mode gets the format in the prompt only.
             _ => None,
         };
+    }
+
+    fn native_function_calling(&self) -> bool {
+        self.native_function_calling
     }
 
     fn parse(&self, signature: &DynSignature, text: &str) -> Result<Example, ParseError> {

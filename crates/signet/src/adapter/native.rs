@@ -1,0 +1,145 @@
+//! Native function calling: tools sent as `tools=`, tool calls read from the response.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Adapter, CallError, Example};
+use crate::lm::{Capabilities, Completion};
+use crate::signature::DynSignature;
+
+/// The type name DSPy gives a tool-calls output field.
+pub const TOOL_CALLS_TYPE: &str = "ToolCalls";
+/// The type name DSPy gives a tools input field.
+pub const TOOLS_TYPE: &str = "list[Tool]";
+
+/// The value of a tool-calls output field: the calls the model made, with their ids.
+///
+/// ```
+/// use signet::adapter::ToolCalls;
+/// let field = signet::Field::of::<ToolCalls>("tool_calls");
+/// assert_eq!(field.type_name(), "ToolCalls");
+/// ```
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ToolCalls {
+    /// The calls, in the order the model made them.
+    pub tool_calls: Vec<ToolCallRecord>,
+}
+
+/// One tool call in a [`ToolCalls`] value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolCallRecord {
+    /// The provider's id for the call, when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments (a JSON object, or the raw text when the model wrote invalid JSON).
+    pub args: Value,
+}
+
+/// What native function calling changes for one call.
+pub(crate) struct NativeTools {
+    /// The signature without the tools input and the tool-calls output.
+    pub processed: DynSignature,
+    /// The OpenAI function descriptors to send.
+    pub tools: Vec<Value>,
+    /// The name of the tool-calls output field.
+    pub output_field: String,
+}
+
+/// Native function calling applies when the adapter enables it, the signature has a `ToolCalls`
+/// output and a `list[Tool]` input, and the LM supports function calling.
+pub(crate) fn prepare(
+    adapter: &dyn Adapter,
+    signature: &DynSignature,
+    inputs: &Example,
+    capabilities: Capabilities,
+) -> Result<Option<NativeTools>, CallError> {
+    if !adapter.native_function_calling() || !capabilities.function_calling {
+        return Ok(None);
+    }
+    let Some(output) = signature
+        .outputs()
+        .iter()
+        .find(|f| f.type_name() == TOOL_CALLS_TYPE)
+    else {
+        return Ok(None);
+    };
+    let Some(input) = signature
+        .inputs()
+        .iter()
+        .find(|f| f.type_name() == TOOLS_TYPE)
+    else {
+        return Err(CallError::InvalidSignature {
+            message: format!(
+                "output `{}` is a {TOOL_CALLS_TYPE} but no input field is a {TOOLS_TYPE}: native function \
+                 calling needs the tools as an input",
+                output.name()
+            ),
+        });
+    };
+    let tools = match inputs.get(input.name()) {
+        Some(Value::Array(items)) => items.clone(),
+        Some(one @ Value::Object(_)) => vec![one.clone()],
+        other => {
+            return Err(CallError::InvalidSignature {
+                message: format!(
+                    "input `{}` must hold tool descriptors ({{\"type\": \"function\", ..}}), got {}",
+                    input.name(),
+                    other.map_or_else(|| "nothing".to_owned(), ToString::to_string)
+                ),
+            });
+        }
+    };
+    let processed = signature
+        .without_field(output.name())
+        .without_field(input.name());
+    Ok(Some(NativeTools {
+        processed,
+        tools,
+        output_field: output.name().to_owned(),
+    }))
+}
+
+/// The outputs of the original signature: the parsed text outputs (`null` for those absent because
+/// the model called tools instead of answering) and the tool calls.
+pub(crate) fn merge(
+    signature: &DynSignature,
+    parsed: Example,
+    native: &NativeTools,
+    completion: &Completion,
+) -> Example {
+    let mut parsed = parsed;
+    signature
+        .outputs()
+        .iter()
+        .map(|f| {
+            let value = if f.name() == native.output_field {
+                tool_calls_value(completion)
+            } else {
+                parsed.remove(f.name()).unwrap_or(Value::Null)
+            };
+            (f.name().to_owned(), value)
+        })
+        .collect()
+}
+
+fn tool_calls_value(completion: &Completion) -> Value {
+    if completion.tool_calls.is_empty() {
+        return Value::Null;
+    }
+    let calls = ToolCalls {
+        tool_calls: completion
+            .tool_calls
+            .iter()
+            .map(|call| ToolCallRecord {
+                id: (!call.id.is_empty()).then(|| call.id.clone()),
+                name: call.name.clone(),
+                args: super::value::lenient_json(&call.arguments)
+                    .unwrap_or_else(|| Value::String(call.arguments.clone())),
+            })
+            .collect(),
+    };
+    serde_json::to_value(calls).unwrap_or(Value::Null)
+}

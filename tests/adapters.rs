@@ -1,0 +1,245 @@
+//! Adapters end to end through `Predictor` with a scripted LM: native function calling, fallbacks
+//! counted in usage, typed parse errors, and the three formats side by side.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use signet::adapter::{Adapter, ChatAdapter, JsonAdapter, ParseError, ToolCalls, XmlAdapter};
+use signet::lm::{Capabilities, Completion, ResponseFormat, ScriptedLm, ToolCall};
+use signet::module::{Error, Predictor};
+use signet::{DynSignature, Field, Tool, tool};
+
+/// Add two integers.
+#[tool]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+fn tool_signature() -> DynSignature {
+    DynSignature::new("ToolSig")
+        .with_instructions("Use the tools to answer the question.")
+        .with_input(Field::str("question"))
+        .with_input(
+            Field::from_schema("tools", json!({"type": "array"})).with_type_name("list[Tool]"),
+        )
+        .with_output(Field::str("answer"))
+        .with_output(Field::of::<ToolCalls>("tool_calls"))
+}
+
+fn inputs() -> serde_json::Map<String, Value> {
+    json!({"question": "What is 2 + 3?", "tools": [AddTool.to_openai_function()]})
+        .as_object()
+        .cloned()
+        .unwrap()
+}
+
+fn function_calling() -> Capabilities {
+    Capabilities {
+        function_calling: true,
+        ..Capabilities::default()
+    }
+}
+
+#[tokio::test]
+async fn native_tool_calls_are_sent_and_parsed_with_their_ids() {
+    let lm = Arc::new(
+        ScriptedLm::new([Completion::tool_calls(vec![ToolCall::new(
+            "call_1",
+            "add",
+            r#"{"a": 2, "b": 3}"#,
+        )])])
+        .with_capabilities(function_calling()),
+    );
+    let predictor = Predictor::new(tool_signature())
+        .with_adapter(Arc::new(
+            ChatAdapter::new().with_native_function_calling(true),
+        ))
+        .with_lm(lm.clone());
+    let prediction = predictor.forward(&inputs()).await.unwrap();
+    let calls: ToolCalls =
+        serde_json::from_value(prediction.outputs["tool_calls"].clone()).unwrap();
+    assert_eq!(calls.tool_calls[0].id.as_deref(), Some("call_1"));
+    assert_eq!(calls.tool_calls[0].args, json!({"a": 2, "b": 3}));
+    assert_eq!(
+        prediction.outputs["answer"],
+        Value::Null,
+        "the model called a tool instead of answering"
+    );
+
+    let request = &lm.requests()[0];
+    assert_eq!(request.tools, vec![AddTool.to_openai_function()]);
+    // The tools and tool-call fields are not described in the prompt when sent natively.
+    assert!(!request.messages[0].content.contains("tool_calls"));
+    assert!(!request.messages[1].content.contains("[[ ## tools ## ]]"));
+}
+
+#[tokio::test]
+async fn without_function_calling_support_tools_stay_in_the_prompt() {
+    let reply = "[[ ## answer ## ]]\n5\n\n[[ ## tool_calls ## ]]\n{\"tool_calls\": []}\n\n[[ ## completed ## ]]";
+    let lm = Arc::new(ScriptedLm::texts([reply]));
+    let predictor = Predictor::new(tool_signature())
+        .with_adapter(Arc::new(
+            ChatAdapter::new().with_native_function_calling(true),
+        ))
+        .with_lm(lm.clone());
+    let prediction = predictor.forward(&inputs()).await.unwrap();
+    assert_eq!(prediction.outputs["answer"], "5");
+    assert!(lm.requests()[0].tools.is_empty());
+}
+
+#[tokio::test]
+async fn a_tool_calls_output_without_a_tools_input_is_a_typed_error() {
+    let sig = DynSignature::new("Broken")
+        .with_input(Field::str("question"))
+        .with_output(Field::of::<ToolCalls>("tool_calls"));
+    let lm = Arc::new(ScriptedLm::texts(["unused"]).with_capabilities(function_calling()));
+    let predictor = Predictor::new(sig)
+        .with_adapter(Arc::new(JsonAdapter::new()))
+        .with_lm(lm.clone());
+    let err = predictor
+        .forward(&json!({"question": "q"}).as_object().cloned().unwrap())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidSignature { .. }), "{err}");
+    assert!(
+        lm.requests().is_empty(),
+        "nothing is sent for an unusable signature"
+    );
+}
+
+fn qa() -> DynSignature {
+    DynSignature::parse("question -> answer, count: int").unwrap()
+}
+
+fn question() -> serde_json::Map<String, Value> {
+    json!({"question": "How many museums?"})
+        .as_object()
+        .cloned()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn chat_fallback_to_json_is_counted() {
+    let lm = Arc::new(ScriptedLm::texts([
+        "Paris has 3 museums.",
+        r#"{"answer": "Paris", "count": 3}"#,
+    ]));
+    let prediction = Predictor::new(qa())
+        .with_lm(lm.clone())
+        .forward(&question())
+        .await
+        .unwrap();
+    assert_eq!(prediction.adapter, "JSONAdapter");
+    assert_eq!(prediction.usage.adapter_fallbacks, 1);
+    assert_eq!(prediction.usage.lm_calls, 2);
+    assert!(
+        lm.requests()[1].messages[0]
+            .content
+            .contains("Outputs will be a JSON object")
+    );
+}
+
+#[tokio::test]
+async fn structured_outputs_retry_once_in_json_mode() {
+    let caps = Capabilities {
+        response_schema: true,
+        ..Capabilities::default()
+    };
+    let lm = Arc::new(
+        ScriptedLm::texts(["not json", r#"{"answer": "Paris", "count": "3"}"#])
+            .with_capabilities(caps),
+    );
+    let prediction = Predictor::new(qa())
+        .with_adapter(Arc::new(JsonAdapter::new()))
+        .with_lm(lm.clone())
+        .forward(&question())
+        .await
+        .unwrap();
+    assert_eq!(prediction.outputs["count"], 3);
+    assert_eq!(prediction.usage.adapter_fallbacks, 1);
+    let requests = lm.requests();
+    assert!(matches!(
+        requests[0].response_format,
+        Some(ResponseFormat::JsonSchema { .. })
+    ));
+    assert_eq!(
+        requests[1].response_format,
+        Some(ResponseFormat::JsonObject)
+    );
+}
+
+#[tokio::test]
+async fn parse_errors_name_the_field_value_and_type() {
+    let lm = Arc::new(ScriptedLm::texts([
+        "[[ ## answer ## ]]\nParis\n\n[[ ## count ## ]]\nmany",
+    ]));
+    let err = Predictor::new(qa())
+        .with_adapter(Arc::new(ChatAdapter::new().without_json_fallback()))
+        .with_lm(lm)
+        .forward(&question())
+        .await
+        .unwrap_err();
+    match err {
+        Error::Parse(ParseError::InvalidField {
+            field,
+            value,
+            expected,
+            ..
+        }) => {
+            assert_eq!(
+                (field.as_str(), value.as_str(), expected.as_str()),
+                ("count", "many", "int")
+            );
+        }
+        other => panic!("expected InvalidField, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_three_formats_read_the_same_answer() {
+    let replies: [(Arc<dyn Adapter>, &str); 3] = [
+        (
+            Arc::new(ChatAdapter::new()),
+            "[[ ## answer ## ]]\nParis\n\n[[ ## count ## ]]\n3\n\n[[ ## completed ## ]]",
+        ),
+        (
+            Arc::new(JsonAdapter::new()),
+            "```json\n{\"answer\": \"Paris\", \"count\": 3}\n```",
+        ),
+        (
+            Arc::new(XmlAdapter::new()),
+            "<answer>\nParis\n</answer>\n<count>\n3\n</count>",
+        ),
+    ];
+    for (adapter, reply) in replies {
+        let name = adapter.name();
+        let lm = Arc::new(ScriptedLm::texts([reply]));
+        let prediction = Predictor::new(qa())
+            .with_adapter(adapter)
+            .with_lm(lm)
+            .forward(&question())
+            .await
+            .unwrap();
+        assert_eq!(
+            Value::Object(prediction.outputs),
+            json!({"answer": "Paris", "count": 3}),
+            "{name}"
+        );
+        assert_eq!(prediction.usage.adapter_fallbacks, 0, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn empty_replies_are_errors_not_nulls() {
+    let lm = Arc::new(ScriptedLm::new([Completion::default()]));
+    let err = Predictor::new(qa())
+        .with_adapter(Arc::new(ChatAdapter::new().without_json_fallback()))
+        .with_lm(lm)
+        .forward(&question())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Parse(ParseError::EmptyResponse { .. })),
+        "{err}"
+    );
+}
