@@ -35,6 +35,7 @@ pub mod lm;
 pub mod module;
 pub mod schema;
 pub mod signature;
+pub mod structured;
 pub mod tool;
 
 pub use signature::{DynSignature, Field, Signature, SignatureError};

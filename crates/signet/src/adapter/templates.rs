@@ -3,7 +3,8 @@
 //!
 //! The wording and layout of these templates come from DSPy (<https://github.com/stanfordnlp/dspy>,
 //! MIT licence, Copyright (c) 2023 Stanford Future Data Systems). All prompt text Signet sends lives in
-//! this module.
+//! this module; the few prompts that are Signet's own (structured calls) are marked as such at the
+//! end.
 
 use serde_json::{Map, Value};
 
@@ -337,6 +338,24 @@ pub fn json_assistant_message(
         })
         .collect();
     json_dumps(&Value::Object(object), Some(2))
+}
+
+// ---- Signet's own prompts (structured calls) ----------------------------------------------------
+// These are not DSPy's: DSPy has no equivalent of `signet::structured`.
+
+/// Asks for a JSON value matching `schema` (used by [`crate::structured`]).
+pub fn structured_instruction(schema: &str) -> String {
+    format!(
+        "Respond with only a JSON object that matches this JSON schema, with no other text:\n{schema}"
+    )
+}
+
+/// Asks for the value again after an invalid reply.
+pub fn structured_reformat(error: &str) -> String {
+    format!(
+        "That reply was not valid: {error}. Respond again with only a JSON object that matches the \
+         schema."
+    )
 }
 
 #[cfg(test)]
