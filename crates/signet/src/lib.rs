@@ -31,6 +31,7 @@
 //! ```
 
 pub mod adapter;
+pub mod blocking;
 pub mod lm;
 pub mod module;
 pub mod schema;

@@ -64,6 +64,9 @@ pub enum Error {
         /// What serde reported.
         message: String,
     },
+    /// A blocking call could not run (see [`crate::blocking`]).
+    #[error(transparent)]
+    Blocking(#[from] crate::blocking::BlockingError),
     /// The typed input could not be turned into field values.
     #[error("the input could not be serialized: {message}")]
     InputType {
@@ -330,6 +333,11 @@ impl<S: Signature> Predict<S> {
         Ok(self.call_full(input, &CallConfig::default()).await?.0)
     }
 
+    /// [`call`](Self::call) from sync code (see [`crate::blocking`] for the rule).
+    pub fn call_blocking(&self, input: S::Input) -> Result<S::Output, Error> {
+        crate::blocking::block_on(self.call(input))?
+    }
+
     /// Runs the signature on `input` with per-call settings, returning the typed outputs and the
     /// [`Prediction`] (usage, completion, adapter).
     pub async fn call_full(
@@ -397,6 +405,11 @@ impl<S: Signature> ChainOfThought<S> {
     /// The untyped predictor inside.
     pub fn predictor(&self) -> &Predictor {
         &self.inner
+    }
+
+    /// [`call`](Self::call) from sync code (see [`crate::blocking`] for the rule).
+    pub fn call_blocking(&self, input: S::Input) -> Result<Reasoned<S::Output>, Error> {
+        crate::blocking::block_on(self.call(input))?
     }
 
     /// Runs the signature on `input`, reasoning first. When the model's own reasoning field is empty

@@ -17,7 +17,7 @@ use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use futures::FutureExt;
-use tokio::runtime::{Handle, RuntimeFlavor};
+use tokio::runtime::Handle;
 
 use super::error::ToolError;
 
@@ -59,31 +59,20 @@ where
         .map_err(|payload| panicked(tool, payload))
 }
 
-/// Drives a future to completion from sync code (see the [module docs](self) for the rule).
+/// Drives a future to completion from sync code (the crate's rule: [`crate::blocking`]).
 pub fn block_on<Fut>(tool: &str, future: Fut) -> Result<Fut::Output, ToolError>
 where
     Fut: Future,
 {
-    match Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
-            Ok(tokio::task::block_in_place(|| handle.block_on(future)))
-        }
-        Ok(_) => Err(ToolError::BlockingInAsyncContext {
+    crate::blocking::block_on(future).map_err(|error| match error {
+        crate::blocking::BlockingError::CurrentThreadRuntime => ToolError::BlockingInAsyncContext {
             tool: tool.to_owned(),
-        }),
-        Err(_) => THREAD_RUNTIME.with(|runtime| match runtime {
-            Ok(runtime) => Ok(runtime.block_on(future)),
-            Err(message) => Err(ToolError::Failed {
-                tool: tool.to_owned(),
-                message: format!("could not start a runtime for a blocking call: {message}"),
-            }),
-        }),
-    }
-}
-
-thread_local! {
-    static THREAD_RUNTIME: Result<tokio::runtime::Runtime, String> =
-        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string());
+        },
+        other => ToolError::Failed {
+            tool: tool.to_owned(),
+            message: other.to_string(),
+        },
+    })
 }
 
 fn panicked(tool: &str, payload: Box<dyn Any + Send>) -> ToolError {

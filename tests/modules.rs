@@ -1,0 +1,228 @@
+//! Predict and ChainOfThought: typed in and out, demos, configuration precedence, sync entry
+//! points, saved state, and errors that say what went wrong.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use signet::Signature;
+use signet::adapter::{JsonAdapter, XmlAdapter};
+use signet::lm::{Completion, LmError, ScriptedLm};
+use signet::module::{
+    CallConfig, ChainOfThought, Error, ModuleState, Predict, Predictor, configure,
+};
+
+/// Answer the question concisely.
+#[derive(Signature, Debug, Clone)]
+struct QA {
+    #[input]
+    question: String,
+    #[output]
+    answer: String,
+}
+
+/// Count the items.
+#[derive(Signature)]
+struct Count {
+    #[input]
+    text: String,
+    #[output]
+    small: u8,
+}
+
+fn chat(answer: &str) -> String {
+    format!("[[ ## answer ## ]]\n{answer}\n\n[[ ## completed ## ]]")
+}
+
+fn ask(question: &str) -> QAInput {
+    QAInput {
+        question: question.into(),
+    }
+}
+
+#[tokio::test]
+async fn typed_demos_become_user_assistant_pairs() {
+    let lm = Arc::new(ScriptedLm::texts([chat("Paris")]));
+    let qa = Predict::<QA>::new()
+        .with_lm(lm.clone())
+        .with_demos([QA {
+            question: "What is 2 + 2?".into(),
+            answer: "4".into(),
+        }])
+        .unwrap();
+    assert_eq!(
+        qa.call(ask("Capital of France?")).await.unwrap().answer,
+        "Paris"
+    );
+    let messages = &lm.requests()[0].messages;
+    assert_eq!(messages.len(), 4);
+    assert_eq!(messages[1].content, "[[ ## question ## ]]\nWhat is 2 + 2?");
+    assert_eq!(
+        messages[2].content,
+        "[[ ## answer ## ]]\n4\n\n[[ ## completed ## ]]\n"
+    );
+}
+
+#[tokio::test]
+async fn chain_of_thought_reasons_first_and_uses_provider_reasoning_when_empty() {
+    let reply = "[[ ## reasoning ## ]]\nIt is Paris.\n\n[[ ## answer ## ]]\nParis";
+    let lm = Arc::new(ScriptedLm::texts([reply]));
+    let cot = ChainOfThought::<QA>::new().with_lm(lm.clone());
+    let out = cot.call(ask("Capital?")).await.unwrap();
+    assert_eq!(
+        (out.reasoning.as_str(), out.output.answer.as_str()),
+        ("It is Paris.", "Paris")
+    );
+    assert!(
+        lm.requests()[0].messages[0]
+            .content
+            .contains("1. `reasoning` (str): \n2. `answer` (str):")
+    );
+
+    let empty = Completion {
+        reasoning: Some("thought by the provider".into()),
+        ..Completion::text("[[ ## reasoning ## ]]\n\n[[ ## answer ## ]]\nParis")
+    };
+    let lm = Arc::new(ScriptedLm::new([empty]));
+    let out = ChainOfThought::<QA>::new()
+        .with_lm(lm)
+        .call(ask("Capital?"))
+        .await
+        .unwrap();
+    assert_eq!(out.reasoning, "thought by the provider");
+}
+
+#[tokio::test]
+async fn configuration_precedence_is_module_then_call_then_global() {
+    // Nothing configured anywhere.
+    let err = Predict::<QA>::new().call(ask("q")).await.unwrap_err();
+    assert_eq!(err, Error::Lm(LmError::NotConfigured));
+
+    let global = Arc::new(ScriptedLm::texts([chat("global"), chat("global again")]));
+    configure(Some(global.clone()), None);
+    assert_eq!(
+        Predict::<QA>::new().call(ask("q")).await.unwrap().answer,
+        "global"
+    );
+
+    let call_lm = Arc::new(ScriptedLm::texts([chat("call")]));
+    let call = CallConfig {
+        lm: Some(call_lm.clone()),
+        adapter: None,
+    };
+    let (out, _) = Predict::<QA>::new()
+        .call_full(ask("q"), &call)
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "call");
+
+    let module_lm = Arc::new(ScriptedLm::texts([chat("module")]));
+    let (out, _) = Predict::<QA>::new()
+        .with_lm(module_lm.clone())
+        .call_full(ask("q"), &call)
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "module");
+    assert_eq!(
+        (
+            global.requests().len(),
+            call_lm.requests().len(),
+            module_lm.requests().len()
+        ),
+        (1, 1, 1)
+    );
+
+    // The adapter follows the same order.
+    let json_lm = Arc::new(ScriptedLm::texts([r#"{"answer": "json"}"#]));
+    let call = CallConfig {
+        lm: Some(json_lm),
+        adapter: Some(Arc::new(JsonAdapter::new())),
+    };
+    let (out, prediction) = Predict::<QA>::new()
+        .call_full(ask("q"), &call)
+        .await
+        .unwrap();
+    assert_eq!(
+        (out.answer.as_str(), prediction.adapter),
+        ("json", "JSONAdapter")
+    );
+    let xml_lm = Arc::new(ScriptedLm::texts(["<answer>\nxml\n</answer>"]));
+    let module = Predict::<QA>::new()
+        .with_lm(xml_lm)
+        .with_adapter(Arc::new(XmlAdapter::new()));
+    let (out, prediction) = module.call_full(ask("q"), &call).await.unwrap();
+    assert_eq!(
+        (out.answer.as_str(), prediction.adapter),
+        ("xml", "XMLAdapter")
+    );
+}
+
+#[test]
+fn sync_callers_have_a_blocking_entry_point() {
+    let lm = Arc::new(ScriptedLm::texts([chat("Paris")]));
+    let out = Predict::<QA>::new()
+        .with_lm(lm)
+        .call_blocking(ask("Capital?"))
+        .unwrap();
+    assert_eq!(out.answer, "Paris");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn blocking_inside_a_current_thread_runtime_is_a_typed_error() {
+    let lm = Arc::new(ScriptedLm::texts([chat("Paris")]));
+    let err = Predict::<QA>::new()
+        .with_lm(lm)
+        .call_blocking(ask("Capital?"))
+        .unwrap_err();
+    assert!(matches!(err, Error::Blocking(_)), "{err}");
+}
+
+#[test]
+fn state_round_trips_through_json() {
+    let qa = Predict::<QA>::new()
+        .with_demos([QA {
+            question: "2 + 2?".into(),
+            answer: "4".into(),
+        }])
+        .unwrap();
+    let saved = serde_json::to_string(&qa.predictor().state()).unwrap();
+    let mut restored = Predictor::new("question -> answer".parse().unwrap());
+    restored.load_state(serde_json::from_str::<ModuleState>(&saved).unwrap());
+    assert_eq!(restored.state(), qa.predictor().state());
+    assert_eq!(restored.demos()[0]["answer"], "4");
+    assert_eq!(
+        restored.signature().instructions(),
+        "Answer the question concisely."
+    );
+}
+
+#[tokio::test]
+async fn values_that_do_not_fit_the_output_type_are_typed_errors() {
+    let lm = Arc::new(ScriptedLm::texts(["[[ ## small ## ]]\n300"]));
+    let err = Predict::<Count>::new()
+        .with_lm(lm)
+        .call(CountInput { text: "x".into() })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::OutputType { message } if message.contains("300")),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn missing_inputs_are_reported_before_any_call() {
+    let lm = Arc::new(ScriptedLm::texts([chat("x")]));
+    let predictor =
+        Predictor::new("question, context -> answer".parse().unwrap()).with_lm(lm.clone());
+    let err = predictor
+        .forward(json!({"question": "q"}).as_object().unwrap())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        Error::MissingInput {
+            field: "context".into()
+        }
+    );
+    assert!(lm.requests().is_empty());
+}
