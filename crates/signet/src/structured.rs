@@ -23,7 +23,7 @@
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
 //! let out = call_structured(&lm, &request).await.unwrap();
 //! assert_eq!(out.value["city"], "Paris");
-//! assert_eq!(out.level, Level::Text);
+//! assert_eq!(out.level, Level::JsonMode); // any OpenAI-compatible endpoint has JSON mode
 //! # });
 //! ```
 
