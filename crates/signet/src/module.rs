@@ -310,11 +310,7 @@ impl<S: Signature> Predict<S> {
 
     /// Complete examples as few-shot demos.
     pub fn with_demos(mut self, demos: impl IntoIterator<Item = S>) -> Result<Self, Error> {
-        let demos = demos
-            .into_iter()
-            .map(example_of::<S>)
-            .collect::<Result<Vec<_>, _>>()?;
-        self.inner = self.inner.with_demos(demos);
+        self.inner = self.inner.with_demos(examples_of(demos)?);
         Ok(self)
     }
 
@@ -402,6 +398,13 @@ impl<S: Signature> ChainOfThought<S> {
         self
     }
 
+    /// Examples as few-shot demos. They hold no reasoning, so they are shown as DSPy shows them:
+    /// as partial examples whose reasoning is "not supplied".
+    pub fn with_demos(mut self, demos: impl IntoIterator<Item = S>) -> Result<Self, Error> {
+        self.inner = self.inner.with_demos(examples_of(demos)?);
+        Ok(self)
+    }
+
     /// The untyped predictor inside.
     pub fn predictor(&self) -> &Predictor {
         &self.inner
@@ -452,9 +455,14 @@ fn from_example<T: serde::de::DeserializeOwned>(outputs: &Example) -> Result<T, 
     })
 }
 
-fn example_of<S: Signature>(demo: S) -> Result<Example, Error> {
-    let (input, output) = demo.into_parts();
-    let mut example = to_example(&input)?;
-    example.extend(to_example(&output)?);
-    Ok(example)
+fn examples_of<S: Signature>(demos: impl IntoIterator<Item = S>) -> Result<Vec<Example>, Error> {
+    demos
+        .into_iter()
+        .map(|demo| {
+            let (input, output) = demo.into_parts();
+            let mut example = to_example(&input)?;
+            example.extend(to_example(&output)?);
+            Ok(example)
+        })
+        .collect()
 }
