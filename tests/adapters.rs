@@ -243,3 +243,45 @@ async fn empty_replies_are_errors_not_nulls() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn conversation_history_becomes_earlier_turns() {
+    use signet::adapter::History;
+    let sig = DynSignature::new("Chat")
+        .with_instructions("Answer the question.")
+        .with_input(Field::str("question"))
+        .with_input(Field::of::<History>("history"))
+        .with_output(Field::str("answer"));
+    let history = History {
+        messages: vec![
+            json!({"question": "Capital of France?", "answer": "Paris"})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        ],
+    };
+    let inputs = json!({"question": "And of Italy?", "history": history})
+        .as_object()
+        .cloned()
+        .unwrap();
+    let lm = Arc::new(ScriptedLm::texts(["[[ ## answer ## ]]\nRome"]));
+    let prediction = Predictor::new(sig)
+        .with_lm(lm.clone())
+        .forward(&inputs)
+        .await
+        .unwrap();
+    assert_eq!(prediction.outputs["answer"], "Rome");
+    let messages = &lm.requests()[0].messages;
+    let contents: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
+    assert!(
+        contents[0].contains("2. `history` (History):"),
+        "the system message lists every field"
+    );
+    assert_eq!(contents[1], "[[ ## question ## ]]\nCapital of France?");
+    assert_eq!(
+        contents[2],
+        "[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]\n"
+    );
+    assert!(contents[3].starts_with("[[ ## question ## ]]\nAnd of Italy?\n\nRespond with"));
+    assert!(!contents[3].contains("history"));
+}

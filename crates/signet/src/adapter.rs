@@ -158,29 +158,91 @@ impl Adapter for Box<dyn Adapter> {
     }
 }
 
+/// The three renderings a message format is made of; [`format_messages`] assembles them the way
+/// DSPy's `Adapter.format` does.
+pub(crate) trait Render {
+    /// The system message for `signature`.
+    fn system(&self, signature: &DynSignature) -> String;
+    /// A user message with the input values (and, for the main request, the output requirements).
+    fn user(
+        &self,
+        signature: &DynSignature,
+        values: &Example,
+        prefix: &str,
+        main_request: bool,
+    ) -> String;
+    /// An assistant message with the output values (`missing` stands in for absent ones).
+    fn assistant(
+        &self,
+        signature: &DynSignature,
+        outputs: &Example,
+        missing: Option<&str>,
+    ) -> String;
+}
+
+/// The type name of a conversation-history input (DSPy's `dspy.History`).
+pub const HISTORY_TYPE: &str = "History";
+
+/// Conversation history: earlier turns, each a map of the signature's field values. Give a signature
+/// an input of this type and every adapter renders the turns as user/assistant messages before the
+/// current request, as DSPy does.
+///
+/// ```
+/// use signet::adapter::History;
+/// let field = signet::Field::of::<History>("history");
+/// assert_eq!(field.type_name(), "History");
+/// ```
+#[derive(
+    Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+pub struct History {
+    /// The earlier turns, oldest first.
+    pub messages: Vec<Example>,
+}
+
+/// System message, demos, conversation history (when the signature has a `History` input), then
+/// the current request.
+pub(crate) fn format_messages(
+    render: &impl Render,
+    signature: &DynSignature,
+    demos: &[Example],
+    inputs: &Example,
+) -> Vec<Message> {
+    let mut messages = vec![Message::system(render.system(signature))];
+    messages.extend(format_demos(render, signature, demos));
+    let history = signature
+        .inputs()
+        .iter()
+        .find(|f| f.type_name() == HISTORY_TYPE);
+    let current = match history {
+        Some(field) => {
+            let without = signature.without_field(field.name());
+            let turns = match inputs.get(field.name()) {
+                Some(Value::Object(history)) => history.get("messages").and_then(Value::as_array),
+                Some(Value::Array(turns)) => Some(turns),
+                _ => None,
+            };
+            for turn in turns.into_iter().flatten().filter_map(Value::as_object) {
+                let user = render.user(&without, turn, "", false);
+                if !user.is_empty() {
+                    messages.push(Message::user(user));
+                }
+                messages.push(Message::assistant(render.assistant(&without, turn, None)));
+            }
+            render.user(&without, inputs, "", true)
+        }
+        None => render.user(signature, inputs, "", true),
+    };
+    if !current.is_empty() {
+        messages.push(Message::user(current));
+    }
+    messages
+}
+
 /// Demos as user/assistant message pairs: incomplete demos (some fields missing, but at least one
 /// input and one output) first with a note, then complete ones; demos with no input or no output
 /// are skipped.
-pub(crate) fn format_demos(
-    signature: &DynSignature,
-    demos: &[Example],
-    assistant: impl Fn(&Example, Option<&str>) -> String,
-) -> Vec<Message> {
-    format_demos_with(
-        signature,
-        demos,
-        |demo, prefix| templates::user_message(signature, demo, prefix, None),
-        assistant,
-    )
-}
-
-/// [`format_demos`] with the user message's format given too.
-pub(crate) fn format_demos_with(
-    signature: &DynSignature,
-    demos: &[Example],
-    user: impl Fn(&Example, &str) -> String,
-    assistant: impl Fn(&Example, Option<&str>) -> String,
-) -> Vec<Message> {
+fn format_demos(render: &impl Render, signature: &DynSignature, demos: &[Example]) -> Vec<Message> {
     let present = |demo: &Example, name: &str| demo.get(name).is_some_and(|v| !v.is_null());
     let mut complete = Vec::new();
     let mut incomplete = Vec::new();
@@ -206,17 +268,21 @@ pub(crate) fn format_demos_with(
     }
     let mut messages = Vec::new();
     for demo in incomplete {
-        messages.push(Message::user(user(demo, templates::INCOMPLETE_DEMO_PREFIX)));
-        messages.push(Message::assistant(assistant(
+        messages.push(Message::user(render.user(
+            signature,
+            demo,
+            templates::INCOMPLETE_DEMO_PREFIX,
+            false,
+        )));
+        messages.push(Message::assistant(render.assistant(
+            signature,
             demo,
             Some(templates::MISSING_FIELD),
         )));
     }
     for demo in complete {
-        messages.push(Message::user(templates::user_message(
-            signature, demo, "", None,
-        )));
-        messages.push(Message::assistant(assistant(demo, None)));
+        messages.push(Message::user(render.user(signature, demo, "", false)));
+        messages.push(Message::assistant(render.assistant(signature, demo, None)));
     }
     messages
 }

@@ -67,17 +67,7 @@ impl Adapter for ChatAdapter {
         demos: &[Example],
         inputs: &Example,
     ) -> Vec<Message> {
-        let mut messages = vec![Message::system(templates::chat_system_message(signature))];
-        messages.extend(super::format_demos(signature, demos, |outputs, missing| {
-            templates::chat_assistant_message(signature, outputs, missing)
-        }));
-        messages.push(Message::user(templates::user_message(
-            signature,
-            inputs,
-            "",
-            Some(templates::chat_output_requirements(signature)),
-        )));
-        messages
+        super::format_messages(&ChatRender, signature, demos, inputs)
     }
 
     fn parse(&self, signature: &DynSignature, text: &str) -> Result<Example, ParseError> {
@@ -135,6 +125,35 @@ impl Adapter for ChatAdapter {
 
     fn native_function_calling(&self) -> bool {
         self.native_function_calling
+    }
+}
+
+/// The Chat format's messages.
+struct ChatRender;
+
+impl super::Render for ChatRender {
+    fn system(&self, signature: &DynSignature) -> String {
+        templates::chat_system_message(signature)
+    }
+
+    fn user(
+        &self,
+        signature: &DynSignature,
+        values: &Example,
+        prefix: &str,
+        main_request: bool,
+    ) -> String {
+        let requirements = main_request.then(|| templates::chat_output_requirements(signature));
+        templates::user_message(signature, values, prefix, requirements)
+    }
+
+    fn assistant(
+        &self,
+        signature: &DynSignature,
+        outputs: &Example,
+        missing: Option<&str>,
+    ) -> String {
+        templates::chat_assistant_message(signature, outputs, missing)
     }
 }
 

@@ -57,15 +57,7 @@ impl Adapter for XmlAdapter {
         demos: &[Example],
         inputs: &Example,
     ) -> Vec<Message> {
-        let mut messages = vec![Message::system(system_message(signature))];
-        messages.extend(super::format_demos_with(
-            signature,
-            demos,
-            |demo, prefix| user_message(signature, demo, prefix, false),
-            |outputs, missing| assistant_message(signature, outputs, missing),
-        ));
-        messages.push(Message::user(user_message(signature, inputs, "", true)));
-        messages
+        super::format_messages(&XmlRender, signature, demos, inputs)
     }
 
     fn parse(&self, signature: &DynSignature, text: &str) -> Result<Example, ParseError> {
@@ -133,6 +125,34 @@ impl Adapter for XmlAdapter {
 }
 
 // ---- formatting ---------------------------------------------------------------------------------
+
+/// The XML format's messages.
+struct XmlRender;
+
+impl super::Render for XmlRender {
+    fn system(&self, signature: &DynSignature) -> String {
+        system_message(signature)
+    }
+
+    fn user(
+        &self,
+        signature: &DynSignature,
+        values: &Example,
+        prefix: &str,
+        main_request: bool,
+    ) -> String {
+        user_message(signature, values, prefix, main_request)
+    }
+
+    fn assistant(
+        &self,
+        signature: &DynSignature,
+        outputs: &Example,
+        missing: Option<&str>,
+    ) -> String {
+        assistant_message(signature, outputs, missing)
+    }
+}
 
 fn system_message(signature: &DynSignature) -> String {
     let block = |fields: &[Field], is_output: bool| {
