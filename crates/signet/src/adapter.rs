@@ -160,24 +160,14 @@ impl Adapter for Box<dyn Adapter> {
 
 /// The three renderings a message format is made of; [`format_messages`] assembles them the way
 /// DSPy's `Adapter.format` does.
-pub(crate) trait Render {
-    /// The system message for `signature`.
-    fn system(&self, signature: &DynSignature) -> String;
-    /// A user message with the input values (and, for the main request, the output requirements).
-    fn user(
-        &self,
-        signature: &DynSignature,
-        values: &Example,
-        prefix: &str,
-        main_request: bool,
-    ) -> String;
-    /// An assistant message with the output values (`missing` stands in for absent ones).
-    fn assistant(
-        &self,
-        signature: &DynSignature,
-        outputs: &Example,
-        missing: Option<&str>,
-    ) -> String;
+pub(crate) struct Format {
+    /// The system message for a signature.
+    pub system: fn(&DynSignature) -> String,
+    /// A user message with input values, a prefix, and (for the main request) the output
+    /// requirements.
+    pub user: fn(&DynSignature, &Example, &str, bool) -> String,
+    /// An assistant message with output values (`missing` stands in for absent ones).
+    pub assistant: fn(&DynSignature, &Example, Option<&str>) -> String,
 }
 
 /// The type name of a conversation-history input (DSPy's `dspy.History`).
@@ -203,12 +193,12 @@ pub struct History {
 /// System message, demos, conversation history (when the signature has a `History` input), then
 /// the current request.
 pub(crate) fn format_messages(
-    render: &impl Render,
+    render: &Format,
     signature: &DynSignature,
     demos: &[Example],
     inputs: &Example,
 ) -> Vec<Message> {
-    let mut messages = vec![Message::system(render.system(signature))];
+    let mut messages = vec![Message::system((render.system)(signature))];
     messages.extend(format_demos(render, signature, demos));
     let history = signature
         .inputs()
@@ -223,15 +213,15 @@ pub(crate) fn format_messages(
                 _ => None,
             };
             for turn in turns.into_iter().flatten().filter_map(Value::as_object) {
-                let user = render.user(&without, turn, "", false);
+                let user = (render.user)(&without, turn, "", false);
                 if !user.is_empty() {
                     messages.push(Message::user(user));
                 }
-                messages.push(Message::assistant(render.assistant(&without, turn, None)));
+                messages.push(Message::assistant((render.assistant)(&without, turn, None)));
             }
-            render.user(&without, inputs, "", true)
+            (render.user)(&without, inputs, "", true)
         }
-        None => render.user(signature, inputs, "", true),
+        None => (render.user)(signature, inputs, "", true),
     };
     if !current.is_empty() {
         messages.push(Message::user(current));
@@ -242,7 +232,7 @@ pub(crate) fn format_messages(
 /// Demos as user/assistant message pairs: incomplete demos (some fields missing, but at least one
 /// input and one output) first with a note, then complete ones; demos with no input or no output
 /// are skipped.
-fn format_demos(render: &impl Render, signature: &DynSignature, demos: &[Example]) -> Vec<Message> {
+fn format_demos(render: &Format, signature: &DynSignature, demos: &[Example]) -> Vec<Message> {
     let present = |demo: &Example, name: &str| demo.get(name).is_some_and(|v| !v.is_null());
     let mut complete = Vec::new();
     let mut incomplete = Vec::new();
@@ -268,21 +258,23 @@ fn format_demos(render: &impl Render, signature: &DynSignature, demos: &[Example
     }
     let mut messages = Vec::new();
     for demo in incomplete {
-        messages.push(Message::user(render.user(
+        messages.push(Message::user((render.user)(
             signature,
             demo,
             templates::INCOMPLETE_DEMO_PREFIX,
             false,
         )));
-        messages.push(Message::assistant(render.assistant(
+        messages.push(Message::assistant((render.assistant)(
             signature,
             demo,
             Some(templates::MISSING_FIELD),
         )));
     }
     for demo in complete {
-        messages.push(Message::user(render.user(signature, demo, "", false)));
-        messages.push(Message::assistant(render.assistant(signature, demo, None)));
+        messages.push(Message::user((render.user)(signature, demo, "", false)));
+        messages.push(Message::assistant((render.assistant)(
+            signature, demo, None,
+        )));
     }
     messages
 }

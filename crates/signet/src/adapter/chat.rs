@@ -67,7 +67,7 @@ impl Adapter for ChatAdapter {
         demos: &[Example],
         inputs: &Example,
     ) -> Vec<Message> {
-        super::format_messages(&ChatRender, signature, demos, inputs)
+        super::format_messages(&templates::CHAT_FORMAT, signature, demos, inputs)
     }
 
     fn parse(&self, signature: &DynSignature, text: &str) -> Result<Example, ParseError> {
@@ -125,35 +125,6 @@ impl Adapter for ChatAdapter {
 
     fn native_function_calling(&self) -> bool {
         self.native_function_calling
-    }
-}
-
-/// The Chat format's messages.
-struct ChatRender;
-
-impl super::Render for ChatRender {
-    fn system(&self, signature: &DynSignature) -> String {
-        templates::chat_system_message(signature)
-    }
-
-    fn user(
-        &self,
-        signature: &DynSignature,
-        values: &Example,
-        prefix: &str,
-        main_request: bool,
-    ) -> String {
-        let requirements = main_request.then(|| templates::chat_output_requirements(signature));
-        templates::user_message(signature, values, prefix, requirements)
-    }
-
-    fn assistant(
-        &self,
-        signature: &DynSignature,
-        outputs: &Example,
-        missing: Option<&str>,
-    ) -> String {
-        templates::chat_assistant_message(signature, outputs, missing)
     }
 }
 

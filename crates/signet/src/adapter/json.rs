@@ -54,7 +54,7 @@ impl Adapter for JsonAdapter {
         demos: &[Example],
         inputs: &Example,
     ) -> Vec<Message> {
-        super::format_messages(&JsonRender, signature, demos, inputs)
+        super::format_messages(&templates::JSON_FORMAT, signature, demos, inputs)
     }
 
     fn configure(
@@ -104,35 +104,6 @@ impl Adapter for JsonAdapter {
             }
         }
         super::check_complete(self.name(), signature, fields, text)
-    }
-}
-
-/// The JSON format's messages.
-struct JsonRender;
-
-impl super::Render for JsonRender {
-    fn system(&self, signature: &DynSignature) -> String {
-        templates::json_system_message(signature)
-    }
-
-    fn user(
-        &self,
-        signature: &DynSignature,
-        values: &Example,
-        prefix: &str,
-        main_request: bool,
-    ) -> String {
-        let requirements = main_request.then(|| templates::json_output_requirements(signature));
-        templates::user_message(signature, values, prefix, requirements)
-    }
-
-    fn assistant(
-        &self,
-        signature: &DynSignature,
-        outputs: &Example,
-        missing: Option<&str>,
-    ) -> String {
-        templates::json_assistant_message(signature, outputs, missing)
     }
 }
 

@@ -233,6 +233,20 @@ pub fn chat_system_message(signature: &DynSignature) -> String {
     )
 }
 
+/// The Chat format's messages.
+pub(crate) const CHAT_FORMAT: super::Format = super::Format {
+    system: chat_system_message,
+    user: |signature, values, prefix, main| {
+        user_message(
+            signature,
+            values,
+            prefix,
+            main.then(|| chat_output_requirements(signature)),
+        )
+    },
+    assistant: chat_assistant_message,
+};
+
 /// What the Chat format asks for at the end of the main user message.
 pub fn chat_output_requirements(signature: &DynSignature) -> String {
     let fields: Vec<String> = signature
@@ -305,6 +319,20 @@ pub fn json_system_message(signature: &DynSignature) -> String {
         task_description(signature)
     )
 }
+
+/// The JSON format's messages.
+pub(crate) const JSON_FORMAT: super::Format = super::Format {
+    system: json_system_message,
+    user: |signature, values, prefix, main| {
+        user_message(
+            signature,
+            values,
+            prefix,
+            main.then(|| json_output_requirements(signature)),
+        )
+    },
+    assistant: json_assistant_message,
+};
 
 /// What the JSON format asks for at the end of the main user message.
 pub fn json_output_requirements(signature: &DynSignature) -> String {

@@ -57,7 +57,7 @@ impl Adapter for XmlAdapter {
         demos: &[Example],
         inputs: &Example,
     ) -> Vec<Message> {
-        super::format_messages(&XmlRender, signature, demos, inputs)
+        super::format_messages(&XML_FORMAT, signature, demos, inputs)
     }
 
     fn parse(&self, signature: &DynSignature, text: &str) -> Result<Example, ParseError> {
@@ -127,32 +127,11 @@ impl Adapter for XmlAdapter {
 // ---- formatting ---------------------------------------------------------------------------------
 
 /// The XML format's messages.
-struct XmlRender;
-
-impl super::Render for XmlRender {
-    fn system(&self, signature: &DynSignature) -> String {
-        system_message(signature)
-    }
-
-    fn user(
-        &self,
-        signature: &DynSignature,
-        values: &Example,
-        prefix: &str,
-        main_request: bool,
-    ) -> String {
-        user_message(signature, values, prefix, main_request)
-    }
-
-    fn assistant(
-        &self,
-        signature: &DynSignature,
-        outputs: &Example,
-        missing: Option<&str>,
-    ) -> String {
-        assistant_message(signature, outputs, missing)
-    }
-}
+const XML_FORMAT: super::Format = super::Format {
+    system: system_message,
+    user: user_message,
+    assistant: assistant_message,
+};
 
 fn system_message(signature: &DynSignature) -> String {
     let block = |fields: &[Field], is_output: bool| {
