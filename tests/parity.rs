@@ -13,8 +13,11 @@ use signet::adapter::{self, Adapter, ChatAdapter, Example, JsonAdapter, XmlAdapt
 use signet::lm::{
     Capabilities, Completion, LmError, LmOptions, LmRequest, ResponseFormat, ScriptedLm, ToolCall,
 };
-use signet::module::{Error, Predictor, with_reasoning};
+use signet::module::{CallConfig, Error, Predictor, ReActCore, with_reasoning};
+use signet::tool::FnTool;
 use signet::{DynSignature, Field};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
 
 enum Outcome {
     Pass,
@@ -78,11 +81,11 @@ async fn run_fixture(fixture: &Value) -> Outcome {
     if fixture.get("cases").is_some() {
         return run_parse_cases(fixture).await;
     }
+    if fixture.get("tools").is_some() && fixture.get("call_results").is_some() {
+        return run_tool_introspection(fixture).await;
+    }
     if fixture.get("module").is_none() {
-        return Outcome::Unsupported(format!(
-            "a {} fixture (tool introspection): checked with ReAct (issue 4)",
-            fixture["fixture"].as_str().unwrap_or("non-module")
-        ));
+        return Outcome::Unsupported("neither a module run nor a known fixture family".to_owned());
     }
     match run_module(fixture).await {
         Ok(()) => Outcome::Pass,
@@ -433,9 +436,10 @@ async fn run_module(fixture: &Value) -> Result<(), Skip> {
     let is_cot = match module {
         "Predict" => false,
         "ChainOfThought" => true,
+        "ReAct" => return run_react(fixture).await,
         other => {
             return Err(Skip::Unsupported(format!(
-                "module {other}: covered by its own issue"
+                "module {other} is not implemented"
             )));
         }
     };
@@ -576,4 +580,216 @@ async fn run_parse_cases(fixture: &Value) -> Outcome {
     } else {
         Outcome::Fail(problems.join(" | "))
     }
+}
+
+/// ReAct fixtures: tools rebuilt from the recorded descriptions, each answering with the observations
+/// the recorded run saw, in order.
+async fn run_react(fixture: &Value) -> Result<(), Skip> {
+    let react = &fixture["react"];
+    let calls = fixture["calls"].as_array().cloned().unwrap_or_default();
+    let observations = recorded_observations(fixture, &calls);
+    let mut tools: Vec<Arc<dyn signet::Tool>> = Vec::new();
+    for tool in react["tools"].as_array().into_iter().flatten() {
+        let name = tool["name"].as_str().unwrap_or_default().to_owned();
+        if name == "finish" {
+            continue;
+        }
+        let args = tool["args"].clone();
+        let required: Vec<Value> = args
+            .as_object()
+            .map(|a| {
+                a.iter()
+                    .filter(|(_, v)| v.get("default").is_none())
+                    .map(|(k, _)| json!(k))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let queue = Arc::new(Mutex::new(
+            observations.get(&name).cloned().unwrap_or_default(),
+        ));
+        let tool_name = name.clone();
+        tools.push(Arc::new(
+            FnTool::builder(&name)
+                .description(tool["desc"].as_str().unwrap_or_default())
+                .schema(json!({"type": "object", "properties": args, "required": required}))
+                .sync_fn(move |_| {
+                    queue
+                        .lock()
+                        .unwrap()
+                        .pop_front()
+                        .ok_or_else(|| format!("no recorded observation left for {tool_name}"))
+                }),
+        ));
+    }
+    let adapter = adapter_for(&fixture["adapter"])?;
+    let replies: Vec<Value> = calls.iter().map(|c| c["reply"].clone()).collect();
+    let lm = scripted(&replies, capabilities(&fixture["lm_capabilities"]));
+    let core = ReActCore::new(signature(&fixture["signature"], false), tools)
+        .with_max_iters(react["max_iters"].as_u64().unwrap_or(20) as usize)
+        .with_adapter(adapter)
+        .with_lm(lm.clone());
+    let inputs = decode_inputs(&fixture["inputs"])?;
+    let result = core.forward(&inputs, &CallConfig::default()).await;
+    compare_calls(&calls, &lm.requests())?;
+    let outputs = result.clone().map(|run| {
+        let mut outputs = Map::new();
+        if let Some(reasoning) = run.reasoning {
+            outputs.insert("reasoning".into(), Value::String(reasoning));
+        }
+        outputs.extend(run.outputs);
+        outputs
+    });
+    compare_result(&fixture["result"], &outputs)?;
+    if let (Some(want), Ok(run)) = (fixture["result"].get("trajectory"), &result) {
+        let got = Value::Object(run.trajectory.to_example());
+        if decode(want) != got {
+            return fail(format!("trajectory: DSPy {want}, Signet {got}"));
+        }
+    }
+    Ok(())
+}
+
+/// The observation each tool returned, in call order: typed values from the final trajectory where
+/// it still has them, otherwise the text the later prompts show.
+fn recorded_observations(fixture: &Value, calls: &[Value]) -> HashMap<String, VecDeque<Value>> {
+    let trajectory = fixture["result"]["trajectory"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let mut shown: HashMap<usize, String> = HashMap::new();
+    for call in calls {
+        let Some(last) = call["messages"].as_array().and_then(|m| m.last()) else {
+            continue;
+        };
+        let text = last["content"].as_str().unwrap_or_default();
+        let mut rest = text;
+        while let Some(start) = rest.find("[[ ## observation_") {
+            let after = &rest[start + "[[ ## observation_".len()..];
+            let Some((index, body)) = after.split_once(" ## ]]\n") else {
+                break;
+            };
+            let end = body
+                .find("\n\n[[ ## ")
+                .or_else(|| body.find("\n\nRespond with"))
+                .unwrap_or(body.len());
+            if let Ok(index) = index.parse::<usize>() {
+                shown.entry(index).or_insert_with(|| body[..end].to_owned());
+            }
+            rest = &body[end..];
+        }
+    }
+    let mut queues: HashMap<String, VecDeque<Value>> = HashMap::new();
+    let mut step = 0;
+    for call in calls {
+        let Some(reply) = call["reply"]["content"].as_str() else {
+            continue;
+        };
+        let Some(name) = reply
+            .split("[[ ## next_tool_name ## ]]\n")
+            .nth(1)
+            .and_then(|rest| rest.split('\n').next())
+        else {
+            continue;
+        };
+        let observation = trajectory
+            .get(&format!("observation_{step}"))
+            .cloned()
+            .or_else(|| shown.get(&step).map(|t| Value::String(t.clone())));
+        if let Some(observation) = observation {
+            queues
+                .entry(name.trim().to_owned())
+                .or_default()
+                .push_back(observation);
+        }
+        step += 1;
+    }
+    queues
+}
+
+/// A tool rebuilt from DSPy's introspection of it (name, description, argument schemas).
+fn rebuilt_tool(recorded: &Value) -> FnTool {
+    let args = recorded["args"].clone();
+    let catch_all = kwargs_name(recorded);
+    let required: Vec<Value> = args
+        .as_object()
+        .map(|a| {
+            a.iter()
+                .filter(|(k, v)| v.get("default").is_none() && Some(k.as_str()) != catch_all)
+                .map(|(k, _)| json!(k))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut schema = json!({"type": "object", "properties": args, "required": required});
+    if recorded["has_kwargs"] != json!(true) {
+        // DSPy rejects arguments a tool does not declare ("Arg c is not in the tool's args.").
+        schema["additionalProperties"] = json!(false);
+    }
+    FnTool::builder(recorded["name"].as_str().unwrap_or_default())
+        .description(recorded["desc"].as_str().unwrap_or_default())
+        .schema(schema)
+        .sync_fn(|_| Ok::<_, String>(Value::Null))
+}
+
+/// The tool-introspection fixture: how tools are listed (`str(tool)`), their function descriptors,
+/// and which calls pass argument validation.
+async fn run_tool_introspection(fixture: &Value) -> Outcome {
+    let mut problems = Vec::new();
+    let mut tools = HashMap::new();
+    for (key, recorded) in fixture["tools"].as_object().into_iter().flatten() {
+        let tool = rebuilt_tool(recorded);
+        let listing = signet::module::tool_listing(&tool);
+        if Some(listing.as_str()) != recorded["str"].as_str() {
+            problems.push(format!("{key}: listing {listing:?} vs {}", recorded["str"]));
+        }
+        let mut descriptor = signet::Tool::to_openai_function(&tool);
+        descriptor["function"]["parameters"]
+            .as_object_mut()
+            .map(|p| p.remove("additionalProperties"));
+        let mut want = recorded["litellm_function_call"].clone();
+        // DSPy lists a `**kwargs` catch-all as a required argument; Signet does not require it.
+        if let (Some(catch_all), Some(required)) = (
+            kwargs_name(recorded),
+            want["function"]["parameters"]["required"].as_array_mut(),
+        ) {
+            required.retain(|name| name != catch_all);
+        }
+        if want["function"]["description"].is_null() {
+            want["function"]["description"] = json!("");
+        }
+        if descriptor != want {
+            problems.push(format!("{key}: descriptor {descriptor} vs {want}"));
+        }
+        tools.insert(recorded["name"].as_str().unwrap_or(key).to_owned(), tool);
+    }
+    for case in fixture["call_results"].as_array().into_iter().flatten() {
+        let name = case["tool"].as_str().unwrap_or_default();
+        let Some(tool) = tools.get(name) else {
+            problems.push(format!("call to unknown tool {name}"));
+            continue;
+        };
+        let outcome = signet::Tool::call(tool, case["kwargs"].clone()).await;
+        match (case.get("error"), outcome) {
+            (None, Ok(_)) | (Some(_), Err(signet::ToolError::InvalidArguments { .. })) => {}
+            (want, got) => problems.push(format!(
+                "{name}({}): DSPy {want:?}, Signet {got:?}",
+                case["kwargs"]
+            )),
+        }
+    }
+    if problems.is_empty() {
+        Outcome::Pass
+    } else {
+        Outcome::Fail(problems.join(" | "))
+    }
+}
+
+/// The name of a tool's `**kwargs` catch-all argument, when it has one (the last declared argument).
+fn kwargs_name(recorded: &Value) -> Option<&str> {
+    if recorded["has_kwargs"] != json!(true) {
+        return None;
+    }
+    recorded["args"]
+        .as_object()
+        .and_then(|a| a.keys().next_back())
+        .map(String::as_str)
 }

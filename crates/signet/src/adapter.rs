@@ -54,6 +54,12 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
         let _ = (signature, request, capabilities);
     }
 
+    /// The fields of `signature` present in `values`, rendered as a user message renders inputs
+    /// (ReAct renders its trajectory this way, as DSPy does).
+    fn render_fields(&self, signature: &DynSignature, values: &Example) -> String {
+        templates::user_message(signature, values, "", None)
+    }
+
     /// Whether tools are sent natively (`tools=`) for signatures with a `ToolCalls` output, when the LM
     /// supports function calling.
     fn native_function_calling(&self) -> bool {
@@ -155,6 +161,9 @@ impl Adapter for Box<dyn Adapter> {
     }
     fn native_function_calling(&self) -> bool {
         (**self).native_function_calling()
+    }
+    fn render_fields(&self, signature: &DynSignature, values: &Example) -> String {
+        (**self).render_fields(signature, values)
     }
 }
 
@@ -354,12 +363,30 @@ pub async fn run(
     inputs: &Example,
     options: &LmOptions,
 ) -> Result<AdaptedReply, CallError> {
+    run_parsing_as(adapter, lm, signature, None, demos, inputs, options).await
+}
+
+/// [`run`], but the reply is read with `parse_as` (same fields, possibly looser types) instead of
+/// `signature`. ReAct uses it to show the model a `Literal` of tool names while still reading an
+/// unknown name, so that the mistake becomes an observation the model can act on.
+pub async fn run_parsing_as(
+    adapter: &dyn Adapter,
+    lm: &dyn Lm,
+    signature: &DynSignature,
+    parse_as: Option<&DynSignature>,
+    demos: &[Example],
+    inputs: &Example,
+    options: &LmOptions,
+) -> Result<AdaptedReply, CallError> {
+    let call = Call {
+        signature,
+        parse_as,
+        demos,
+        inputs,
+        options,
+    };
     let mut usage = Usage::default();
-    let first = attempt(
-        adapter, lm, signature, demos, inputs, options, None, &mut usage,
-    )
-    .await;
-    let error = match first {
+    let error = match attempt(adapter, lm, &call, None, &mut usage).await {
         Ok(reply) => return Ok(AdaptedReply { usage, ..reply }),
         Err(CallError::Parse(error)) => error,
         Err(other) => return Err(other),
@@ -374,28 +401,31 @@ pub async fn run(
         "reply could not be parsed; retrying once with the fallback adapter"
     );
     usage.adapter_fallbacks += 1;
-    let reply = attempt(
-        &fallback, lm, signature, demos, inputs, options, None, &mut usage,
-    )
-    .await?;
+    let reply = attempt(&fallback, lm, &call, None, &mut usage).await?;
     Ok(AdaptedReply { usage, ..reply })
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What one adapted call is about.
+struct Call<'a> {
+    signature: &'a DynSignature,
+    parse_as: Option<&'a DynSignature>,
+    demos: &'a [Example],
+    inputs: &'a Example,
+    options: &'a LmOptions,
+}
+
 async fn attempt(
     adapter: &dyn Adapter,
     lm: &dyn Lm,
-    signature: &DynSignature,
-    demos: &[Example],
-    inputs: &Example,
-    options: &LmOptions,
+    call: &Call<'_>,
     format_override: Option<ResponseFormat>,
     usage: &mut Usage,
 ) -> Result<AdaptedReply, CallError> {
-    let native = native::prepare(adapter, signature, inputs, lm.capabilities())?;
+    let signature = call.signature;
+    let native = native::prepare(adapter, signature, call.inputs, lm.capabilities())?;
     let format_signature = native.as_ref().map_or(signature, |n| &n.processed);
-    let mut request = LmRequest::new(adapter.format(format_signature, demos, inputs));
-    request.options = options.clone();
+    let mut request = LmRequest::new(adapter.format(format_signature, call.demos, call.inputs));
+    request.options = call.options.clone();
     adapter.configure(format_signature, &mut request, lm.capabilities());
     if format_override.is_some() {
         request.response_format = format_override;
@@ -406,6 +436,11 @@ async fn attempt(
     let completion = lm.complete(&request).await?;
     *usage += completion.usage;
     let text = completion.text.clone().unwrap_or_default();
+    let parse_signature = match (&native, call.parse_as) {
+        (Some(native), _) => &native.processed,
+        (None, Some(parse_as)) => parse_as,
+        (None, None) => signature,
+    };
     let parsed =
         match &native {
             // The model called tools instead of answering: the text outputs are absent (null), the
@@ -417,9 +452,9 @@ async fn attempt(
                 adapter: adapter.name(),
             }),
             Some(native) => adapter
-                .parse(format_signature, &text)
+                .parse(parse_signature, &text)
                 .map(|outputs| native::merge(signature, outputs, native, &completion)),
-            None => adapter.parse(signature, &text),
+            None => adapter.parse(parse_signature, &text),
         };
     match parsed {
         Ok(outputs) => Ok(AdaptedReply {
@@ -434,15 +469,16 @@ async fn attempt(
                 Some(ResponseFormat::JsonSchema { .. })
             ) =>
         {
-            tracing::warn!(adapter = adapter.name(), %error, "structured output could not be parsed; retrying once in JSON mode");
+            tracing::warn!(
+                adapter = adapter.name(),
+                %error,
+                "structured output could not be parsed; retrying once in JSON mode"
+            );
             usage.adapter_fallbacks += 1;
             Box::pin(attempt(
                 adapter,
                 lm,
-                signature,
-                demos,
-                inputs,
-                options,
+                call,
                 Some(ResponseFormat::JsonObject),
                 usage,
             ))

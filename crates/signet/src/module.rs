@@ -32,6 +32,13 @@ use std::sync::{Arc, RwLock};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod react;
+
+pub use react::{
+    DropOldest, FINISH, KeepFirst, Observation, ReAct, ReActCore, ReActOutput, ReActRun,
+    SlidingWindow, Step, Trajectory, TruncationPolicy, tool_listing,
+};
+
 use crate::adapter::{self, Adapter, CallError, ChatAdapter, Example};
 use crate::lm::{Completion, Lm, LmError, LmOptions, Usage};
 use crate::signature::{DynSignature, Field, Signature};
@@ -63,6 +70,15 @@ pub enum Error {
     OutputType {
         /// What serde reported.
         message: String,
+    },
+    /// ReAct's trajectory no longer fits the context window, even after truncation. The trajectory
+    /// so far is kept.
+    #[error("the trajectory does not fit the context window: {message}")]
+    TrajectoryTooLong {
+        /// What the provider and the truncation policy reported.
+        message: String,
+        /// The steps so far.
+        trajectory: Box<Trajectory>,
     },
     /// A blocking call could not run (see [`crate::blocking`]).
     #[error(transparent)]
@@ -117,6 +133,15 @@ pub struct CallConfig {
     pub adapter: Option<Arc<dyn Adapter>>,
 }
 
+/// The LM and adapter a call uses, after precedence is applied.
+#[derive(Clone)]
+pub struct Resolved {
+    /// The LM.
+    pub lm: Arc<dyn Lm>,
+    /// The adapter.
+    pub adapter: Arc<dyn Adapter>,
+}
+
 /// What a module call produced, besides the outputs themselves.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Prediction {
@@ -143,6 +168,7 @@ pub struct ModuleState {
 #[derive(Clone)]
 pub struct Predictor {
     signature: DynSignature,
+    parse_as: Option<DynSignature>,
     demos: Vec<Example>,
     lm: Option<Arc<dyn Lm>>,
     adapter: Option<Arc<dyn Adapter>>,
@@ -164,6 +190,7 @@ impl Predictor {
     pub fn new(signature: DynSignature) -> Predictor {
         Predictor {
             signature,
+            parse_as: None,
             demos: Vec::new(),
             lm: None,
             adapter: None,
@@ -180,6 +207,13 @@ impl Predictor {
     /// Uses `adapter` for every call (highest precedence).
     pub fn with_adapter(mut self, adapter: Arc<dyn Adapter>) -> Self {
         self.adapter = Some(adapter);
+        self
+    }
+
+    /// Reads replies with `signature` (the same fields, possibly looser types) instead of the one
+    /// shown to the model (see [`adapter::run_parsing_as`]).
+    pub fn with_parse_signature(mut self, signature: DynSignature) -> Self {
+        self.parse_as = Some(signature);
         self
     }
 
@@ -219,6 +253,28 @@ impl Predictor {
         self.demos = state.demos;
     }
 
+    /// The LM and adapter a call would use: the module's, then the call's, then the global ones;
+    /// the adapter defaults to [`ChatAdapter`].
+    pub fn resolve(&self, call: &CallConfig) -> Result<Resolved, Error> {
+        let (global_lm, global_adapter) = {
+            let settings = SETTINGS.read().unwrap_or_else(|e| e.into_inner());
+            (settings.lm.clone(), settings.adapter.clone())
+        };
+        let lm = self
+            .lm
+            .clone()
+            .or_else(|| call.lm.clone())
+            .or(global_lm)
+            .ok_or(LmError::NotConfigured)?;
+        let adapter = self
+            .adapter
+            .clone()
+            .or_else(|| call.adapter.clone())
+            .or(global_adapter)
+            .unwrap_or_else(|| Arc::new(ChatAdapter::new()));
+        Ok(Resolved { lm, adapter })
+    }
+
     /// Runs the signature on `inputs` with the module's, then the global, LM and adapter.
     pub async fn forward(&self, inputs: &Example) -> Result<Prediction, Error> {
         self.forward_with(inputs, &CallConfig::default()).await
@@ -240,26 +296,12 @@ impl Predictor {
                 field: missing.name().to_owned(),
             });
         }
-        let (global_lm, global_adapter) = {
-            let settings = SETTINGS.read().unwrap_or_else(|e| e.into_inner());
-            (settings.lm.clone(), settings.adapter.clone())
-        };
-        let lm = self
-            .lm
-            .clone()
-            .or_else(|| call.lm.clone())
-            .or(global_lm)
-            .ok_or(LmError::NotConfigured)?;
-        let adapter: Arc<dyn Adapter> = self
-            .adapter
-            .clone()
-            .or_else(|| call.adapter.clone())
-            .or(global_adapter)
-            .unwrap_or_else(|| Arc::new(ChatAdapter::new()));
-        let reply = adapter::run(
+        let Resolved { lm, adapter } = self.resolve(call)?;
+        let reply = adapter::run_parsing_as(
             adapter.as_ref(),
             lm.as_ref(),
             &self.signature,
+            self.parse_as.as_ref(),
             &self.demos,
             inputs,
             &self.options,

@@ -415,6 +415,8 @@ fn single_type_name(t: &str, map: &Map<String, Value>) -> String {
         "object" => {
             if let Some(Value::String(title)) = map.get("title") {
                 title.clone()
+            } else if map.get("additionalProperties") == Some(&Value::Bool(true)) {
+                "dict[str, Any]".to_owned()
             } else if let Some(values) = map.get("additionalProperties").filter(|v| v.is_object()) {
                 format!("dict[str, {}]", type_name(values))
             } else {

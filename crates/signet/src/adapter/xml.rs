@@ -118,6 +118,10 @@ impl Adapter for XmlAdapter {
         super::check_complete(self.name(), signature, fields, text)
     }
 
+    fn render_fields(&self, signature: &DynSignature, values: &Example) -> String {
+        user_message(signature, values, "", false)
+    }
+
     fn fallback(&self) -> Option<Box<dyn Adapter>> {
         self.json_fallback
             .then(|| Box::new(super::JsonAdapter::new()) as Box<dyn Adapter>)

@@ -1,0 +1,629 @@
+//! ReAct: the typed tool loop (DSPy's `dspy.ReAct`).
+//!
+//! Each step asks the model for `next_thought`, `next_tool_name` (one of the tools or `finish`) and
+//! `next_tool_args`; the tool runs and its result — or its error, in words the model can act on — is
+//! appended to the trajectory as the observation. After `finish` (or `max_iters` steps) an extractor
+//! (ChainOfThought over the inputs and the trajectory) produces the outputs, unless `finish` already
+//! carried valid outputs.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::{CallConfig, Error, Predictor, with_reasoning};
+use crate::adapter::{Adapter, Example};
+use crate::lm::{Lm, LmError, Usage};
+use crate::schema::python_repr;
+use crate::signature::{DynSignature, Field, Signature};
+use crate::tool::{Tool, ToolError};
+
+/// The name of the tool that ends the loop.
+pub const FINISH: &str = "finish";
+
+/// One step of the loop: what the model thought and called, and what came back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// The step's number (kept when older steps are truncated away, as DSPy does).
+    pub index: usize,
+    /// The model's reasoning before the call.
+    pub thought: String,
+    /// The tool it chose.
+    pub tool_name: String,
+    /// The arguments it gave.
+    pub tool_args: Value,
+    /// What came back.
+    pub observation: Observation,
+    /// How long the tool took.
+    #[serde(with = "duration_ms")]
+    pub elapsed: Duration,
+}
+
+/// A tool's result, or why there is none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum Observation {
+    /// The tool's output.
+    Output(Value),
+    /// The call failed; the text is what the model reads.
+    Error(String),
+}
+
+impl Observation {
+    /// The value shown to the model.
+    pub fn as_value(&self) -> Value {
+        match self {
+            Observation::Output(value) => value.clone(),
+            Observation::Error(text) => Value::String(text.clone()),
+        }
+    }
+}
+
+mod duration_ms {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_millis().try_into().unwrap_or(u64::MAX))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_millis)
+    }
+}
+
+/// The steps so far.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Trajectory {
+    /// The steps, oldest first.
+    pub steps: Vec<Step>,
+}
+
+impl Trajectory {
+    /// The trajectory as DSPy keeps it: `thought_i`, `tool_name_i`, `tool_args_i`, `observation_i`.
+    pub fn to_example(&self) -> Example {
+        let mut out = Map::new();
+        for step in &self.steps {
+            let i = step.index;
+            out.insert(format!("thought_{i}"), Value::String(step.thought.clone()));
+            out.insert(
+                format!("tool_name_{i}"),
+                Value::String(step.tool_name.clone()),
+            );
+            out.insert(format!("tool_args_{i}"), step.tool_args.clone());
+            out.insert(format!("observation_{i}"), step.observation.as_value());
+        }
+        out
+    }
+
+    /// Renders the trajectory as the adapter renders input fields (an empty string when empty).
+    fn render(&self, adapter: &dyn Adapter) -> String {
+        let values = self.to_example();
+        let mut signature = DynSignature::new("Trajectory");
+        for key in values.keys() {
+            signature = signature.with_input(Field::str(key));
+        }
+        adapter.render_fields(&signature.with_output(Field::str("x")), &values)
+    }
+}
+
+/// How to shorten a trajectory that no longer fits the model's context window.
+pub trait TruncationPolicy: Send + Sync + std::fmt::Debug {
+    /// Shortens `trajectory` in place, or says why it cannot be shortened.
+    fn truncate(&self, trajectory: &mut Trajectory) -> Result<(), String>;
+}
+
+/// Drops the oldest step (DSPy's behaviour).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DropOldest;
+
+impl TruncationPolicy for DropOldest {
+    fn truncate(&self, trajectory: &mut Trajectory) -> Result<(), String> {
+        if trajectory.steps.is_empty() {
+            return Err("the trajectory has no tool call left to drop".to_owned());
+        }
+        trajectory.steps.remove(0);
+        Ok(())
+    }
+}
+
+/// Keeps the first step (often the plan) and drops the oldest after it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KeepFirst;
+
+impl TruncationPolicy for KeepFirst {
+    fn truncate(&self, trajectory: &mut Trajectory) -> Result<(), String> {
+        match trajectory.steps.len() {
+            0 => Err("the trajectory has no tool call left to drop".to_owned()),
+            1 => {
+                trajectory.steps.clear();
+                Ok(())
+            }
+            _ => {
+                trajectory.steps.remove(1);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Keeps only the most recent steps, at most `n` (and at least one fewer than before).
+#[derive(Debug, Clone, Copy)]
+pub struct SlidingWindow(pub usize);
+
+impl TruncationPolicy for SlidingWindow {
+    fn truncate(&self, trajectory: &mut Trajectory) -> Result<(), String> {
+        let len = trajectory.steps.len();
+        if len == 0 {
+            return Err("the trajectory has no tool call left to drop".to_owned());
+        }
+        let keep = self.0.min(len - 1);
+        trajectory.steps.drain(..len - keep);
+        Ok(())
+    }
+}
+
+/// The typed result of a ReAct run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReActOutput<O> {
+    /// The outputs.
+    pub output: O,
+    /// The extractor's reasoning (`None` when `finish` carried the outputs and no extractor ran).
+    pub reasoning: Option<String>,
+    /// Every step, with thoughts, calls, observations and timings.
+    pub trajectory: Trajectory,
+    /// LM usage summed over every call.
+    pub usage: Usage,
+}
+
+/// The untyped ReAct loop over a run-time signature.
+#[derive(Clone)]
+pub struct ReActCore {
+    signature: DynSignature,
+    tools: Vec<Arc<dyn Tool>>,
+    step: Predictor,
+    extract: Predictor,
+    max_iters: usize,
+    truncation: Arc<dyn TruncationPolicy>,
+    tool_timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for ReActCore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tools: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+        f.debug_struct("ReActCore")
+            .field("signature", &self.signature.name())
+            .field("tools", &tools)
+            .field("max_iters", &self.max_iters)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReActCore {
+    /// A ReAct loop for `signature` with `tools` (`finish` is added).
+    pub fn new(signature: DynSignature, tools: Vec<Arc<dyn Tool>>) -> ReActCore {
+        let (step_signature, parse_signature) = step_signatures(&signature, &tools);
+        let mut extract_signature =
+            DynSignature::new(signature.name()).with_instructions(signature.instructions());
+        for field in signature.inputs() {
+            extract_signature = extract_signature.with_input(field.clone());
+        }
+        extract_signature = extract_signature.with_input(Field::str("trajectory"));
+        for field in signature.outputs() {
+            extract_signature = extract_signature.with_output(field.clone());
+        }
+        ReActCore {
+            step: Predictor::new(step_signature).with_parse_signature(parse_signature),
+            extract: Predictor::new(with_reasoning(&extract_signature)),
+            signature,
+            tools,
+            max_iters: 20,
+            truncation: Arc::new(DropOldest),
+            tool_timeout: None,
+        }
+    }
+
+    /// At most this many steps (default 20).
+    pub fn with_max_iters(mut self, max_iters: usize) -> Self {
+        self.max_iters = max_iters;
+        self
+    }
+
+    /// Uses `lm` for the steps and the extractor.
+    pub fn with_lm(mut self, lm: Arc<dyn Lm>) -> Self {
+        self.step = self.step.with_lm(lm.clone());
+        self.extract = self.extract.with_lm(lm);
+        self
+    }
+
+    /// Uses `adapter` for the steps and the extractor.
+    pub fn with_adapter(mut self, adapter: Arc<dyn Adapter>) -> Self {
+        self.step = self.step.with_adapter(adapter.clone());
+        self.extract = self.extract.with_adapter(adapter);
+        self
+    }
+
+    /// How to shorten the trajectory when it overflows the context window (default
+    /// [`DropOldest`]).
+    pub fn with_truncation(mut self, policy: Arc<dyn TruncationPolicy>) -> Self {
+        self.truncation = policy;
+        self
+    }
+
+    /// A time limit for each tool call; a call that exceeds it becomes an observation.
+    pub fn with_tool_timeout(mut self, timeout: Duration) -> Self {
+        self.tool_timeout = Some(timeout);
+        self
+    }
+
+    /// The step predictor (its signature holds DSPy's ReAct instructions).
+    pub fn step_predictor(&self) -> &Predictor {
+        &self.step
+    }
+
+    /// Runs the loop on `inputs`; the outputs are field values.
+    pub async fn forward(&self, inputs: &Example, call: &CallConfig) -> Result<ReActRun, Error> {
+        let adapter = self.step.resolve(call)?.adapter;
+        let mut trajectory = Trajectory::default();
+        let mut usage = Usage::default();
+        let mut finished_outputs = None;
+        for index in 0..self.max_iters {
+            let prediction = match self
+                .call_with_truncation(
+                    &self.step,
+                    inputs,
+                    &mut trajectory,
+                    adapter.as_ref(),
+                    call,
+                    &mut usage,
+                )
+                .await
+            {
+                Ok(prediction) => prediction,
+                Err(Error::TrajectoryTooLong { message, .. }) => {
+                    tracing::warn!(%message, "ending the trajectory: it no longer fits the context window");
+                    break;
+                }
+                Err(Error::Parse(error)) => {
+                    // As DSPy: a step that cannot be read ends the loop; the extractor still runs.
+                    tracing::warn!(%error, "ending the trajectory: the agent's step could not be read");
+                    break;
+                }
+                Err(error) => return Err(error),
+            };
+            let thought = as_text(&prediction["next_thought"]);
+            let tool_name = as_text(&prediction["next_tool_name"]);
+            let tool_args = prediction
+                .get("next_tool_args")
+                .cloned()
+                .unwrap_or(Value::Null);
+            let started = Instant::now();
+            let observation = self.observe(&tool_name, &tool_args).await;
+            if tool_name == FINISH {
+                finished_outputs = self.outputs_from_finish(&tool_args);
+            }
+            trajectory.steps.push(Step {
+                index,
+                thought,
+                tool_name: tool_name.clone(),
+                tool_args,
+                observation,
+                elapsed: started.elapsed(),
+            });
+            if tool_name == FINISH {
+                break;
+            }
+        }
+        if let Some(outputs) = finished_outputs {
+            return Ok(ReActRun {
+                outputs,
+                reasoning: None,
+                trajectory,
+                usage,
+            });
+        }
+        let mut outputs = self
+            .call_with_truncation(
+                &self.extract,
+                inputs,
+                &mut trajectory,
+                adapter.as_ref(),
+                call,
+                &mut usage,
+            )
+            .await?;
+        let reasoning = outputs.shift_remove("reasoning").map(|r| as_text(&r));
+        Ok(ReActRun {
+            outputs,
+            reasoning,
+            trajectory,
+            usage,
+        })
+    }
+
+    /// Runs `predictor` with the trajectory, truncating it (up to 3 times) while it overflows the
+    /// context window.
+    async fn call_with_truncation(
+        &self,
+        predictor: &Predictor,
+        inputs: &Example,
+        trajectory: &mut Trajectory,
+        adapter: &dyn Adapter,
+        call: &CallConfig,
+        usage: &mut Usage,
+    ) -> Result<Example, Error> {
+        let mut last = String::new();
+        for _ in 0..3 {
+            let mut with_trajectory = inputs.clone();
+            with_trajectory.insert(
+                "trajectory".to_owned(),
+                Value::String(trajectory.render(adapter)),
+            );
+            match predictor.forward_with(&with_trajectory, call).await {
+                Ok(prediction) => {
+                    *usage += prediction.usage;
+                    return Ok(prediction.outputs);
+                }
+                Err(Error::Lm(LmError::ContextWindowExceeded { message })) => {
+                    usage.lm_calls += 1;
+                    tracing::warn!(
+                        "Trajectory exceeded the context window, truncating the oldest tool call information."
+                    );
+                    last = message;
+                    if let Err(reason) = self.truncation.truncate(trajectory) {
+                        return Err(Error::TrajectoryTooLong {
+                            message: format!("{last}; {reason}"),
+                            trajectory: Box::new(trajectory.clone()),
+                        });
+                    }
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        Err(Error::TrajectoryTooLong {
+            message: format!("the context window was exceeded even after 3 truncations: {last}"),
+            trajectory: Box::new(trajectory.clone()),
+        })
+    }
+
+    /// Runs the chosen tool; every failure becomes an observation the model can act on.
+    async fn observe(&self, name: &str, args: &Value) -> Observation {
+        if name == FINISH {
+            return Observation::Output(json!("Completed."));
+        }
+        let Some(tool) = self.tools.iter().find(|t| t.name() == name) else {
+            let names: Vec<&str> = self
+                .tools
+                .iter()
+                .map(|t| t.name())
+                .chain([FINISH])
+                .collect();
+            return Observation::Error(format!(
+                "Execution error in {name}: there is no tool named `{name}`; the tools are: {}",
+                names.join(", ")
+            ));
+        };
+        let call = tool.call(args.clone());
+        let result = match self.tool_timeout {
+            Some(limit) => match tokio::time::timeout(limit, call).await {
+                Ok(result) => result,
+                Err(_) => Err(ToolError::Timeout {
+                    tool: name.to_owned(),
+                    elapsed: limit,
+                }),
+            },
+            None => call.await,
+        };
+        match result {
+            Ok(value) => Observation::Output(value),
+            Err(error) => Observation::Error(format!("Execution error in {name}: {error}")),
+        }
+    }
+
+    /// When the model passed the outputs to `finish` and they parse into the output types, they are
+    /// the result (saving the extractor call).
+    fn outputs_from_finish(&self, args: &Value) -> Option<Example> {
+        let args = args.as_object()?;
+        let mut outputs = Map::new();
+        for field in self.signature.outputs() {
+            let value = crate::adapter::value::parse_json(field, args.get(field.name())?).ok()?;
+            outputs.insert(field.name().to_owned(), value);
+        }
+        Some(outputs)
+    }
+}
+
+/// What an untyped ReAct run produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReActRun {
+    /// Output field values.
+    pub outputs: Example,
+    /// The extractor's reasoning, when it ran.
+    pub reasoning: Option<String>,
+    /// The steps.
+    pub trajectory: Trajectory,
+    /// LM usage over every call.
+    pub usage: Usage,
+}
+
+fn as_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// How a tool is listed in ReAct's instructions, as DSPy's `str(tool)` writes it:
+/// `name, whose description is <desc>..</desc>. It takes arguments {..}.`
+///
+/// ```
+/// use signet::{Tool, tool};
+/// /// Add two integers.
+/// #[tool]
+/// fn add(a: i64, b: i64) -> i64 { a + b }
+/// assert_eq!(
+///     signet::module::tool_listing(&AddTool),
+///     "add, whose description is <desc>Add two integers.</desc>. It takes arguments {'a': {'type': 'integer'}, 'b': {'type': 'integer'}}."
+/// );
+/// ```
+pub fn tool_listing(tool: &dyn Tool) -> String {
+    let args = tool
+        .args_schema()
+        .get("properties")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    describe_tool(tool.name(), tool.description(), &args)
+}
+
+fn describe_tool(name: &str, description: &str, args: &Value) -> String {
+    let desc = if description.is_empty() {
+        ".".to_owned()
+    } else {
+        format!(", whose description is <desc>{description}</desc>.").replace('\n', "  ")
+    };
+    format!("{name}{desc} It takes arguments {}.", python_repr(args))
+}
+
+/// The step signature shown to the model (DSPy's exact instructions and fields) and the one replies
+/// are read with (the tool name as free text, so an unknown name becomes an observation).
+fn step_signatures(
+    signature: &DynSignature,
+    tools: &[Arc<dyn Tool>],
+) -> (DynSignature, DynSignature) {
+    let names = |fields: &[Field]| {
+        fields
+            .iter()
+            .map(|f| format!("`{}`", f.name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let inputs = names(signature.inputs());
+    let outputs = names(signature.outputs());
+    let mut lines = vec![
+        format!("{}\n", signature.instructions()),
+        format!(
+            "You are an Agent. In each episode, you will be given the fields {inputs} as input. And you can see \
+             your past trajectory so far."
+        ),
+        format!(
+            "Your goal is to use one or more of the supplied tools to collect any necessary information for \
+             producing {outputs}.\n"
+        ),
+        "To do this, you will interleave next_thought, next_tool_name, and next_tool_args in each turn, and also \
+         when finishing the task."
+            .to_owned(),
+        "After each tool call, you receive a resulting observation, which gets appended to your trajectory.\n"
+            .to_owned(),
+        "When writing next_thought, you may reason about the current situation and plan for future steps."
+            .to_owned(),
+        "When selecting the next_tool_name and its next_tool_args, the tool must be one of:\n".to_owned(),
+    ];
+    let finish_desc = format!(
+        "Marks the task as complete. That is, signals that all information for producing the outputs, i.e. \
+         {outputs}, are now available to be extracted."
+    );
+    let mut described: Vec<String> = tools.iter().map(|t| tool_listing(t.as_ref())).collect();
+    described.push(describe_tool(FINISH, &finish_desc, &json!({})));
+    for (i, text) in described.iter().enumerate() {
+        lines.push(format!("({}) {text}", i + 1));
+    }
+    lines.push(
+        "When providing `next_tool_args`, the value inside the field must be in JSON format"
+            .to_owned(),
+    );
+
+    let tool_names: Vec<Value> = tools
+        .iter()
+        .map(|t| json!(t.name()))
+        .chain([json!(FINISH)])
+        .collect();
+    let mut step = DynSignature::new(signature.name()).with_instructions(lines.join("\n"));
+    for field in signature.inputs() {
+        step = step.with_input(field.clone());
+    }
+    step = step.with_input(Field::str("trajectory"));
+    let args_field = Field::from_schema(
+        "next_tool_args",
+        json!({"type": "object", "additionalProperties": true}),
+    );
+    let shown = step
+        .clone()
+        .with_output(Field::str("next_thought"))
+        .with_output(Field::from_schema(
+            "next_tool_name",
+            json!({"type": "string", "enum": tool_names}),
+        ))
+        .with_output(args_field.clone());
+    let read = step
+        .with_output(Field::str("next_thought"))
+        .with_output(Field::str("next_tool_name"))
+        .with_output(args_field);
+    (shown, read)
+}
+
+/// ReAct over the typed signature `S`: `S::Input` in, [`ReActOutput<S::Output>`] out.
+#[derive(Debug, Clone)]
+pub struct ReAct<S: Signature> {
+    core: ReActCore,
+    _signature: std::marker::PhantomData<fn() -> S>,
+}
+
+impl<S: Signature> ReAct<S> {
+    /// A ReAct agent for `S` with `tools`.
+    pub fn new(tools: Vec<Arc<dyn Tool>>) -> Self {
+        ReAct {
+            core: ReActCore::new(S::signature().clone(), tools),
+            _signature: std::marker::PhantomData,
+        }
+    }
+
+    /// At most this many steps (default 20).
+    pub fn with_max_iters(mut self, max_iters: usize) -> Self {
+        self.core = self.core.with_max_iters(max_iters);
+        self
+    }
+
+    /// Uses `lm` for every call.
+    pub fn with_lm(mut self, lm: Arc<dyn Lm>) -> Self {
+        self.core = self.core.with_lm(lm);
+        self
+    }
+
+    /// Uses `adapter` for every call.
+    pub fn with_adapter(mut self, adapter: Arc<dyn Adapter>) -> Self {
+        self.core = self.core.with_adapter(adapter);
+        self
+    }
+
+    /// The truncation policy for context-window overflows.
+    pub fn with_truncation(mut self, policy: Arc<dyn TruncationPolicy>) -> Self {
+        self.core = self.core.with_truncation(policy);
+        self
+    }
+
+    /// A time limit for each tool call.
+    pub fn with_tool_timeout(mut self, timeout: Duration) -> Self {
+        self.core = self.core.with_tool_timeout(timeout);
+        self
+    }
+
+    /// The untyped loop inside.
+    pub fn core(&self) -> &ReActCore {
+        &self.core
+    }
+
+    /// Runs the agent on `input`.
+    pub async fn call(&self, input: S::Input) -> Result<ReActOutput<S::Output>, Error> {
+        let inputs = super::to_example(&input)?;
+        let run = self.core.forward(&inputs, &CallConfig::default()).await?;
+        Ok(ReActOutput {
+            output: super::from_example(&run.outputs)?,
+            reasoning: run.reasoning,
+            trajectory: run.trajectory,
+            usage: run.usage,
+        })
+    }
+}
