@@ -1,0 +1,305 @@
+//! ReAct: every tool failure becomes an observation the model can act on, `finish` may carry the
+//! outputs, truncation is pluggable, and a trajectory that cannot fit is a typed error that keeps
+//! the steps.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::json;
+use signet::lm::{Completion, LmError, ScriptedLm};
+use signet::module::{
+    Error, KeepFirst, Observation, ReAct, SlidingWindow, Trajectory, TruncationPolicy,
+};
+use signet::{Signature, Tool, ToolBox, tool};
+
+/// Answer the question using the tools.
+#[derive(Signature)]
+struct Ask {
+    #[input]
+    question: String,
+    #[output]
+    answer: String,
+}
+
+/// Add two integers.
+#[tool]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+/// Divide, failing on zero.
+#[tool]
+fn divide(a: f64, b: f64) -> Result<f64, String> {
+    if b == 0.0 {
+        Err("division by zero".into())
+    } else {
+        Ok(a / b)
+    }
+}
+
+/// A tool with a bug.
+#[tool]
+fn buggy() -> i64 {
+    panic!("index out of bounds")
+}
+
+/// A tool that never answers in time.
+#[tool]
+async fn slow() -> i64 {
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    1
+}
+
+/// A counter shared by its tools.
+#[derive(Default)]
+struct Counter {
+    hits: AtomicUsize,
+}
+
+#[tool]
+impl Counter {
+    /// Count one more visit.
+    #[tool]
+    async fn visit(&self) -> usize {
+        self.hits.fetch_add(1, Ordering::SeqCst) + 1
+    }
+}
+
+fn step(thought: &str, tool: &str, args: serde_json::Value) -> String {
+    format!(
+        "[[ ## next_thought ## ]]\n{thought}\n\n[[ ## next_tool_name ## ]]\n{tool}\n\n[[ ## next_tool_args ## ]]\n{args}\n\n[[ ## completed ## ]]"
+    )
+}
+
+fn extract(answer: &str) -> String {
+    format!("[[ ## reasoning ## ]]\ndone\n\n[[ ## answer ## ]]\n{answer}\n\n[[ ## completed ## ]]")
+}
+
+fn agent(tools: Vec<Arc<dyn Tool>>, replies: Vec<String>) -> (ReAct<Ask>, Arc<ScriptedLm>) {
+    let lm = Arc::new(ScriptedLm::texts(replies));
+    (
+        ReAct::<Ask>::new(tools)
+            .with_lm(lm.clone())
+            .with_max_iters(6),
+        lm,
+    )
+}
+
+fn ask() -> AskInput {
+    AskInput {
+        question: "q".into(),
+    }
+}
+
+fn observations(trajectory: &Trajectory) -> Vec<Observation> {
+    trajectory
+        .steps
+        .iter()
+        .map(|s| s.observation.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn tool_failures_become_observations_and_the_agent_keeps_going() {
+    let tools: Vec<Arc<dyn Tool>> =
+        vec![Arc::new(AddTool), Arc::new(DivideTool), Arc::new(BuggyTool)];
+    let (agent, lm) = agent(
+        tools,
+        vec![
+            step("try an unknown tool", "multiply", json!({"a": 2})),
+            step("bad args", "add", json!({"a": "two", "b": 3})),
+            step("divide by zero", "divide", json!({"a": 1, "b": 0})),
+            step("call the buggy tool", "buggy", json!({})),
+            step("now properly", "add", json!({"a": 2, "b": 3})),
+            step("done", "finish", json!({})),
+            extract("5"),
+        ],
+    );
+    let out = agent.call(ask()).await.unwrap();
+    assert_eq!(out.output.answer, "5");
+    let seen = observations(&out.trajectory);
+    let text = |o: &Observation| match o {
+        Observation::Error(t) => t.clone(),
+        Observation::Output(v) => v.to_string(),
+    };
+    assert_eq!(
+        text(&seen[0]),
+        "Execution error in multiply: there is no tool named `multiply`; the tools are: add, divide, buggy, finish"
+    );
+    assert_eq!(
+        text(&seen[1]),
+        "Execution error in add: invalid arguments for tool `add`: argument `a`: expected integer, got string \"two\""
+    );
+    assert_eq!(
+        text(&seen[2]),
+        "Execution error in divide: tool `divide` failed: division by zero"
+    );
+    assert_eq!(
+        text(&seen[3]),
+        "Execution error in buggy: tool `buggy` panicked: index out of bounds"
+    );
+    assert_eq!(seen[4], Observation::Output(json!(5)));
+    assert_eq!(seen[5], Observation::Output(json!("Completed.")));
+    // The model saw each error in the next step's prompt.
+    let second_prompt = &lm.requests()[1].messages[1].content;
+    assert!(
+        second_prompt.contains("there is no tool named `multiply`"),
+        "{second_prompt}"
+    );
+    assert_eq!(out.usage.lm_calls, 7);
+}
+
+#[tokio::test]
+async fn a_tool_that_exceeds_its_timeout_becomes_an_observation() {
+    let (agent, _) = agent(
+        vec![Arc::new(SlowTool)],
+        vec![
+            step("wait", "slow", json!({})),
+            step("give up", "finish", json!({})),
+            extract("none"),
+        ],
+    );
+    let agent = agent.with_tool_timeout(Duration::from_millis(20));
+    let out = agent.call(ask()).await.unwrap();
+    match &out.trajectory.steps[0].observation {
+        Observation::Error(text) => assert!(text.contains("timed out after 20ms"), "{text}"),
+        other => panic!("expected a timeout observation, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn finish_with_valid_outputs_skips_the_extractor() {
+    let counter = Arc::new(Counter::default());
+    let (agent, lm) = agent(
+        Counter::tools(&counter),
+        vec![
+            step("visit", "visit", json!({})),
+            step("answer", "finish", json!({"answer": "1 visit"})),
+        ],
+    );
+    let out = agent.call(ask()).await.unwrap();
+    assert_eq!(out.output.answer, "1 visit");
+    assert_eq!(out.reasoning, None);
+    assert_eq!(lm.requests().len(), 2, "no extractor call");
+    assert_eq!(counter.hits.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn finish_without_outputs_runs_the_extractor() {
+    let (agent, lm) = agent(
+        vec![],
+        vec![step("nothing to do", "finish", json!({})), extract("42")],
+    );
+    let out = agent.call(ask()).await.unwrap();
+    assert_eq!(
+        (out.output.answer.as_str(), out.reasoning.as_deref()),
+        ("42", Some("done"))
+    );
+    let extractor_prompt = &lm.requests()[1].messages[0].content;
+    assert!(extractor_prompt.contains("1. `reasoning` (str): \n2. `answer` (str):"));
+}
+
+#[tokio::test]
+async fn max_iters_bounds_the_loop() {
+    let replies: Vec<String> = (0..3)
+        .map(|_| step("again", "add", json!({"a": 1, "b": 1})))
+        .collect();
+    let mut replies = replies;
+    replies.push(extract("2"));
+    let lm = Arc::new(ScriptedLm::texts(replies));
+    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)])
+        .with_lm(lm.clone())
+        .with_max_iters(3);
+    let out = agent.call(ask()).await.unwrap();
+    assert_eq!(out.trajectory.steps.len(), 3);
+    assert_eq!(lm.requests().len(), 4);
+}
+
+fn overflow() -> LmError {
+    LmError::ContextWindowExceeded {
+        message: "too long".into(),
+    }
+}
+
+#[tokio::test]
+async fn an_extractor_that_never_fits_is_a_typed_error_with_the_trajectory() {
+    let lm = Arc::new(
+        ScriptedLm::texts([
+            step("add", "add", json!({"a": 1, "b": 2})),
+            step("done", "finish", json!({})),
+        ])
+        .then_error(overflow())
+        .then_error(overflow())
+        .then_error(overflow()),
+    );
+    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)]).with_lm(lm.clone());
+    match agent.call(ask()).await.unwrap_err() {
+        Error::TrajectoryTooLong {
+            trajectory,
+            message,
+        } => {
+            assert!(
+                trajectory.steps.len() < 2,
+                "steps were dropped while truncating"
+            );
+            assert!(message.contains("too long"), "{message}");
+        }
+        other => panic!("expected TrajectoryTooLong, got {other:?}"),
+    }
+}
+
+#[test]
+fn truncation_policies() {
+    let mut trajectory = Trajectory::default();
+    for index in 0..4 {
+        trajectory.steps.push(signet::module::Step {
+            index,
+            thought: format!("t{index}"),
+            tool_name: "add".into(),
+            tool_args: json!({}),
+            observation: Observation::Output(json!(index)),
+            elapsed: Duration::ZERO,
+        });
+    }
+    let indices = |t: &Trajectory| t.steps.iter().map(|s| s.index).collect::<Vec<_>>();
+    let mut keep_first = trajectory.clone();
+    KeepFirst.truncate(&mut keep_first).unwrap();
+    assert_eq!(indices(&keep_first), [0, 2, 3]);
+    let mut window = trajectory.clone();
+    SlidingWindow(2).truncate(&mut window).unwrap();
+    assert_eq!(indices(&window), [2, 3]);
+    let mut empty = Trajectory::default();
+    assert!(SlidingWindow(2).truncate(&mut empty).is_err());
+}
+
+#[tokio::test]
+async fn a_custom_truncation_policy_is_used() {
+    #[derive(Debug)]
+    struct ForgetAll;
+    impl TruncationPolicy for ForgetAll {
+        fn truncate(&self, trajectory: &mut Trajectory) -> Result<(), String> {
+            trajectory.steps.clear();
+            Ok(())
+        }
+    }
+    let lm = Arc::new(
+        ScriptedLm::texts([step("add", "add", json!({"a": 1, "b": 2}))])
+            .then_error(overflow())
+            .then(Completion::text(step(
+                "done",
+                "finish",
+                json!({"answer": "3"}),
+            ))),
+    );
+    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)])
+        .with_lm(lm.clone())
+        .with_truncation(Arc::new(ForgetAll));
+    let out = agent.call(ask()).await.unwrap();
+    assert_eq!(out.output.answer, "3");
+    let retried = &lm.requests()[2].messages[1].content;
+    assert!(
+        retried.contains("[[ ## trajectory ## ]]\n\n\nRespond"),
+        "the retry had an empty trajectory: {retried}"
+    );
+}
