@@ -23,3 +23,7 @@ struct ModulesGuide;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/adapters.md")]
 struct AdaptersGuide;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/react.md")]
+struct ReactGuide;
