@@ -259,6 +259,8 @@ fn truncation_policies() {
             tool_name: "add".into(),
             tool_args: json!({}),
             observation: Observation::Output(json!(index)),
+            call_id: None,
+            turn: index,
             elapsed: Duration::ZERO,
         });
     }

@@ -35,7 +35,7 @@ use serde_json::Value;
 mod react;
 
 pub use react::{
-    DropOldest, FINISH, KeepFirst, Observation, ReAct, ReActCore, ReActOutput, ReActRun,
+    DropOldest, FINISH, KeepFirst, Observation, ReAct, ReActCore, ReActMode, ReActOutput, ReActRun,
     SlidingWindow, Step, Trajectory, TruncationPolicy, tool_listing,
 };
 

@@ -371,6 +371,21 @@ pub fn json_assistant_message(
 // ---- Signet's own prompts (structured calls) ----------------------------------------------------
 // These are not DSPy's: DSPy has no equivalent of `signet::structured`.
 
+/// Appended to the system message in ReAct's native-function-calling mode.
+pub fn native_tools_note() -> String {
+    "\n\nYou can call the available tools to collect the information you need, several at once when \
+     they are independent. When you have everything, answer in the format above, or call `finish` \
+     with the outputs as its arguments."
+        .to_owned()
+}
+
+/// The description of `finish` in native mode (`outputs` like "`answer`, `score`").
+pub fn native_finish_description(outputs: &str) -> String {
+    format!(
+        "Marks the task as complete. Pass the outputs ({outputs}) as arguments when you have them."
+    )
+}
+
 /// Asks for a JSON value matching `schema` (used by [`crate::structured`]).
 pub fn structured_instruction(schema: &str) -> String {
     format!(

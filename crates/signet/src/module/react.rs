@@ -6,6 +6,8 @@
 //! (ChainOfThought over the inputs and the trajectory) produces the outputs, unless `finish` already
 //! carried valid outputs.
 
+mod native;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,6 +37,12 @@ pub struct Step {
     pub tool_args: Value,
     /// What came back.
     pub observation: Observation,
+    /// The provider's id for the call (native function calling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// The model turn the call belongs to (several calls share a turn in native mode).
+    #[serde(default)]
+    pub turn: usize,
     /// How long the tool took.
     #[serde(with = "duration_ms")]
     pub elapsed: Duration,
@@ -178,6 +186,18 @@ pub struct ReActOutput<O> {
     pub usage: Usage,
 }
 
+/// How the loop talks to the model about tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReActMode {
+    /// Native function calling when the LM supports it, text otherwise (the default).
+    #[default]
+    Auto,
+    /// DSPy's text format: `next_thought` / `next_tool_name` / `next_tool_args` fields.
+    Text,
+    /// Native function calling: tools sent as `tools=`, calls of one reply run concurrently.
+    Native,
+}
+
 /// The untyped ReAct loop over a run-time signature.
 #[derive(Clone)]
 pub struct ReActCore {
@@ -188,6 +208,7 @@ pub struct ReActCore {
     max_iters: usize,
     truncation: Arc<dyn TruncationPolicy>,
     tool_timeout: Option<Duration>,
+    mode: ReActMode,
 }
 
 impl std::fmt::Debug for ReActCore {
@@ -222,7 +243,14 @@ impl ReActCore {
             max_iters: 20,
             truncation: Arc::new(DropOldest),
             tool_timeout: None,
+            mode: ReActMode::Auto,
         }
+    }
+
+    /// Text or native tool calling (default: [`ReActMode::Auto`]).
+    pub fn with_mode(mut self, mode: ReActMode) -> Self {
+        self.mode = mode;
+        self
     }
 
     /// At most this many steps (default 20).
@@ -265,7 +293,16 @@ impl ReActCore {
 
     /// Runs the loop on `inputs`; the outputs are field values.
     pub async fn forward(&self, inputs: &Example, call: &CallConfig) -> Result<ReActRun, Error> {
-        let adapter = self.step.resolve(call)?.adapter;
+        let resolved = self.step.resolve(call)?;
+        let native = match self.mode {
+            ReActMode::Auto => resolved.lm.capabilities().function_calling,
+            ReActMode::Text => false,
+            ReActMode::Native => true,
+        };
+        if native {
+            return self.forward_native(inputs, call, resolved).await;
+        }
+        let adapter = resolved.adapter;
         let mut trajectory = Trajectory::default();
         let mut usage = Usage::default();
         let mut finished_outputs = None;
@@ -310,6 +347,8 @@ impl ReActCore {
                 tool_name: tool_name.clone(),
                 tool_args,
                 observation,
+                call_id: None,
+                turn: index,
                 elapsed: started.elapsed(),
             });
             if tool_name == FINISH {
@@ -607,6 +646,12 @@ impl<S: Signature> ReAct<S> {
     /// A time limit for each tool call.
     pub fn with_tool_timeout(mut self, timeout: Duration) -> Self {
         self.core = self.core.with_tool_timeout(timeout);
+        self
+    }
+
+    /// Text or native tool calling (default: native when the LM supports it).
+    pub fn with_mode(mut self, mode: ReActMode) -> Self {
+        self.core = self.core.with_mode(mode);
         self
     }
 

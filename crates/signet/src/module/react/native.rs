@@ -1,0 +1,228 @@
+//! ReAct over native function calling: tools sent as `tools=`, every call of a reply run
+//! concurrently, results returned as `tool` messages with their ids, a text answer ends the loop.
+
+use std::time::Instant;
+
+use futures::future::join_all;
+use serde_json::{Map, Value, json};
+
+use super::{FINISH, Observation, ReActCore, ReActRun, Step, Trajectory};
+use crate::adapter::{Adapter, Example, templates};
+use crate::lm::{LmError, LmRequest, Message, ToolCall, ToolChoice, Usage};
+use crate::module::{CallConfig, Error, Resolved};
+
+impl ReActCore {
+    /// The native-function-calling loop (see the [module docs](self)).
+    pub(super) async fn forward_native(
+        &self,
+        inputs: &Example,
+        call: &CallConfig,
+        resolved: Resolved,
+    ) -> Result<ReActRun, Error> {
+        let Resolved { lm, adapter } = resolved;
+        let base = self.base_messages(adapter.as_ref(), inputs);
+        let mut tools: Vec<Value> = self.tools.iter().map(|t| t.to_openai_function()).collect();
+        tools.push(self.finish_descriptor());
+        let mut trajectory = Trajectory::default();
+        let mut usage = Usage::default();
+        let mut truncations = 0;
+        let mut turn = 0;
+        while turn < self.max_iters {
+            let mut request = LmRequest::new(conversation(&base, &trajectory));
+            request.tools = tools.clone();
+            request.tool_choice = Some(ToolChoice::Auto);
+            request.parallel_tool_calls = Some(true);
+            let completion = match lm.complete(&request).await {
+                Ok(completion) => completion,
+                Err(LmError::ContextWindowExceeded { message }) => {
+                    usage.lm_calls += 1;
+                    truncations += 1;
+                    let truncated = self.truncation.truncate(&mut trajectory);
+                    if truncations > 3 || truncated.is_err() {
+                        tracing::warn!(%message, "ending the trajectory: it no longer fits the context window");
+                        break;
+                    }
+                    continue;
+                }
+                Err(error) => return Err(Error::Lm(error)),
+            };
+            usage += completion.usage;
+            if completion.tool_calls.is_empty() {
+                // A text answer is the final answer.
+                let text = completion.text.clone().unwrap_or_default();
+                match adapter.parse(&self.signature, &text) {
+                    Ok(outputs) => {
+                        return Ok(ReActRun {
+                            outputs,
+                            reasoning: completion.reasoning,
+                            trajectory,
+                            usage,
+                        });
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "the final answer could not be read; extracting from the trajectory");
+                        break;
+                    }
+                }
+            }
+            let thought = completion
+                .text
+                .clone()
+                .filter(|t| !t.trim().is_empty())
+                .or(completion.reasoning.clone());
+            let first_index = trajectory.steps.last().map_or(0, |s| s.index + 1);
+            let observed =
+                join_all(completion.tool_calls.iter().map(|c| self.observe_call(c))).await;
+            let mut finished = None;
+            for (offset, (tool_call, (args, observation, elapsed))) in
+                completion.tool_calls.iter().zip(observed).enumerate()
+            {
+                if tool_call.name == FINISH {
+                    finished = Some(self.outputs_from_finish(&args));
+                }
+                trajectory.steps.push(Step {
+                    index: first_index + offset,
+                    thought: thought.clone().unwrap_or_default(),
+                    tool_name: tool_call.name.clone(),
+                    tool_args: args,
+                    observation,
+                    call_id: Some(tool_call.id.clone()),
+                    turn,
+                    elapsed,
+                });
+            }
+            match finished {
+                Some(Some(outputs)) => {
+                    return Ok(ReActRun {
+                        outputs,
+                        reasoning: None,
+                        trajectory,
+                        usage,
+                    });
+                }
+                Some(None) => break,
+                None => {}
+            }
+            turn += 1;
+        }
+        let mut outputs = self
+            .call_with_truncation(
+                &self.extract,
+                inputs,
+                &mut trajectory,
+                adapter.as_ref(),
+                call,
+                &mut usage,
+            )
+            .await?;
+        let reasoning = outputs
+            .shift_remove("reasoning")
+            .map(|r| super::as_text(&r));
+        Ok(ReActRun {
+            outputs,
+            reasoning,
+            trajectory,
+            usage,
+        })
+    }
+
+    /// The system and user messages of the user's signature, with a note on using the tools.
+    fn base_messages(&self, adapter: &dyn Adapter, inputs: &Example) -> Vec<Message> {
+        let mut messages = adapter.format(&self.signature, &[], inputs);
+        if let Some(system) = messages.first_mut() {
+            system.content.push_str(&templates::native_tools_note());
+        }
+        messages
+    }
+
+    /// `finish`, whose optional arguments are the outputs.
+    fn finish_descriptor(&self) -> Value {
+        let mut properties = Map::new();
+        for field in self.signature.outputs() {
+            let mut schema = crate::schema::inline_refs(field.schema());
+            if let (Value::Object(map), Some(desc)) = (&mut schema, field.desc()) {
+                map.insert("description".to_owned(), json!(desc));
+            }
+            properties.insert(field.name().to_owned(), schema);
+        }
+        json!({
+            "type": "function",
+            "function": {
+                "name": FINISH,
+                "description": templates::native_finish_description(&self.output_names()),
+                "parameters": {"type": "object", "properties": properties, "required": []}
+            }
+        })
+    }
+
+    fn output_names(&self) -> String {
+        self.signature
+            .outputs()
+            .iter()
+            .map(|f| format!("`{}`", f.name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// One tool call: its arguments (parsed, or the raw text) and what came back.
+    async fn observe_call(&self, call: &ToolCall) -> (Value, Observation, std::time::Duration) {
+        let started = Instant::now();
+        let args = match call.args() {
+            Ok(args) => args,
+            Err(error) => {
+                let observation = Observation::Error(format!(
+                    "Execution error in {}: the arguments are not valid JSON ({error}): {}",
+                    call.name, call.arguments
+                ));
+                return (
+                    Value::String(call.arguments.clone()),
+                    observation,
+                    started.elapsed(),
+                );
+            }
+        };
+        let observation = self.observe(&call.name, &args).await;
+        (args, observation, started.elapsed())
+    }
+}
+
+/// The messages for the next turn: the base messages, then each turn's tool calls (one assistant
+/// message) followed by their results (`tool` messages, in call order).
+fn conversation(base: &[Message], trajectory: &Trajectory) -> Vec<Message> {
+    let mut messages = base.to_vec();
+    let mut steps = trajectory.steps.iter().peekable();
+    while let Some(first) = steps.next() {
+        let mut group = vec![first];
+        while let Some(next) = steps.next_if(|s| s.turn == first.turn) {
+            group.push(next);
+        }
+        let calls = group
+            .iter()
+            .map(|s| ToolCall::new(call_id(s), &s.tool_name, s.tool_args.to_string()))
+            .collect();
+        let mut assistant = Message::assistant_tool_calls(calls);
+        assistant.content = first.thought.clone();
+        messages.push(assistant);
+        for step in group {
+            messages.push(Message::tool_result(
+                call_id(step),
+                observation_text(&step.observation),
+            ));
+        }
+    }
+    messages
+}
+
+fn call_id(step: &Step) -> String {
+    step.call_id
+        .clone()
+        .unwrap_or_else(|| format!("call_{}", step.index))
+}
+
+/// What a `tool` message says: text as it is, other values as JSON.
+fn observation_text(observation: &Observation) -> String {
+    match observation {
+        Observation::Output(Value::String(text)) | Observation::Error(text) => text.clone(),
+        Observation::Output(value) => value.to_string(),
+    }
+}

@@ -1,0 +1,219 @@
+//! ReAct in native function-calling mode: tools as `tools=`, every call of one reply run
+//! concurrently, results returned as `tool` messages with their ids in order.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use signet::lm::{Capabilities, Completion, Role, ScriptedLm, ToolCall, ToolChoice};
+use signet::module::{Observation, ReAct, ReActMode};
+use signet::{Signature, Tool, ToolBox, tool};
+use tokio::sync::Barrier;
+
+/// Answer the question using the tools.
+#[derive(Signature)]
+struct Ask {
+    #[input]
+    question: String,
+    #[output]
+    answer: String,
+}
+
+/// Two tools that can only both finish when they run at the same time.
+struct Rendezvous {
+    barrier: Barrier,
+}
+
+#[tool]
+impl Rendezvous {
+    /// Weather in a city.
+    #[tool]
+    async fn weather(&self, city: String) -> String {
+        self.barrier.wait().await;
+        format!("sunny in {city}")
+    }
+
+    /// Time in a city.
+    #[tool]
+    async fn time(&self, city: String) -> String {
+        self.barrier.wait().await;
+        format!("noon in {city}")
+    }
+}
+
+fn function_calling() -> Capabilities {
+    Capabilities {
+        function_calling: true,
+        ..Capabilities::default()
+    }
+}
+
+fn calls(list: &[(&str, &str, &str)]) -> Completion {
+    Completion::tool_calls(
+        list.iter()
+            .map(|(id, name, args)| ToolCall::new(*id, *name, *args))
+            .collect(),
+    )
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn calls_of_one_reply_run_concurrently_and_return_in_order() {
+    let tools = Rendezvous::tools(&Arc::new(Rendezvous {
+        barrier: Barrier::new(2),
+    }));
+    let lm = Arc::new(
+        ScriptedLm::new([
+            calls(&[
+                ("c1", "weather", r#"{"city": "Oslo"}"#),
+                ("c2", "time", r#"{"city": "Oslo"}"#),
+            ]),
+            Completion::text("[[ ## answer ## ]]\nSunny at noon.\n\n[[ ## completed ## ]]"),
+        ])
+        .with_capabilities(function_calling()),
+    );
+    let agent = ReAct::<Ask>::new(tools)
+        .with_lm(lm.clone())
+        .with_tool_timeout(Duration::from_secs(10));
+    let out = agent
+        .call(AskInput {
+            question: "Oslo?".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.output.answer, "Sunny at noon.");
+    let seen: Vec<&Observation> = out
+        .trajectory
+        .steps
+        .iter()
+        .map(|s| &s.observation)
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            &Observation::Output(json!("sunny in Oslo")),
+            &Observation::Output(json!("noon in Oslo"))
+        ]
+    );
+
+    let requests = lm.requests();
+    let first = &requests[0];
+    let names: Vec<&str> = first
+        .tools
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["weather", "time", "finish"]);
+    assert_eq!(
+        (first.tool_choice.clone(), first.parallel_tool_calls),
+        (Some(ToolChoice::Auto), Some(true))
+    );
+    let second = &requests[1].messages;
+    let n = second.len();
+    assert_eq!(second[n - 3].role, Role::Assistant);
+    assert_eq!(second[n - 3].tool_calls.len(), 2);
+    assert_eq!(
+        second[n - 3].content,
+        "",
+        "assistant tool-call messages carry empty content"
+    );
+    assert_eq!(
+        (
+            second[n - 2].tool_call_id.as_deref(),
+            second[n - 2].content.as_str()
+        ),
+        (Some("c1"), "sunny in Oslo")
+    );
+    assert_eq!(
+        (
+            second[n - 1].tool_call_id.as_deref(),
+            second[n - 1].content.as_str()
+        ),
+        (Some("c2"), "noon in Oslo")
+    );
+    assert_eq!(out.usage.lm_calls, 2);
+}
+
+/// Add two integers.
+#[tool]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[tokio::test]
+async fn finish_with_outputs_ends_the_run() {
+    let lm = Arc::new(
+        ScriptedLm::new([
+            calls(&[("c1", "add", r#"{"a": 2, "b": 3}"#)]),
+            calls(&[("c2", "finish", r#"{"answer": "5"}"#)]),
+        ])
+        .with_capabilities(function_calling()),
+    );
+    let out = ReAct::<Ask>::new(vec![Arc::new(AddTool)])
+        .with_lm(lm.clone())
+        .call(AskInput {
+            question: "2 + 3?".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.output.answer, "5");
+    assert_eq!(lm.requests().len(), 2);
+    let finish = lm.requests()[0].tools.last().cloned().unwrap();
+    assert_eq!(
+        finish["function"]["parameters"]["properties"]["answer"]["type"],
+        "string"
+    );
+}
+
+#[tokio::test]
+async fn bad_arguments_and_unknown_tools_are_tool_messages_the_model_can_read() {
+    let lm = Arc::new(
+        ScriptedLm::new([
+            calls(&[
+                ("c1", "add", r#"{"a": "x"}"#),
+                ("c2", "mul", "{}"),
+                ("c3", "add", "{not json"),
+            ]),
+            Completion::text("[[ ## answer ## ]]\nno idea"),
+        ])
+        .with_capabilities(function_calling()),
+    );
+    let out = ReAct::<Ask>::new(vec![Arc::new(AddTool)])
+        .with_lm(lm.clone())
+        .call(AskInput {
+            question: "?".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.output.answer, "no idea");
+    let messages = &lm.requests()[1].messages;
+    let tool_texts: Vec<&str> = messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.content.as_str())
+        .collect();
+    assert!(
+        tool_texts[0].contains("argument `a`: expected integer"),
+        "{tool_texts:?}"
+    );
+    assert!(
+        tool_texts[1].contains("there is no tool named `mul`"),
+        "{tool_texts:?}"
+    );
+    assert!(tool_texts[2].contains("not valid JSON"), "{tool_texts:?}");
+}
+
+#[tokio::test]
+async fn text_mode_can_be_forced_on_a_function_calling_lm() {
+    let step = "[[ ## next_thought ## ]]\nDone.\n\n[[ ## next_tool_name ## ]]\nfinish\n\n[[ ## next_tool_args ## ]]\n{\"answer\": \"ok\"}";
+    let lm = Arc::new(ScriptedLm::texts([step]).with_capabilities(function_calling()));
+    let out = ReAct::<Ask>::new(vec![Arc::new(AddTool)])
+        .with_lm(lm.clone())
+        .with_mode(ReActMode::Text)
+        .call(AskInput {
+            question: "?".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.output.answer, "ok");
+    assert!(lm.requests()[0].tools.is_empty());
+}
