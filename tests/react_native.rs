@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 use signet::lm::{Capabilities, Completion, Role, ScriptedLm, ToolCall, ToolChoice};
 use signet::module::{Observation, ReAct, ReActMode};
-use signet::{Signature, Tool, ToolBox, tool};
+use signet::{Signature, ToolBox, tool};
 use tokio::sync::Barrier;
 
 /// Answer the question using the tools.
