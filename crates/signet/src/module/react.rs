@@ -186,6 +186,78 @@ pub struct ReActOutput<O> {
     pub usage: Usage,
 }
 
+/// What happens during a run, in order, for UIs and logs ([`ReActCore::stream`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ReActEvent {
+    /// A model turn begins.
+    StepStarted {
+        /// The turn's number.
+        turn: usize,
+    },
+    /// The model's reasoning for this turn.
+    Thought {
+        /// The turn's number.
+        turn: usize,
+        /// What it wrote.
+        text: String,
+    },
+    /// A tool call begins.
+    ToolCallStarted {
+        /// The step's index in the trajectory.
+        index: usize,
+        /// The tool.
+        name: String,
+        /// The arguments.
+        args: Value,
+    },
+    /// A tool call ended.
+    ToolCallFinished {
+        /// The step's index in the trajectory.
+        index: usize,
+        /// The tool.
+        name: String,
+        /// What came back (or the error, as the model will read it).
+        observation: Observation,
+        /// How long it took, in milliseconds.
+        elapsed_ms: u64,
+    },
+    /// The extractor runs (the loop ended without outputs from `finish` or a final answer).
+    Extracting,
+    /// The run finished.
+    Done {
+        /// Output field values.
+        outputs: Example,
+        /// LM usage over every call.
+        usage: Usage,
+        /// Wall time of the run, in milliseconds.
+        elapsed_ms: u64,
+    },
+    /// The run failed.
+    Failed {
+        /// The error's text.
+        error: String,
+    },
+}
+
+/// Where a run's events go (nowhere for plain calls).
+#[derive(Clone, Default)]
+pub(crate) struct Emitter(Option<tokio::sync::mpsc::UnboundedSender<ReActEvent>>);
+
+impl Emitter {
+    fn emit(&self, event: ReActEvent) {
+        if let Some(sender) = &self.0 {
+            // A closed receiver means nobody listens any more: the run goes on regardless.
+            let _ = sender.send(event);
+        }
+    }
+}
+
+fn millis(elapsed: Duration) -> u64 {
+    elapsed.as_millis().try_into().unwrap_or(u64::MAX)
+}
+
 /// How the loop talks to the model about tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReActMode {
@@ -293,6 +365,44 @@ impl ReActCore {
 
     /// Runs the loop on `inputs`; the outputs are field values.
     pub async fn forward(&self, inputs: &Example, call: &CallConfig) -> Result<ReActRun, Error> {
+        self.run(inputs, call, &Emitter::default()).await
+    }
+
+    /// Runs the loop and yields its events as they happen, ending with [`ReActEvent::Done`] or
+    /// [`ReActEvent::Failed`]. Dropping the stream cancels the run, tool calls in flight included.
+    pub fn stream<'a>(
+        &'a self,
+        inputs: Example,
+        call: CallConfig,
+    ) -> futures::stream::BoxStream<'a, ReActEvent> {
+        use futures::StreamExt;
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+        let emitter = Emitter(Some(sender));
+        let run = async move {
+            let started = Instant::now();
+            let event = match self.run(&inputs, &call, &emitter).await {
+                Ok(run) => ReActEvent::Done {
+                    outputs: run.outputs,
+                    usage: run.usage,
+                    elapsed_ms: millis(started.elapsed()),
+                },
+                Err(error) => ReActEvent::Failed {
+                    error: error.to_string(),
+                },
+            };
+            emitter.emit(event);
+        };
+        let events = futures::stream::poll_fn(move |cx| receiver.poll_recv(cx));
+        let driver = futures::stream::once(run).filter_map(|()| async { None });
+        futures::stream::select(driver, events).boxed()
+    }
+
+    async fn run(
+        &self,
+        inputs: &Example,
+        call: &CallConfig,
+        events: &Emitter,
+    ) -> Result<ReActRun, Error> {
         let resolved = self.step.resolve(call)?;
         let native = match self.mode {
             ReActMode::Auto => resolved.lm.capabilities().function_calling,
@@ -300,13 +410,14 @@ impl ReActCore {
             ReActMode::Native => true,
         };
         if native {
-            return self.forward_native(inputs, call, resolved).await;
+            return self.forward_native(inputs, call, resolved, events).await;
         }
         let adapter = resolved.adapter;
         let mut trajectory = Trajectory::default();
         let mut usage = Usage::default();
         let mut finished_outputs = None;
         for index in 0..self.max_iters {
+            events.emit(ReActEvent::StepStarted { turn: index });
             let prediction = match self
                 .call_with_truncation(
                     &self.step,
@@ -336,8 +447,13 @@ impl ReActCore {
                 .get("next_tool_args")
                 .cloned()
                 .unwrap_or(Value::Null);
-            let started = Instant::now();
-            let observation = self.observe(&tool_name, &tool_args).await;
+            events.emit(ReActEvent::Thought {
+                turn: index,
+                text: thought.clone(),
+            });
+            let (observation, elapsed) = self
+                .observe_with_events(index, &tool_name, &tool_args, events)
+                .await;
             if tool_name == FINISH {
                 finished_outputs = self.outputs_from_finish(&tool_args);
             }
@@ -349,7 +465,7 @@ impl ReActCore {
                 observation,
                 call_id: None,
                 turn: index,
-                elapsed: started.elapsed(),
+                elapsed,
             });
             if tool_name == FINISH {
                 break;
@@ -363,6 +479,7 @@ impl ReActCore {
                 usage,
             });
         }
+        events.emit(ReActEvent::Extracting);
         let mut outputs = self
             .call_with_truncation(
                 &self.extract,
@@ -425,6 +542,33 @@ impl ReActCore {
             message: format!("the context window was exceeded even after 3 truncations: {last}"),
             trajectory: Box::new(trajectory.clone()),
         })
+    }
+
+    /// [`observe`](Self::observe) inside a tracing span, with start and finish events.
+    async fn observe_with_events(
+        &self,
+        index: usize,
+        name: &str,
+        args: &Value,
+        events: &Emitter,
+    ) -> (Observation, Duration) {
+        use tracing::Instrument;
+        events.emit(ReActEvent::ToolCallStarted {
+            index,
+            name: name.to_owned(),
+            args: args.clone(),
+        });
+        let started = Instant::now();
+        let span = tracing::info_span!("react.tool_call", tool = name, index);
+        let observation = self.observe(name, args).instrument(span).await;
+        let elapsed = started.elapsed();
+        events.emit(ReActEvent::ToolCallFinished {
+            index,
+            name: name.to_owned(),
+            observation: observation.clone(),
+            elapsed_ms: millis(elapsed),
+        });
+        (observation, elapsed)
     }
 
     /// Runs the chosen tool; every failure becomes an observation the model can act on.
@@ -658,6 +802,16 @@ impl<S: Signature> ReAct<S> {
     /// The untyped loop inside.
     pub fn core(&self) -> &ReActCore {
         &self.core
+    }
+
+    /// Runs the agent on `input`, yielding its events as they happen (see [`ReActCore::stream`]).
+    /// Dropping the stream cancels the run.
+    pub fn stream(
+        &self,
+        input: S::Input,
+    ) -> Result<futures::stream::BoxStream<'_, ReActEvent>, Error> {
+        let inputs = super::to_example(&input)?;
+        Ok(self.core.stream(inputs, CallConfig::default()))
     }
 
     /// Runs the agent on `input`.

@@ -6,7 +6,7 @@ use std::time::Instant;
 use futures::future::join_all;
 use serde_json::{Map, Value, json};
 
-use super::{FINISH, Observation, ReActCore, ReActRun, Step, Trajectory};
+use super::{Emitter, FINISH, Observation, ReActCore, ReActEvent, ReActRun, Step, Trajectory};
 use crate::adapter::{Adapter, Example, templates};
 use crate::lm::{LmError, LmRequest, Message, ToolCall, ToolChoice, Usage};
 use crate::module::{CallConfig, Error, Resolved};
@@ -18,6 +18,7 @@ impl ReActCore {
         inputs: &Example,
         call: &CallConfig,
         resolved: Resolved,
+        events: &Emitter,
     ) -> Result<ReActRun, Error> {
         let Resolved { lm, adapter } = resolved;
         let base = self.base_messages(adapter.as_ref(), inputs);
@@ -28,6 +29,7 @@ impl ReActCore {
         let mut truncations = 0;
         let mut turn = 0;
         while turn < self.max_iters {
+            events.emit(ReActEvent::StepStarted { turn });
             let mut request = LmRequest::new(conversation(&base, &trajectory));
             request.tools = tools.clone();
             request.tool_choice = Some(ToolChoice::Auto);

@@ -1,0 +1,165 @@
+//! The ReAct event stream: typed events in order, ending with `done`; dropping the stream cancels
+//! the run and the tool calls in flight.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures::StreamExt;
+use serde_json::json;
+use signet::lm::ScriptedLm;
+use signet::module::{Observation, ReAct, ReActEvent};
+use signet::{Signature, ToolBox, tool};
+
+/// Answer the question using the tools.
+#[derive(Signature)]
+struct Ask {
+    #[input]
+    question: String,
+    #[output]
+    answer: String,
+}
+
+/// Add two integers.
+#[tool]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+fn step(tool: &str, args: serde_json::Value) -> String {
+    format!(
+        "[[ ## next_thought ## ]]\nthinking\n\n[[ ## next_tool_name ## ]]\n{tool}\n\n[[ ## next_tool_args ## ]]\n{args}"
+    )
+}
+
+#[tokio::test]
+async fn events_arrive_in_order_and_end_with_done() {
+    let lm = Arc::new(ScriptedLm::texts([
+        step("add", json!({"a": 2, "b": 3})),
+        step("finish", json!({})),
+        "[[ ## reasoning ## ]]\nsum\n\n[[ ## answer ## ]]\n5".to_owned(),
+    ]));
+    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)]).with_lm(lm);
+    let events: Vec<ReActEvent> = agent
+        .stream(AskInput {
+            question: "2 + 3?".into(),
+        })
+        .unwrap()
+        .collect()
+        .await;
+    let kinds: Vec<String> = events
+        .iter()
+        .map(|e| {
+            serde_json::to_value(e).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "step_started",
+            "thought",
+            "tool_call_started",
+            "tool_call_finished",
+            "step_started",
+            "thought",
+            "tool_call_started",
+            "tool_call_finished",
+            "extracting",
+            "done",
+        ]
+    );
+    match &events[3] {
+        ReActEvent::ToolCallFinished {
+            name, observation, ..
+        } => {
+            assert_eq!(
+                (name.as_str(), observation),
+                ("add", &Observation::Output(json!(5)))
+            );
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    match events.last() {
+        Some(ReActEvent::Done { outputs, usage, .. }) => {
+            assert_eq!(outputs["answer"], "5");
+            assert_eq!(usage.lm_calls, 3);
+        }
+        other => panic!("expected done, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_failed_run_ends_with_failed() {
+    let lm = Arc::new(ScriptedLm::texts([step("finish", json!({}))]));
+    let agent = ReAct::<Ask>::new(vec![]).with_lm(lm);
+    let events: Vec<ReActEvent> = agent
+        .stream(AskInput {
+            question: "?".into(),
+        })
+        .unwrap()
+        .collect()
+        .await;
+    match events.last() {
+        Some(ReActEvent::Failed { error }) => assert!(error.contains("no reply left"), "{error}"),
+        other => panic!("expected failed, got {other:?}"),
+    }
+}
+
+/// A tool that never returns, and records whether its future was dropped.
+struct Hang {
+    dropped: Arc<AtomicBool>,
+}
+
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[tool]
+impl Hang {
+    /// Wait forever.
+    #[tool]
+    async fn wait(&self) -> bool {
+        let _guard = SetOnDrop(self.dropped.clone());
+        std::future::pending::<()>().await;
+        true
+    }
+}
+
+#[tokio::test]
+async fn dropping_the_stream_cancels_the_tool_in_flight() {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let tools = Hang::tools(&Arc::new(Hang {
+        dropped: dropped.clone(),
+    }));
+    let lm = Arc::new(ScriptedLm::texts([step("wait", json!({}))]));
+    let agent = ReAct::<Ask>::new(tools).with_lm(lm);
+    let mut events = agent
+        .stream(AskInput {
+            question: "?".into(),
+        })
+        .unwrap();
+    loop {
+        match events.next().await {
+            Some(ReActEvent::ToolCallStarted { .. }) => break,
+            Some(_) => continue,
+            None => panic!("the stream ended before the tool started"),
+        }
+    }
+    // Give the tool a chance to start waiting, then hang up.
+    tokio::task::yield_now().await;
+    events.next().now_or_never();
+    assert!(!dropped.load(Ordering::SeqCst), "the tool is still running");
+    drop(events);
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "dropping the stream dropped the tool's future"
+    );
+}
+
+use futures::FutureExt;
