@@ -163,3 +163,46 @@ async fn dropping_the_stream_cancels_the_tool_in_flight() {
 }
 
 use futures::FutureExt;
+
+#[tokio::test]
+async fn native_mode_emits_an_event_pair_per_concurrent_call() {
+    use signet::lm::{Capabilities, Completion, ToolCall};
+    let lm = Arc::new(
+        ScriptedLm::new([
+            Completion::tool_calls(vec![
+                ToolCall::new("c1", "add", r#"{"a": 1, "b": 2}"#),
+                ToolCall::new("c2", "add", r#"{"a": 3, "b": 4}"#),
+            ]),
+            signet::lm::Completion::text("[[ ## answer ## ]]\n3 and 7"),
+        ])
+        .with_capabilities(Capabilities {
+            function_calling: true,
+            ..Capabilities::default()
+        }),
+    );
+    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)]).with_lm(lm);
+    let events: Vec<ReActEvent> = agent
+        .stream(AskInput {
+            question: "?".into(),
+        })
+        .unwrap()
+        .collect()
+        .await;
+    let finished: Vec<(usize, Observation)> = events
+        .iter()
+        .filter_map(|e| match e {
+            ReActEvent::ToolCallFinished {
+                index, observation, ..
+            } => Some((*index, observation.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        finished,
+        [
+            (0, Observation::Output(json!(3))),
+            (1, Observation::Output(json!(7)))
+        ]
+    );
+    assert!(matches!(events.last(), Some(ReActEvent::Done { .. })));
+}

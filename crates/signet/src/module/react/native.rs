@@ -1,8 +1,6 @@
 //! ReAct over native function calling: tools sent as `tools=`, every call of a reply run
 //! concurrently, results returned as `tool` messages with their ids, a text answer ends the loop.
 
-use std::time::Instant;
-
 use futures::future::join_all;
 use serde_json::{Map, Value, json};
 
@@ -72,9 +70,21 @@ impl ReActCore {
                 .clone()
                 .filter(|t| !t.trim().is_empty())
                 .or(completion.reasoning.clone());
+            if let Some(text) = &thought {
+                events.emit(ReActEvent::Thought {
+                    turn,
+                    text: text.clone(),
+                });
+            }
             let first_index = trajectory.steps.last().map_or(0, |s| s.index + 1);
-            let observed =
-                join_all(completion.tool_calls.iter().map(|c| self.observe_call(c))).await;
+            let observed = join_all(
+                completion
+                    .tool_calls
+                    .iter()
+                    .enumerate()
+                    .map(|(offset, c)| self.observe_call(first_index + offset, c, events)),
+            )
+            .await;
             let mut finished = None;
             for (offset, (tool_call, (args, observation, elapsed))) in
                 completion.tool_calls.iter().zip(observed).enumerate()
@@ -107,6 +117,7 @@ impl ReActCore {
             }
             turn += 1;
         }
+        events.emit(ReActEvent::Extracting);
         let mut outputs = self
             .call_with_truncation(
                 &self.extract,
@@ -167,8 +178,12 @@ impl ReActCore {
     }
 
     /// One tool call: its arguments (parsed, or the raw text) and what came back.
-    async fn observe_call(&self, call: &ToolCall) -> (Value, Observation, std::time::Duration) {
-        let started = Instant::now();
+    async fn observe_call(
+        &self,
+        index: usize,
+        call: &ToolCall,
+        events: &Emitter,
+    ) -> (Value, Observation, std::time::Duration) {
         let args = match call.args() {
             Ok(args) => args,
             Err(error) => {
@@ -179,12 +194,14 @@ impl ReActCore {
                 return (
                     Value::String(call.arguments.clone()),
                     observation,
-                    started.elapsed(),
+                    std::time::Duration::ZERO,
                 );
             }
         };
-        let observation = self.observe(&call.name, &args).await;
-        (args, observation, started.elapsed())
+        let (observation, elapsed) = self
+            .observe_with_events(index, &call.name, &args, events)
+            .await;
+        (args, observation, elapsed)
     }
 }
 
