@@ -305,3 +305,70 @@ async fn a_custom_truncation_policy_is_used() {
         "the retry had an empty trajectory: {retried}"
     );
 }
+
+/// Delete a file (dangerous: needs approval).
+#[tool(confirm)]
+fn delete_file(path: String) -> String {
+    format!("deleted {path}")
+}
+
+#[tokio::test]
+async fn confirmed_tools_ask_the_approver_and_a_denial_is_an_observation() {
+    use signet::module::{Approval, ApprovalRequest};
+    use std::sync::Mutex;
+    let asked: Arc<Mutex<Vec<ApprovalRequest>>> = Arc::default();
+    let log = asked.clone();
+    let (agent, _) = agent(
+        vec![Arc::new(DeleteFileTool)],
+        vec![
+            step("clean up", "delete_file", json!({"path": "/etc/passwd"})),
+            step("clean tmp", "delete_file", json!({"path": "/tmp/x"})),
+            step("done", "finish", json!({"answer": "cleaned"})),
+        ],
+    );
+    let agent = agent.with_approver(move |request: ApprovalRequest| {
+        let log = log.clone();
+        async move {
+            let allow = request.args["path"]
+                .as_str()
+                .is_some_and(|p| p.starts_with("/tmp/"));
+            log.lock().unwrap().push(request);
+            if allow {
+                Approval::Approve
+            } else {
+                Approval::Deny(Some("system files are off limits".into()))
+            }
+        }
+    });
+    let out = agent.call(ask()).await.unwrap();
+    let seen = observations(&out.trajectory);
+    assert_eq!(
+        seen[0],
+        Observation::Error(
+            "Execution error in delete_file: this call needs a person's approval and was denied: system files are off limits"
+                .into()
+        )
+    );
+    assert_eq!(seen[1], Observation::Output(json!("deleted /tmp/x")));
+    let asked = asked.lock().unwrap();
+    assert_eq!(asked.len(), 2);
+    assert_eq!(asked[0].thought, "clean up");
+}
+
+#[tokio::test]
+async fn confirmed_tools_never_run_without_an_approver() {
+    let (agent, _) = agent(
+        vec![Arc::new(DeleteFileTool)],
+        vec![
+            step("rm", "delete_file", json!({"path": "/tmp/x"})),
+            step("done", "finish", json!({"answer": "no"})),
+        ],
+    );
+    let out = agent.call(ask()).await.unwrap();
+    match &out.trajectory.steps[0].observation {
+        Observation::Error(text) => {
+            assert!(text.contains("no one is available to approve it"), "{text}")
+        }
+        other => panic!("the tool must not run without approval: {other:?}"),
+    }
+}

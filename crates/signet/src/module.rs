@@ -35,8 +35,9 @@ use serde_json::Value;
 mod react;
 
 pub use react::{
-    DropOldest, FINISH, KeepFirst, Observation, ReAct, ReActCore, ReActEvent, ReActMode,
-    ReActOutput, ReActRun, SlidingWindow, Step, Trajectory, TruncationPolicy, tool_listing,
+    Approval, ApprovalRequest, Approver, DropOldest, FINISH, KeepFirst, Observation, ReAct,
+    ReActCore, ReActEvent, ReActMode, ReActOutput, ReActRun, SlidingWindow, Step, Trajectory,
+    TruncationPolicy, tool_listing,
 };
 
 use crate::adapter::{self, Adapter, CallError, ChatAdapter, Example};

@@ -281,7 +281,32 @@ pub struct ReActCore {
     truncation: Arc<dyn TruncationPolicy>,
     tool_timeout: Option<Duration>,
     mode: ReActMode,
+    approver: Option<Approver>,
 }
+
+/// A request to run a tool that needs a person's approval (`#[tool(confirm)]`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApprovalRequest {
+    /// The tool.
+    pub tool: String,
+    /// The arguments the model gave.
+    pub args: Value,
+    /// The model's reasoning for the call.
+    pub thought: String,
+}
+
+/// The answer to an [`ApprovalRequest`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// Run the tool.
+    Approve,
+    /// Do not run it; the reason (if any) is shown to the model.
+    Deny(Option<String>),
+}
+
+/// An async callback that approves or denies tool calls.
+pub type Approver =
+    Arc<dyn Fn(ApprovalRequest) -> futures::future::BoxFuture<'static, Approval> + Send + Sync>;
 
 impl std::fmt::Debug for ReActCore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -316,7 +341,20 @@ impl ReActCore {
             truncation: Arc::new(DropOldest),
             tool_timeout: None,
             mode: ReActMode::Auto,
+            approver: None,
         }
+    }
+
+    /// Asks `approver` before running any tool that requires confirmation (`#[tool(confirm)]`).
+    /// Without an approver such tools are never run: the model is told so.
+    pub fn with_approver<F, Fut>(mut self, approver: F) -> Self
+    where
+        F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Approval> + Send + 'static,
+    {
+        use futures::FutureExt;
+        self.approver = Some(Arc::new(move |request| approver(request).boxed()));
+        self
     }
 
     /// Text or native tool calling (default: [`ReActMode::Auto`]).
@@ -452,7 +490,7 @@ impl ReActCore {
                 text: thought.clone(),
             });
             let (observation, elapsed) = self
-                .observe_with_events(index, &tool_name, &tool_args, events)
+                .observe_with_events(index, &tool_name, &tool_args, &thought, events)
                 .await;
             if tool_name == FINISH {
                 finished_outputs = self.outputs_from_finish(&tool_args);
@@ -550,6 +588,7 @@ impl ReActCore {
         index: usize,
         name: &str,
         args: &Value,
+        thought: &str,
         events: &Emitter,
     ) -> (Observation, Duration) {
         use tracing::Instrument;
@@ -560,7 +599,7 @@ impl ReActCore {
         });
         let started = Instant::now();
         let span = tracing::info_span!("react.tool_call", tool = name, index);
-        let observation = self.observe(name, args).instrument(span).await;
+        let observation = self.observe(name, args, thought).instrument(span).await;
         let elapsed = started.elapsed();
         events.emit(ReActEvent::ToolCallFinished {
             index,
@@ -572,7 +611,7 @@ impl ReActCore {
     }
 
     /// Runs the chosen tool; every failure becomes an observation the model can act on.
-    async fn observe(&self, name: &str, args: &Value) -> Observation {
+    async fn observe(&self, name: &str, args: &Value, thought: &str) -> Observation {
         if name == FINISH {
             return Observation::Output(json!("Completed."));
         }
@@ -588,6 +627,23 @@ impl ReActCore {
                 names.join(", ")
             ));
         };
+        if tool.requires_confirmation() {
+            let request = ApprovalRequest {
+                tool: name.to_owned(),
+                args: args.clone(),
+                thought: thought.to_owned(),
+            };
+            let approval = match &self.approver {
+                Some(approver) => approver(request).await,
+                None => Approval::Deny(Some("no one is available to approve it".to_owned())),
+            };
+            if let Approval::Deny(reason) = approval {
+                let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
+                return Observation::Error(format!(
+                    "Execution error in {name}: this call needs a person's approval and was denied{reason}"
+                ));
+            }
+        }
         let call = tool.call(args.clone());
         let result = match self.tool_timeout {
             Some(limit) => match tokio::time::timeout(limit, call).await {
@@ -796,6 +852,16 @@ impl<S: Signature> ReAct<S> {
     /// Text or native tool calling (default: native when the LM supports it).
     pub fn with_mode(mut self, mode: ReActMode) -> Self {
         self.core = self.core.with_mode(mode);
+        self
+    }
+
+    /// Asks `approver` before running tools that require confirmation (`#[tool(confirm)]`).
+    pub fn with_approver<F, Fut>(mut self, approver: F) -> Self
+    where
+        F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Approval> + Send + 'static,
+    {
+        self.core = self.core.with_approver(approver);
         self
     }
 

@@ -77,13 +77,14 @@ impl ReActCore {
                 });
             }
             let first_index = trajectory.steps.last().map_or(0, |s| s.index + 1);
-            let observed = join_all(
-                completion
-                    .tool_calls
-                    .iter()
-                    .enumerate()
-                    .map(|(offset, c)| self.observe_call(first_index + offset, c, events)),
-            )
+            let observed = join_all(completion.tool_calls.iter().enumerate().map(|(offset, c)| {
+                self.observe_call(
+                    first_index + offset,
+                    c,
+                    thought.as_deref().unwrap_or(""),
+                    events,
+                )
+            }))
             .await;
             let mut finished = None;
             for (offset, (tool_call, (args, observation, elapsed))) in
@@ -182,6 +183,7 @@ impl ReActCore {
         &self,
         index: usize,
         call: &ToolCall,
+        thought: &str,
         events: &Emitter,
     ) -> (Value, Observation, std::time::Duration) {
         let args = match call.args() {
@@ -199,7 +201,7 @@ impl ReActCore {
             }
         };
         let (observation, elapsed) = self
-            .observe_with_events(index, &call.name, &args, events)
+            .observe_with_events(index, &call.name, &args, thought, events)
             .await;
         (args, observation, elapsed)
     }
