@@ -372,3 +372,58 @@ async fn confirmed_tools_never_run_without_an_approver() {
         other => panic!("the tool must not run without approval: {other:?}"),
     }
 }
+
+fn many_tools(n: usize) -> Vec<Arc<dyn Tool>> {
+    (0..n)
+        .map(|i| {
+            Arc::new(
+                signet::tool::FnTool::builder(format!("t{i}"))
+                    .description(format!(
+                        "Tool number {i}.\n\nMore detail that the catalogue leaves out."
+                    ))
+                    .sync_fn(move |_| Ok::<_, String>(json!(i))),
+            ) as Arc<dyn Tool>
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn with_many_tools_a_first_call_selects_the_relevant_ones() {
+    let lm = Arc::new(ScriptedLm::texts([
+        r#"{"tools": ["t3", "t7"]}"#.to_owned(),
+        step("use t7", "t7", json!({})),
+        step("done", "finish", json!({"answer": "7"})),
+    ]));
+    let agent = ReAct::<Ask>::new(many_tools(14)).with_lm(lm.clone());
+    let out = agent.call(ask()).await.unwrap();
+    assert_eq!(out.output.answer, "7");
+    let requests = lm.requests();
+    let catalogue = &requests[0].messages[0].content;
+    assert!(
+        catalogue.contains("- t13: Tool number 13.") && !catalogue.contains("More detail"),
+        "{catalogue}"
+    );
+    let step_prompt = &requests[1].messages[0].content;
+    assert!(
+        step_prompt.contains("(1) t3,")
+            && step_prompt.contains("(2) t7,")
+            && step_prompt.contains("(3) finish,")
+    );
+    assert!(!step_prompt.contains("t12"));
+    assert_eq!(out.usage.lm_calls, 3);
+}
+
+#[tokio::test]
+async fn a_failed_selection_offers_every_tool() {
+    let mut replies: Vec<String> = (0..4).map(|_| "I cannot decide".to_owned()).collect();
+    replies.push(step("done", "finish", json!({"answer": "ok"})));
+    let lm = Arc::new(ScriptedLm::texts(replies));
+    let agent = ReAct::<Ask>::new(many_tools(14)).with_lm(lm.clone());
+    let out = agent.call(ask()).await.unwrap();
+    assert_eq!(out.output.answer, "ok");
+    let step_prompt = &lm.requests()[4].messages[0].content;
+    assert!(
+        step_prompt.contains("(14) t13,") && step_prompt.contains("(15) finish,"),
+        "{step_prompt}"
+    );
+}

@@ -386,6 +386,14 @@ pub fn native_finish_description(outputs: &str) -> String {
     )
 }
 
+/// The system message of ReAct's tool-selection call (`catalogue`: one `- name: summary` per line).
+pub fn tool_selection_instructions(task: &str, catalogue: &str) -> String {
+    format!(
+        "You choose the tools an agent will need for a task. The task: {task}\n\nThe tools:\n{catalogue}\n\n\
+         Pick every tool that could help with the request below, and none that cannot."
+    )
+}
+
 /// Asks for a JSON value matching `schema` (used by [`crate::structured`]).
 pub fn structured_instruction(schema: &str) -> String {
     format!(

@@ -223,6 +223,11 @@ pub enum ReActEvent {
         /// How long it took, in milliseconds.
         elapsed_ms: u64,
     },
+    /// A first call picked these tools from a large catalogue; the run offers only them.
+    ToolsSelected {
+        /// The tools kept.
+        names: Vec<String>,
+    },
     /// The extractor runs (the loop ended without outputs from `finish` or a final answer).
     Extracting,
     /// The run finished.
@@ -282,6 +287,7 @@ pub struct ReActCore {
     tool_timeout: Option<Duration>,
     mode: ReActMode,
     approver: Option<Approver>,
+    selection_threshold: usize,
 }
 
 /// A request to run a tool that needs a person's approval (`#[tool(confirm)]`).
@@ -342,6 +348,89 @@ impl ReActCore {
             tool_timeout: None,
             mode: ReActMode::Auto,
             approver: None,
+            selection_threshold: 12,
+        }
+    }
+
+    /// With more tools than `threshold` (default 12), a first LM call picks the tools relevant to
+    /// the inputs from a compact catalogue, and the run sees only those. If that call fails, every
+    /// tool is used.
+    pub fn with_tool_selection_threshold(mut self, threshold: usize) -> Self {
+        self.selection_threshold = threshold;
+        self
+    }
+
+    /// A copy that offers only the tools named in `keep`.
+    fn restricted_to(&self, keep: &[String]) -> ReActCore {
+        let tools: Vec<Arc<dyn Tool>> = self
+            .tools
+            .iter()
+            .filter(|t| keep.iter().any(|k| k == t.name()))
+            .cloned()
+            .collect();
+        let (step_signature, parse_signature) = step_signatures(&self.signature, &tools);
+        let mut restricted = self.clone();
+        restricted.step.signature = step_signature;
+        restricted.step.parse_as = Some(parse_signature);
+        restricted.tools = tools;
+        restricted.selection_threshold = usize::MAX;
+        restricted
+    }
+
+    /// Picks the tools relevant to `inputs` (see [`with_tool_selection_threshold`](Self::with_tool_selection_threshold)).
+    async fn select_tools(
+        &self,
+        lm: &dyn Lm,
+        inputs: &Example,
+        usage: &mut Usage,
+    ) -> Option<Vec<String>> {
+        use crate::structured::{StructuredRequest, call_structured};
+        let names: Vec<Value> = self.tools.iter().map(|t| json!(t.name())).collect();
+        let catalogue: Vec<String> = self
+            .tools
+            .iter()
+            .map(|t| {
+                format!(
+                    "- {}: {}",
+                    t.name(),
+                    t.description().lines().next().unwrap_or("")
+                )
+            })
+            .collect();
+        let task = crate::adapter::templates::user_message(&self.signature, inputs, "", None);
+        let request = StructuredRequest::new(
+            "select_tools",
+            json!({
+                "type": "object",
+                "properties": {"tools": {"type": "array", "items": {"type": "string", "enum": names}}},
+                "required": ["tools"]
+            }),
+            vec![
+                crate::lm::Message::system(crate::adapter::templates::tool_selection_instructions(
+                    &self.signature.instructions(),
+                    &catalogue.join("\n"),
+                )),
+                crate::lm::Message::user(task),
+            ],
+        )
+        .with_description("The names of the tools needed for this task.");
+        match call_structured(lm, &request).await {
+            Ok(selected) => {
+                *usage += selected.usage;
+                let chosen: Vec<String> = selected.value["tools"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|v| v.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                (!chosen.is_empty()).then_some(chosen)
+            }
+            Err(error) => {
+                tracing::warn!(%error, "tool selection failed; offering every tool");
+                None
+            }
         }
     }
 
@@ -442,6 +531,21 @@ impl ReActCore {
         events: &Emitter,
     ) -> Result<ReActRun, Error> {
         let resolved = self.step.resolve(call)?;
+        if self.tools.len() > self.selection_threshold {
+            let mut usage = Usage::default();
+            let selected = self
+                .select_tools(resolved.lm.as_ref(), inputs, &mut usage)
+                .await;
+            if let Some(names) = selected {
+                events.emit(ReActEvent::ToolsSelected {
+                    names: names.clone(),
+                });
+                let mut run =
+                    Box::pin(self.restricted_to(&names).run(inputs, call, events)).await?;
+                run.usage += usage;
+                return Ok(run);
+            }
+        }
         let native = match self.mode {
             ReActMode::Auto => resolved.lm.capabilities().function_calling,
             ReActMode::Text => false,
@@ -862,6 +966,12 @@ impl<S: Signature> ReAct<S> {
         Fut: std::future::Future<Output = Approval> + Send + 'static,
     {
         self.core = self.core.with_approver(approver);
+        self
+    }
+
+    /// Above this many tools (default 12) a first call selects the relevant ones.
+    pub fn with_tool_selection_threshold(mut self, threshold: usize) -> Self {
+        self.core = self.core.with_tool_selection_threshold(threshold);
         self
     }
 
