@@ -226,3 +226,99 @@ async fn missing_inputs_are_reported_before_any_call() {
     );
     assert!(lm.requests().is_empty());
 }
+
+/// Look up a city's population, in millions.
+#[signet::tool]
+fn population(city: String) -> Result<f64, String> {
+    match city.as_str() {
+        "Paris" => Ok(2.1),
+        "Rome" => Ok(2.8),
+        other => Err(format!("unknown city {other}")),
+    }
+}
+
+fn function_calling() -> signet::lm::Capabilities {
+    signet::lm::Capabilities {
+        function_calling: true,
+        ..signet::lm::Capabilities::default()
+    }
+}
+
+#[tokio::test]
+async fn predict_with_tools_runs_tool_calls_until_the_model_answers() {
+    use signet::lm::{Role, ToolCall};
+    let lm = Arc::new(
+        ScriptedLm::new([
+            Completion::tool_calls(vec![
+                ToolCall::new("a", "population", r#"{"city": "Paris"}"#),
+                ToolCall::new("b", "population", r#"{"city": "Atlantis"}"#),
+            ]),
+            Completion::text(chat("Paris has 2.1 million people; Atlantis is unknown.")),
+        ])
+        .with_capabilities(function_calling()),
+    );
+    let qa = Predict::<QA>::new()
+        .with_lm(lm.clone())
+        .with_tools(vec![Arc::new(PopulationTool)]);
+    let (out, prediction) = qa
+        .call_full(
+            ask("Population of Paris and Atlantis?"),
+            &CallConfig::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        out.answer,
+        "Paris has 2.1 million people; Atlantis is unknown."
+    );
+    assert_eq!(prediction.usage.lm_calls, 2);
+    let second = &lm.requests()[1].messages;
+    let tools: Vec<(&str, &str)> = second
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| (m.tool_call_id.as_deref().unwrap(), m.content.as_str()))
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            ("a", "2.1"),
+            (
+                "b",
+                "Error: tool `population` failed: unknown city Atlantis"
+            )
+        ]
+    );
+}
+
+#[tokio::test]
+async fn predict_with_tools_is_bounded_and_needs_function_calling() {
+    use signet::lm::ToolCall;
+    let looping: Vec<Completion> = (0..3)
+        .map(|i| {
+            Completion::tool_calls(vec![ToolCall::new(
+                format!("c{i}"),
+                "population",
+                r#"{"city": "Rome"}"#,
+            )])
+        })
+        .collect();
+    let lm = Arc::new(ScriptedLm::new(looping).with_capabilities(function_calling()));
+    let qa = Predict::<QA>::new()
+        .with_lm(lm)
+        .with_tools(vec![Arc::new(PopulationTool)]);
+    let mut predictor = qa.predictor().clone().with_max_tool_turns(2);
+    let err = predictor
+        .forward(json!({"question": "?"}).as_object().unwrap())
+        .await
+        .unwrap_err();
+    assert_eq!(err, Error::TooManyToolTurns { turns: 2 });
+
+    predictor = Predictor::new("question -> answer".parse().unwrap())
+        .with_lm(Arc::new(ScriptedLm::texts(["unused"])))
+        .with_tools(vec![Arc::new(PopulationTool)]);
+    let err = predictor
+        .forward(json!({"question": "?"}).as_object().unwrap())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidSignature { .. }), "{err}");
+}

@@ -33,6 +33,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 mod react;
+mod tool_loop;
 
 pub use react::{
     Approval, ApprovalRequest, Approver, DropOldest, FINISH, KeepFirst, Observation, ReAct,
@@ -80,6 +81,12 @@ pub enum Error {
         message: String,
         /// The steps so far.
         trajectory: Box<Trajectory>,
+    },
+    /// `Predict` with tools kept calling tools past its limit without answering.
+    #[error("the model was still calling tools after {turns} rounds")]
+    TooManyToolTurns {
+        /// The limit.
+        turns: usize,
     },
     /// A blocking call could not run (see [`crate::blocking`]).
     #[error(transparent)]
@@ -174,6 +181,8 @@ pub struct Predictor {
     lm: Option<Arc<dyn Lm>>,
     adapter: Option<Arc<dyn Adapter>>,
     options: LmOptions,
+    tools: Vec<Arc<dyn crate::Tool>>,
+    max_tool_turns: usize,
 }
 
 impl std::fmt::Debug for Predictor {
@@ -196,6 +205,8 @@ impl Predictor {
             lm: None,
             adapter: None,
             options: LmOptions::default(),
+            tools: Vec::new(),
+            max_tool_turns: 10,
         }
     }
 
@@ -297,6 +308,9 @@ impl Predictor {
                 field: missing.name().to_owned(),
             });
         }
+        if !self.tools.is_empty() {
+            return self.forward_with_tools(inputs, call).await;
+        }
         let Resolved { lm, adapter } = self.resolve(call)?;
         let reply = adapter::run_parsing_as(
             adapter.as_ref(),
@@ -355,6 +369,12 @@ impl<S: Signature> Predict<S> {
     pub fn with_demos(mut self, demos: impl IntoIterator<Item = S>) -> Result<Self, Error> {
         self.inner = self.inner.with_demos(examples_of(demos)?);
         Ok(self)
+    }
+
+    /// Tools the model may call natively before answering (see [`Predictor::with_tools`]).
+    pub fn with_tools(mut self, tools: Vec<Arc<dyn crate::Tool>>) -> Self {
+        self.inner = self.inner.with_tools(tools);
+        self
     }
 
     /// The untyped predictor inside (signature, demos, state).
