@@ -87,12 +87,41 @@ mod duration_ms {
 pub struct Trajectory {
     /// The steps, oldest first.
     pub steps: Vec<Step>,
+    /// Messages the caller sent while the run was in progress ([`ReActCore::stream_with_interrupts`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub user_messages: Vec<UserMessage>,
+}
+
+/// A message the caller sent during a run, and where it falls in the trajectory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserMessage {
+    /// The index of the last step before it (`None`: before the first step).
+    pub after: Option<usize>,
+    /// What the caller said (several messages sent together are joined by blank lines).
+    pub text: String,
 }
 
 impl Trajectory {
     /// The trajectory as DSPy keeps it: `thought_i`, `tool_name_i`, `tool_args_i`, `observation_i`.
     pub fn to_example(&self) -> Example {
         let mut out = Map::new();
+        let present =
+            |after: Option<usize>| after.is_some_and(|i| self.steps.iter().any(|s| s.index == i));
+        let insert_where = |out: &mut Example, keep: &dyn Fn(&UserMessage) -> bool| {
+            for (n, message) in self
+                .user_messages
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| keep(m))
+            {
+                out.insert(
+                    format!("user_message_{n}"),
+                    Value::String(message.text.clone()),
+                );
+            }
+        };
+        // Messages before the first step, or after steps that were truncated away, come first.
+        insert_where(&mut out, &|m| !present(m.after));
         for step in &self.steps {
             let i = step.index;
             out.insert(format!("thought_{i}"), Value::String(step.thought.clone()));
@@ -102,6 +131,7 @@ impl Trajectory {
             );
             out.insert(format!("tool_args_{i}"), step.tool_args.clone());
             out.insert(format!("observation_{i}"), step.observation.as_value());
+            insert_where(&mut out, &|m| m.after == Some(i));
         }
         out
     }
@@ -228,6 +258,11 @@ pub enum ReActEvent {
         /// The tools kept.
         names: Vec<String>,
     },
+    /// The caller's follow-up messages were added to the conversation.
+    UserMessage {
+        /// The messages, joined by blank lines.
+        text: String,
+    },
     /// The extractor runs (the loop ended without outputs from `finish` or a final answer).
     Extracting,
     /// The run finished.
@@ -258,6 +293,46 @@ impl Emitter {
         }
     }
 }
+
+/// The caller's follow-up messages for a run in progress.
+#[derive(Default)]
+pub(crate) struct Interrupts {
+    receiver: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
+    buffer: Vec<String>,
+}
+
+impl Interrupts {
+    fn new(receiver: Option<tokio::sync::mpsc::UnboundedReceiver<String>>) -> Interrupts {
+        Interrupts {
+            receiver,
+            buffer: Vec::new(),
+        }
+    }
+
+    /// Whether messages are waiting.
+    fn pending(&mut self) -> bool {
+        if let Some(receiver) = &mut self.receiver {
+            while let Ok(message) = receiver.try_recv() {
+                self.buffer.push(message);
+            }
+        }
+        !self.buffer.is_empty()
+    }
+
+    /// Appends the waiting messages, combined into one, to the trajectory.
+    fn inject(&mut self, trajectory: &mut Trajectory, events: &Emitter) {
+        if !self.pending() {
+            return;
+        }
+        let text = std::mem::take(&mut self.buffer).join("\n\n");
+        events.emit(ReActEvent::UserMessage { text: text.clone() });
+        let after = trajectory.steps.last().map(|s| s.index);
+        trajectory.user_messages.push(UserMessage { after, text });
+    }
+}
+
+/// The observation of a `finish` that waits because the caller sent messages.
+const FINISH_POSTPONED: &str = "Finish postponed: the user sent new messages; address them first.";
 
 fn millis(elapsed: Duration) -> u64 {
     elapsed.as_millis().try_into().unwrap_or(u64::MAX)
@@ -492,7 +567,13 @@ impl ReActCore {
 
     /// Runs the loop on `inputs`; the outputs are field values.
     pub async fn forward(&self, inputs: &Example, call: &CallConfig) -> Result<ReActRun, Error> {
-        self.run(inputs, call, &Emitter::default()).await
+        self.run(
+            inputs,
+            call,
+            &Emitter::default(),
+            &mut Interrupts::default(),
+        )
+        .await
     }
 
     /// Runs the loop and yields its events as they happen, ending with [`ReActEvent::Done`] or
@@ -502,12 +583,34 @@ impl ReActCore {
         inputs: Example,
         call: CallConfig,
     ) -> futures::stream::BoxStream<'a, ReActEvent> {
+        self.stream_inner(inputs, call, Interrupts::default())
+    }
+
+    /// [`stream`](Self::stream), with a channel for follow-up messages while the run is in
+    /// progress. Messages are added between iterations — in native mode after the tool results, so
+    /// the tool-message order stays valid — several at once combined into one; a `finish` chosen
+    /// while messages wait is postponed so the model can address them.
+    pub fn stream_with_interrupts<'a>(
+        &'a self,
+        inputs: Example,
+        call: CallConfig,
+        interrupts: tokio::sync::mpsc::UnboundedReceiver<String>,
+    ) -> futures::stream::BoxStream<'a, ReActEvent> {
+        self.stream_inner(inputs, call, Interrupts::new(Some(interrupts)))
+    }
+
+    fn stream_inner<'a>(
+        &'a self,
+        inputs: Example,
+        call: CallConfig,
+        mut interrupts: Interrupts,
+    ) -> futures::stream::BoxStream<'a, ReActEvent> {
         use futures::StreamExt;
         let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
         let emitter = Emitter(Some(sender));
         let run = async move {
             let started = Instant::now();
-            let event = match self.run(&inputs, &call, &emitter).await {
+            let event = match self.run(&inputs, &call, &emitter, &mut interrupts).await {
                 Ok(run) => ReActEvent::Done {
                     outputs: run.outputs,
                     usage: run.usage,
@@ -529,6 +632,7 @@ impl ReActCore {
         inputs: &Example,
         call: &CallConfig,
         events: &Emitter,
+        interrupts: &mut Interrupts,
     ) -> Result<ReActRun, Error> {
         let resolved = self.step.resolve(call)?;
         if self.tools.len() > self.selection_threshold {
@@ -540,8 +644,11 @@ impl ReActCore {
                 events.emit(ReActEvent::ToolsSelected {
                     names: names.clone(),
                 });
-                let mut run =
-                    Box::pin(self.restricted_to(&names).run(inputs, call, events)).await?;
+                let mut run = Box::pin(
+                    self.restricted_to(&names)
+                        .run(inputs, call, events, interrupts),
+                )
+                .await?;
                 run.usage += usage;
                 return Ok(run);
             }
@@ -552,7 +659,9 @@ impl ReActCore {
             ReActMode::Native => true,
         };
         if native {
-            return self.forward_native(inputs, call, resolved, events).await;
+            return self
+                .forward_native(inputs, call, resolved, events, interrupts)
+                .await;
         }
         let adapter = resolved.adapter;
         let mut trajectory = Trajectory::default();
@@ -560,6 +669,7 @@ impl ReActCore {
         let mut finished_outputs = None;
         for index in 0..self.max_iters {
             events.emit(ReActEvent::StepStarted { turn: index });
+            interrupts.inject(&mut trajectory, events);
             let prediction = match self
                 .call_with_truncation(
                     &self.step,
@@ -596,7 +706,13 @@ impl ReActCore {
             let (observation, elapsed) = self
                 .observe_with_events(index, &tool_name, &tool_args, &thought, events)
                 .await;
-            if tool_name == FINISH {
+            let postponed = tool_name == FINISH && interrupts.pending();
+            let observation = if postponed {
+                Observation::Output(json!(FINISH_POSTPONED))
+            } else {
+                observation
+            };
+            if tool_name == FINISH && !postponed {
                 finished_outputs = self.outputs_from_finish(&tool_args);
             }
             trajectory.steps.push(Step {
@@ -609,7 +725,7 @@ impl ReActCore {
                 turn: index,
                 elapsed,
             });
-            if tool_name == FINISH {
+            if tool_name == FINISH && !postponed {
                 break;
             }
         }
@@ -988,6 +1104,19 @@ impl<S: Signature> ReAct<S> {
     ) -> Result<futures::stream::BoxStream<'_, ReActEvent>, Error> {
         let inputs = super::to_example(&input)?;
         Ok(self.core.stream(inputs, CallConfig::default()))
+    }
+
+    /// [`stream`](Self::stream) with a channel for follow-up messages (see
+    /// [`ReActCore::stream_with_interrupts`]).
+    pub fn stream_with_interrupts(
+        &self,
+        input: S::Input,
+        interrupts: tokio::sync::mpsc::UnboundedReceiver<String>,
+    ) -> Result<futures::stream::BoxStream<'_, ReActEvent>, Error> {
+        let inputs = super::to_example(&input)?;
+        Ok(self
+            .core
+            .stream_with_interrupts(inputs, CallConfig::default(), interrupts))
     }
 
     /// Runs the agent on `input`.

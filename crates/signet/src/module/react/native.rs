@@ -4,7 +4,10 @@
 use futures::future::join_all;
 use serde_json::{Map, Value, json};
 
-use super::{Emitter, FINISH, Observation, ReActCore, ReActEvent, ReActRun, Step, Trajectory};
+use super::{
+    Emitter, FINISH, FINISH_POSTPONED, Interrupts, Observation, ReActCore, ReActEvent, ReActRun,
+    Step, Trajectory,
+};
 use crate::adapter::{Adapter, Example, templates};
 use crate::lm::{LmError, LmRequest, Message, ToolCall, ToolChoice, Usage};
 use crate::module::{CallConfig, Error, Resolved};
@@ -17,6 +20,7 @@ impl ReActCore {
         call: &CallConfig,
         resolved: Resolved,
         events: &Emitter,
+        interrupts: &mut Interrupts,
     ) -> Result<ReActRun, Error> {
         let Resolved { lm, adapter } = resolved;
         let base = self.base_messages(adapter.as_ref(), inputs);
@@ -28,6 +32,7 @@ impl ReActCore {
         let mut turn = 0;
         while turn < self.max_iters {
             events.emit(ReActEvent::StepStarted { turn });
+            interrupts.inject(&mut trajectory, events);
             let mut request = LmRequest::new(conversation(&base, &trajectory));
             request.tools = tools.clone();
             request.tool_choice = Some(ToolChoice::Auto);
@@ -103,6 +108,18 @@ impl ReActCore {
                     turn,
                     elapsed,
                 });
+            }
+            if finished.is_some() && interrupts.pending() {
+                // The caller wrote while the model was finishing: let it address the messages.
+                if let Some(step) = trajectory
+                    .steps
+                    .iter_mut()
+                    .rev()
+                    .find(|s| s.tool_name == FINISH)
+                {
+                    step.observation = Observation::Output(json!(FINISH_POSTPONED));
+                }
+                finished = None;
             }
             match finished {
                 Some(Some(outputs)) => {
@@ -211,6 +228,17 @@ impl ReActCore {
 /// message) followed by their results (`tool` messages, in call order).
 fn conversation(base: &[Message], trajectory: &Trajectory) -> Vec<Message> {
     let mut messages = base.to_vec();
+    let present =
+        |after: Option<usize>| after.is_some_and(|i| trajectory.steps.iter().any(|s| s.index == i));
+    // The caller's messages go after the tool results of the step they followed (or first, when
+    // that step is gone), never between a tool call and its result.
+    for message in trajectory
+        .user_messages
+        .iter()
+        .filter(|m| !present(m.after))
+    {
+        messages.push(Message::user(message.text.clone()));
+    }
     let mut steps = trajectory.steps.iter().peekable();
     while let Some(first) = steps.next() {
         let mut group = vec![first];
@@ -224,11 +252,20 @@ fn conversation(base: &[Message], trajectory: &Trajectory) -> Vec<Message> {
         let mut assistant = Message::assistant_tool_calls(calls);
         assistant.content = first.thought.clone();
         messages.push(assistant);
-        for step in group {
+        for step in &group {
             messages.push(Message::tool_result(
                 call_id(step),
                 observation_text(&step.observation),
             ));
+        }
+        for step in &group {
+            for message in trajectory
+                .user_messages
+                .iter()
+                .filter(|m| m.after == Some(step.index))
+            {
+                messages.push(Message::user(message.text.clone()));
+            }
         }
     }
     messages
