@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::json;
 use signet::lm::{Completion, LmError, ScriptedLm};
 use signet::module::{
-    Error, KeepFirst, Observation, ReAct, SlidingWindow, Trajectory, TruncationPolicy,
+    Error, KeepFirst, Observation, ReAct, SlidingWindow, Summarize, Trajectory, TruncationPolicy,
 };
 use signet::{Signature, Tool, ToolBox, tool};
 
@@ -249,8 +249,8 @@ async fn an_extractor_that_never_fits_is_a_typed_error_with_the_trajectory() {
     }
 }
 
-#[test]
-fn truncation_policies() {
+#[tokio::test]
+async fn truncation_policies() {
     let mut trajectory = Trajectory::default();
     for index in 0..4 {
         trajectory.steps.push(signet::module::Step {
@@ -266,13 +266,41 @@ fn truncation_policies() {
     }
     let indices = |t: &Trajectory| t.steps.iter().map(|s| s.index).collect::<Vec<_>>();
     let mut keep_first = trajectory.clone();
-    KeepFirst.truncate(&mut keep_first).unwrap();
+    KeepFirst.truncate(&mut keep_first).await.unwrap();
     assert_eq!(indices(&keep_first), [0, 2, 3]);
     let mut window = trajectory.clone();
-    SlidingWindow(2).truncate(&mut window).unwrap();
+    SlidingWindow(2).truncate(&mut window).await.unwrap();
     assert_eq!(indices(&window), [2, 3]);
     let mut empty = Trajectory::default();
-    assert!(SlidingWindow(2).truncate(&mut empty).is_err());
+    assert!(SlidingWindow(2).truncate(&mut empty).await.is_err());
+
+    // Summarize folds the older steps into one, keeping the newest two.
+    let lm = Arc::new(ScriptedLm::texts([
+        "[[ ## summary ## ]]\nadd gave 0 then 1",
+    ]));
+    let mut summarized = trajectory.clone();
+    Summarize::new(lm.clone())
+        .truncate(&mut summarized)
+        .await
+        .unwrap();
+    assert_eq!(indices(&summarized), [0, 2, 3]);
+    assert_eq!(
+        summarized.steps[0].observation,
+        Observation::Output(json!("add gave 0 then 1"))
+    );
+    assert!(
+        lm.requests()[0].messages[1]
+            .content
+            .contains("[[ ## observation_1 ## ]]\n1")
+    );
+    // If the summary call fails, the oldest step is dropped instead.
+    let failing = Arc::new(ScriptedLm::texts(Vec::<String>::new()));
+    let mut fallback = trajectory.clone();
+    Summarize::new(failing)
+        .truncate(&mut fallback)
+        .await
+        .unwrap();
+    assert_eq!(indices(&fallback), [1, 2, 3]);
 }
 
 #[tokio::test]
@@ -280,9 +308,12 @@ async fn a_custom_truncation_policy_is_used() {
     #[derive(Debug)]
     struct ForgetAll;
     impl TruncationPolicy for ForgetAll {
-        fn truncate(&self, trajectory: &mut Trajectory) -> Result<(), String> {
+        fn truncate<'a>(
+            &'a self,
+            trajectory: &'a mut Trajectory,
+        ) -> futures::future::BoxFuture<'a, Result<(), String>> {
             trajectory.steps.clear();
-            Ok(())
+            Box::pin(async { Ok(()) })
         }
     }
     let lm = Arc::new(

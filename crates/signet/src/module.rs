@@ -37,8 +37,8 @@ mod tool_loop;
 
 pub use react::{
     Approval, ApprovalRequest, Approver, DropOldest, FINISH, KeepFirst, Observation, ReAct,
-    ReActCore, ReActEvent, ReActMode, ReActOutput, ReActRun, SlidingWindow, Step, Trajectory,
-    TruncationPolicy, tool_listing,
+    ReActCore, ReActEvent, ReActMode, ReActOutput, ReActRun, SlidingWindow, Step, Summarize,
+    Trajectory, TruncationPolicy, tool_listing,
 };
 
 use crate::adapter::{self, Adapter, CallError, ChatAdapter, Example};

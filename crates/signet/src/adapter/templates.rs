@@ -394,6 +394,12 @@ pub fn tool_selection_instructions(task: &str, catalogue: &str) -> String {
     )
 }
 
+/// Instructions of the `Summarize` truncation policy's summary call.
+pub fn trajectory_summary_instructions() -> &'static str {
+    "Summarize these steps of an agent's work: keep every fact, number and name the observations \
+     established, and what was tried and failed, in as few words as possible."
+}
+
 /// Asks for a JSON value matching `schema` (used by [`crate::structured`]).
 pub fn structured_instruction(schema: &str) -> String {
     format!(

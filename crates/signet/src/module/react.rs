@@ -7,6 +7,9 @@
 //! carried valid outputs.
 
 mod native;
+mod truncation;
+
+pub use truncation::{DropOldest, KeepFirst, SlidingWindow, Summarize, TruncationPolicy};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -144,62 +147,6 @@ impl Trajectory {
             signature = signature.with_input(Field::str(key));
         }
         adapter.render_fields(&signature.with_output(Field::str("x")), &values)
-    }
-}
-
-/// How to shorten a trajectory that no longer fits the model's context window.
-pub trait TruncationPolicy: Send + Sync + std::fmt::Debug {
-    /// Shortens `trajectory` in place, or says why it cannot be shortened.
-    fn truncate(&self, trajectory: &mut Trajectory) -> Result<(), String>;
-}
-
-/// Drops the oldest step (DSPy's behaviour).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct DropOldest;
-
-impl TruncationPolicy for DropOldest {
-    fn truncate(&self, trajectory: &mut Trajectory) -> Result<(), String> {
-        if trajectory.steps.is_empty() {
-            return Err("the trajectory has no tool call left to drop".to_owned());
-        }
-        trajectory.steps.remove(0);
-        Ok(())
-    }
-}
-
-/// Keeps the first step (often the plan) and drops the oldest after it.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct KeepFirst;
-
-impl TruncationPolicy for KeepFirst {
-    fn truncate(&self, trajectory: &mut Trajectory) -> Result<(), String> {
-        match trajectory.steps.len() {
-            0 => Err("the trajectory has no tool call left to drop".to_owned()),
-            1 => {
-                trajectory.steps.clear();
-                Ok(())
-            }
-            _ => {
-                trajectory.steps.remove(1);
-                Ok(())
-            }
-        }
-    }
-}
-
-/// Keeps only the most recent steps, at most `n` (and at least one fewer than before).
-#[derive(Debug, Clone, Copy)]
-pub struct SlidingWindow(pub usize);
-
-impl TruncationPolicy for SlidingWindow {
-    fn truncate(&self, trajectory: &mut Trajectory) -> Result<(), String> {
-        let len = trajectory.steps.len();
-        if len == 0 {
-            return Err("the trajectory has no tool call left to drop".to_owned());
-        }
-        let keep = self.0.min(len - 1);
-        trajectory.steps.drain(..len - keep);
-        Ok(())
     }
 }
 
@@ -775,7 +722,17 @@ impl ReActCore {
                 "trajectory".to_owned(),
                 Value::String(trajectory.render(adapter)),
             );
-            match predictor.forward_with(&with_trajectory, call).await {
+            let span = tracing::info_span!(
+                "react.lm_call",
+                signature = predictor.signature().name(),
+                steps = trajectory.steps.len()
+            );
+            match tracing::Instrument::instrument(
+                predictor.forward_with(&with_trajectory, call),
+                span,
+            )
+            .await
+            {
                 Ok(prediction) => {
                     *usage += prediction.usage;
                     return Ok(prediction.outputs);
@@ -786,7 +743,7 @@ impl ReActCore {
                         "Trajectory exceeded the context window, truncating the oldest tool call information."
                     );
                     last = message;
-                    if let Err(reason) = self.truncation.truncate(trajectory) {
+                    if let Err(reason) = self.truncation.truncate(trajectory).await {
                         return Err(Error::TrajectoryTooLong {
                             message: format!("{last}; {reason}"),
                             trajectory: Box::new(trajectory.clone()),

@@ -42,7 +42,7 @@ impl ReActCore {
                 Err(LmError::ContextWindowExceeded { message }) => {
                     usage.lm_calls += 1;
                     truncations += 1;
-                    let truncated = self.truncation.truncate(&mut trajectory);
+                    let truncated = self.truncation.truncate(&mut trajectory).await;
                     if truncations > 3 || truncated.is_err() {
                         tracing::warn!(%message, "ending the trajectory: it no longer fits the context window");
                         break;

@@ -1,0 +1,163 @@
+//! Shortening a trajectory that no longer fits the model's context window.
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde_json::json;
+
+use super::{Observation, Step, Trajectory};
+use crate::adapter::ChatAdapter;
+use crate::lm::Lm;
+use crate::module::Predictor;
+use crate::signature::{DynSignature, Field};
+
+/// How to shorten a trajectory that no longer fits the model's context window. ReAct calls it (up
+/// to 3 times per LM call) when the LM reports `ContextWindowExceeded`.
+pub trait TruncationPolicy: Send + Sync + std::fmt::Debug {
+    /// Shortens `trajectory` in place, or says why it cannot be shortened.
+    fn truncate<'a>(&'a self, trajectory: &'a mut Trajectory) -> BoxFuture<'a, Result<(), String>>;
+}
+
+const NOTHING_LEFT: &str = "the trajectory has no tool call left to drop";
+
+/// Drops the oldest step (DSPy's behaviour).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DropOldest;
+
+impl TruncationPolicy for DropOldest {
+    fn truncate<'a>(&'a self, trajectory: &'a mut Trajectory) -> BoxFuture<'a, Result<(), String>> {
+        let result = if trajectory.steps.is_empty() {
+            Err(NOTHING_LEFT.to_owned())
+        } else {
+            trajectory.steps.remove(0);
+            Ok(())
+        };
+        futures::future::ready(result).boxed()
+    }
+}
+
+/// Keeps the first step (often the plan) and drops the oldest after it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KeepFirst;
+
+impl TruncationPolicy for KeepFirst {
+    fn truncate<'a>(&'a self, trajectory: &'a mut Trajectory) -> BoxFuture<'a, Result<(), String>> {
+        let result = match trajectory.steps.len() {
+            0 => Err(NOTHING_LEFT.to_owned()),
+            1 => {
+                trajectory.steps.clear();
+                Ok(())
+            }
+            _ => {
+                trajectory.steps.remove(1);
+                Ok(())
+            }
+        };
+        futures::future::ready(result).boxed()
+    }
+}
+
+/// Keeps only the most recent steps, at most `n` (and at least one fewer than before).
+#[derive(Debug, Clone, Copy)]
+pub struct SlidingWindow(pub usize);
+
+impl TruncationPolicy for SlidingWindow {
+    fn truncate<'a>(&'a self, trajectory: &'a mut Trajectory) -> BoxFuture<'a, Result<(), String>> {
+        let len = trajectory.steps.len();
+        let result = if len == 0 {
+            Err(NOTHING_LEFT.to_owned())
+        } else {
+            let keep = self.0.min(len - 1);
+            trajectory.steps.drain(..len - keep);
+            Ok(())
+        };
+        futures::future::ready(result).boxed()
+    }
+}
+
+/// Replaces the older steps by one summary written by an LM (keeping the `keep_recent` newest
+/// steps as they are). If the summary call fails, the oldest step is dropped instead.
+#[derive(Clone)]
+pub struct Summarize {
+    summarizer: Predictor,
+    keep_recent: usize,
+}
+
+impl std::fmt::Debug for Summarize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Summarize")
+            .field("keep_recent", &self.keep_recent)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The tool name of a summary step.
+pub const SUMMARY_STEP: &str = "summary_of_earlier_steps";
+
+impl Summarize {
+    /// Summaries written by `lm`, keeping the 2 newest steps.
+    pub fn new(lm: Arc<dyn Lm>) -> Summarize {
+        let signature = DynSignature::new("SummarizeTrajectory")
+            .with_instructions(crate::adapter::templates::trajectory_summary_instructions())
+            .with_input(Field::str("trajectory"))
+            .with_output(Field::str("summary"));
+        Summarize {
+            summarizer: Predictor::new(signature)
+                .with_lm(lm)
+                .with_adapter(Arc::new(ChatAdapter::new())),
+            keep_recent: 2,
+        }
+    }
+
+    /// How many of the newest steps stay as they are (default 2).
+    pub fn keep_recent(mut self, steps: usize) -> Self {
+        self.keep_recent = steps;
+        self
+    }
+}
+
+impl TruncationPolicy for Summarize {
+    fn truncate<'a>(&'a self, trajectory: &'a mut Trajectory) -> BoxFuture<'a, Result<(), String>> {
+        async move {
+            let len = trajectory.steps.len();
+            if len == 0 {
+                return Err(NOTHING_LEFT.to_owned());
+            }
+            // At least two steps are folded into the summary, or the trajectory would not shrink.
+            let fold = len.saturating_sub(self.keep_recent).max(2.min(len));
+            if fold < 2 {
+                return DropOldest.truncate(trajectory).await;
+            }
+            let older = Trajectory { steps: trajectory.steps[..fold].to_vec(), user_messages: Vec::new() };
+            let inputs = json!({"trajectory": older.render(&ChatAdapter::new())});
+            let inputs = inputs.as_object().cloned().unwrap_or_default();
+            match self.summarizer.forward(&inputs).await {
+                Ok(prediction) => {
+                    let summary = prediction.outputs.get("summary").cloned().unwrap_or_default();
+                    let first = trajectory.steps[0].index;
+                    let last = trajectory.steps[fold - 1].index;
+                    trajectory.steps.splice(
+                        ..fold,
+                        [Step {
+                            index: first,
+                            thought: format!("Steps {first} to {last}, summarised to save space."),
+                            tool_name: SUMMARY_STEP.to_owned(),
+                            tool_args: json!({}),
+                            observation: Observation::Output(summary),
+                            call_id: None,
+                            turn: trajectory.steps[0].turn,
+                            elapsed: std::time::Duration::ZERO,
+                        }],
+                    );
+                    Ok(())
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "summarising the trajectory failed; dropping the oldest step");
+                    DropOldest.truncate(trajectory).await
+                }
+            }
+        }
+        .boxed()
+    }
+}
