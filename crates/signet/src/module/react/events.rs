@@ -1,0 +1,135 @@
+//! The event stream of a run, and the caller's follow-up messages (interrupts).
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Observation, Trajectory, UserMessage};
+use crate::adapter::Example;
+use crate::lm::Usage;
+
+/// What happens during a run, in order, for UIs and logs ([`ReActCore::stream`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ReActEvent {
+    /// A model turn begins.
+    StepStarted {
+        /// The turn's number.
+        turn: usize,
+    },
+    /// The model's reasoning for this turn.
+    Thought {
+        /// The turn's number.
+        turn: usize,
+        /// What it wrote.
+        text: String,
+    },
+    /// A tool call begins.
+    ToolCallStarted {
+        /// The step's index in the trajectory.
+        index: usize,
+        /// The tool.
+        name: String,
+        /// The arguments.
+        args: Value,
+    },
+    /// A tool call ended.
+    ToolCallFinished {
+        /// The step's index in the trajectory.
+        index: usize,
+        /// The tool.
+        name: String,
+        /// What came back (or the error, as the model will read it).
+        observation: Observation,
+        /// How long it took, in milliseconds.
+        elapsed_ms: u64,
+    },
+    /// A first call picked these tools from a large catalogue; the run offers only them.
+    ToolsSelected {
+        /// The tools kept.
+        names: Vec<String>,
+    },
+    /// The caller's follow-up messages were added to the conversation.
+    UserMessage {
+        /// The messages, joined by blank lines.
+        text: String,
+    },
+    /// The extractor runs (the loop ended without outputs from `finish` or a final answer).
+    Extracting,
+    /// The run finished.
+    Done {
+        /// Output field values.
+        outputs: Example,
+        /// LM usage over every call.
+        usage: Usage,
+        /// Wall time of the run, in milliseconds.
+        elapsed_ms: u64,
+    },
+    /// The run failed.
+    Failed {
+        /// The error's text.
+        error: String,
+    },
+}
+
+/// Where a run's events go (nowhere for plain calls).
+#[derive(Clone, Default)]
+pub(crate) struct Emitter(pub(super) Option<tokio::sync::mpsc::UnboundedSender<ReActEvent>>);
+
+impl Emitter {
+    pub(super) fn emit(&self, event: ReActEvent) {
+        if let Some(sender) = &self.0 {
+            // A closed receiver means nobody listens any more: the run goes on regardless.
+            let _ = sender.send(event);
+        }
+    }
+}
+
+/// The caller's follow-up messages for a run in progress.
+#[derive(Default)]
+pub(crate) struct Interrupts {
+    receiver: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
+    buffer: Vec<String>,
+}
+
+impl Interrupts {
+    pub(super) fn new(
+        receiver: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
+    ) -> Interrupts {
+        Interrupts {
+            receiver,
+            buffer: Vec::new(),
+        }
+    }
+
+    /// Whether messages are waiting.
+    pub(super) fn pending(&mut self) -> bool {
+        if let Some(receiver) = &mut self.receiver {
+            while let Ok(message) = receiver.try_recv() {
+                self.buffer.push(message);
+            }
+        }
+        !self.buffer.is_empty()
+    }
+
+    /// Appends the waiting messages, combined into one, to the trajectory.
+    pub(super) fn inject(&mut self, trajectory: &mut Trajectory, events: &Emitter) {
+        if !self.pending() {
+            return;
+        }
+        let text = std::mem::take(&mut self.buffer).join("\n\n");
+        events.emit(ReActEvent::UserMessage { text: text.clone() });
+        let after = trajectory.steps.last().map(|s| s.index);
+        trajectory.user_messages.push(UserMessage { after, text });
+    }
+}
+
+/// The observation of a `finish` that waits because the caller sent messages.
+pub(super) const FINISH_POSTPONED: &str =
+    "Finish postponed: the user sent new messages; address them first.";
+
+pub(super) fn millis(elapsed: Duration) -> u64 {
+    elapsed.as_millis().try_into().unwrap_or(u64::MAX)
+}

@@ -1,0 +1,132 @@
+//! What a ReAct run did: steps, observations, the caller's messages.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::adapter::{Adapter, Example};
+use crate::signature::{DynSignature, Field};
+
+/// One step of the loop: what the model thought and called, and what came back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// The step's number (kept when older steps are truncated away, as DSPy does).
+    pub index: usize,
+    /// The model's reasoning before the call.
+    pub thought: String,
+    /// The tool it chose.
+    pub tool_name: String,
+    /// The arguments it gave.
+    pub tool_args: Value,
+    /// What came back.
+    pub observation: Observation,
+    /// The provider's id for the call (native function calling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// The model turn the call belongs to (several calls share a turn in native mode).
+    #[serde(default)]
+    pub turn: usize,
+    /// How long the tool took.
+    #[serde(with = "duration_ms")]
+    pub elapsed: Duration,
+}
+
+/// A tool's result, or why there is none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum Observation {
+    /// The tool's output.
+    Output(Value),
+    /// The call failed; the text is what the model reads.
+    Error(String),
+}
+
+impl Observation {
+    /// The value shown to the model.
+    pub fn as_value(&self) -> Value {
+        match self {
+            Observation::Output(value) => value.clone(),
+            Observation::Error(text) => Value::String(text.clone()),
+        }
+    }
+}
+
+mod duration_ms {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_millis().try_into().unwrap_or(u64::MAX))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_millis)
+    }
+}
+
+/// The steps so far.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Trajectory {
+    /// The steps, oldest first.
+    pub steps: Vec<Step>,
+    /// Messages the caller sent while the run was in progress ([`ReActCore::stream_with_interrupts`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub user_messages: Vec<UserMessage>,
+}
+
+/// A message the caller sent during a run, and where it falls in the trajectory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserMessage {
+    /// The index of the last step before it (`None`: before the first step).
+    pub after: Option<usize>,
+    /// What the caller said (several messages sent together are joined by blank lines).
+    pub text: String,
+}
+
+impl Trajectory {
+    /// The trajectory as DSPy keeps it: `thought_i`, `tool_name_i`, `tool_args_i`, `observation_i`.
+    pub fn to_example(&self) -> Example {
+        let mut out = Map::new();
+        let present =
+            |after: Option<usize>| after.is_some_and(|i| self.steps.iter().any(|s| s.index == i));
+        let insert_where = |out: &mut Example, keep: &dyn Fn(&UserMessage) -> bool| {
+            for (n, message) in self
+                .user_messages
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| keep(m))
+            {
+                out.insert(
+                    format!("user_message_{n}"),
+                    Value::String(message.text.clone()),
+                );
+            }
+        };
+        // Messages before the first step, or after steps that were truncated away, come first.
+        insert_where(&mut out, &|m| !present(m.after));
+        for step in &self.steps {
+            let i = step.index;
+            out.insert(format!("thought_{i}"), Value::String(step.thought.clone()));
+            out.insert(
+                format!("tool_name_{i}"),
+                Value::String(step.tool_name.clone()),
+            );
+            out.insert(format!("tool_args_{i}"), step.tool_args.clone());
+            out.insert(format!("observation_{i}"), step.observation.as_value());
+            insert_where(&mut out, &|m| m.after == Some(i));
+        }
+        out
+    }
+
+    /// Renders the trajectory as the adapter renders input fields (an empty string when empty).
+    pub(super) fn render(&self, adapter: &dyn Adapter) -> String {
+        let values = self.to_example();
+        let mut signature = DynSignature::new("Trajectory");
+        for key in values.keys() {
+            signature = signature.with_input(Field::str(key));
+        }
+        adapter.render_fields(&signature.with_output(Field::str("x")), &values)
+    }
+}
