@@ -9,7 +9,7 @@ use super::{Observation, Trajectory, UserMessage};
 use crate::adapter::Example;
 use crate::lm::Usage;
 
-/// What happens during a run, in order, for UIs and logs ([`ReActCore::stream`]).
+/// What happens during a run, in order, for UIs and logs ([`ReActCore::stream`](super::ReActCore::stream)).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]

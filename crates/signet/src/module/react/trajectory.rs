@@ -71,7 +71,7 @@ mod duration_ms {
 pub struct Trajectory {
     /// The steps, oldest first.
     pub steps: Vec<Step>,
-    /// Messages the caller sent while the run was in progress ([`ReActCore::stream_with_interrupts`]).
+    /// Messages the caller sent while the run was in progress ([`ReActCore::stream_with_interrupts`](super::ReActCore::stream_with_interrupts)).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub user_messages: Vec<UserMessage>,
 }
