@@ -285,3 +285,34 @@ async fn conversation_history_becomes_earlier_turns() {
     assert!(contents[3].starts_with("[[ ## question ## ]]\nAnd of Italy?\n\nRespond with"));
     assert!(!contents[3].contains("history"));
 }
+
+#[test]
+fn a_changed_signature_renders_a_new_system_message() {
+    let sig = DynSignature::parse("question -> answer").unwrap();
+    let inputs = question();
+    let first = ChatAdapter::new().format(&sig, &[], &inputs)[0]
+        .content
+        .clone();
+    assert_eq!(
+        ChatAdapter::new().format(&sig, &[], &inputs)[0].content,
+        first,
+        "cached rendering is identical"
+    );
+    let changed = sig.clone().with_instructions("Answer in French.");
+    let second = ChatAdapter::new().format(&changed, &[], &inputs)[0]
+        .content
+        .clone();
+    assert!(second.ends_with("Answer in French."), "{second}");
+    assert_eq!(
+        ChatAdapter::new().format(&sig, &[], &inputs)[0].content,
+        first,
+        "the original is unaffected"
+    );
+    let json_system = JsonAdapter::new().format(&sig, &[], &inputs)[0]
+        .content
+        .clone();
+    assert!(
+        json_system.contains("Outputs will be a JSON object"),
+        "each format caches its own rendering"
+    );
+}

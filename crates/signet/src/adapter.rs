@@ -170,6 +170,8 @@ impl Adapter for Box<dyn Adapter> {
 /// The three renderings a message format is made of; [`format_messages`] assembles them the way
 /// DSPy's `Adapter.format` does.
 pub(crate) struct Format {
+    /// A name for the format (the key under which a signature caches its system message).
+    pub name: &'static str,
     /// The system message for a signature.
     pub system: fn(&DynSignature) -> String,
     /// A user message with input values, a prefix, and (for the main request) the output
@@ -207,7 +209,8 @@ pub(crate) fn format_messages(
     demos: &[Example],
     inputs: &Example,
 ) -> Vec<Message> {
-    let mut messages = vec![Message::system((render.system)(signature))];
+    let system = signature.rendered(render.name, render.system);
+    let mut messages = vec![Message::system(system.as_ref())];
     messages.extend(format_demos(render, signature, demos));
     let history = signature
         .inputs()

@@ -77,6 +77,50 @@ pub struct DynSignature {
     instructions: Option<String>,
     inputs: Vec<Field>,
     outputs: Vec<Field>,
+    /// Text rendered from this signature (system messages), reused across calls; reset by every
+    /// change to the signature.
+    #[serde(skip)]
+    rendered: RenderCache,
+}
+
+/// Memoized renderings of a signature, keyed by the renderer's name. Never part of equality.
+#[derive(Clone, Default)]
+pub(crate) struct RenderCache(
+    std::sync::Arc<std::sync::Mutex<Vec<(&'static str, std::sync::Arc<str>)>>>,
+);
+
+impl PartialEq for RenderCache {
+    fn eq(&self, _: &RenderCache) -> bool {
+        true
+    }
+}
+
+impl fmt::Debug for RenderCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("RenderCache")
+    }
+}
+
+impl DynSignature {
+    /// `render(self)`, computed once per renderer `key` for this signature and reused.
+    pub(crate) fn rendered(
+        &self,
+        key: &'static str,
+        render: impl FnOnce(&DynSignature) -> String,
+    ) -> std::sync::Arc<str> {
+        let mut cache = self.rendered.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, text)) = cache.iter().find(|(k, _)| *k == key) {
+            return text.clone();
+        }
+        let text: std::sync::Arc<str> = render(self).into();
+        cache.push((key, text.clone()));
+        text
+    }
+
+    /// Forgets cached renderings (after a change).
+    fn changed(&mut self) {
+        self.rendered = RenderCache::default();
+    }
 }
 
 impl DynSignature {
@@ -87,6 +131,7 @@ impl DynSignature {
             instructions: None,
             inputs: Vec::new(),
             outputs: Vec::new(),
+            rendered: RenderCache::default(),
         }
     }
 
@@ -98,18 +143,21 @@ impl DynSignature {
     /// Sets the instructions (what the step should do).
     pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
         self.instructions = Some(instructions.into());
+        self.changed();
         self
     }
 
     /// Appends an input field.
     pub fn with_input(mut self, field: Field) -> Self {
         self.inputs.push(field);
+        self.changed();
         self
     }
 
     /// Appends an output field.
     pub fn with_output(mut self, field: Field) -> Self {
         self.outputs.push(field);
+        self.changed();
         self
     }
 
@@ -117,11 +165,13 @@ impl DynSignature {
     /// `trajectory`).
     pub fn insert_input(&mut self, index: usize, field: Field) {
         self.inputs.insert(index.min(self.inputs.len()), field);
+        self.changed();
     }
 
     /// Inserts an output field at `index` (ChainOfThought puts `reasoning` first).
     pub fn insert_output(&mut self, index: usize, field: Field) {
         self.outputs.insert(index.min(self.outputs.len()), field);
+        self.changed();
     }
 
     /// A copy without the field called `name` (input or output).
@@ -129,6 +179,7 @@ impl DynSignature {
         let mut copy = self.clone();
         copy.inputs.retain(|f| f.name != name);
         copy.outputs.retain(|f| f.name != name);
+        copy.changed();
         copy
     }
 

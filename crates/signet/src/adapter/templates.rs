@@ -235,6 +235,7 @@ pub fn chat_system_message(signature: &DynSignature) -> String {
 
 /// The Chat format's messages.
 pub(crate) const CHAT_FORMAT: super::Format = super::Format {
+    name: "chat",
     system: chat_system_message,
     user: |signature, values, prefix, main| {
         user_message(
@@ -322,6 +323,7 @@ pub fn json_system_message(signature: &DynSignature) -> String {
 
 /// The JSON format's messages.
 pub(crate) const JSON_FORMAT: super::Format = super::Format {
+    name: "json",
     system: json_system_message,
     user: |signature, values, prefix, main| {
         user_message(

@@ -132,6 +132,7 @@ impl Adapter for XmlAdapter {
 
 /// The XML format's messages.
 const XML_FORMAT: super::Format = super::Format {
+    name: "xml",
     system: system_message,
     user: user_message,
     assistant: assistant_message,
