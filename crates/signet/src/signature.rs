@@ -85,9 +85,10 @@ pub struct DynSignature {
 
 /// Memoized renderings of a signature, keyed by the renderer's name. Never part of equality.
 #[derive(Clone, Default)]
-pub(crate) struct RenderCache(
-    std::sync::Arc<std::sync::Mutex<Vec<(&'static str, std::sync::Arc<str>)>>>,
-);
+pub(crate) struct RenderCache(std::sync::Arc<std::sync::Mutex<Renderings>>);
+
+/// `(renderer, text)` pairs.
+type Renderings = Vec<(&'static str, std::sync::Arc<str>)>;
 
 impl PartialEq for RenderCache {
     fn eq(&self, _: &RenderCache) -> bool {
