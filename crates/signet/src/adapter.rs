@@ -54,10 +54,10 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
         let _ = (signature, request, capabilities);
     }
 
-    /// The fields of `signature` present in `values`, rendered as a user message renders inputs
-    /// (ReAct renders its trajectory this way, as DSPy does).
-    fn render_fields(&self, signature: &DynSignature, values: &Example) -> String {
-        templates::user_message(signature, values, "", None)
+    /// `values` rendered as a user message renders text (`str`) inputs, in order (ReAct renders
+    /// its trajectory this way, as DSPy does).
+    fn render_text_fields(&self, values: &Example) -> String {
+        templates::text_blocks(values)
     }
 
     /// Whether tools are sent natively (`tools=`) for signatures with a `ToolCalls` output, when the LM
@@ -162,8 +162,8 @@ impl Adapter for Box<dyn Adapter> {
     fn native_function_calling(&self) -> bool {
         (**self).native_function_calling()
     }
-    fn render_fields(&self, signature: &DynSignature, values: &Example) -> String {
-        (**self).render_fields(signature, values)
+    fn render_text_fields(&self, values: &Example) -> String {
+        (**self).render_text_fields(values)
     }
 }
 

@@ -134,10 +134,29 @@ fn type_note(field: &Field) -> Option<String> {
 /// A field's value as it appears in a prompt. A `str` field given a list is rendered as DSPy's
 /// numbered list of «quoted» items; containers as JSON; scalars as Python prints them.
 pub fn field_value(field: &Field, value: &Value) -> String {
-    if let (Value::Array(items), "str") = (value, field.type_name()) {
-        return text_list(items);
+    if field.type_name() == "str" {
+        text_value(value)
+    } else {
+        py_str(value)
     }
-    py_str(value)
+}
+
+/// A value of a `str` field as it appears in a prompt: a list as DSPy's numbered list of «quoted»
+/// items, anything else as Python prints it.
+pub fn text_value(value: &Value) -> String {
+    match value {
+        Value::Array(items) => text_list(items),
+        other => py_str(other),
+    }
+}
+
+/// `[[ ## name ## ]]\nvalue` blocks for text fields, in order, separated by blank lines.
+pub fn text_blocks(values: &Map<String, Value>) -> String {
+    let blocks: Vec<String> = values
+        .iter()
+        .map(|(name, value)| format!("{}\n{}", field_header(name), text_value(value)))
+        .collect();
+    blocks.join("\n\n").trim().to_owned()
 }
 
 fn text_list(items: &[Value]) -> String {

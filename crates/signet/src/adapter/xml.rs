@@ -118,8 +118,12 @@ impl Adapter for XmlAdapter {
         super::check_complete(self.name(), signature, fields, text)
     }
 
-    fn render_fields(&self, signature: &DynSignature, values: &Example) -> String {
-        user_message(signature, values, "", false)
+    fn render_text_fields(&self, values: &Example) -> String {
+        let fields: Vec<String> = values
+            .iter()
+            .map(|(name, value)| format!("<{name}>\n{}\n</{name}>", templates::text_value(value)))
+            .collect();
+        fields.join("\n\n").trim().to_owned()
     }
 
     fn fallback(&self) -> Option<Box<dyn Adapter>> {

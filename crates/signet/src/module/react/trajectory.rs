@@ -6,7 +6,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::adapter::{Adapter, Example};
-use crate::signature::{DynSignature, Field};
 
 /// One step of the loop: what the model thought and called, and what came back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -122,11 +121,6 @@ impl Trajectory {
 
     /// Renders the trajectory as the adapter renders input fields (an empty string when empty).
     pub(super) fn render(&self, adapter: &dyn Adapter) -> String {
-        let values = self.to_example();
-        let mut signature = DynSignature::new("Trajectory");
-        for key in values.keys() {
-            signature = signature.with_input(Field::str(key));
-        }
-        adapter.render_fields(&signature.with_output(Field::str("x")), &values)
+        adapter.render_text_fields(&self.to_example())
     }
 }
