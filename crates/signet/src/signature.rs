@@ -77,6 +77,10 @@ pub struct DynSignature {
     instructions: Option<String>,
     inputs: Vec<Field>,
     outputs: Vec<Field>,
+    /// A schema for the whole output object, tighter than the fields' own (see
+    /// [`with_output_schema`](DynSignature::with_output_schema)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    output_schema: Option<Value>,
     /// Text rendered from this signature (system messages), reused across calls; reset by every
     /// change to the signature.
     #[serde(skip)]
@@ -132,6 +136,7 @@ impl DynSignature {
             instructions: None,
             inputs: Vec::new(),
             outputs: Vec::new(),
+            output_schema: None,
             rendered: RenderCache::default(),
         }
     }
@@ -175,11 +180,27 @@ impl DynSignature {
         self.changed();
     }
 
+    /// A JSON schema for the whole output object that is tighter than the fields' own schemas (for
+    /// example one that ties a tool name to that tool's arguments). Schema-constrained adapters send
+    /// it as the decoding constraint; other adapters ignore it.
+    pub fn with_output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self.changed();
+        self
+    }
+
+    /// The output-object schema given with [`with_output_schema`](Self::with_output_schema).
+    pub fn output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_ref()
+    }
+
     /// A copy without the field called `name` (input or output).
     pub fn without_field(&self, name: &str) -> DynSignature {
         let mut copy = self.clone();
         copy.inputs.retain(|f| f.name != name);
         copy.outputs.retain(|f| f.name != name);
+        // A whole-output schema would still describe the removed field.
+        copy.output_schema = None;
         copy.changed();
         copy
     }

@@ -20,6 +20,7 @@ use crate::signature::DynSignature;
 #[derive(Debug, Clone, Copy)]
 pub struct JsonAdapter {
     native_function_calling: bool,
+    constrained: bool,
 }
 
 impl Default for JsonAdapter {
@@ -33,6 +34,32 @@ impl JsonAdapter {
     pub fn new() -> JsonAdapter {
         JsonAdapter {
             native_function_calling: true,
+            constrained: false,
+        }
+    }
+
+    /// Schema-constrained decoding, for small local models that cannot follow a format on their own:
+    /// every call sends its output schema as a decoding constraint — the llama.cpp server's
+    /// `{"type": "json_object", "schema": ..}` when the LM's capabilities have
+    /// `json_object_schema`, OpenAI's strict `json_schema` when they have `response_schema` —
+    /// so the reply is valid JSON of the right shape by construction. A signature may carry a
+    /// tighter schema of its own ([`DynSignature::with_output_schema`]), as ReAct's steps do to tie
+    /// each tool name to its arguments.
+    ///
+    /// ```
+    /// use signet::adapter::{Adapter, JsonAdapter};
+    /// use signet::lm::{Capabilities, LmRequest, ResponseFormat};
+    /// let sig = signet::DynSignature::parse("question -> answer: int").unwrap();
+    /// let mut request = LmRequest::default();
+    /// let local = Capabilities { json_object_schema: true, ..Capabilities::default() };
+    /// JsonAdapter::constrained().configure(&sig, &mut request, local);
+    /// let Some(ResponseFormat::Raw(format)) = request.response_format else { panic!() };
+    /// assert_eq!(format["schema"]["properties"]["answer"]["type"], "integer");
+    /// ```
+    pub fn constrained() -> JsonAdapter {
+        JsonAdapter {
+            native_function_calling: false,
+            constrained: true,
         }
     }
 
@@ -63,6 +90,10 @@ impl Adapter for JsonAdapter {
         request: &mut LmRequest,
         capabilities: Capabilities,
     ) {
+        if self.constrained {
+            request.response_format = constrained_format(signature, capabilities);
+            return;
+        }
         request.response_format = match structured_output_schema(signature) {
             Some(schema) if capabilities.response_schema => Some(ResponseFormat::JsonSchema {
                 name: "DSPyProgramOutputs".to_owned(),
@@ -104,6 +135,31 @@ impl Adapter for JsonAdapter {
             }
         }
         super::check_complete(self.name(), signature, fields, text)
+    }
+}
+
+/// The response format of constrained mode (see [`JsonAdapter::constrained`]).
+fn constrained_format(
+    signature: &DynSignature,
+    capabilities: Capabilities,
+) -> Option<ResponseFormat> {
+    let derived = structured_output_schema(signature);
+    if capabilities.json_object_schema {
+        let schema = signature.output_schema().cloned().or(derived)?;
+        return Some(ResponseFormat::Raw(
+            json!({"type": "json_object", "schema": schema}),
+        ));
+    }
+    match derived {
+        Some(schema) if capabilities.response_schema => Some(ResponseFormat::JsonSchema {
+            name: "DSPyProgramOutputs".to_owned(),
+            schema,
+            strict: true,
+        }),
+        _ if capabilities.json_object || capabilities.response_schema => {
+            Some(ResponseFormat::JsonObject)
+        }
+        _ => None,
     }
 }
 

@@ -109,10 +109,43 @@ pub(super) fn step_signatures(
             "next_tool_name",
             json!({"type": "string", "enum": tool_names}),
         ))
-        .with_output(args_field.clone());
+        .with_output(args_field.clone())
+        .with_output_schema(constrained_step_schema(signature, tools));
     let read = step
         .with_output(Field::str("next_thought"))
         .with_output(Field::str("next_tool_name"))
         .with_output(args_field);
     (shown, read)
+}
+
+/// For schema-constrained decoding: one branch per tool, each tying the tool's name to its argument
+/// schema (and `finish` to the outputs, all optional), so a constrained model can only produce a
+/// well-formed call.
+fn constrained_step_schema(signature: &DynSignature, tools: &[Arc<dyn Tool>]) -> Value {
+    let branch = |name: &str, args: Value| {
+        json!({
+            "type": "object",
+            "properties": {
+                "next_thought": {"type": "string"},
+                "next_tool_name": {"type": "string", "enum": [name]},
+                "next_tool_args": args,
+            },
+            "required": ["next_thought", "next_tool_name", "next_tool_args"],
+            "additionalProperties": false
+        })
+    };
+    let mut branches: Vec<Value> = tools
+        .iter()
+        .map(|t| branch(t.name(), t.args_schema().clone()))
+        .collect();
+    let outputs: serde_json::Map<String, Value> = signature
+        .outputs()
+        .iter()
+        .map(|f| (f.name().to_owned(), crate::schema::inline_refs(f.schema())))
+        .collect();
+    branches.push(branch(
+        FINISH,
+        json!({"type": "object", "properties": outputs, "required": []}),
+    ));
+    json!({"anyOf": branches})
 }

@@ -1,0 +1,143 @@
+//! Schema-constrained decoding for small local models: every call carries its output schema as a
+//! decoding constraint, and ReAct's steps tie each tool name to that tool's arguments.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use signet::adapter::JsonAdapter;
+use signet::lm::{Capabilities, ResponseFormat, ScriptedLm};
+use signet::module::{Predict, ReAct, ReActMode};
+use signet::{Signature, Tool, tool};
+
+/// Answer the question.
+#[derive(Signature)]
+struct Ask {
+    #[input]
+    question: String,
+    #[output]
+    answer: i64,
+}
+
+/// Add two integers.
+#[tool]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+fn llama_cpp() -> Capabilities {
+    Capabilities {
+        json_object_schema: true,
+        ..Capabilities::default()
+    }
+}
+
+fn schema_of(format: &Option<ResponseFormat>) -> serde_json::Value {
+    match format {
+        Some(ResponseFormat::Raw(raw)) => {
+            assert_eq!(raw["type"], "json_object");
+            raw["schema"].clone()
+        }
+        other => panic!("expected the llama.cpp schema extension, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn predict_sends_its_output_schema_as_the_constraint() {
+    let lm = Arc::new(ScriptedLm::texts([r#"{"answer": 5}"#]).with_capabilities(llama_cpp()));
+    let ask = Predict::<Ask>::new()
+        .with_lm(lm.clone())
+        .with_adapter(Arc::new(JsonAdapter::constrained()));
+    assert_eq!(
+        ask.call(AskInput {
+            question: "2 + 3?".into()
+        })
+        .await
+        .unwrap()
+        .answer,
+        5
+    );
+    let schema = schema_of(&lm.requests()[0].response_format);
+    assert_eq!(schema["properties"]["answer"]["type"], "integer");
+    assert_eq!(schema["required"], json!(["answer"]));
+    assert_eq!(schema["additionalProperties"], false);
+}
+
+#[tokio::test]
+async fn openai_gets_strict_structured_outputs() {
+    let openai = Capabilities {
+        response_schema: true,
+        ..Capabilities::default()
+    };
+    let lm = Arc::new(ScriptedLm::texts([r#"{"answer": 5}"#]).with_capabilities(openai));
+    let ask = Predict::<Ask>::new()
+        .with_lm(lm.clone())
+        .with_adapter(Arc::new(JsonAdapter::constrained()));
+    ask.call(AskInput {
+        question: "2 + 3?".into(),
+    })
+    .await
+    .unwrap();
+    assert!(matches!(
+        lm.requests()[0].response_format,
+        Some(ResponseFormat::JsonSchema { strict: true, .. })
+    ));
+}
+
+#[tokio::test]
+async fn react_steps_constrain_the_tool_name_and_its_arguments() {
+    let lm = Arc::new(
+        ScriptedLm::texts([
+            r#"{"next_thought": "add", "next_tool_name": "add", "next_tool_args": {"a": 2, "b": 3}}"#,
+            r#"{"next_thought": "done", "next_tool_name": "finish", "next_tool_args": {"answer": 5}}"#,
+        ])
+        .with_capabilities(llama_cpp()),
+    );
+    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)])
+        .with_lm(lm.clone())
+        .with_adapter(Arc::new(JsonAdapter::constrained()))
+        .with_mode(ReActMode::Text);
+    let out = agent
+        .call(AskInput {
+            question: "2 + 3?".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.output.answer, 5);
+    assert_eq!(out.usage.lm_calls, 2, "finish carried the answer");
+
+    let schema = schema_of(&lm.requests()[0].response_format);
+    let branches = schema["anyOf"].as_array().unwrap();
+    assert_eq!(branches.len(), 2);
+    assert_eq!(
+        branches[0]["properties"]["next_tool_name"]["enum"],
+        json!(["add"])
+    );
+    assert_eq!(
+        branches[0]["properties"]["next_tool_args"],
+        AddTool.args_schema().clone()
+    );
+    assert_eq!(
+        branches[1]["properties"]["next_tool_name"]["enum"],
+        json!(["finish"])
+    );
+    assert_eq!(
+        branches[1]["properties"]["next_tool_args"]["properties"]["answer"]["type"],
+        "integer"
+    );
+    // Every branch is something the validator accepts as a valid step.
+    let validator = jsonschema_is_valid(&schema);
+    assert!(validator(
+        &json!({"next_thought": "x", "next_tool_name": "add", "next_tool_args": {"a": 1, "b": 2}})
+    ));
+    assert!(!validator(
+        &json!({"next_thought": "x", "next_tool_name": "add", "next_tool_args": {"a": "1"}})
+    ));
+    assert!(!validator(
+        &json!({"next_thought": "x", "next_tool_name": "mul", "next_tool_args": {}})
+    ));
+}
+
+fn jsonschema_is_valid(schema: &serde_json::Value) -> impl Fn(&serde_json::Value) -> bool {
+    let tool = signet::tool::ToolSpec::new("step", "", schema.clone());
+    move |value| tool.validate(value).is_ok()
+}
