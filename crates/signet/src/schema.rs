@@ -254,6 +254,41 @@ pub fn drop_width_formats(schema: &mut Value) {
     }
 }
 
+/// Turns machine-width number formats into the ranges they imply (`uint8` -> `0..=255`, `int64` ->
+/// the `i64` range), keeping ranges already given, so that validation rejects what the Rust type
+/// cannot hold.
+///
+/// ```
+/// use serde_json::json;
+/// let mut schema = json!({"type": "integer", "format": "int64"});
+/// signet::schema::width_formats_as_bounds(&mut schema);
+/// assert_eq!(schema["maximum"], json!(i64::MAX));
+/// ```
+pub fn width_formats_as_bounds(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            let bounds: Option<(Value, Value)> = match map.get("format").and_then(Value::as_str) {
+                Some("int8") => Some((i8::MIN.into(), i8::MAX.into())),
+                Some("int16") => Some((i16::MIN.into(), i16::MAX.into())),
+                Some("int32") => Some((i32::MIN.into(), i32::MAX.into())),
+                Some("int64" | "int") => Some((i64::MIN.into(), i64::MAX.into())),
+                Some("uint8") => Some((0.into(), u8::MAX.into())),
+                Some("uint16") => Some((0.into(), u16::MAX.into())),
+                Some("uint32") => Some((0.into(), u32::MAX.into())),
+                Some("uint64" | "uint") => Some((0.into(), u64::MAX.into())),
+                _ => None,
+            };
+            if let Some((min, max)) = bounds {
+                map.entry("minimum").or_insert(min);
+                map.entry("maximum").or_insert(max);
+            }
+            map.values_mut().for_each(width_formats_as_bounds);
+        }
+        Value::Array(items) => items.iter_mut().for_each(width_formats_as_bounds),
+        _ => {}
+    }
+}
+
 fn is_width_format(format: &str) -> bool {
     matches!(
         format,

@@ -176,7 +176,8 @@ fn closing(indent: Option<usize>, level: usize, out: &mut String) {
     }
 }
 
-/// A JSON string as Python's `json.dumps(.., ensure_ascii=False)` writes it.
+/// A JSON string as Python's `json.dumps(.., ensure_ascii=False)` writes it, except that the line
+/// separators U+0085, U+2028 and U+2029 are escaped (Python leaves them raw).
 fn write_json_string(s: &str, out: &mut String) {
     out.push('"');
     for c in s.chars() {
@@ -189,6 +190,9 @@ fn write_json_string(s: &str, out: &mut String) {
             '\u{08}' => out.push_str("\\b"),
             '\u{0c}' => out.push_str("\\f"),
             c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            // Line separators Python's `splitlines` (and so the Chat parser) would break a string
+            // on; Python's `json.dumps` leaves them raw, which loses them. Escaping is lossless.
+            '\u{85}' | '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push(c),
         }
     }

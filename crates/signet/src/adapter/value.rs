@@ -117,12 +117,24 @@ pub fn lenient_json(text: &str) -> Option<Value> {
 }
 
 /// Finds the first balanced `{...}` in `text` (the JSON object a model wrapped in prose or a code
-/// fence).
+/// fence). Braces inside JSON strings do not count.
 pub fn first_json_object(text: &str) -> Option<&str> {
     let start = text.find('{')?;
     let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
     for (i, c) in text[start..].char_indices() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
         match c {
+            '"' => in_string = true,
             '{' => depth += 1,
             '}' => {
                 depth -= 1;
@@ -569,5 +581,9 @@ mod tests {
             Some("{\"a\": {\"b\": 1}}")
         );
         assert_eq!(first_json_object("no object"), None);
+        assert_eq!(
+            first_json_object(r#"x {"a": "}{", "b": "\\"} y"#),
+            Some(r#"{"a": "}{", "b": "\\"}"#)
+        );
     }
 }

@@ -4,8 +4,6 @@ use schemars::JsonSchema;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
-use crate::schema;
-
 /// Assembles the JSON schema of a tool's argument object: one property per argument, with its
 /// description and default, `required` listing the arguments that must be given, and
 /// `additionalProperties: false`. Nested types are described once under `$defs` and inlined by
@@ -18,7 +16,10 @@ use crate::schema;
 ///     .arg::<u32>("k", None, Some(serde_json::json!(3)), false)
 ///     .finish();
 /// assert_eq!(schema["required"], serde_json::json!(["query"]));
-/// assert_eq!(schema["properties"]["k"], serde_json::json!({"type": "integer", "minimum": 0, "default": 3}));
+/// assert_eq!(
+///     schema["properties"]["k"],
+///     serde_json::json!({"type": "integer", "format": "uint32", "minimum": 0, "default": 3})
+/// );
 /// ```
 pub struct ArgsSchema {
     generator: SchemaGenerator,
@@ -73,7 +74,6 @@ impl ArgsSchema {
                 map.insert("description".to_owned(), Value::String(desc.to_owned()));
             }
         }
-        schema::drop_width_formats(&mut property);
         self.properties.insert(name.to_owned(), property);
         if required {
             self.required.push(Value::String(name.to_owned()));
@@ -88,9 +88,8 @@ impl ArgsSchema {
         out.insert("properties".to_owned(), Value::Object(self.properties));
         out.insert("required".to_owned(), Value::Array(self.required));
         out.insert("additionalProperties".to_owned(), Value::Bool(false));
-        let mut defs = Value::Object(self.generator.take_definitions(true));
+        let defs = Value::Object(self.generator.take_definitions(true));
         if defs.as_object().is_some_and(|d| !d.is_empty()) {
-            schema::drop_width_formats(&mut defs);
             out.insert("$defs".to_owned(), defs);
         }
         Value::Object(out)

@@ -47,7 +47,9 @@ impl fmt::Debug for ToolSpec {
 
 impl ToolSpec {
     /// A spec from an explicit argument schema (an `object` schema whose `properties` are the
-    /// arguments). `$ref`s are inlined; a schema that does not compile is reported as
+    /// arguments). `$ref`s are inlined; machine-width number formats (`int64`, `uint8`) are checked
+    /// as ranges but left out of the schema shown to the model; a schema that does not compile is
+    /// reported as
     /// [`ToolError::InvalidSchema`] on every call rather than by panicking here.
     pub fn new(
         name: impl Into<String>,
@@ -55,8 +57,13 @@ impl ToolSpec {
         args_schema: Value,
     ) -> ToolSpec {
         let name = name.into();
-        let args_schema = normalize_args_schema(args_schema);
-        let validator = jsonschema::validator_for(&args_schema).map_err(|e| e.to_string());
+        let mut args_schema = normalize_args_schema(args_schema);
+        // Validate against the machine widths (an `i64` cannot hold 1e113), but show the model
+        // the schema without them.
+        let mut strict = args_schema.clone();
+        schema::width_formats_as_bounds(&mut strict);
+        schema::drop_width_formats(&mut args_schema);
+        let validator = jsonschema::validator_for(&strict).map_err(|e| e.to_string());
         ToolSpec {
             name,
             description: description.into(),
@@ -81,7 +88,6 @@ impl ToolSpec {
         description: impl Into<String>,
     ) -> ToolSpec {
         let mut args = schema::schema_for::<A>();
-        schema::drop_width_formats(&mut args);
         if let Value::Object(map) = &mut args {
             map.remove("title");
             map.remove("description");
@@ -128,8 +134,9 @@ impl ToolSpec {
         Err(self.invalid(errors))
     }
 
-    /// Validates `args`, then deserializes them into `A`. A deserializer's own complaint (one the
-    /// schema could not express) is still reported as [`ToolError::InvalidArguments`].
+    /// Validates `args`, then deserializes them into `A`. Integral floats (`3.0`), which JSON Schema
+    /// counts as integers, are passed as integers. A deserializer's own complaint (one the schema
+    /// could not express) is still reported as [`ToolError::InvalidArguments`].
     pub fn parse_args<A: DeserializeOwned>(&self, args: Value) -> Result<A, ToolError> {
         // Tools without arguments accept `null` as well as `{}`.
         let args = if args.is_null() {
@@ -138,6 +145,8 @@ impl ToolSpec {
             args
         };
         self.validate(&args)?;
+        let mut args = args;
+        integral_floats_as_integers(&mut args);
         serde_json::from_value(args).map_err(|e| {
             self.invalid(vec![ArgError {
                 path: String::new(),
@@ -176,6 +185,24 @@ impl ToolSpec {
                 "parameters": self.args_schema,
             }
         })
+    }
+}
+
+/// JSON Schema counts `3.0` as an integer, serde does not: what validation accepted must deserialize,
+/// so integral floats are passed on as integers (float fields accept integers as well).
+fn integral_floats_as_integers(value: &mut Value) {
+    match value {
+        Value::Number(n) if n.is_f64() => {
+            if let Some(x) = n.as_f64()
+                && x.fract() == 0.0
+                && x.abs() < 9.007_199_254_740_992e15
+            {
+                *value = Value::from(x as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_floats_as_integers),
+        Value::Object(map) => map.values_mut().for_each(integral_floats_as_integers),
+        _ => {}
     }
 }
 
