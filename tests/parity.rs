@@ -28,7 +28,14 @@ enum Outcome {
 fn fixture_dir() -> PathBuf {
     match std::env::var_os("SIGNET_PARITY_FIXTURES") {
         Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/dspy"),
+        None => {
+            // Cargo sets the manifest directory at run time too; prefer it to the compile-time one,
+            // so a moved checkout still finds `shared/` beside it.
+            let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf());
+            manifest.join("../shared/fixtures/dspy")
+        }
     }
 }
 

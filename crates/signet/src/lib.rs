@@ -8,6 +8,16 @@
 //! `#[derive(Signature)]` macro from `signet-macros` (feature `derive`, on by default), so a program
 //! depends on `signet` alone.
 //!
+//! | module | what |
+//! |---|---|
+//! | [`tool`] | the [`Tool`] trait, `#[tool]`'s runtime, closure tools, argument validation |
+//! | [`signature`] | typed and run-time signatures, DSPy type names |
+//! | [`lm`] | the [`Lm`](lm::Lm) trait, requests and completions, a scripted LM for tests |
+//! | [`adapter`] | the Chat, JSON and XML formats (DSPy-identical prompts), native function calling |
+//! | [`module`] | `Predict`, `ChainOfThought`, `ReAct` |
+//! | [`structured`] | a schema-valid value from any LM (native tool → JSON mode → text) |
+//! | [`schema`], [`blocking`] | schema helpers; the one rule for calling async code from sync code |
+//!
 //! ```
 //! use signet::{Signature, Tool, tool};
 //!
@@ -126,6 +136,9 @@ pub use signet_macros::Signature;
 
 /// The names most programs need: `use signet::prelude::*;`.
 pub mod prelude {
+    pub use crate::adapter::{ChatAdapter, JsonAdapter, XmlAdapter};
+    pub use crate::lm::{Lm, ScriptedLm};
+    pub use crate::module::{ChainOfThought, Predict, ReAct};
     pub use crate::signature::{DynSignature, Field, Signature};
     pub use crate::tool::{Tool, ToolBox, ToolError};
     #[cfg(feature = "derive")]
