@@ -10,7 +10,7 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | [`tool`] | the [`Tool`] trait, `#[tool]`'s runtime, closure tools, argument validation |
+//! | [`tool`](mod@tool) | the [`Tool`] trait, `#[tool]`'s runtime, closure tools, argument validation |
 //! | [`signature`] | typed and run-time signatures, DSPy type names |
 //! | [`lm`] | the [`Lm`](lm::Lm) trait, requests and completions, a scripted LM for tests |
 //! | [`adapter`] | the Chat, JSON and XML formats (DSPy-identical prompts), native function calling |
