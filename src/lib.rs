@@ -27,3 +27,7 @@ struct AdaptersGuide;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/react.md")]
 struct ReactGuide;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/lm.md")]
+struct LmGuide;

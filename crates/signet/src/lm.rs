@@ -1,6 +1,10 @@
 //! Language models: the [`Lm`] trait, the data it exchanges, and implementations.
 //!
 //! * [`ScriptedLm`]: replies from a script and records every request, for tests (DSPy's `DummyLM`).
+//! * [`OpenAiLm`] (feature `openai`, on by default): any OpenAI-compatible chat endpoint (OpenAI,
+//!   vLLM, llama.cpp, Ollama), with typed errors, retries, timeouts, a response cache, a call
+//!   history and SSE streaming.
+//! * [`RetryLm`], [`CachedLm`], [`HistoryLm`]: the same retries, cache and history around any `Lm`.
 //!
 //! ```
 //! use signet::lm::{Completion, Lm, LmRequest, Message, ScriptedLm};
@@ -13,15 +17,26 @@
 //! # });
 //! ```
 
+mod cache;
+mod history;
+#[cfg(feature = "openai")]
+mod openai;
+mod retry;
 mod scripted;
 mod types;
 
 use futures::future::BoxFuture;
+use futures::stream::{BoxStream, StreamExt};
 
+pub use cache::{CachedLm, ResponseCache};
+pub use history::{History, HistoryEntry, HistoryLm, render_history};
+#[cfg(feature = "openai")]
+pub use openai::{BuildError, OpenAiLm, OpenAiLmBuilder};
+pub use retry::{RetryLm, RetryPolicy, parse_retry_after};
 pub use scripted::ScriptedLm;
 pub use types::{
     Capabilities, Completion, FinishReason, LmError, LmOptions, LmRequest, Message, ResponseFormat,
-    Role, ToolCall, ToolChoice, Usage,
+    Role, StreamAssembler, StreamEvent, ToolCall, ToolChoice, Usage,
 };
 
 /// A language model: messages and options in, a completion out.
@@ -33,6 +48,37 @@ pub trait Lm: Send + Sync {
     fn complete<'a>(&'a self, request: &'a LmRequest)
     -> BoxFuture<'a, Result<Completion, LmError>>;
 
+    /// Sends one request and streams the reply as it is generated: deltas, then
+    /// [`StreamEvent::Done`] with the assembled completion. Errors end the stream.
+    ///
+    /// The provided implementation calls [`complete`](Lm::complete) and replays its result as
+    /// events: the reasoning and the text as one delta each, one delta per tool call, then `Done`.
+    /// Implementations that can stream (such as [`OpenAiLm`]) override it.
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use signet::lm::{Completion, Lm, LmRequest, ScriptedLm, StreamEvent};
+    ///
+    /// let lm = ScriptedLm::texts(["Hello there"]);
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let request = LmRequest::default();
+    /// let events: Vec<StreamEvent> = lm.stream(&request).map(|e| e.unwrap()).collect().await;
+    /// let Some(StreamEvent::Done(done)) = events.last() else { panic!("no Done") };
+    /// assert_eq!(done.text.as_deref(), Some("Hello there"));
+    /// # });
+    /// ```
+    fn stream<'a>(&'a self, request: &'a LmRequest) -> BoxStream<'a, Result<StreamEvent, LmError>> {
+        futures::stream::once(self.complete(request))
+            .flat_map(|result| {
+                let events = match result {
+                    Ok(completion) => completion_events(completion),
+                    Err(error) => vec![Err(error)],
+                };
+                futures::stream::iter(events)
+            })
+            .boxed()
+    }
+
     /// What this LM supports (native tools, structured outputs, ..).
     fn capabilities(&self) -> Capabilities {
         Capabilities::default()
@@ -40,4 +86,25 @@ pub trait Lm: Send + Sync {
 
     /// The model's name, for logs and history.
     fn model(&self) -> &str;
+}
+
+/// A whole completion replayed as stream events: reasoning, text, one delta per tool call, `Done`.
+pub(crate) fn completion_events(completion: Completion) -> Vec<Result<StreamEvent, LmError>> {
+    let mut events = Vec::new();
+    if let Some(reasoning) = completion.reasoning.as_ref().filter(|r| !r.is_empty()) {
+        events.push(Ok(StreamEvent::ReasoningDelta(reasoning.clone())));
+    }
+    if let Some(text) = completion.text.as_ref().filter(|t| !t.is_empty()) {
+        events.push(Ok(StreamEvent::TextDelta(text.clone())));
+    }
+    for (index, call) in completion.tool_calls.iter().enumerate() {
+        events.push(Ok(StreamEvent::ToolCallDelta {
+            index,
+            id: Some(call.id.clone()),
+            name: Some(call.name.clone()),
+            arguments: call.arguments.clone(),
+        }));
+    }
+    events.push(Ok(StreamEvent::Done(completion)));
+    events
 }

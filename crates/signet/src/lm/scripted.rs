@@ -5,12 +5,19 @@ use std::sync::Mutex;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use futures::stream::{self, BoxStream, StreamExt};
 
-use super::{Capabilities, Completion, Lm, LmError, LmRequest};
+use super::{Capabilities, Completion, Lm, LmError, LmRequest, StreamEvent};
 
 /// Replies in order from a script and records every request it receives, like DSPy's `DummyLM`.
 /// A reply can be a completion or an error (to test failure paths). When the script runs out, calls
 /// fail with [`LmError::NoMoreReplies`].
+///
+/// [`stream`](Lm::stream) takes the next reply too and streams it in small, deterministic pieces:
+/// the reasoning and the text word by word (each piece keeps its trailing whitespace, so the
+/// pieces concatenate to the exact text), each tool call as a first delta with its id and name
+/// followed by its arguments in pieces of at most 8 characters, then [`StreamEvent::Done`] with
+/// the reply.
 ///
 /// ```
 /// use signet::lm::{Completion, Lm, LmError, LmRequest, ScriptedLm};
@@ -80,6 +87,19 @@ impl ScriptedLm {
         self.lock_replies().len()
     }
 
+    /// Records `request` and takes the next reply.
+    fn next_reply(&self, request: &LmRequest) -> Result<Completion, LmError> {
+        let call = {
+            let mut requests = self.requests.lock().unwrap_or_else(|e| e.into_inner());
+            requests.push(request.clone());
+            requests.len()
+        };
+        let reply = self.lock_replies().pop_front();
+        let mut completion = reply.unwrap_or(Err(LmError::NoMoreReplies { call }))?;
+        completion.usage.lm_calls = completion.usage.lm_calls.max(1);
+        Ok(completion)
+    }
+
     fn lock_replies(&self) -> std::sync::MutexGuard<'_, VecDeque<Result<Completion, LmError>>> {
         self.replies.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -90,18 +110,16 @@ impl Lm for ScriptedLm {
         &'a self,
         request: &'a LmRequest,
     ) -> BoxFuture<'a, Result<Completion, LmError>> {
-        let call = {
-            let mut requests = self.requests.lock().unwrap_or_else(|e| e.into_inner());
-            requests.push(request.clone());
-            requests.len()
+        let reply = self.next_reply(request);
+        async move { reply }.boxed()
+    }
+
+    fn stream<'a>(&'a self, request: &'a LmRequest) -> BoxStream<'a, Result<StreamEvent, LmError>> {
+        let events = match self.next_reply(request) {
+            Ok(completion) => streamed_events(completion),
+            Err(error) => vec![Err(error)],
         };
-        let reply = self.lock_replies().pop_front();
-        async move {
-            let mut completion = reply.unwrap_or(Err(LmError::NoMoreReplies { call }))?;
-            completion.usage.lm_calls = completion.usage.lm_calls.max(1);
-            Ok(completion)
-        }
-        .boxed()
+        stream::iter(events).boxed()
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -110,5 +128,104 @@ impl Lm for ScriptedLm {
 
     fn model(&self) -> &str {
         &self.model
+    }
+}
+
+/// A completion cut into small deltas (see [`ScriptedLm`]), then `Done`.
+fn streamed_events(completion: Completion) -> Vec<Result<StreamEvent, LmError>> {
+    let mut events = Vec::new();
+    if let Some(reasoning) = &completion.reasoning {
+        events.extend(words(reasoning).map(|w| Ok(StreamEvent::ReasoningDelta(w.to_owned()))));
+    }
+    if let Some(text) = &completion.text {
+        events.extend(words(text).map(|w| Ok(StreamEvent::TextDelta(w.to_owned()))));
+    }
+    for (index, call) in completion.tool_calls.iter().enumerate() {
+        events.push(Ok(StreamEvent::ToolCallDelta {
+            index,
+            id: Some(call.id.clone()),
+            name: Some(call.name.clone()),
+            arguments: String::new(),
+        }));
+        let chars: Vec<char> = call.arguments.chars().collect();
+        for piece in chars.chunks(8) {
+            events.push(Ok(StreamEvent::ToolCallDelta {
+                index,
+                id: None,
+                name: None,
+                arguments: piece.iter().collect(),
+            }));
+        }
+    }
+    events.push(Ok(StreamEvent::Done(completion)));
+    events
+}
+
+/// `text` split after each run of whitespace: `"a b  c"` -> `"a "`, `"b  "`, `"c"`.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let word_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let end = rest[word_end..]
+            .find(|c: char| !c.is_whitespace())
+            .map_or(rest.len(), |i| word_end + i);
+        let (piece, tail) = rest.split_at(end);
+        rest = tail;
+        Some(piece)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lm::{StreamAssembler, ToolCall};
+
+    #[test]
+    fn words_keep_their_whitespace() {
+        let pieces: Vec<_> = words(" a b  c\n").collect();
+        assert_eq!(pieces, [" ", "a ", "b  ", "c\n"]);
+        assert_eq!(words("").count(), 0);
+        assert_eq!(words("é ü").collect::<Vec<_>>(), ["é ", "ü"]);
+    }
+
+    #[tokio::test]
+    async fn streams_in_pieces_that_reassemble() {
+        let reply = Completion {
+            text: Some("The answer is 42.".into()),
+            reasoning: Some("Think first.".into()),
+            tool_calls: vec![ToolCall::new("c1", "add", r#"{"a": 20, "b": 22}"#)],
+            ..Completion::default()
+        };
+        let lm = ScriptedLm::new([reply.clone()]);
+        let request = LmRequest::default();
+        let events: Vec<StreamEvent> = lm
+            .stream(&request)
+            .map(|e| e.expect("scripted"))
+            .collect()
+            .await;
+        let text_deltas = events
+            .iter()
+            .filter(|e| matches!(e, StreamEvent::TextDelta(_)))
+            .count();
+        assert_eq!(text_deltas, 4);
+        let mut assembler = StreamAssembler::default();
+        for event in &events[..events.len() - 1] {
+            assembler.push(event);
+        }
+        let assembled = assembler.finish();
+        assert_eq!(assembled.text, reply.text);
+        assert_eq!(assembled.reasoning, reply.reasoning);
+        assert_eq!(assembled.tool_calls, reply.tool_calls);
+        let Some(StreamEvent::Done(done)) = events.last() else {
+            panic!("no Done");
+        };
+        assert_eq!(done.usage.lm_calls, 1);
+        assert!(matches!(
+            lm.stream(&request).next().await,
+            Some(Err(LmError::NoMoreReplies { call: 2 }))
+        ));
     }
 }

@@ -315,6 +315,140 @@ impl Completion {
     }
 }
 
+/// One event of a streamed completion ([`Lm::stream`](super::Lm::stream)).
+///
+/// Deltas arrive in the order the model produces them; the last event of a successful stream is
+/// always [`Done`](StreamEvent::Done), carrying the whole completion assembled from the deltas
+/// (with usage), so a consumer that only wants the result can skip everything else.
+///
+/// ```
+/// use signet::lm::{Completion, StreamEvent};
+/// let event = StreamEvent::TextDelta("Hel".into());
+/// assert!(matches!(event, StreamEvent::TextDelta(ref t) if t == "Hel"));
+/// assert!(matches!(StreamEvent::Done(Completion::text("Hello")), StreamEvent::Done(_)));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StreamEvent {
+    /// A piece of the reply's text.
+    TextDelta(String),
+    /// A piece of the model's reasoning (`reasoning_content`).
+    ReasoningDelta(String),
+    /// A piece of a tool call. The first delta of a call usually carries its `id` and `name`; the
+    /// arguments arrive in pieces that concatenate to the call's raw arguments text.
+    ToolCallDelta {
+        /// Which tool call of the reply this piece belongs to (0-based).
+        index: usize,
+        /// The call's id, when this delta carries it.
+        id: Option<String>,
+        /// The tool's name, when this delta carries it.
+        name: Option<String>,
+        /// A piece of the arguments text (possibly empty).
+        arguments: String,
+    },
+    /// The end of the stream: the assembled completion.
+    Done(Completion),
+}
+
+/// Folds [`StreamEvent`] deltas into a [`Completion`]: what every streaming implementation (and a
+/// consumer that wants to rebuild the reply itself) needs.
+///
+/// ```
+/// use signet::lm::{StreamAssembler, StreamEvent};
+/// let mut assembler = StreamAssembler::default();
+/// assembler.push(&StreamEvent::TextDelta("Hello, ".into()));
+/// assembler.push(&StreamEvent::TextDelta("world".into()));
+/// assembler.push(&StreamEvent::ToolCallDelta { index: 0, id: Some("c1".into()), name: Some("add".into()), arguments: "{\"a\":".into() });
+/// assembler.push(&StreamEvent::ToolCallDelta { index: 0, id: None, name: None, arguments: "1}".into() });
+/// let completion = assembler.finish();
+/// assert_eq!(completion.text.as_deref(), Some("Hello, world"));
+/// assert_eq!(completion.tool_calls[0].arguments, "{\"a\":1}");
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct StreamAssembler {
+    text: Option<String>,
+    reasoning: Option<String>,
+    tool_calls: Vec<(usize, ToolCall)>,
+    /// Why the model stopped, when the stream said so.
+    pub finish_reason: Option<FinishReason>,
+    /// Usage reported by the stream (or set by the caller).
+    pub usage: Usage,
+}
+
+impl StreamAssembler {
+    /// Adds one event. A [`Done`](StreamEvent::Done) event replaces everything gathered so far with
+    /// its completion.
+    pub fn push(&mut self, event: &StreamEvent) {
+        match event {
+            StreamEvent::TextDelta(delta) => {
+                self.text.get_or_insert_with(String::new).push_str(delta);
+            }
+            StreamEvent::ReasoningDelta(delta) => {
+                self.reasoning
+                    .get_or_insert_with(String::new)
+                    .push_str(delta);
+            }
+            StreamEvent::ToolCallDelta {
+                index,
+                id,
+                name,
+                arguments,
+            } => {
+                let position = match self.tool_calls.iter().position(|(i, _)| i == index) {
+                    Some(position) => position,
+                    None => {
+                        self.tool_calls
+                            .push((*index, ToolCall::new(String::new(), String::new(), "")));
+                        self.tool_calls.len() - 1
+                    }
+                };
+                let call = &mut self.tool_calls[position].1;
+                if let Some(id) = id.as_deref().filter(|id| !id.is_empty()) {
+                    call.id = id.to_owned();
+                }
+                // Most servers send the name once; a few repeat it on every delta, a few send it in
+                // pieces: a repeat is ignored, a piece appended.
+                if let Some(name) = name.as_deref().filter(|name| !name.is_empty())
+                    && call.name != name
+                {
+                    call.name.push_str(name);
+                }
+                call.arguments.push_str(arguments);
+            }
+            StreamEvent::Done(completion) => {
+                self.text.clone_from(&completion.text);
+                self.reasoning.clone_from(&completion.reasoning);
+                self.tool_calls = completion.tool_calls.iter().cloned().enumerate().collect();
+                self.finish_reason.clone_from(&completion.finish_reason);
+                self.usage = completion.usage;
+            }
+        }
+    }
+
+    /// The completion gathered so far. Tool calls are ordered by index; a call that never got an id
+    /// is given `call_<index>`.
+    pub fn finish(mut self) -> Completion {
+        self.tool_calls.sort_by_key(|(index, _)| *index);
+        let tool_calls = self
+            .tool_calls
+            .into_iter()
+            .map(|(index, mut call)| {
+                if call.id.is_empty() {
+                    call.id = format!("call_{index}");
+                }
+                call
+            })
+            .collect();
+        Completion {
+            text: self.text,
+            tool_calls,
+            reasoning: self.reasoning,
+            finish_reason: self.finish_reason,
+            usage: self.usage,
+        }
+    }
+}
+
 /// What an LM (or the server behind it) supports; adapters choose formats from this.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Capabilities {
@@ -337,6 +471,41 @@ impl Default for Capabilities {
             response_schema: false,
             json_object: true,
             json_object_schema: false,
+        }
+    }
+}
+
+impl Capabilities {
+    /// OpenAI's own API: native tools, structured outputs and JSON mode.
+    ///
+    /// ```
+    /// let caps = signet::lm::Capabilities::openai();
+    /// assert!(caps.function_calling && caps.response_schema && !caps.json_object_schema);
+    /// ```
+    pub fn openai() -> Capabilities {
+        Capabilities {
+            function_calling: true,
+            response_schema: true,
+            json_object: true,
+            json_object_schema: false,
+        }
+    }
+
+    /// A llama.cpp server (`llama-server` or `llama_cpp.server`): JSON mode and schema-constrained
+    /// JSON through its `{"type": "json_object", "schema": ..}` extension; no OpenAI structured
+    /// outputs. Native tool calls are left off because `tool_choice: "auto"` only works when the
+    /// server runs with a function-calling chat format; turn it on when yours does.
+    ///
+    /// ```
+    /// let caps = signet::lm::Capabilities::llama_cpp();
+    /// assert!(caps.json_object_schema && !caps.response_schema);
+    /// ```
+    pub fn llama_cpp() -> Capabilities {
+        Capabilities {
+            function_calling: false,
+            response_schema: false,
+            json_object: true,
+            json_object_schema: true,
         }
     }
 }

@@ -1,0 +1,406 @@
+//! A record of LM calls and a printer in the style of DSPy's `inspect_history`.
+
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use futures::stream::{BoxStream, StreamExt};
+
+use super::{Capabilities, Completion, Lm, LmError, LmRequest, Message, StreamEvent, Usage};
+
+/// One recorded LM call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryEntry {
+    /// The model that answered.
+    pub model: String,
+    /// The messages sent.
+    pub messages: Vec<Message>,
+    /// The whole request (messages, options, tools, ..).
+    pub request: LmRequest,
+    /// What the model answered.
+    pub completion: Completion,
+    /// What the call spent (a cache hit spends nothing and counts one hit).
+    pub usage: Usage,
+    /// When the answer arrived.
+    pub timestamp: SystemTime,
+}
+
+impl HistoryEntry {
+    /// The timestamp as ISO 8601 in UTC with microseconds, e.g. `2026-11-03T09:15:02.123456Z`.
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use signet::lm::{Completion, HistoryEntry, LmRequest};
+    /// let entry = HistoryEntry {
+    ///     model: "m".into(),
+    ///     messages: vec![],
+    ///     request: LmRequest::default(),
+    ///     completion: Completion::text("x"),
+    ///     usage: Default::default(),
+    ///     timestamp: UNIX_EPOCH + Duration::from_micros(951_782_400_000_001),
+    /// };
+    /// assert_eq!(entry.timestamp_string(), "2000-02-29T00:00:00.000001Z");
+    /// ```
+    pub fn timestamp_string(&self) -> String {
+        let since = self
+            .timestamp
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let secs = since.as_secs();
+        let (days, rest) = (secs / 86_400, secs % 86_400);
+        let (year, month, day) = civil_from_days(days);
+        format!(
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
+            rest / 3600,
+            rest % 3600 / 60,
+            rest % 60,
+            since.subsec_micros()
+        )
+    }
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's algorithm).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+/// The last calls made through an LM, oldest first, bounded (the oldest entries are dropped
+/// beyond the capacity). Successful calls only, cache hits included.
+///
+/// [`render`](History::render) prints the last `n` calls the way Python's
+/// `dspy.inspect_history(n)` does: a timestamp, each message under `<Role> message:`, then
+/// `Response:` (and `Tool calls:`).
+///
+/// ```
+/// use signet::lm::{Completion, History, LmRequest, Message};
+///
+/// let history = History::new();
+/// let request = LmRequest::new(vec![Message::system("Be brief."), Message::user("Capital of France?")]);
+/// history.record("gpt-4o-mini", &request, &Completion::text("Paris"));
+/// assert_eq!(history.len(), 1);
+/// let printed = history.render(1);
+/// assert!(printed.contains("System message:\n\nBe brief.\n\n\n"));
+/// assert!(printed.contains("User message:\n\nCapital of France?\n\n\n"));
+/// assert!(printed.contains("Response:\n\nParis\n\n"));
+/// ```
+#[derive(Debug)]
+pub struct History {
+    entries: Mutex<VecDeque<HistoryEntry>>,
+    capacity: usize,
+}
+
+impl Default for History {
+    fn default() -> Self {
+        History::with_capacity(History::DEFAULT_CAPACITY)
+    }
+}
+
+impl History {
+    /// How many calls a [`History::new`] keeps.
+    pub const DEFAULT_CAPACITY: usize = 1000;
+
+    /// An empty history keeping the last [`DEFAULT_CAPACITY`](History::DEFAULT_CAPACITY) calls.
+    pub fn new() -> History {
+        History::default()
+    }
+
+    /// An empty history keeping the last `capacity` calls (0 keeps none).
+    pub fn with_capacity(capacity: usize) -> History {
+        History {
+            entries: Mutex::new(VecDeque::new()),
+            capacity,
+        }
+    }
+
+    /// How many calls it keeps.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Records a call, stamped now.
+    pub fn record(&self, model: &str, request: &LmRequest, completion: &Completion) {
+        if self.capacity == 0 {
+            return;
+        }
+        let entry = HistoryEntry {
+            model: model.to_owned(),
+            messages: request.messages.clone(),
+            request: request.clone(),
+            completion: completion.clone(),
+            usage: completion.usage,
+            timestamp: SystemTime::now(),
+        };
+        let mut entries = self.lock();
+        while entries.len() >= self.capacity {
+            entries.pop_front();
+        }
+        entries.push_back(entry);
+    }
+
+    /// Every kept entry, oldest first.
+    pub fn entries(&self) -> Vec<HistoryEntry> {
+        self.lock().iter().cloned().collect()
+    }
+
+    /// The last `n` entries, oldest first.
+    pub fn last(&self, n: usize) -> Vec<HistoryEntry> {
+        let entries = self.lock();
+        let skip = entries.len().saturating_sub(n);
+        entries.iter().skip(skip).cloned().collect()
+    }
+
+    /// The number of kept entries.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether nothing is kept.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// Forgets every entry.
+    pub fn clear(&self) {
+        self.lock().clear();
+    }
+
+    /// The usage of every kept call, added up.
+    pub fn total_usage(&self) -> Usage {
+        let mut total = Usage::default();
+        for entry in self.lock().iter() {
+            total += entry.usage;
+        }
+        total
+    }
+
+    /// The last `n` calls rendered like `dspy.inspect_history(n)` writes them to a file (no
+    /// colours).
+    pub fn render(&self, n: usize) -> String {
+        render_history(&self.last(n), false)
+    }
+
+    /// Prints the last `n` calls to standard output with ANSI colours, like
+    /// `dspy.inspect_history(n)`.
+    pub fn inspect(&self, n: usize) {
+        print!("{}", render_history(&self.last(n), true));
+    }
+
+    fn lock(&self) -> MutexGuard<'_, VecDeque<HistoryEntry>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Renders entries the way DSPy's `pretty_print_history` does, with or without ANSI colours.
+///
+/// ```
+/// use signet::lm::{Completion, History, LmRequest, Message, ToolCall, render_history};
+/// let history = History::new();
+/// let call = ToolCall::new("c1", "add", r#"{"a":1}"#);
+/// history.record("m", &LmRequest::new(vec![Message::user("add")]), &Completion::tool_calls(vec![call]));
+/// let text = render_history(&history.entries(), false);
+/// assert!(text.ends_with("Tool calls:\n\nadd: {\"a\":1}\n\n\n\n\n\n"));
+/// ```
+pub fn render_history(entries: &[HistoryEntry], colors: bool) -> String {
+    let paint = |code: &str, text: &str| {
+        if colors {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    };
+    let mut out = String::new();
+    for entry in entries {
+        out.push_str("\n\n\n\n");
+        let _ = write!(
+            out,
+            "{}\n\n",
+            paint("34", &format!("[{}]", entry.timestamp_string()))
+        );
+        for message in &entry.messages {
+            let role = match message.role {
+                super::Role::System => "System",
+                super::Role::User => "User",
+                super::Role::Assistant => "Assistant",
+                super::Role::Tool => "Tool",
+            };
+            let _ = write!(out, "{}\n\n", paint("31", &format!("{role} message:")));
+            let _ = writeln!(out, "{}", message.content.trim());
+            for call in &message.tool_calls {
+                let _ = writeln!(out, "{}: {}", call.name, call.arguments);
+            }
+            out.push_str("\n\n");
+        }
+        let completion = &entry.completion;
+        if let Some(text) = completion.text.as_deref().filter(|t| !t.is_empty()) {
+            let _ = write!(out, "{}\n\n", paint("31", "Response:"));
+            let _ = write!(out, "{}\n\n", paint("32", text.trim()));
+        }
+        if !completion.tool_calls.is_empty() {
+            let _ = write!(out, "{}\n\n", paint("31", "Tool calls:"));
+            for call in &completion.tool_calls {
+                let line = format!("{}: {}", call.name, call.arguments.trim());
+                let _ = write!(out, "{}\n\n", paint("32", &line));
+            }
+        }
+    }
+    out.push_str("\n\n\n\n");
+    out
+}
+
+/// Records every successful call of any [`Lm`] in a [`History`].
+///
+/// [`OpenAiLm`](super::OpenAiLm) keeps a history by itself; wrap other LMs in this.
+///
+/// ```
+/// use std::sync::Arc;
+/// use signet::lm::{History, HistoryLm, Lm, LmRequest, Message, ScriptedLm};
+///
+/// let history = Arc::new(History::new());
+/// let lm = HistoryLm::new(ScriptedLm::texts(["hi"]), history.clone());
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// lm.complete(&LmRequest::new(vec![Message::user("hello")])).await.unwrap();
+/// # });
+/// assert_eq!(history.entries()[0].messages[0].content, "hello");
+/// assert_eq!(history.entries()[0].model, "scripted");
+/// ```
+#[derive(Debug, Clone)]
+pub struct HistoryLm<L> {
+    inner: L,
+    history: Arc<History>,
+}
+
+impl<L: Lm> HistoryLm<L> {
+    /// Wraps `inner`, recording its calls in `history`.
+    pub fn new(inner: L, history: Arc<History>) -> HistoryLm<L> {
+        HistoryLm { inner, history }
+    }
+
+    /// The wrapped LM.
+    pub fn inner(&self) -> &L {
+        &self.inner
+    }
+
+    /// The history.
+    pub fn history(&self) -> &Arc<History> {
+        &self.history
+    }
+}
+
+impl<L: Lm> Lm for HistoryLm<L> {
+    fn complete<'a>(
+        &'a self,
+        request: &'a LmRequest,
+    ) -> BoxFuture<'a, Result<Completion, LmError>> {
+        async move {
+            let completion = self.inner.complete(request).await?;
+            self.history
+                .record(self.inner.model(), request, &completion);
+            Ok(completion)
+        }
+        .boxed()
+    }
+
+    fn stream<'a>(&'a self, request: &'a LmRequest) -> BoxStream<'a, Result<StreamEvent, LmError>> {
+        recorded_stream(
+            &self.history,
+            self.inner.model(),
+            request,
+            self.inner.stream(request),
+        )
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+}
+
+/// `events`, with the final completion recorded in `history`.
+pub(crate) fn recorded_stream<'a>(
+    history: &'a History,
+    model: &'a str,
+    request: &'a LmRequest,
+    events: BoxStream<'a, Result<StreamEvent, LmError>>,
+) -> BoxStream<'a, Result<StreamEvent, LmError>> {
+    events
+        .inspect(move |event| {
+            if let Ok(StreamEvent::Done(completion)) = event {
+                history.record(model, request, completion);
+            }
+        })
+        .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lm::ToolCall;
+    use std::time::Duration;
+
+    #[test]
+    fn renders_like_dspy() {
+        let history = History::new();
+        let request = LmRequest::new(vec![
+            Message::system("  Sys  "),
+            Message::user("Q"),
+            Message::assistant_tool_calls(vec![ToolCall::new("c1", "f", "{}")]),
+            Message::tool_result("c1", "42"),
+        ]);
+        history.record("m", &request, &Completion::text("\n A "));
+        let mut entries = history.entries();
+        entries[0].timestamp = UNIX_EPOCH + Duration::from_secs(86_400);
+        let text = render_history(&entries, false);
+        let expected = "\n\n\n\n[1970-01-02T00:00:00.000000Z]\n\n\
+                        System message:\n\nSys\n\n\n\
+                        User message:\n\nQ\n\n\n\
+                        Assistant message:\n\n\nf: {}\n\n\n\
+                        Tool message:\n\n42\n\n\n\
+                        Response:\n\nA\n\n\
+                        \n\n\n\n";
+        assert_eq!(text, expected);
+        let colored = render_history(&entries, true);
+        assert!(colored.contains("\x1b[31mUser message:\x1b[0m\n\n"));
+        assert!(colored.contains("\x1b[32mA\x1b[0m\n\n"));
+        assert!(colored.contains("\x1b[34m[1970-01-02T00:00:00.000000Z]\x1b[0m"));
+    }
+
+    #[test]
+    fn keeps_the_last_entries_within_capacity() {
+        let history = History::with_capacity(2);
+        for text in ["a", "b", "c"] {
+            history.record("m", &LmRequest::default(), &Completion::text(text));
+        }
+        let texts: Vec<_> = history
+            .entries()
+            .into_iter()
+            .filter_map(|e| e.completion.text)
+            .collect();
+        assert_eq!(texts, ["b", "c"]);
+        assert_eq!(history.last(1)[0].completion.text.as_deref(), Some("c"));
+        assert_eq!(history.last(10).len(), 2);
+        assert!(History::with_capacity(0).is_empty());
+        assert_eq!(render_history(&[], false), "\n\n\n\n");
+    }
+
+    #[test]
+    fn dates_are_gregorian() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(20_454), (2026, 1, 1));
+    }
+}
