@@ -448,13 +448,27 @@ impl ReActCore {
                 usage,
             });
         }
+        self.extract(inputs, trajectory, adapter.as_ref(), call, usage, events)
+            .await
+    }
+
+    /// The extractor (ChainOfThought over the inputs and the trajectory) produces the outputs.
+    async fn extract(
+        &self,
+        inputs: &Example,
+        mut trajectory: Trajectory,
+        adapter: &dyn Adapter,
+        call: &CallConfig,
+        mut usage: Usage,
+        events: &Emitter,
+    ) -> Result<ReActRun, Error> {
         events.emit(ReActEvent::Extracting);
         let mut outputs = self
             .call_with_truncation(
                 &self.extract,
                 inputs,
                 &mut trajectory,
-                adapter.as_ref(),
+                adapter,
                 call,
                 &mut usage,
             )

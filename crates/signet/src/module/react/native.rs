@@ -135,26 +135,8 @@ impl ReActCore {
             }
             turn += 1;
         }
-        events.emit(ReActEvent::Extracting);
-        let mut outputs = self
-            .call_with_truncation(
-                &self.extract,
-                inputs,
-                &mut trajectory,
-                adapter.as_ref(),
-                call,
-                &mut usage,
-            )
-            .await?;
-        let reasoning = outputs
-            .shift_remove("reasoning")
-            .map(|r| super::as_text(&r));
-        Ok(ReActRun {
-            outputs,
-            reasoning,
-            trajectory,
-            usage,
-        })
+        self.extract(inputs, trajectory, adapter.as_ref(), call, usage, events)
+            .await
     }
 
     /// The system and user messages of the user's signature, with a note on using the tools.
