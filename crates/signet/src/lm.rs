@@ -88,6 +88,20 @@ pub trait Lm: Send + Sync {
     fn model(&self) -> &str;
 }
 
+/// `events`, calling `on_done` with the final completion as it passes (for caches and histories).
+pub(crate) fn on_done<'a>(
+    events: BoxStream<'a, Result<StreamEvent, LmError>>,
+    mut on_done: impl FnMut(&Completion) + Send + 'a,
+) -> BoxStream<'a, Result<StreamEvent, LmError>> {
+    events
+        .inspect(move |event| {
+            if let Ok(StreamEvent::Done(completion)) = event {
+                on_done(completion);
+            }
+        })
+        .boxed()
+}
+
 /// A whole completion replayed as stream events: reasoning, text, one delta per tool call, `Done`.
 pub(crate) fn completion_events(completion: Completion) -> Vec<Result<StreamEvent, LmError>> {
     let mut events = Vec::new();

@@ -28,6 +28,17 @@ pub fn field_header(name: &str) -> String {
     format!("[[ ## {name} ## ]]")
 }
 
+/// A system message: the field descriptions, the format's `structure`, then the objective (DSPy's
+/// `format_system_message`, shared by every format).
+pub fn system_message(signature: &DynSignature, structure: &str) -> String {
+    format!(
+        "{}\n{}\n{}",
+        field_descriptions(signature),
+        structure,
+        task_description(signature)
+    )
+}
+
 /// "Your input fields are: .. Your output fields are: .."
 pub fn field_descriptions(signature: &DynSignature) -> String {
     format!(
@@ -244,12 +255,7 @@ pub fn chat_system_message(signature: &DynSignature) -> String {
         format!("{COMPLETED_MARKER}\n"),
     ]
     .join("\n\n");
-    format!(
-        "{}\n{}\n{}",
-        field_descriptions(signature),
-        structure.trim(),
-        task_description(signature)
-    )
+    system_message(signature, structure.trim())
 }
 
 /// The Chat format's messages.
@@ -332,12 +338,7 @@ pub fn json_system_message(signature: &DynSignature) -> String {
         ),
     ]
     .join("\n\n");
-    format!(
-        "{}\n{}\n{}",
-        field_descriptions(signature),
-        structure.trim(),
-        task_description(signature)
-    )
+    system_message(signature, structure.trim())
 }
 
 /// The JSON format's messages.

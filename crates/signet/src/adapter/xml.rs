@@ -167,12 +167,8 @@ fn system_message(signature: &DynSignature) -> String {
         block(signature.outputs(), true),
     ]
     .join("\n\n");
-    format!(
-        "{}\n{}\n{}",
-        templates::field_descriptions(signature),
-        structure,
-        templates::task_description(signature)
-    )
+    // DSPy's XML structure is not trimmed, unlike the Chat and JSON ones.
+    templates::system_message(signature, &structure)
 }
 
 fn user_message(

@@ -311,13 +311,9 @@ pub(crate) fn cached_stream<'a>(
     if let Some(hit) = cache.get(model, request) {
         return stream::iter(super::completion_events(hit)).boxed();
     }
-    open()
-        .inspect(move |event| {
-            if let Ok(StreamEvent::Done(completion)) = event {
-                cache.put(model, request, completion);
-            }
-        })
-        .boxed()
+    super::on_done(open(), move |completion| {
+        cache.put(model, request, completion)
+    })
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use futures::stream::{BoxStream, StreamExt};
+use futures::stream::BoxStream;
 
 use super::{Capabilities, Completion, Lm, LmError, LmRequest, Message, StreamEvent, Usage};
 
@@ -337,13 +337,9 @@ pub(crate) fn recorded_stream<'a>(
     request: &'a LmRequest,
     events: BoxStream<'a, Result<StreamEvent, LmError>>,
 ) -> BoxStream<'a, Result<StreamEvent, LmError>> {
-    events
-        .inspect(move |event| {
-            if let Ok(StreamEvent::Done(completion)) = event {
-                history.record(model, request, completion);
-            }
-        })
-        .boxed()
+    super::on_done(events, move |completion| {
+        history.record(model, request, completion)
+    })
 }
 
 #[cfg(test)]
