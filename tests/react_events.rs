@@ -46,7 +46,7 @@ async fn events_arrive_in_order_and_end_with_done() {
         .unwrap()
         .collect()
         .await;
-    let kinds: Vec<String> = events
+    let mut kinds: Vec<String> = events
         .iter()
         .map(|e| {
             serde_json::to_value(e).unwrap()["type"]
@@ -55,6 +55,7 @@ async fn events_arrive_in_order_and_end_with_done() {
                 .to_owned()
         })
         .collect();
+    kinds.dedup_by(|a, b| a == "answer_delta" && b == "answer_delta");
     assert_eq!(
         kinds,
         [
@@ -67,6 +68,7 @@ async fn events_arrive_in_order_and_end_with_done() {
             "tool_call_started",
             "tool_call_finished",
             "extracting",
+            "answer_delta",
             "done",
         ]
     );
@@ -88,6 +90,75 @@ async fn events_arrive_in_order_and_end_with_done() {
         }
         other => panic!("expected done, got {other:?}"),
     }
+}
+
+/// The answer deltas of a streamed run, concatenated per field, in order of first appearance.
+fn answer_text(events: &[ReActEvent]) -> Vec<(Option<String>, String)> {
+    let mut fields: Vec<(Option<String>, String)> = Vec::new();
+    for event in events {
+        if let ReActEvent::AnswerDelta { field, text } = event {
+            match fields.iter_mut().find(|(f, _)| f == field) {
+                Some((_, acc)) => acc.push_str(text),
+                None => fields.push((field.clone(), text.clone())),
+            }
+        }
+    }
+    fields
+}
+
+#[tokio::test]
+async fn the_extractor_streams_its_answer_field_by_field() {
+    let lm = Arc::new(ScriptedLm::texts([
+        step("finish", json!({})),
+        "[[ ## reasoning ## ]]\nThe tools were not needed.\n\n[[ ## answer ## ]]\nFive apples,\n\nand two pears.\n\n[[ ## completed ## ]]".to_owned(),
+    ]));
+    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)]).with_lm(lm);
+    let events: Vec<ReActEvent> = agent
+        .stream(AskInput {
+            question: "fruit?".into(),
+        })
+        .unwrap()
+        .collect()
+        .await;
+    let deltas = events
+        .iter()
+        .filter(|e| matches!(e, ReActEvent::AnswerDelta { .. }))
+        .count();
+    assert!(deltas > 2, "the scripted LM streams word by word: {deltas} deltas");
+    assert_eq!(
+        answer_text(&events),
+        [
+            (Some("reasoning".into()), "The tools were not needed.".into()),
+            (Some("answer".into()), "Five apples,\n\nand two pears.".into()),
+        ]
+    );
+    match events.last() {
+        Some(ReActEvent::Done { outputs, .. }) => {
+            assert_eq!(outputs["answer"], "Five apples,\n\nand two pears.")
+        }
+        other => panic!("expected done, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn with_the_json_adapter_the_raw_reply_streams() {
+    let reply = r#"{"reasoning": "none needed", "answer": "5"}"#;
+    let lm = Arc::new(ScriptedLm::texts([
+        r#"{"next_thought": "done", "next_tool_name": "finish", "next_tool_args": {}}"#.to_owned(),
+        reply.to_owned(),
+    ]));
+    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)])
+        .with_lm(lm)
+        .with_adapter(Arc::new(signet::adapter::JsonAdapter::new()));
+    let events: Vec<ReActEvent> = agent
+        .stream(AskInput {
+            question: "2 + 3?".into(),
+        })
+        .unwrap()
+        .collect()
+        .await;
+    assert_eq!(answer_text(&events), [(None, reply.to_owned())]);
+    assert!(matches!(events.last(), Some(ReActEvent::Done { .. })));
 }
 
 #[tokio::test]

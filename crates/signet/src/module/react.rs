@@ -6,6 +6,7 @@
 //! (ChainOfThought over the inputs and the trajectory) produces the outputs, unless `finish` already
 //! carried valid outputs.
 
+mod answer_stream;
 mod events;
 mod native;
 mod prompt;
@@ -463,9 +464,22 @@ impl ReActCore {
         events: &Emitter,
     ) -> Result<ReActRun, Error> {
         events.emit(ReActEvent::Extracting);
+        // A streamed run shows the answer as it is written: the extractor's LM calls go through
+        // `Lm::stream`, and their text becomes `AnswerDelta` events.
+        let streamed;
+        let extractor = if events.listening() {
+            let lm = self.extract.resolve(call)?.lm;
+            let chat_markers = adapter.name() == "ChatAdapter";
+            streamed = self.extract.clone().with_lm(Arc::new(
+                answer_stream::AnswerStream::new(lm, events.clone(), chat_markers),
+            ));
+            &streamed
+        } else {
+            &self.extract
+        };
         let mut outputs = self
             .call_with_truncation(
-                &self.extract,
+                extractor,
                 inputs,
                 &mut trajectory,
                 adapter,

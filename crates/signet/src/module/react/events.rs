@@ -58,6 +58,17 @@ pub enum ReActEvent {
     },
     /// The extractor runs (the loop ended without outputs from `finish` or a final answer).
     Extracting,
+    /// A piece of the extractor's reply, as the LM streams it (only in streamed runs).
+    ///
+    /// With the Chat adapter the pieces are routed to their output field and the
+    /// `[[ ## field ## ]]` markers are hidden; with other adapters `field` is `None` and the pieces
+    /// are the raw reply text. The [`Done`](ReActEvent::Done) event carries the parsed outputs.
+    AnswerDelta {
+        /// The output field this text belongs to (`reasoning` first, then the signature's outputs).
+        field: Option<String>,
+        /// The text.
+        text: String,
+    },
     /// The run finished.
     Done {
         /// Output field values.
@@ -79,6 +90,11 @@ pub enum ReActEvent {
 pub(crate) struct Emitter(pub(super) Option<tokio::sync::mpsc::UnboundedSender<ReActEvent>>);
 
 impl Emitter {
+    /// Whether anyone receives the events (a streamed run).
+    pub(super) fn listening(&self) -> bool {
+        self.0.is_some()
+    }
+
     pub(super) fn emit(&self, event: ReActEvent) {
         if let Some(sender) = &self.0 {
             // A closed receiver means nobody listens any more: the run goes on regardless.
