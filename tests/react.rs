@@ -214,6 +214,38 @@ async fn max_iters_bounds_the_loop() {
     let out = agent.call(ask()).await.unwrap();
     assert_eq!(out.trajectory.steps.len(), 3);
     assert_eq!(lm.requests().len(), 4);
+    assert_eq!(
+        out.trajectory.stopped_early.as_deref(),
+        Some("the step limit was reached (max_iters = 3) before the model finished")
+    );
+}
+
+#[tokio::test]
+async fn an_unreadable_step_stops_the_loop_and_says_why() {
+    let (agent, _lm) = agent(
+        vec![Arc::new(AddTool)],
+        vec![
+            step("first add", "add", json!({"a": 1, "b": 2})),
+            "I am not following the format at all.".to_owned(),
+            // The Chat adapter's JSON fallback also fails.
+            "still not".to_owned(),
+            extract("3"),
+        ],
+    );
+    let out = agent.call(ask()).await.unwrap();
+    assert_eq!(out.output.answer, "3");
+    assert_eq!(out.trajectory.steps.len(), 1);
+    let reason = out.trajectory.stopped_early.expect("a reason");
+    assert!(reason.starts_with("step 1 could not be read:"), "{reason}");
+    // The unreadable step and its fallback are counted too.
+    assert_eq!((out.usage.lm_calls, out.usage.adapter_fallbacks), (4, 1));
+}
+
+#[tokio::test]
+async fn a_finished_run_did_not_stop_early() {
+    let (agent, _lm) = agent(vec![], vec![step("done", "finish", json!({"answer": "4"}))]);
+    let out = agent.call(ask()).await.unwrap();
+    assert_eq!(out.trajectory.stopped_early, None);
 }
 
 fn overflow() -> LmError {

@@ -124,12 +124,21 @@ async fn the_extractor_streams_its_answer_field_by_field() {
         .iter()
         .filter(|e| matches!(e, ReActEvent::AnswerDelta { .. }))
         .count();
-    assert!(deltas > 2, "the scripted LM streams word by word: {deltas} deltas");
+    assert!(
+        deltas > 2,
+        "the scripted LM streams word by word: {deltas} deltas"
+    );
     assert_eq!(
         answer_text(&events),
         [
-            (Some("reasoning".into()), "The tools were not needed.".into()),
-            (Some("answer".into()), "Five apples,\n\nand two pears.".into()),
+            (
+                Some("reasoning".into()),
+                "The tools were not needed.".into()
+            ),
+            (
+                Some("answer".into()),
+                "Five apples,\n\nand two pears.".into()
+            ),
         ]
     );
     match events.last() {
@@ -159,6 +168,33 @@ async fn with_the_json_adapter_the_raw_reply_streams() {
         .await;
     assert_eq!(answer_text(&events), [(None, reply.to_owned())]);
     assert!(matches!(events.last(), Some(ReActEvent::Done { .. })));
+}
+
+#[tokio::test]
+async fn a_loop_that_stops_early_says_why() {
+    let lm = Arc::new(ScriptedLm::texts([
+        step("add", json!({"a": 1, "b": 1})),
+        "[[ ## reasoning ## ]]\nr\n\n[[ ## answer ## ]]\n2".to_owned(),
+    ]));
+    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)])
+        .with_lm(lm)
+        .with_max_iters(1);
+    let events: Vec<ReActEvent> = agent
+        .stream(AskInput {
+            question: "1 + 1?".into(),
+        })
+        .unwrap()
+        .collect()
+        .await;
+    let stopped = events
+        .iter()
+        .position(|e| matches!(e, ReActEvent::StoppedEarly { reason } if reason.contains("max_iters = 1")))
+        .expect("a stopped_early event");
+    let extracting = events
+        .iter()
+        .position(|e| matches!(e, ReActEvent::Extracting))
+        .expect("an extracting event");
+    assert!(stopped < extracting);
 }
 
 #[tokio::test]

@@ -388,9 +388,34 @@ pub async fn run_parsing_as(
         inputs,
         options,
     };
-    let mut usage = Usage::default();
-    let error = match attempt(adapter, lm, &call, None, &mut usage).await {
-        Ok(reply) => return Ok(AdaptedReply { usage, ..reply }),
+    run_counting(adapter, lm, &call, &mut Usage::default()).await
+}
+
+/// [`run_parsing_as`] that adds the usage of every LM call to `usage`, failed ones included (a
+/// reply that cannot be parsed still cost its tokens).
+pub(crate) async fn run_counting(
+    adapter: &dyn Adapter,
+    lm: &dyn Lm,
+    call: &Call<'_>,
+    usage: &mut Usage,
+) -> Result<AdaptedReply, CallError> {
+    let mut own = Usage::default();
+    let result = run_call(adapter, lm, call, &mut own).await;
+    *usage += own;
+    result.map(|reply| AdaptedReply {
+        usage: own,
+        ..reply
+    })
+}
+
+async fn run_call(
+    adapter: &dyn Adapter,
+    lm: &dyn Lm,
+    call: &Call<'_>,
+    usage: &mut Usage,
+) -> Result<AdaptedReply, CallError> {
+    let error = match attempt(adapter, lm, call, None, usage).await {
+        Ok(reply) => return Ok(reply),
         Err(CallError::Parse(error)) => error,
         Err(other) => return Err(other),
     };
@@ -404,17 +429,16 @@ pub async fn run_parsing_as(
         "reply could not be parsed; retrying once with the fallback adapter"
     );
     usage.adapter_fallbacks += 1;
-    let reply = attempt(&fallback, lm, &call, None, &mut usage).await?;
-    Ok(AdaptedReply { usage, ..reply })
+    attempt(&fallback, lm, call, None, usage).await
 }
 
 /// What one adapted call is about.
-struct Call<'a> {
-    signature: &'a DynSignature,
-    parse_as: Option<&'a DynSignature>,
-    demos: &'a [Example],
-    inputs: &'a Example,
-    options: &'a LmOptions,
+pub(crate) struct Call<'a> {
+    pub(crate) signature: &'a DynSignature,
+    pub(crate) parse_as: Option<&'a DynSignature>,
+    pub(crate) demos: &'a [Example],
+    pub(crate) inputs: &'a Example,
+    pub(crate) options: &'a LmOptions,
 }
 
 async fn attempt(

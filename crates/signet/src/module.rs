@@ -235,6 +235,11 @@ impl Predictor {
         self
     }
 
+    /// The sampling options sent with every call.
+    pub fn options(&self) -> &LmOptions {
+        &self.options
+    }
+
     /// Few-shot demos (complete or partial examples).
     pub fn with_demos(mut self, demos: Vec<Example>) -> Self {
         self.demos = demos;
@@ -298,6 +303,18 @@ impl Predictor {
         inputs: &Example,
         call: &CallConfig,
     ) -> Result<Prediction, Error> {
+        self.forward_counting(inputs, call, &mut Usage::default())
+            .await
+    }
+
+    /// [`forward_with`](Self::forward_with) that adds the usage of every LM call to `usage`, also
+    /// when the call fails (an unreadable reply still cost its tokens).
+    pub(crate) async fn forward_counting(
+        &self,
+        inputs: &Example,
+        call: &CallConfig,
+        usage: &mut Usage,
+    ) -> Result<Prediction, Error> {
         if let Some(missing) = self
             .signature
             .inputs()
@@ -309,19 +326,19 @@ impl Predictor {
             });
         }
         if !self.tools.is_empty() {
-            return self.forward_with_tools(inputs, call).await;
+            let prediction = self.forward_with_tools(inputs, call).await?;
+            *usage += prediction.usage;
+            return Ok(prediction);
         }
         let Resolved { lm, adapter } = self.resolve(call)?;
-        let reply = adapter::run_parsing_as(
-            adapter.as_ref(),
-            lm.as_ref(),
-            &self.signature,
-            self.parse_as.as_ref(),
-            &self.demos,
+        let adapted = adapter::Call {
+            signature: &self.signature,
+            parse_as: self.parse_as.as_ref(),
+            demos: &self.demos,
             inputs,
-            &self.options,
-        )
-        .await?;
+            options: &self.options,
+        };
+        let reply = adapter::run_counting(adapter.as_ref(), lm.as_ref(), &adapted, usage).await?;
         Ok(Prediction {
             outputs: reply.outputs,
             usage: reply.usage,

@@ -28,10 +28,10 @@ use serde_json::{Map, Value, json};
 
 use super::{CallConfig, Error, Predictor, with_reasoning};
 use crate::adapter::{Adapter, Example};
-use crate::lm::{Lm, LmError, Usage};
+use crate::lm::{Lm, LmError, LmOptions, Usage};
 use crate::signature::{DynSignature, Field};
 use crate::tool::{Tool, ToolError};
-use events::{Emitter, FINISH_POSTPONED, Interrupts, millis};
+use events::{Emitter, FINISH_POSTPONED, Interrupts, millis, stop_early};
 use prompt::step_signatures;
 
 /// The name of the tool that ends the loop.
@@ -259,6 +259,13 @@ impl ReActCore {
         self
     }
 
+    /// Sampling options (temperature, length limit, ..) for the steps and the extractor.
+    pub fn with_options(mut self, options: LmOptions) -> Self {
+        self.step = self.step.with_options(options.clone());
+        self.extract = self.extract.with_options(options);
+        self
+    }
+
     /// How to shorten the trajectory when it overflows the context window (default
     /// [`DropOldest`]).
     pub fn with_truncation(mut self, policy: Arc<dyn TruncationPolicy>) -> Self {
@@ -379,6 +386,7 @@ impl ReActCore {
         let mut trajectory = Trajectory::default();
         let mut usage = Usage::default();
         let mut finished_outputs = None;
+        let mut finished = false;
         for index in 0..self.max_iters {
             events.emit(ReActEvent::StepStarted { turn: index });
             interrupts.inject(&mut trajectory, events);
@@ -395,12 +403,20 @@ impl ReActCore {
             {
                 Ok(prediction) => prediction,
                 Err(Error::TrajectoryTooLong { message, .. }) => {
-                    tracing::warn!(%message, "ending the trajectory: it no longer fits the context window");
+                    stop_early(
+                        &mut trajectory,
+                        events,
+                        format!("the trajectory no longer fits the context window: {message}"),
+                    );
                     break;
                 }
                 Err(Error::Parse(error)) => {
                     // As DSPy: a step that cannot be read ends the loop; the extractor still runs.
-                    tracing::warn!(%error, "ending the trajectory: the agent's step could not be read");
+                    stop_early(
+                        &mut trajectory,
+                        events,
+                        format!("step {index} could not be read: {error}"),
+                    );
                     break;
                 }
                 Err(error) => return Err(error),
@@ -438,8 +454,12 @@ impl ReActCore {
                 elapsed,
             });
             if tool_name == FINISH && !postponed {
+                finished = true;
                 break;
             }
+        }
+        if !finished && trajectory.stopped_early.is_none() {
+            stop_early(&mut trajectory, events, max_iters_reached(self.max_iters));
         }
         if let Some(outputs) = finished_outputs {
             return Ok(ReActRun {
@@ -470,9 +490,14 @@ impl ReActCore {
         let extractor = if events.listening() {
             let lm = self.extract.resolve(call)?.lm;
             let chat_markers = adapter.name() == "ChatAdapter";
-            streamed = self.extract.clone().with_lm(Arc::new(
-                answer_stream::AnswerStream::new(lm, events.clone(), chat_markers),
-            ));
+            streamed = self
+                .extract
+                .clone()
+                .with_lm(Arc::new(answer_stream::AnswerStream::new(
+                    lm,
+                    events.clone(),
+                    chat_markers,
+                )));
             &streamed
         } else {
             &self.extract
@@ -520,15 +545,12 @@ impl ReActCore {
                 steps = trajectory.steps.len()
             );
             match tracing::Instrument::instrument(
-                predictor.forward_with(&with_trajectory, call),
+                predictor.forward_counting(&with_trajectory, call, usage),
                 span,
             )
             .await
             {
-                Ok(prediction) => {
-                    *usage += prediction.usage;
-                    return Ok(prediction.outputs);
-                }
+                Ok(prediction) => return Ok(prediction.outputs),
                 Err(Error::Lm(LmError::ContextWindowExceeded { message })) => {
                     usage.lm_calls += 1;
                     tracing::warn!(
@@ -662,4 +684,9 @@ fn as_text(value: &Value) -> String {
         Value::Null => String::new(),
         other => other.to_string(),
     }
+}
+
+/// The reason given when the loop used up its steps.
+fn max_iters_reached(max_iters: usize) -> String {
+    format!("the step limit was reached (max_iters = {max_iters}) before the model finished")
 }

@@ -198,7 +198,8 @@ mod tests {
         merged
     }
 
-    const REPLY: &str = "[[ ## reasoning ## ]]\nIt is 4.\n\n[[ ## answer ## ]]\n4 apples\n\n[[ ## completed ## ]]";
+    const REPLY: &str =
+        "[[ ## reasoning ## ]]\nIt is 4.\n\n[[ ## answer ## ]]\n4 apples\n\n[[ ## completed ## ]]";
 
     fn expected() -> Vec<(Option<String>, String)> {
         vec![
@@ -247,7 +248,10 @@ mod tests {
     #[test]
     fn a_marker_lookalike_with_spaces_is_text() {
         assert_eq!(
-            split(&["[[ ## answer ## ]]\nsee [[ ## not a field", " here\n\n[[ ## completed ## ]]"]),
+            split(&[
+                "[[ ## answer ## ]]\nsee [[ ## not a field",
+                " here\n\n[[ ## completed ## ]]"
+            ]),
             vec![(Some("answer".into()), "see [[ ## not a field here".into())]
         );
     }

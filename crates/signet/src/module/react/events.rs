@@ -56,6 +56,13 @@ pub enum ReActEvent {
         /// The messages, joined by blank lines.
         text: String,
     },
+    /// The loop stopped before the model finished; the extractor works from the steps so far
+    /// (the reason is also kept in [`Trajectory::stopped_early`]).
+    StoppedEarly {
+        /// Why: a step that could not be read (with the parse error), a trajectory that no longer
+        /// fits the context window, or the step limit.
+        reason: String,
+    },
     /// The extractor runs (the loop ended without outputs from `finish` or a final answer).
     Extracting,
     /// A piece of the extractor's reply, as the LM streams it (only in streamed runs).
@@ -140,6 +147,15 @@ impl Interrupts {
         let after = trajectory.steps.last().map(|s| s.index);
         trajectory.user_messages.push(UserMessage { after, text });
     }
+}
+
+/// Ends the loop early: says why in the log, the events and the trajectory.
+pub(super) fn stop_early(trajectory: &mut Trajectory, events: &Emitter, reason: String) {
+    tracing::warn!(%reason, "the agent's loop stopped before it finished");
+    events.emit(ReActEvent::StoppedEarly {
+        reason: reason.clone(),
+    });
+    trajectory.stopped_early = Some(reason);
 }
 
 /// The observation of a `finish` that waits because the caller sent messages.

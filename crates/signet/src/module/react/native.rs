@@ -4,6 +4,7 @@
 use futures::future::join_all;
 use serde_json::{Map, Value, json};
 
+use super::events::stop_early;
 use super::{
     Emitter, FINISH, FINISH_POSTPONED, Interrupts, Observation, ReActCore, ReActEvent, ReActRun,
     Step, Trajectory,
@@ -30,10 +31,12 @@ impl ReActCore {
         let mut usage = Usage::default();
         let mut truncations = 0;
         let mut turn = 0;
+        let mut done = false;
         while turn < self.max_iters {
             events.emit(ReActEvent::StepStarted { turn });
             interrupts.inject(&mut trajectory, events);
             let mut request = LmRequest::new(conversation(&base, &trajectory));
+            request.options = self.step.options().clone();
             request.tools = tools.clone();
             request.tool_choice = Some(ToolChoice::Auto);
             request.parallel_tool_calls = Some(true);
@@ -44,7 +47,11 @@ impl ReActCore {
                     truncations += 1;
                     let truncated = self.truncation.truncate(&mut trajectory).await;
                     if truncations > 3 || truncated.is_err() {
-                        tracing::warn!(%message, "ending the trajectory: it no longer fits the context window");
+                        stop_early(
+                            &mut trajectory,
+                            events,
+                            format!("the trajectory no longer fits the context window: {message}"),
+                        );
                         break;
                     }
                     continue;
@@ -65,7 +72,11 @@ impl ReActCore {
                         });
                     }
                     Err(error) => {
-                        tracing::warn!(%error, "the final answer could not be read; extracting from the trajectory");
+                        stop_early(
+                            &mut trajectory,
+                            events,
+                            format!("the final answer could not be read: {error}"),
+                        );
                         break;
                     }
                 }
@@ -130,10 +141,20 @@ impl ReActCore {
                         usage,
                     });
                 }
-                Some(None) => break,
+                Some(None) => {
+                    done = true;
+                    break;
+                }
                 None => {}
             }
             turn += 1;
+        }
+        if !done && trajectory.stopped_early.is_none() {
+            stop_early(
+                &mut trajectory,
+                events,
+                super::max_iters_reached(self.max_iters),
+            );
         }
         self.extract(inputs, trajectory, adapter.as_ref(), call, usage, events)
             .await

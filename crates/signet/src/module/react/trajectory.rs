@@ -73,6 +73,11 @@ pub struct Trajectory {
     /// Messages the caller sent while the run was in progress ([`ReActCore::stream_with_interrupts`](super::ReActCore::stream_with_interrupts)).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub user_messages: Vec<UserMessage>,
+    /// Why the loop stopped before the model finished (a step that could not be read, a
+    /// trajectory that no longer fits the context window, the step limit); `None` when it finished.
+    /// The outputs were then extracted from the steps so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_early: Option<String>,
 }
 
 /// A message the caller sent during a run, and where it falls in the trajectory.

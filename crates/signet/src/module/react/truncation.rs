@@ -129,7 +129,7 @@ impl TruncationPolicy for Summarize {
             if fold < 2 {
                 return DropOldest.truncate(trajectory).await;
             }
-            let older = Trajectory { steps: trajectory.steps[..fold].to_vec(), user_messages: Vec::new() };
+            let older = Trajectory { steps: trajectory.steps[..fold].to_vec(), ..Trajectory::default() };
             let inputs = json!({"trajectory": older.render(&ChatAdapter::new())});
             let inputs = inputs.as_object().cloned().unwrap_or_default();
             match self.summarizer.forward(&inputs).await {

@@ -46,6 +46,22 @@ impl<S: Signature> ReAct<S> {
         self
     }
 
+    /// Sampling options (temperature, length limit, ..) for every LM call of a run.
+    ///
+    /// ```
+    /// use signet::lm::LmOptions;
+    /// use signet::module::ReAct;
+    /// # #[derive(signet::Signature)]
+    /// # struct Ask { #[input] question: String, #[output] answer: String }
+    /// let agent = ReAct::<Ask>::new(vec![])
+    ///     .with_options(LmOptions { temperature: Some(0.0), ..LmOptions::default() });
+    /// assert_eq!(agent.core().step_predictor().options().temperature, Some(0.0));
+    /// ```
+    pub fn with_options(mut self, options: crate::lm::LmOptions) -> Self {
+        self.core = self.core.with_options(options);
+        self
+    }
+
     /// The truncation policy for context-window overflows.
     pub fn with_truncation(mut self, policy: Arc<dyn TruncationPolicy>) -> Self {
         self.core = self.core.with_truncation(policy);
