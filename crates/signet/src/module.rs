@@ -394,6 +394,22 @@ impl<S: Signature> Predict<S> {
         self
     }
 
+    /// Sampling options (temperature, length limit, ..) sent with every call.
+    ///
+    /// ```
+    /// use signet::lm::LmOptions;
+    /// use signet::module::Predict;
+    /// # #[derive(signet::Signature)]
+    /// # struct Ask { #[input] question: String, #[output] answer: String }
+    /// let predict = Predict::<Ask>::new()
+    ///     .with_options(LmOptions { temperature: Some(0.0), ..LmOptions::default() });
+    /// assert_eq!(predict.predictor().options().temperature, Some(0.0));
+    /// ```
+    pub fn with_options(mut self, options: LmOptions) -> Self {
+        self.inner = self.inner.with_options(options);
+        self
+    }
+
     /// The untyped predictor inside (signature, demos, state).
     pub fn predictor(&self) -> &Predictor {
         &self.inner
@@ -483,6 +499,12 @@ impl<S: Signature> ChainOfThought<S> {
     pub fn with_demos(mut self, demos: impl IntoIterator<Item = S>) -> Result<Self, Error> {
         self.inner = self.inner.with_demos(examples_of(demos)?);
         Ok(self)
+    }
+
+    /// Sampling options (temperature, length limit, ..) sent with every call.
+    pub fn with_options(mut self, options: LmOptions) -> Self {
+        self.inner = self.inner.with_options(options);
+        self
     }
 
     /// The untyped predictor inside.

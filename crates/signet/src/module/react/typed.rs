@@ -124,6 +124,20 @@ impl<S: Signature> ReAct<S> {
             .stream_with_interrupts(inputs, CallConfig::default(), interrupts))
     }
 
+    /// The typed outputs of a streamed run's [`ReActEvent::Done`] event.
+    ///
+    /// ```
+    /// use signet::module::ReAct;
+    /// # #[derive(signet::Signature)]
+    /// # struct Ask { #[input] question: String, #[output] answer: String }
+    /// let outputs = serde_json::json!({"answer": "42"}).as_object().unwrap().clone();
+    /// let output = ReAct::<Ask>::output_of(&outputs).unwrap();
+    /// assert_eq!(output.answer, "42");
+    /// ```
+    pub fn output_of(outputs: &crate::adapter::Example) -> Result<S::Output, Error> {
+        crate::module::from_example(outputs)
+    }
+
     /// Runs the agent on `input`.
     pub async fn call(&self, input: S::Input) -> Result<ReActOutput<S::Output>, Error> {
         let inputs = crate::module::to_example(&input)?;

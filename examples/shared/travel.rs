@@ -1,0 +1,63 @@
+//! The travel agent's signature and tools, shared by `react_agent` (a real model) and
+//! `react_scripted` (a scripted one): a sync function, an async function, and a method on shared
+//! state.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use signet::{Signature, Tool, ToolBox, tool};
+
+/// Answer the traveller's question using the tools.
+#[derive(Signature)]
+pub struct Travel {
+    #[input]
+    pub question: String,
+    /// A short answer with the numbers the tools gave.
+    #[output]
+    pub answer: String,
+}
+
+/// Convert an amount of euros to Norwegian kroner.
+#[tool]
+pub fn eur_to_nok(amount: f64) -> f64 {
+    (amount * 11.7 * 100.0).round() / 100.0
+}
+
+/// Get tomorrow's forecast for a city.
+#[tool]
+pub async fn forecast(city: String) -> Result<String, String> {
+    match city.trim().to_lowercase().as_str() {
+        "oslo" => Ok("4 °C, light rain".into()),
+        "bergen" => Ok("7 °C, heavy rain".into()),
+        "tromsø" | "tromso" => Ok("-3 °C, snow".into()),
+        other => Err(format!(
+            "no forecast for `{other}`; known cities: Oslo, Bergen, Tromsø"
+        )),
+    }
+}
+
+/// The traveller's notes, shared by the tools below.
+#[derive(Default)]
+pub struct Notes {
+    entries: Mutex<HashMap<String, String>>,
+}
+
+#[tool]
+impl Notes {
+    /// Save a note under a key.
+    #[tool]
+    fn remember(&self, key: String, text: String) -> String {
+        self.entries
+            .lock()
+            .expect("notes lock")
+            .insert(key.clone(), text);
+        format!("saved `{key}`")
+    }
+}
+
+/// The three tools, the notes tool bound to `notes`.
+pub fn tools(notes: &Arc<Notes>) -> Vec<Arc<dyn Tool>> {
+    let mut tools: Vec<Arc<dyn Tool>> = vec![Arc::new(EurToNokTool), Arc::new(ForecastTool)];
+    tools.extend(Notes::tools(notes));
+    tools
+}
