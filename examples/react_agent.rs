@@ -80,6 +80,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             } => match observation {
                 Observation::Output(value) => println!("  result:  {value} ({elapsed_ms} ms)"),
                 Observation::Error(text) => println!("  error:   {text} ({elapsed_ms} ms)"),
+                truncated => println!("  result:  {} ({elapsed_ms} ms)", truncated.as_text()),
             },
             ReActEvent::StoppedEarly { reason } => println!("stopped early: {reason}"),
             ReActEvent::Extracting => println!("extracting the answer from the trajectory"),

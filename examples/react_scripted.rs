@@ -55,6 +55,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let observation = match &step.observation {
             Observation::Output(value) => value.to_string(),
             Observation::Error(text) => format!("error: {text}"),
+            truncated => truncated.as_text(),
         };
         println!(
             "[{}] {}\n    {}({}) -> {}",

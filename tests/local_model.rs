@@ -154,6 +154,7 @@ async fn a_react_run_calls_real_tools_and_ends_with_a_typed_answer() {
                 Observation::Error(text) => {
                     panic!("a constrained step produced a failing call: {text}")
                 }
+                Observation::Truncated { .. } => tool_outputs += 1,
             },
             _ => {}
         }

@@ -9,7 +9,8 @@ use std::time::Duration;
 use serde_json::json;
 use signet::lm::{Completion, LmError, ScriptedLm};
 use signet::module::{
-    Error, KeepFirst, Observation, ReAct, SlidingWindow, Summarize, Trajectory, TruncationPolicy,
+    Error, KeepFirst, Limits, Observation, ReAct, SlidingWindow, Summarize, Trajectory,
+    TruncationPolicy,
 };
 use signet::{Signature, Tool, ToolBox, tool};
 
@@ -119,10 +120,7 @@ async fn tool_failures_become_observations_and_the_agent_keeps_going() {
     let out = agent.call(ask()).await.unwrap();
     assert_eq!(out.output.answer, "5");
     let seen = observations(&out.trajectory);
-    let text = |o: &Observation| match o {
-        Observation::Error(t) => t.clone(),
-        Observation::Output(v) => v.to_string(),
-    };
+    let text = |o: &Observation| o.as_text();
     assert_eq!(
         text(&seen[0]),
         "Execution error in multiply: there is no tool named `multiply`; the tools are: add, divide, buggy, finish"
@@ -489,4 +487,65 @@ async fn a_failed_selection_offers_every_tool() {
         step_prompt.contains("(14) t13,") && step_prompt.contains("(15) finish,"),
         "{step_prompt}"
     );
+}
+
+/// A tool whose output is far longer than the default observation limit.
+#[tool]
+fn dump() -> String {
+    "line of log output\n".repeat(2_000)
+}
+
+#[tokio::test]
+async fn long_observations_are_cut_for_the_model_and_kept_whole() {
+    let lm = Arc::new(ScriptedLm::texts([
+        step("read the log", "dump", json!({})),
+        step("done", "finish", json!({"answer": "ok"})),
+    ]));
+    let agent = ReAct::<Ask>::new(vec![Arc::new(DumpTool)])
+        .with_lm(lm.clone())
+        .with_limits(Limits {
+            max_observation_chars: 100,
+            ..Limits::default()
+        });
+    let out = agent.call(ask()).await.unwrap();
+    let Observation::Truncated { shown, full } = &out.trajectory.steps[0].observation else {
+        panic!(
+            "expected a truncated observation: {:?}",
+            out.trajectory.steps[0].observation
+        );
+    };
+    assert_eq!(full, &json!("line of log output\n".repeat(2_000)));
+    assert!(
+        shown.ends_with("[... truncated: 37900 more characters of 38000 were not shown]"),
+        "{shown}"
+    );
+    // The model read the cut text, not the whole output.
+    let requests = lm.requests();
+    let second_prompt = &requests[1].messages.last().unwrap().content;
+    assert!(second_prompt.contains("[... truncated: 37900 more characters"));
+    assert!(second_prompt.len() < 2_000, "{} bytes", second_prompt.len());
+}
+
+#[tokio::test]
+async fn a_run_stops_at_its_lm_call_limit_with_the_trajectory() {
+    let replies: Vec<String> = (0..5)
+        .map(|_| step("again", "add", json!({"a": 1, "b": 1})))
+        .collect();
+    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)])
+        .with_lm(Arc::new(ScriptedLm::texts(replies)))
+        .with_limits(Limits {
+            max_lm_calls: 3,
+            ..Limits::default()
+        });
+    match agent.call(ask()).await {
+        Err(Error::LmCallLimit { limit, trajectory }) => {
+            assert_eq!(limit, 3);
+            assert_eq!(
+                trajectory.steps.len(),
+                3,
+                "three steps ran before the limit"
+            );
+        }
+        other => panic!("expected LmCallLimit, got {other:?}"),
+    }
 }

@@ -217,3 +217,72 @@ async fn text_mode_can_be_forced_on_a_function_calling_lm() {
     assert_eq!(out.output.answer, "ok");
     assert!(lm.requests()[0].tools.is_empty());
 }
+
+/// Counts how many calls run at once.
+#[derive(Default)]
+struct Gauge {
+    running: std::sync::atomic::AtomicUsize,
+    peak: std::sync::atomic::AtomicUsize,
+}
+
+#[tool]
+impl Gauge {
+    /// Take a while.
+    #[tool]
+    async fn work(&self, n: i64) -> i64 {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = self.running.fetch_add(1, SeqCst) + 1;
+        self.peak.fetch_max(now, SeqCst);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        self.running.fetch_sub(1, SeqCst);
+        n
+    }
+}
+
+#[tokio::test]
+async fn tool_concurrency_is_bounded_by_the_limit() {
+    let gauge = Arc::new(Gauge::default());
+    let lm = Arc::new(
+        ScriptedLm::new([
+            calls(&[
+                ("c1", "work", r#"{"n": 1}"#),
+                ("c2", "work", r#"{"n": 2}"#),
+                ("c3", "work", r#"{"n": 3}"#),
+                ("c4", "work", r#"{"n": 4}"#),
+                ("c5", "work", r#"{"n": 5}"#),
+            ]),
+            Completion::text("[[ ## answer ## ]]\ndone\n\n[[ ## completed ## ]]"),
+        ])
+        .with_capabilities(function_calling()),
+    );
+    let agent = ReAct::<Ask>::new(Gauge::tools(&gauge))
+        .with_lm(lm)
+        .with_limits(signet::module::Limits {
+            max_concurrent_tools: 2,
+            ..signet::module::Limits::default()
+        });
+    let out = agent
+        .call(AskInput {
+            question: "work".into(),
+        })
+        .await
+        .unwrap();
+    let results: Vec<Observation> = out
+        .trajectory
+        .steps
+        .iter()
+        .map(|s| s.observation.clone())
+        .collect();
+    assert_eq!(
+        results,
+        (1..=5)
+            .map(|n| Observation::Output(json!(n)))
+            .collect::<Vec<_>>(),
+        "results stay in call order"
+    );
+    assert_eq!(
+        gauge.peak.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "never more than two at once, and two did overlap"
+    );
+}

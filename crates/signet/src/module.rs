@@ -36,7 +36,7 @@ mod react;
 mod tool_loop;
 
 pub use react::{
-    Approval, ApprovalRequest, Approver, DropOldest, FINISH, KeepFirst, Observation, ReAct,
+    Approval, ApprovalRequest, Approver, DropOldest, FINISH, KeepFirst, Limits, Observation, ReAct,
     ReActCore, ReActEvent, ReActMode, ReActOutput, ReActRun, SlidingWindow, Step, Summarize,
     Trajectory, TruncationPolicy, tool_listing,
 };
@@ -79,6 +79,15 @@ pub enum Error {
     TrajectoryTooLong {
         /// What the provider and the truncation policy reported.
         message: String,
+        /// The steps so far.
+        trajectory: Box<Trajectory>,
+    },
+    /// A ReAct run reached its limit of LM calls ([`Limits::max_lm_calls`]). The trajectory so far
+    /// is kept.
+    #[error("the run reached its limit of {limit} LM calls")]
+    LmCallLimit {
+        /// The limit.
+        limit: u32,
         /// The steps so far.
         trajectory: Box<Trajectory>,
     },

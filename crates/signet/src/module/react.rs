@@ -70,6 +70,7 @@ pub struct ReActCore {
     step: Predictor,
     extract: Predictor,
     max_iters: usize,
+    limits: Limits,
     truncation: Arc<dyn TruncationPolicy>,
     tool_timeout: Option<Duration>,
     mode: ReActMode,
@@ -131,6 +132,7 @@ impl ReActCore {
             signature,
             tools,
             max_iters: 20,
+            limits: Limits::default(),
             truncation: Arc::new(DropOldest),
             tool_timeout: None,
             mode: ReActMode::Auto,
@@ -243,6 +245,17 @@ impl ReActCore {
     pub fn with_max_iters(mut self, max_iters: usize) -> Self {
         self.max_iters = max_iters;
         self
+    }
+
+    /// Bounds on what a run may send and spend (see [`Limits`] for the defaults).
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The run's limits.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     /// Uses `lm` for the steps and the extractor.
@@ -534,6 +547,7 @@ impl ReActCore {
     ) -> Result<Example, Error> {
         let mut last = String::new();
         for _ in 0..3 {
+            self.limits.check_lm_calls(usage, trajectory)?;
             let mut with_trajectory = inputs.clone();
             with_trajectory.insert(
                 "trajectory".to_owned(),
@@ -646,10 +660,11 @@ impl ReActCore {
             },
             None => call.await,
         };
-        match result {
+        let observation = match result {
             Ok(value) => Observation::Output(value),
             Err(error) => Observation::Error(format!("Execution error in {name}: {error}")),
-        }
+        };
+        observation.limited_to(self.limits.max_observation_chars)
     }
 
     /// When the model passed the outputs to `finish` and they parse into the output types, they are
@@ -683,6 +698,55 @@ fn as_text(value: &Value) -> String {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
         other => other.to_string(),
+    }
+}
+
+/// Bounds on what one run may send to the model and spend. The defaults are generous for real
+/// tasks and stop runaway runs.
+///
+/// ```
+/// use signet::module::Limits;
+/// let limits = Limits { max_lm_calls: 10, ..Limits::default() };
+/// assert_eq!(limits.max_observation_chars, 20_000);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The longest observation (in characters of its text) sent back to the model; longer tool
+    /// outputs are cut, with a marker saying how much was left out, and the whole output is kept in
+    /// the trajectory ([`Observation::Truncated`]). Default 20,000.
+    pub max_observation_chars: usize,
+    /// How many tool calls of one native-mode reply run at the same time. Default 8.
+    pub max_concurrent_tools: usize,
+    /// How many LM calls one run may make (steps, fallbacks, retries after truncation, tool
+    /// selection, the extractor); the next call fails with [`Error::LmCallLimit`] instead. Default
+    /// 100.
+    pub max_lm_calls: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_observation_chars: 20_000,
+            max_concurrent_tools: 8,
+            max_lm_calls: 100,
+        }
+    }
+}
+
+impl Limits {
+    /// Fails when `usage` has used up the run's LM calls.
+    pub(crate) fn check_lm_calls(
+        &self,
+        usage: &Usage,
+        trajectory: &Trajectory,
+    ) -> Result<(), Error> {
+        if usage.lm_calls >= u64::from(self.max_lm_calls) {
+            return Err(Error::LmCallLimit {
+                limit: self.max_lm_calls,
+                trajectory: Box::new(trajectory.clone()),
+            });
+        }
+        Ok(())
     }
 }
 

@@ -1,7 +1,7 @@
 //! ReAct over native function calling: tools sent as `tools=`, every call of a reply run
 //! concurrently, results returned as `tool` messages with their ids, a text answer ends the loop.
 
-use futures::future::join_all;
+use futures::{StreamExt, stream};
 use serde_json::{Map, Value, json};
 
 use super::events::stop_early;
@@ -40,6 +40,7 @@ impl ReActCore {
             request.tools = tools.clone();
             request.tool_choice = Some(ToolChoice::Auto);
             request.parallel_tool_calls = Some(true);
+            self.limits.check_lm_calls(&usage, &trajectory)?;
             let completion = match lm.complete(&request).await {
                 Ok(completion) => completion,
                 Err(LmError::ContextWindowExceeded { message }) => {
@@ -93,15 +94,16 @@ impl ReActCore {
                 });
             }
             let first_index = trajectory.steps.last().map_or(0, |s| s.index + 1);
-            let observed = join_all(completion.tool_calls.iter().enumerate().map(|(offset, c)| {
-                self.observe_call(
-                    first_index + offset,
-                    c,
-                    thought.as_deref().unwrap_or(""),
-                    events,
-                )
-            }))
-            .await;
+            // Concurrently, at most `max_concurrent_tools` at a time; results in call order.
+            let thought_text = thought.as_deref().unwrap_or("");
+            let mut calls = Vec::with_capacity(completion.tool_calls.len());
+            for (offset, call) in completion.tool_calls.iter().enumerate() {
+                calls.push(self.observe_call(first_index + offset, call, thought_text, events));
+            }
+            let observed: Vec<_> = stream::iter(calls)
+                .buffered(self.limits.max_concurrent_tools.max(1))
+                .collect()
+                .await;
             let mut finished = None;
             for (offset, (tool_call, (args, observation, elapsed))) in
                 completion.tool_calls.iter().zip(observed).enumerate()
@@ -258,7 +260,7 @@ fn conversation(base: &[Message], trajectory: &Trajectory) -> Vec<Message> {
         for step in &group {
             messages.push(Message::tool_result(
                 call_id(step),
-                observation_text(&step.observation),
+                step.observation.as_text(),
             ));
         }
         for step in &group {
@@ -278,12 +280,4 @@ fn call_id(step: &Step) -> String {
     step.call_id
         .clone()
         .unwrap_or_else(|| format!("call_{}", step.index))
-}
-
-/// What a `tool` message says: text as it is, other values as JSON.
-fn observation_text(observation: &Observation) -> String {
-    match observation {
-        Observation::Output(Value::String(text)) | Observation::Error(text) => text.clone(),
-        Observation::Output(value) => value.to_string(),
-    }
 }

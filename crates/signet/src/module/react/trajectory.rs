@@ -39,6 +39,14 @@ pub enum Observation {
     Output(Value),
     /// The call failed; the text is what the model reads.
     Error(String),
+    /// The output was longer than the run's limit ([`Limits::max_observation_chars`](super::Limits)):
+    /// the model read `shown`, the start of its text with a marker; `full` is the whole output.
+    Truncated {
+        /// What the model read.
+        shown: String,
+        /// The tool's whole output.
+        full: Value,
+    },
 }
 
 impl Observation {
@@ -46,7 +54,49 @@ impl Observation {
     pub fn as_value(&self) -> Value {
         match self {
             Observation::Output(value) => value.clone(),
-            Observation::Error(text) => Value::String(text.clone()),
+            Observation::Error(text) | Observation::Truncated { shown: text, .. } => {
+                Value::String(text.clone())
+            }
+        }
+    }
+
+    /// The observation as the model reads it: text as it is, other values as JSON.
+    pub fn as_text(&self) -> String {
+        match self {
+            Observation::Output(Value::String(text))
+            | Observation::Error(text)
+            | Observation::Truncated { shown: text, .. } => text.clone(),
+            Observation::Output(value) => value.to_string(),
+        }
+    }
+
+    /// Cuts what the model reads to `max_chars` characters, with a marker saying how much was left
+    /// out; an output keeps its whole value in [`Observation::Truncated`].
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use signet::module::Observation;
+    /// let long = Observation::Output(json!("x".repeat(50)));
+    /// let Observation::Truncated { shown, full } = long.limited_to(10) else { panic!() };
+    /// assert!(shown.starts_with("xxxxxxxxxx\n[... truncated: 40 more characters"));
+    /// assert_eq!(full, json!("x".repeat(50)));
+    /// ```
+    pub fn limited_to(self, max_chars: usize) -> Observation {
+        let text = self.as_text();
+        let total = text.chars().count();
+        if total <= max_chars {
+            return self;
+        }
+        let cut: String = text.chars().take(max_chars).collect();
+        let shown = format!(
+            "{cut}\n[... truncated: {} more characters of {total} were not shown]",
+            total - max_chars
+        );
+        match self {
+            Observation::Output(full) | Observation::Truncated { full, .. } => {
+                Observation::Truncated { shown, full }
+            }
+            Observation::Error(_) => Observation::Error(shown),
         }
     }
 }

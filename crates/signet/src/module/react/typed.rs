@@ -34,6 +34,20 @@ impl<S: Signature> ReAct<S> {
         self
     }
 
+    /// Bounds on observation size, tool concurrency and LM calls (see [`Limits`](super::Limits)).
+    ///
+    /// ```
+    /// use signet::module::{Limits, ReAct};
+    /// # #[derive(signet::Signature)]
+    /// # struct Ask { #[input] question: String, #[output] answer: String }
+    /// let agent = ReAct::<Ask>::new(vec![]).with_limits(Limits { max_lm_calls: 12, ..Limits::default() });
+    /// assert_eq!(agent.core().limits().max_lm_calls, 12);
+    /// ```
+    pub fn with_limits(mut self, limits: super::Limits) -> Self {
+        self.core = self.core.with_limits(limits);
+        self
+    }
+
     /// Uses `lm` for every call.
     pub fn with_lm(mut self, lm: Arc<dyn Lm>) -> Self {
         self.core = self.core.with_lm(lm);
