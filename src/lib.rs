@@ -31,3 +31,7 @@ struct ReactGuide;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/lm.md")]
 struct LmGuide;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/local-models.md")]
+struct LocalModelsGuide;
