@@ -203,7 +203,7 @@ async fn finish_with_outputs_over_http_ends_the_run() {
 }
 
 #[tokio::test]
-async fn a_server_error_mid_run_is_a_typed_error() {
+async fn a_server_error_mid_run_is_a_typed_error_with_the_trajectory() {
     // One reply, then the server fails every retry: the run fails with the LM's error, no panic.
     let server = server_with(vec![reply(
         json!({"role": "assistant", "content": null, "tool_calls": [
@@ -226,11 +226,22 @@ async fn a_server_error_mid_run_is_a_typed_error() {
         })
         .await
         .unwrap_err();
+    // The LM's typed error, with the step that already ran and the usage so far.
     assert!(
         matches!(
-            error,
+            error.cause(),
             signet::module::Error::Lm(signet::lm::LmError::Server { status: 500, .. })
         ),
         "{error:?}"
     );
+    let trajectory = error.trajectory().expect("the trajectory so far");
+    assert_eq!(trajectory.steps.len(), 1);
+    assert_eq!(
+        trajectory.steps[0].observation,
+        Observation::Output(json!("Oslo: 4 °C"))
+    );
+    assert!(matches!(
+        &error,
+        signet::module::Error::RunFailed { usage, .. } if usage.lm_calls == 1
+    ));
 }

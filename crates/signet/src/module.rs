@@ -91,6 +91,17 @@ pub enum Error {
         /// The steps so far.
         trajectory: Box<Trajectory>,
     },
+    /// A ReAct run failed part-way — an LM error (after the client's retries), an extractor reply
+    /// that could not be read — and the steps so far and the usage are kept.
+    #[error("the agent's run failed after {} steps: {error}", trajectory.steps.len())]
+    RunFailed {
+        /// What went wrong.
+        error: Box<Error>,
+        /// The steps so far.
+        trajectory: Box<Trajectory>,
+        /// LM usage up to the failure.
+        usage: Usage,
+    },
     /// `Predict` with tools kept calling tools past its limit without answering.
     #[error("the model was still calling tools after {turns} rounds")]
     TooManyToolTurns {
@@ -106,6 +117,46 @@ pub enum Error {
         /// What serde reported.
         message: String,
     },
+}
+
+impl Error {
+    /// Wraps a ReAct run's error with its trajectory and usage, unless it already carries them.
+    pub(crate) fn run_failed(error: Error, trajectory: &Trajectory, usage: Usage) -> Error {
+        match error {
+            Error::TrajectoryTooLong { .. }
+            | Error::LmCallLimit { .. }
+            | Error::RunFailed { .. } => error,
+            error => Error::RunFailed {
+                error: Box::new(error),
+                trajectory: Box::new(trajectory.clone()),
+                usage,
+            },
+        }
+    }
+
+    /// The steps a failed ReAct run made before it failed, when the error carries them.
+    ///
+    /// ```
+    /// use signet::module::{Error, Trajectory};
+    /// let error = Error::LmCallLimit { limit: 3, trajectory: Box::new(Trajectory::default()) };
+    /// assert_eq!(error.trajectory().map(|t| t.steps.len()), Some(0));
+    /// ```
+    pub fn trajectory(&self) -> Option<&Trajectory> {
+        match self {
+            Error::TrajectoryTooLong { trajectory, .. }
+            | Error::LmCallLimit { trajectory, .. }
+            | Error::RunFailed { trajectory, .. } => Some(trajectory),
+            _ => None,
+        }
+    }
+
+    /// The underlying error: the one inside [`Error::RunFailed`], else this one.
+    pub fn cause(&self) -> &Error {
+        match self {
+            Error::RunFailed { error, .. } => error.cause(),
+            other => other,
+        }
+    }
 }
 
 impl From<CallError> for Error {

@@ -432,7 +432,7 @@ impl ReActCore {
                     );
                     break;
                 }
-                Err(error) => return Err(error),
+                Err(error) => return Err(Error::run_failed(error, &trajectory, usage)),
             };
             let thought = as_text(&prediction["next_thought"]);
             let tool_name = as_text(&prediction["next_tool_name"]);
@@ -524,7 +524,8 @@ impl ReActCore {
                 call,
                 &mut usage,
             )
-            .await?;
+            .await
+            .map_err(|error| Error::run_failed(error, &trajectory, usage))?;
         let reasoning = outputs.shift_remove("reasoning").map(|r| as_text(&r));
         Ok(ReActRun {
             outputs,

@@ -57,7 +57,7 @@ impl ReActCore {
                     }
                     continue;
                 }
-                Err(error) => return Err(Error::Lm(error)),
+                Err(error) => return Err(Error::run_failed(Error::Lm(error), &trajectory, usage)),
             };
             usage += completion.usage;
             if completion.tool_calls.is_empty() {
