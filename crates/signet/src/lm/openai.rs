@@ -724,7 +724,16 @@ impl<'a> StreamState<'a> {
                 },
                 Ok(None) => {
                     self.finished = true;
-                    if self.saw_choice {
+                    if self.saw_choice && self.assembler.finish_reason.is_none() {
+                        // Every complete reply ends with a `finish_reason`; a stream that ends
+                        // without one was cut off (a dropped connection, a crashed server), and
+                        // what arrived must not pass for the whole reply.
+                        self.pending.push_back(Err(LmError::InvalidResponse {
+                            message: "the stream was cut off: it ended before the reply's \
+                                      finish_reason"
+                                .into(),
+                        }));
+                    } else if self.saw_choice {
                         let mut completion = std::mem::take(&mut self.assembler).finish();
                         completion.usage.lm_calls = 1;
                         self.pending.push_back(Ok(StreamEvent::Done(completion)));
