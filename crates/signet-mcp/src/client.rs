@@ -1,0 +1,349 @@
+//! The client side: an MCP server's tools as ordinary Signet tools.
+//!
+//! [`McpClient::spawn`] starts a stdio server, [`McpClient::connect`] connects to a streamable-HTTP
+//! one; either way you get a handle that owns the session and whose [`tools`](McpClient::tools)
+//! are `Arc<dyn Tool>`s to hand to ReAct next to your `#[tool]` functions.
+
+mod process;
+mod session;
+mod tool;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use rmcp::model::{CallToolResult, ServerPeerInfo};
+use serde_json::Value;
+use signet::Tool;
+
+use crate::Error;
+use process::ExitOutcome;
+pub use process::StdioCommand;
+use session::{Inner, Target};
+pub use tool::McpTool;
+
+/// A live session with one MCP server, and that server's tools as Signet tools.
+///
+/// The handle owns the session: [`close`](Self::close) ends it gracefully (stdin closed, then
+/// `SIGTERM`, then `SIGKILL`, two seconds apart), and dropping the handle ends it too (`SIGTERM` at
+/// once, `SIGKILL` two seconds later). Tools taken from a dropped or closed client return a clear
+/// [`ToolError`](signet::ToolError) instead of hanging.
+///
+/// ```no_run
+/// use signet_mcp::{McpClient, StdioCommand};
+///
+/// # async fn run() -> Result<(), signet_mcp::Error> {
+/// let memory = McpClient::spawn(
+///     StdioCommand::new("npx")
+///         .args(["-y", "@modelcontextprotocol/server-memory"])
+///         .inherit_env(["PATH", "HOME"]),
+/// )
+/// .await?;
+/// for tool in memory.tools() {
+///     println!("{}: {}", tool.name(), tool.description());
+/// }
+/// memory.close().await?;
+/// # Ok(()) }
+/// ```
+pub struct McpClient {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClient")
+            .field("server", &self.inner.label)
+            .field("tools", &self.tool_names())
+            .field("restarts", &self.restarts())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Options for an [`McpClient`]: a label, time limits, automatic restarts, a tool-name prefix.
+///
+/// ```
+/// use std::time::Duration;
+/// let builder = signet_mcp::McpClient::builder()
+///     .name("files")
+///     .call_timeout(Some(Duration::from_secs(10)))
+///     .max_restarts(2)
+///     .tool_prefix("fs_");
+/// # let _ = builder;
+/// ```
+#[derive(Debug, Clone)]
+pub struct McpClientBuilder {
+    name: Option<String>,
+    call_timeout: Option<Duration>,
+    startup_timeout: Duration,
+    max_restarts: u32,
+    tool_prefix: String,
+    bearer_token: Option<String>,
+}
+
+impl Default for McpClientBuilder {
+    fn default() -> Self {
+        McpClientBuilder {
+            name: None,
+            call_timeout: Some(Duration::from_secs(60)),
+            startup_timeout: Duration::from_secs(30),
+            max_restarts: 0,
+            tool_prefix: String::new(),
+            bearer_token: None,
+        }
+    }
+}
+
+impl McpClientBuilder {
+    /// The server's label in errors and logs (default: the script's or program's file name, or the
+    /// URL's host).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// The time limit of one tool call (default 60 s; `None` waits as long as the server takes).
+    /// A call over the limit is cancelled on the server and fails with
+    /// [`ToolError::Timeout`](signet::ToolError::Timeout).
+    pub fn call_timeout(mut self, limit: Option<Duration>) -> Self {
+        self.call_timeout = limit;
+        self
+    }
+
+    /// The time limit for starting: spawning or connecting, the handshake and the first
+    /// `tools/list` (default 30 s).
+    pub fn startup_timeout(mut self, limit: Duration) -> Self {
+        self.startup_timeout = limit;
+        self
+    }
+
+    /// Restart the server (or reconnect, for HTTP) when it has died, up to `max` times over the
+    /// client's life (default 0: a dead server stays dead and every call says so). The call that
+    /// found the server dead still fails — it may have run — and says the server was restarted, so
+    /// the model can try again; later calls go to the new server.
+    pub fn max_restarts(mut self, max: u32) -> Self {
+        self.max_restarts = max;
+        self
+    }
+
+    /// Prefixes every tool's name as the model sees it (`"fs_"` makes `read_file` `fs_read_file`),
+    /// to keep several servers' tools apart. Calls use the server's own name.
+    pub fn tool_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.tool_prefix = prefix.into();
+        self
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every HTTP request (streamable-HTTP servers only).
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.bearer_token = Some(token.into());
+        self
+    }
+
+    /// Starts `command` as a stdio MCP server, completes the handshake and lists its tools.
+    pub async fn spawn(self, command: StdioCommand) -> Result<McpClient, Error> {
+        let label = self.name.clone().unwrap_or_else(|| command.label());
+        self.start(label, Target::Stdio(command)).await
+    }
+
+    /// Connects to the streamable-HTTP MCP server at `url` (such as `http://127.0.0.1:8000/mcp`),
+    /// completes the handshake and lists its tools.
+    pub async fn connect(self, url: impl Into<String>) -> Result<McpClient, Error> {
+        let url = url.into();
+        let label = self.name.clone().unwrap_or_else(|| url_label(&url));
+        self.start(label, Target::Http(url)).await
+    }
+
+    async fn start(self, label: String, target: Target) -> Result<McpClient, Error> {
+        let inner = Inner::start(label, target, self).await?;
+        Ok(McpClient { inner })
+    }
+}
+
+impl McpClient {
+    /// Options; finish with [`spawn`](McpClientBuilder::spawn) or
+    /// [`connect`](McpClientBuilder::connect).
+    pub fn builder() -> McpClientBuilder {
+        McpClientBuilder::default()
+    }
+
+    /// Starts `command` as a stdio MCP server with the default options (see [`StdioCommand`] for
+    /// the environment it gets).
+    pub async fn spawn(command: StdioCommand) -> Result<McpClient, Error> {
+        McpClient::builder().spawn(command).await
+    }
+
+    /// Connects to a streamable-HTTP MCP server with the default options.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use signet::{Tool, tool};
+    /// # /// Add two integers.
+    /// # #[tool]
+    /// # fn add(a: i64, b: i64) -> i64 { a + b }
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// # let http = signet_mcp::McpServer::new([Arc::new(AddTool) as Arc<dyn Tool>])
+    /// #     .serve_http("127.0.0.1:0").await.unwrap();
+    /// let client = signet_mcp::McpClient::connect(http.url()).await?;
+    /// assert_eq!(client.tool_names(), ["add"]);
+    /// # Ok::<(), signet_mcp::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn connect(url: impl Into<String>) -> Result<McpClient, Error> {
+        McpClient::builder().connect(url).await
+    }
+
+    /// The server's label, as used in errors.
+    pub fn name(&self) -> &str {
+        &self.inner.label
+    }
+
+    /// The server's tools, as of the last listing (re-listed automatically on
+    /// `notifications/tools/list_changed` and after a restart).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use signet::{Tool, tool};
+    /// # /// Add two integers.
+    /// # #[tool]
+    /// # fn add(a: i64, b: i64) -> i64 { a + b }
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// # let http = signet_mcp::McpServer::new([Arc::new(AddTool) as Arc<dyn Tool>])
+    /// #     .serve_http("127.0.0.1:0").await.unwrap();
+    /// let client = signet_mcp::McpClient::connect(http.url()).await?;
+    /// let add = &client.tools()[0];
+    /// assert_eq!(add.description(), "Add two integers.");
+    /// assert_eq!(add.call(serde_json::json!({"a": 1, "b": 2})).await.unwrap(), "3");
+    /// # Ok::<(), signet_mcp::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.inner
+            .tools
+            .read()
+            .map(|set| {
+                set.tools
+                    .iter()
+                    .map(|t| t.clone() as Arc<dyn Tool>)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The tool named `name` (with the prefix, if one was set).
+    pub fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.inner.tools.read().ok().and_then(|set| {
+            set.tools
+                .iter()
+                .find(|t| t.name() == name)
+                .map(|t| t.clone() as Arc<dyn Tool>)
+        })
+    }
+
+    /// The tools' names, as the model sees them.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.inner
+            .tools
+            .read()
+            .map(|set| set.tools.iter().map(|t| t.name().to_owned()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Lists the tools again now.
+    pub async fn refresh_tools(&self) -> Result<Vec<Arc<dyn Tool>>, Error> {
+        let conn = self.inner.live().await?;
+        self.inner.refresh_from(&conn.peer, conn.generation).await?;
+        Ok(self.tools())
+    }
+
+    /// Waits until the tool list changes (after a `tools/list_changed` notification or a restart),
+    /// or the client is closed.
+    pub async fn tools_changed(&self) {
+        let mut changes = self.inner.changes.subscribe();
+        changes.mark_unchanged();
+        let _ = changes.changed().await;
+    }
+
+    /// Calls a tool by the server's name for it, returning the raw MCP result (no local
+    /// validation, `isError` results included).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use signet::{Tool, tool};
+    /// # /// Add two integers.
+    /// # #[tool]
+    /// # fn add(a: i64, b: i64) -> i64 { a + b }
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// # let http = signet_mcp::McpServer::new([Arc::new(AddTool) as Arc<dyn Tool>])
+    /// #     .serve_http("127.0.0.1:0").await.unwrap();
+    /// let client = signet_mcp::McpClient::connect(http.url()).await?;
+    /// let result = client.call_tool("add", serde_json::json!({"a": 1, "b": 2})).await?;
+    /// assert_eq!(result.is_error, Some(false));
+    /// assert_eq!(signet_mcp::content::result_value(&result), "3");
+    /// # Ok::<(), signet_mcp::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
+        self.inner.call(name, arguments).await
+    }
+
+    /// What the server said about itself in the handshake.
+    pub fn server_info(&self) -> Option<Arc<ServerPeerInfo>> {
+        self.inner.current().ok()?.peer.peer_info()
+    }
+
+    /// The server process's id (stdio servers).
+    pub fn pid(&self) -> Option<u32> {
+        self.inner.current().ok()?.process.as_ref()?.pid()
+    }
+
+    /// How many times the server was restarted.
+    pub fn restarts(&self) -> u32 {
+        self.inner.restarts.load(Ordering::Relaxed)
+    }
+
+    /// Whether the session is up (not closed, and the server not known to be dead).
+    pub fn is_running(&self) -> bool {
+        self.inner.current().is_ok_and(|conn| !conn.is_dead())
+    }
+
+    /// Ends the session: closes the server's stdin and waits for it to exit, escalating to
+    /// `SIGTERM` and `SIGKILL` after two seconds each. Errors only if the server had to be killed.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use signet::{Tool, tool};
+    /// # /// Add two integers.
+    /// # #[tool]
+    /// # fn add(a: i64, b: i64) -> i64 { a + b }
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// # let http = signet_mcp::McpServer::new([Arc::new(AddTool) as Arc<dyn Tool>])
+    /// #     .serve_http("127.0.0.1:0").await.unwrap();
+    /// let client = signet_mcp::McpClient::connect(http.url()).await?;
+    /// let add = client.tool("add").unwrap();
+    /// client.close().await?;
+    /// assert!(add.call(serde_json::json!({"a": 1, "b": 2})).await.is_err());
+    /// # Ok::<(), signet_mcp::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn close(self) -> Result<(), Error> {
+        match self.inner.shutdown(true).await {
+            Some(ExitOutcome::Killed(status)) => Err(Error::ServerExited {
+                server: self.inner.label.clone(),
+                reason: format!("it ignored stdin closing and SIGTERM and was killed ({status})"),
+                stderr: Vec::new(),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Drop for McpClient {
+    fn drop(&mut self) {
+        self.inner.shutdown_now();
+    }
+}
+
+/// `http://127.0.0.1:8000/mcp` -> `127.0.0.1:8000`.
+fn url_label(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    rest.split('/').next().unwrap_or(rest).to_owned()
+}

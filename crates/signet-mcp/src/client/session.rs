@@ -1,0 +1,551 @@
+//! One MCP session and what keeps it usable: connecting (spawn or HTTP), the tool list, calls with
+//! their time limit, noticing a dead server, restarting it, and shutting it down.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock, Weak};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
+    Implementation,
+};
+use rmcp::service::{
+    MaybeSendFuture, NotificationContext, RoleClient, RunningService, ServiceError,
+};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, Peer, ServiceExt};
+use serde_json::{Map, Value};
+use signet::Tool;
+use tokio::sync::watch;
+
+use super::process::{ChildProcess, ExitOutcome};
+use super::{McpClientBuilder, McpTool, StdioCommand};
+use crate::Error;
+
+/// How long a stopping server gets at each step (stdin closed, `SIGTERM`, `SIGKILL`).
+pub(super) const STOP_GRACE: Duration = Duration::from_secs(2);
+
+pub(super) enum Target {
+    Stdio(StdioCommand),
+    Http(String),
+}
+
+/// One connection (one server process, for stdio): replaced on restart.
+pub(super) struct Connection {
+    pub(super) generation: u64,
+    pub(super) peer: Peer<RoleClient>,
+    pub(super) process: Option<Arc<ChildProcess>>,
+    broken: AtomicBool,
+}
+
+impl Connection {
+    pub(super) fn is_dead(&self) -> bool {
+        self.broken.load(Ordering::Relaxed)
+            || self.peer.is_transport_closed()
+            || self
+                .process
+                .as_ref()
+                .is_some_and(|p| p.exit_status().is_some())
+    }
+
+    pub(super) fn stderr(&self) -> Vec<String> {
+        self.process
+            .as_ref()
+            .map(|p| p.stderr_tail())
+            .unwrap_or_default()
+    }
+
+    /// What is known about the death of this connection's server.
+    async fn death(&self, transport_error: Option<&str>) -> String {
+        let status = match &self.process {
+            Some(process) => process.wait_exit(Duration::from_secs(1)).await,
+            None => None,
+        };
+        match (status, transport_error) {
+            (Some(status), _) => format!("its process ended ({status})"),
+            (None, Some(error)) => format!("its connection failed ({error})"),
+            (None, None) => "its connection closed".to_owned(),
+        }
+    }
+}
+
+#[derive(Default)]
+/// The latest tool listing; `ticket` orders listings that race.
+pub(super) struct ToolSet {
+    ticket: u64,
+    pub(super) tools: Vec<Arc<McpTool>>,
+}
+
+/// The state shared by an [`McpClient`](super::McpClient) and (weakly) its tools.
+pub(crate) struct Inner {
+    pub(super) label: String,
+    target: Target,
+    options: McpClientBuilder,
+    conn: RwLock<Option<Arc<Connection>>>,
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, ClientSide>>>,
+    reconnect: tokio::sync::Mutex<()>,
+    generation: AtomicU64,
+    pub(super) restarts: AtomicU32,
+    closed: AtomicBool,
+    pub(super) tools: RwLock<ToolSet>,
+    list_ticket: AtomicU64,
+    pub(super) changes: watch::Sender<u64>,
+}
+
+impl Inner {
+    /// Connects, completes the handshake and lists the tools.
+    pub(super) async fn start(
+        label: String,
+        target: Target,
+        options: McpClientBuilder,
+    ) -> Result<Arc<Inner>, Error> {
+        let inner = Arc::new(Inner {
+            label,
+            target,
+            options,
+            conn: RwLock::new(None),
+            service: tokio::sync::Mutex::new(None),
+            reconnect: tokio::sync::Mutex::new(()),
+            generation: AtomicU64::new(0),
+            restarts: AtomicU32::new(0),
+            closed: AtomicBool::new(false),
+            tools: RwLock::new(ToolSet::default()),
+            list_ticket: AtomicU64::new(0),
+            changes: watch::channel(0).0,
+        });
+        let conn = inner.connect().await?;
+        if let Err(e) = inner.refresh_from(&conn.peer, conn.generation).await {
+            inner.shutdown(true).await;
+            return Err(match e {
+                Error::Timeout { .. } => e,
+                other => Error::Handshake {
+                    server: inner.label.clone(),
+                    message: format!("tools/list failed: {other}"),
+                    stderr: conn.stderr(),
+                },
+            });
+        }
+        Ok(inner)
+    }
+
+    pub(crate) fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The current connection, dead or alive, or [`Error::Closed`].
+    pub(super) fn current(&self) -> Result<Arc<Connection>, Error> {
+        self.conn
+            .read()
+            .ok()
+            .and_then(|c| c.clone())
+            .ok_or_else(|| Error::Closed {
+                server: self.label.clone(),
+            })
+    }
+
+    /// A live connection: the current one, or a restarted one when it died and restarts are left.
+    pub(super) async fn live(self: &Arc<Self>) -> Result<Arc<Connection>, Error> {
+        let conn = self.current()?;
+        if !conn.is_dead() {
+            return Ok(conn);
+        }
+        let reason = conn.death(None).await;
+        match self.revive(&conn).await {
+            Ok(Some(fresh)) => Ok(fresh),
+            Ok(None) => Err(Error::ServerExited {
+                server: self.label.clone(),
+                reason: self.no_restart_note(reason),
+                stderr: conn.stderr(),
+            }),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn no_restart_note(&self, reason: String) -> String {
+        match self.options.max_restarts {
+            0 => format!("{reason}; automatic restart is off (McpClientBuilder::max_restarts)"),
+            max => format!("{reason}; its {max} automatic restart(s) are used up"),
+        }
+    }
+
+    /// Spawns or connects, and completes the handshake. Does not list tools.
+    pub(super) async fn connect(self: &Arc<Self>) -> Result<Arc<Connection>, Error> {
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let handler = ClientSide {
+            inner: Arc::downgrade(self),
+            generation,
+        };
+        let limit = self.options.startup_timeout;
+        let timeout = || Error::Timeout {
+            server: self.label.clone(),
+            what: "the handshake".to_owned(),
+            timeout: limit,
+        };
+        let (service, process) = match &self.target {
+            Target::Stdio(command) => {
+                let process = Arc::new(command.spawn(&self.label)?);
+                let Some(pipes) = process.take_stdio() else {
+                    return Err(Error::Transport {
+                        server: self.label.clone(),
+                        message: "the server's pipes were already taken".to_owned(),
+                    });
+                };
+                match tokio::time::timeout(limit, handler.serve(pipes)).await {
+                    Ok(Ok(service)) => (service, Some(process)),
+                    Ok(Err(e)) => {
+                        let status = process.wait_exit(Duration::from_millis(500)).await;
+                        process.signal(true);
+                        let ended = status
+                            .map(|s| format!(" (the process ended: {s})"))
+                            .unwrap_or_default();
+                        return Err(Error::Handshake {
+                            server: self.label.clone(),
+                            message: format!("{}{ended}", describe_init_error(&e)),
+                            stderr: process.stderr_tail(),
+                        });
+                    }
+                    Err(_) => {
+                        process.signal(true);
+                        return Err(timeout());
+                    }
+                }
+            }
+            Target::Http(url) => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                if let Some(token) = &self.options.bearer_token {
+                    config = config.auth_header(token.clone());
+                }
+                let transport = StreamableHttpClientTransport::from_config(config);
+                match tokio::time::timeout(limit, handler.serve(transport)).await {
+                    Ok(Ok(service)) => (service, None),
+                    Ok(Err(e)) => {
+                        return Err(Error::Handshake {
+                            server: self.label.clone(),
+                            message: format!("{} (at {url})", describe_init_error(&e)),
+                            stderr: Vec::new(),
+                        });
+                    }
+                    Err(_) => return Err(timeout()),
+                }
+            }
+        };
+        let conn = Arc::new(Connection {
+            generation,
+            peer: service.peer().clone(),
+            process,
+            broken: AtomicBool::new(false),
+        });
+        if let Ok(mut slot) = self.conn.write() {
+            *slot = Some(conn.clone());
+        }
+        let old = self.service.lock().await.replace(service);
+        drop(old);
+        tracing::debug!(server = %self.label, generation, "MCP session started");
+        Ok(conn)
+    }
+
+    /// Restarts a dead connection if restarts are left. `Ok(None)`: none left.
+    async fn revive(
+        self: &Arc<Self>,
+        dead: &Arc<Connection>,
+    ) -> Result<Option<Arc<Connection>>, Error> {
+        let _one_at_a_time = self.reconnect.lock().await;
+        let current = self.current()?;
+        if current.generation != dead.generation {
+            return Ok(Some(current)); // someone else restarted it already
+        }
+        let used = self.restarts.load(Ordering::SeqCst);
+        if used >= self.options.max_restarts {
+            return Ok(None);
+        }
+        self.restarts.store(used + 1, Ordering::SeqCst);
+        tracing::warn!(
+            server = %self.label,
+            restart = used + 1,
+            max = self.options.max_restarts,
+            "MCP server died; restarting it"
+        );
+        if let Some(process) = &dead.process {
+            process.signal(true);
+        }
+        let fresh = self.connect().await?;
+        if self.closed.load(Ordering::SeqCst) {
+            self.shutdown(false).await;
+            return Err(Error::Closed {
+                server: self.label.clone(),
+            });
+        }
+        self.refresh_from(&fresh.peer, fresh.generation).await?;
+        Ok(Some(fresh))
+    }
+
+    /// Lists the tools through `peer` and installs them, unless a newer listing already landed.
+    pub(super) async fn refresh_from(
+        self: &Arc<Self>,
+        peer: &Peer<RoleClient>,
+        generation: u64,
+    ) -> Result<(), Error> {
+        let ticket = self.list_ticket.fetch_add(1, Ordering::SeqCst) + 1;
+        let limit = self.options.startup_timeout;
+        let listed = tokio::time::timeout(limit, peer.list_all_tools())
+            .await
+            .map_err(|_| Error::Timeout {
+                server: self.label.clone(),
+                what: "tools/list".to_owned(),
+                timeout: limit,
+            })?
+            .map_err(|e| self.service_error(e))?;
+        if generation != self.generation.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let mut tools: Vec<Arc<McpTool>> = Vec::with_capacity(listed.len());
+        for tool in listed {
+            let tool = McpTool::new(tool, &self.options.tool_prefix, Arc::downgrade(self));
+            if tools.iter().any(|t| t.name() == tool.name()) {
+                tracing::warn!(server = %self.label, tool = tool.name(), "duplicate MCP tool name; keeping the first");
+                continue;
+            }
+            tools.push(Arc::new(tool));
+        }
+        let Ok(mut set) = self.tools.write() else {
+            return Ok(());
+        };
+        if ticket > set.ticket {
+            tracing::debug!(server = %self.label, tools = tools.len(), "MCP tools listed");
+            set.ticket = ticket;
+            set.tools = tools;
+            drop(set);
+            self.changes.send_modify(|n| *n += 1);
+        }
+        Ok(())
+    }
+
+    /// The latest listing of the tool the server calls `remote`.
+    pub(crate) fn current_tool(&self, remote: &str) -> Option<Arc<McpTool>> {
+        let set = self.tools.read().ok()?;
+        set.tools
+            .iter()
+            .find(|t| t.remote_name() == remote)
+            .cloned()
+    }
+
+    /// One `tools/call`, with the per-call time limit, dead-server detection and restart.
+    pub(crate) async fn call(
+        self: &Arc<Self>,
+        name: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, Error> {
+        let conn = self.live().await?;
+        let arguments = match arguments {
+            Value::Object(map) => map,
+            Value::Null => Map::new(),
+            other => {
+                return Err(Error::Unsupported {
+                    server: self.label.clone(),
+                    message: format!("tool arguments must be a JSON object, got {other}"),
+                });
+            }
+        };
+        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        let call = conn.peer.call_tool_once(params);
+        let outcome = match self.options.call_timeout {
+            Some(limit) => match tokio::time::timeout(limit, call).await {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    return Err(Error::Timeout {
+                        server: self.label.clone(),
+                        what: format!("tools/call `{name}`"),
+                        timeout: limit,
+                    });
+                }
+            },
+            None => call.await,
+        };
+        match outcome {
+            Ok(CallToolResponse::Complete(result)) => Ok(result),
+            Ok(CallToolResponse::Task(_)) => Err(Error::Unsupported {
+                server: self.label.clone(),
+                message: format!(
+                    "tool `{name}` answered with an MCP task (it runs only as a task), which \
+                     Signet's MCP client does not poll; call a tool that answers directly"
+                ),
+            }),
+            Ok(CallToolResponse::InputRequired(_)) => Err(Error::Unsupported {
+                server: self.label.clone(),
+                message: format!(
+                    "tool `{name}` asked the client for user input (input_required), which \
+                     Signet's MCP client does not provide"
+                ),
+            }),
+            Ok(_) => Err(Error::Unsupported {
+                server: self.label.clone(),
+                message: format!("tool `{name}` answered with a result of an unknown kind"),
+            }),
+            Err(ServiceError::TransportClosed) => {
+                Err(self.died_during_call(&conn, "the connection closed").await)
+            }
+            Err(ServiceError::TransportSend(e)) => {
+                Err(self.died_during_call(&conn, &root_cause(&e)).await)
+            }
+            Err(e) => Err(self.service_error(e)),
+        }
+    }
+
+    /// The error for a call whose server died under it; restarts the server when allowed.
+    async fn died_during_call(
+        self: &Arc<Self>,
+        conn: &Arc<Connection>,
+        transport_error: &str,
+    ) -> Error {
+        conn.broken.store(true, Ordering::SeqCst);
+        let reason = conn.death(Some(transport_error)).await;
+        let stderr = conn.stderr();
+        let reason = match self.revive(conn).await {
+            Ok(Some(_)) => format!(
+                "{reason} before answering the call; it was restarted (restart {} of {}), so the \
+                 call can be tried again",
+                self.restarts.load(Ordering::SeqCst),
+                self.options.max_restarts
+            ),
+            Ok(None) => self.no_restart_note(format!("{reason} before answering the call")),
+            Err(e) => format!(
+                "{reason} before answering the call, and restart {} of {} failed: {e}",
+                self.restarts.load(Ordering::SeqCst),
+                self.options.max_restarts
+            ),
+        };
+        Error::ServerExited {
+            server: self.label.clone(),
+            reason,
+            stderr,
+        }
+    }
+
+    fn service_error(&self, error: ServiceError) -> Error {
+        match error {
+            ServiceError::McpError(e) => Error::Protocol {
+                server: self.label.clone(),
+                code: e.code.0,
+                message: e.message.into_owned(),
+                data: e.data,
+            },
+            ServiceError::Timeout { timeout } => Error::Timeout {
+                server: self.label.clone(),
+                what: "a request".to_owned(),
+                timeout,
+            },
+            ServiceError::TransportClosed => Error::ServerExited {
+                server: self.label.clone(),
+                reason: "its connection closed".to_owned(),
+                stderr: Vec::new(),
+            },
+            other => Error::Transport {
+                server: self.label.clone(),
+                message: other.to_string(),
+            },
+        }
+    }
+
+    /// Ends the session; `graceful` waits for the server to exit (see [`McpClient::close`]).
+    pub(super) async fn shutdown(&self, graceful: bool) -> Option<ExitOutcome> {
+        self.closed.store(true, Ordering::SeqCst);
+        let conn = self.conn.write().ok().and_then(|mut c| c.take());
+        let service = self.service.lock().await.take();
+        if let Some(mut service) = service {
+            // Cancelling the session closes the transport: the server's stdin reaches EOF.
+            let _ = service.close_with_timeout(STOP_GRACE).await;
+        }
+        self.changes.send_modify(|n| *n += 1);
+        let process = conn.and_then(|c| c.process.clone())?;
+        if graceful {
+            let outcome = process.stop(STOP_GRACE).await;
+            if let Some(outcome) = &outcome {
+                tracing::debug!(server = %self.label, "MCP server {}", outcome.describe());
+            }
+            outcome
+        } else {
+            process.signal(true);
+            None
+        }
+    }
+
+    /// The synchronous part of dropping the client: cancel the session, `SIGTERM` the server now,
+    /// and `SIGKILL` it two seconds later if it is still there.
+    pub(super) fn shutdown_now(&self) {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let conn = self.conn.write().ok().and_then(|mut c| c.take());
+        if let Ok(mut service) = self.service.try_lock() {
+            drop(service.take()); // its drop guard cancels the session
+        }
+        self.changes.send_modify(|n| *n += 1);
+        let Some(process) = conn.and_then(|c| c.process.clone()) else {
+            return;
+        };
+        process.signal(false);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if process.wait_exit(STOP_GRACE).await.is_none() {
+                    process.signal(true);
+                }
+            });
+        }
+    }
+}
+
+/// The rmcp client handler: identifies Signet and re-lists tools on `tools/list_changed`.
+struct ClientSide {
+    inner: Weak<Inner>,
+    generation: u64,
+}
+
+impl ClientHandler for ClientSide {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("signet-mcp", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    fn on_tool_list_changed(
+        &self,
+        context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        let inner = self.inner.clone();
+        let generation = self.generation;
+        // Listing is a request on the same session: do it off the session's message loop.
+        tokio::spawn(async move {
+            let Some(inner) = inner.upgrade() else {
+                return;
+            };
+            tracing::debug!(server = %inner.label, "tools/list_changed: listing the tools again");
+            if let Err(e) = inner.refresh_from(&context.peer, generation).await {
+                tracing::warn!(server = %inner.label, error = %e, "re-listing MCP tools failed");
+            }
+        });
+        std::future::ready(())
+    }
+}
+
+/// A handshake error in words: the transport's root cause rather than rmcp's wrapper types.
+fn describe_init_error(error: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::service::ClientInitializeError as E;
+    match error {
+        E::TransportError { error, context } => format!("{} ({context})", root_cause(error)),
+        E::ConnectionClosed(awaited) => {
+            format!("the server closed the connection before the {awaited}")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The innermost error's message (rmcp's transport errors wrap it in their type names).
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    cause.to_string()
+}

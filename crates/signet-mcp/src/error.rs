@@ -1,0 +1,158 @@
+//! The crate's error type.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// Why starting, using or serving an MCP session failed.
+///
+/// Every variant names the server (the label given with
+/// [`McpClientBuilder::name`](crate::McpClientBuilder::name), or the program's or URL's name), so
+/// an agent that talks to several servers can tell them apart. When a Signet tool call fails, the
+/// error becomes a [`signet::ToolError`] (see [`Error::into_tool_error`]) that ReAct shows the model
+/// as an observation.
+///
+/// ```
+/// let err = signet_mcp::Error::Closed { server: "files".into() };
+/// assert_eq!(err.to_string(), "the MCP session with `files` was closed");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server's program could not be started (not found, not executable, ...).
+    #[error("could not start MCP server `{server}` (program `{program}`): {source}")]
+    Spawn {
+        /// The server's label.
+        server: String,
+        /// The program that was run.
+        program: String,
+        /// What the operating system reported.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The server started but the MCP handshake (`initialize`, then `tools/list`) failed.
+    #[error(
+        "MCP server `{server}` did not complete the handshake: {message}{}",
+        stderr_note(stderr)
+    )]
+    Handshake {
+        /// The server's label.
+        server: String,
+        /// What went wrong.
+        message: String,
+        /// The last lines the server wrote to stderr (stdio servers), oldest first.
+        stderr: Vec<String>,
+    },
+    /// The server did not answer in time.
+    #[error("MCP server `{server}` did not answer {what} within {timeout:?}")]
+    Timeout {
+        /// The server's label.
+        server: String,
+        /// What was waited for (`"the handshake"`, `"tools/call `echo`"`).
+        what: String,
+        /// The time limit.
+        timeout: Duration,
+    },
+    /// The server is gone: its process exited or was killed, or its connection broke.
+    #[error(
+        "MCP server `{server}` is not running: {reason}{}",
+        stderr_note(stderr)
+    )]
+    ServerExited {
+        /// The server's label.
+        server: String,
+        /// What is known about the end (`exited with signal: 9 (SIGKILL)`, the transport's error),
+        /// and whether it was restarted.
+        reason: String,
+        /// The last lines the server wrote to stderr (stdio servers), oldest first.
+        stderr: Vec<String>,
+    },
+    /// The server answered with a JSON-RPC error (for example `-32602` for an unknown tool on an
+    /// rmcp server).
+    #[error("MCP server `{server}` rejected the request: {message} (JSON-RPC error {code})")]
+    Protocol {
+        /// The server's label.
+        server: String,
+        /// The JSON-RPC error code.
+        code: i32,
+        /// The error message.
+        message: String,
+        /// The error's `data`, if any.
+        data: Option<Value>,
+    },
+    /// The server answered in a way this client does not drive (a task-only tool, a request for
+    /// user input, a reply of the wrong type).
+    #[error("MCP server `{server}`: {message}")]
+    Unsupported {
+        /// The server's label.
+        server: String,
+        /// What was not supported.
+        message: String,
+    },
+    /// The session was closed with [`McpClient::close`](crate::McpClient::close), or the
+    /// [`McpClient`](crate::McpClient) owning it was dropped.
+    #[error("the MCP session with `{server}` was closed")]
+    Closed {
+        /// The server's label.
+        server: String,
+    },
+    /// A transport failure that is not one of the above.
+    #[error("MCP transport error with `{server}`: {message}")]
+    Transport {
+        /// The server's label.
+        server: String,
+        /// What the transport reported.
+        message: String,
+    },
+    /// A Signet MCP server could not listen on the address.
+    #[error("could not serve MCP over HTTP on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: String,
+        /// What the operating system reported.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A Signet MCP server's session ended with an error.
+    #[error("the MCP server session failed: {message}")]
+    Serve {
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl Error {
+    /// The error as the [`signet::ToolError`] a tool call returns: [`ToolError::Timeout`] for a
+    /// timeout, [`ToolError::Remote`] for everything else, naming `tool`.
+    ///
+    /// [`ToolError::Timeout`]: signet::ToolError::Timeout
+    /// [`ToolError::Remote`]: signet::ToolError::Remote
+    ///
+    /// ```
+    /// let err = signet_mcp::Error::Closed { server: "files".into() };
+    /// assert_eq!(
+    ///     err.into_tool_error("read_file").to_string(),
+    ///     "tool `read_file`: the MCP session with `files` was closed"
+    /// );
+    /// ```
+    pub fn into_tool_error(self, tool: &str) -> signet::ToolError {
+        match self {
+            Error::Timeout { timeout, .. } => signet::ToolError::Timeout {
+                tool: tool.to_owned(),
+                elapsed: timeout,
+            },
+            other => signet::ToolError::Remote {
+                tool: tool.to_owned(),
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+fn stderr_note(lines: &[String]) -> String {
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!("; its last stderr lines: {}", lines.join(" | "))
+    }
+}

@@ -1,0 +1,73 @@
+//! # signet-mcp
+//!
+//! The [Model Context Protocol](https://modelcontextprotocol.io) bridge for Signet, on the official
+//! Rust SDK ([`rmcp`]), both ways:
+//!
+//! * **Client** — [`McpClient::spawn`] starts a stdio MCP server ([`StdioCommand`]: program,
+//!   arguments, and exactly the environment you give it), [`McpClient::connect`] connects to a
+//!   streamable-HTTP one. The handle owns the session (closing or dropping it stops the server) and
+//!   its [`tools`](McpClient::tools) are ordinary `Arc<dyn signet::Tool>`s ([`McpTool`]): hand them
+//!   to ReAct next to your `#[tool]` functions. Arguments are validated locally against the
+//!   server's schema; results are converted as DSPy does ([`content`]); `isError` results,
+//!   protocol errors, timeouts and dead servers are tool errors the agent sees as observations.
+//! * **Server** — [`McpServer`] serves any set of Signet tools (the same `#[tool]` functions) over
+//!   stdio or streamable HTTP, with their generated schemas and descriptions.
+//!
+//! Both ways in one program — a `#[tool]` served over streamable HTTP, and used again through
+//! the client as an ordinary Signet tool:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use signet::{Tool, tool};
+//! use signet_mcp::{McpClient, McpServer};
+//!
+//! /// Add two integers.
+//! #[tool]
+//! fn add(a: i64, b: i64) -> i64 {
+//!     a + b
+//! }
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let http = McpServer::new([Arc::new(AddTool) as Arc<dyn Tool>])
+//!     .serve_http("127.0.0.1:0")
+//!     .await?;
+//! let client = McpClient::connect(http.url()).await?;
+//! let tools: Vec<Arc<dyn Tool>> = client.tools(); // hand these to ReAct
+//! assert_eq!(tools[0].name(), "add");
+//! assert_eq!(tools[0].args_schema(), AddTool.args_schema());
+//! assert_eq!(tools[0].call(serde_json::json!({"a": 2, "b": 3})).await.unwrap(), "5");
+//! client.close().await?;
+//! http.shutdown().await;
+//! # Ok::<(), signet_mcp::Error>(())
+//! # }).unwrap();
+//! ```
+//!
+//! A stdio server is one call too:
+//!
+//! ```no_run
+//! use signet_mcp::{McpClient, StdioCommand};
+//! # async fn run() -> Result<(), signet_mcp::Error> {
+//! let memory = McpClient::spawn(
+//!     StdioCommand::new("npx")
+//!         .args(["-y", "@modelcontextprotocol/server-memory"])
+//!         .inherit_env(["PATH", "HOME"]), // the server gets no other variable
+//! )
+//! .await?;
+//! println!("{:?}", memory.tool_names());
+//! memory.close().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! See `docs/mcp.md` in the repository for the full guide.
+
+mod client;
+pub mod content;
+mod error;
+mod server;
+
+pub use client::{McpClient, McpClientBuilder, McpTool, StdioCommand};
+pub use error::Error;
+pub use server::{HttpServer, McpServer};
+
+/// The MCP SDK this crate is built on, for its protocol types (`rmcp::model::CallToolResult`, ...).
+pub use rmcp;

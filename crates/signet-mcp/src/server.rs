@@ -1,0 +1,406 @@
+//! The server side: any set of Signet tools served as an MCP server, over stdio or streamable HTTP.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{MaybeSendFuture, RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, ServerHandler, ServiceExt};
+use serde_json::{Map, Value};
+use signet::Tool;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::Error;
+
+/// Signet tools served as an MCP server: each tool's name, description and generated argument
+/// schema go out in `tools/list`; `tools/call` validates and runs the tool. A tool error (invalid
+/// arguments, `Err`, panic, timeout) becomes an `isError` result whose text is the error's message;
+/// an unknown tool name is the protocol error `-32602`, as MCP specifies.
+///
+/// Results: a string is sent as one text item; an object as its JSON text plus
+/// `structuredContent`; `null` as no content; other values as their JSON text. A value that is MCP
+/// content (`{"type": "image", "data": .., "mimeType": ..}`, or a list holding some) is sent as
+/// that content, so tools taken from another MCP server can be served again unchanged.
+///
+/// Tools that need a person's approval (`#[tool(confirm)]`) are left out unless
+/// [`serve_confirm_tools`](Self::serve_confirm_tools) says otherwise: an MCP client is not bound to
+/// ask anyone.
+///
+/// ```
+/// use std::sync::Arc;
+/// use signet::{Tool, tool};
+/// use signet_mcp::McpServer;
+///
+/// /// Add two integers.
+/// #[tool]
+/// fn add(a: i64, b: i64) -> i64 {
+///     a + b
+/// }
+///
+/// let server = McpServer::new([Arc::new(AddTool) as Arc<dyn Tool>]).with_name("calculator", "1.0.0");
+/// assert_eq!(server.tools()[0].name(), "add");
+/// // In a binary: server.serve_stdio().await?
+/// ```
+#[derive(Clone)]
+pub struct McpServer {
+    tools: Arc<[Arc<dyn Tool>]>,
+    all_tools: Arc<[Arc<dyn Tool>]>,
+    info: Implementation,
+    instructions: Option<String>,
+    allowed_hosts: Option<Vec<String>>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tools: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+        f.debug_struct("McpServer")
+            .field("name", &self.info.name)
+            .field("tools", &tools)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// A server for `tools`, named `signet-mcp` until [`with_name`](Self::with_name).
+    pub fn new(tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> McpServer {
+        let all_tools: Arc<[Arc<dyn Tool>]> = tools.into_iter().collect();
+        let served: Vec<Arc<dyn Tool>> = all_tools
+            .iter()
+            .filter(|tool| {
+                let keep = !tool.requires_confirmation();
+                if !keep {
+                    tracing::warn!(
+                        tool = tool.name(),
+                        "not serving a tool that needs a person's approval over MCP \
+                         (McpServer::serve_confirm_tools)"
+                    );
+                }
+                keep
+            })
+            .cloned()
+            .collect();
+        McpServer {
+            tools: served.into(),
+            all_tools,
+            info: Implementation::new("signet-mcp", env!("CARGO_PKG_VERSION")),
+            instructions: None,
+            allowed_hosts: None,
+        }
+    }
+
+    /// The name and version sent to clients in the handshake.
+    pub fn with_name(mut self, name: impl Into<String>, version: impl Into<String>) -> McpServer {
+        self.info = Implementation::new(name, version);
+        self
+    }
+
+    /// Instructions sent to clients in the handshake (how to use the tools together).
+    pub fn with_instructions(mut self, instructions: impl Into<String>) -> McpServer {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Serve `#[tool(confirm)]` tools too: the MCP client (and whoever runs it) takes on asking a
+    /// person before each call.
+    pub fn serve_confirm_tools(mut self) -> McpServer {
+        self.tools = self.all_tools.clone();
+        self
+    }
+
+    /// Host names (or `host:port`) the HTTP server answers to; the default is the loopback names
+    /// only (`localhost`, `127.0.0.1`, `::1`), which protects a local server from DNS rebinding.
+    pub fn with_allowed_hosts<I, S>(mut self, hosts: I) -> McpServer
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The tools this server serves.
+    pub fn tools(&self) -> &[Arc<dyn Tool>] {
+        &self.tools
+    }
+
+    /// Serves on this process's stdin and stdout until the client disconnects. Log to stderr
+    /// only: stdout carries the protocol.
+    pub async fn serve_stdio(self) -> Result<(), Error> {
+        self.serve_io(rmcp::transport::stdio_pipes()).await
+    }
+
+    /// Serves one session over any byte stream pair `(read, write)` until the client disconnects.
+    pub async fn serve_io<R, W>(self, (read, write): (R, W)) -> Result<(), Error>
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let service = self.serve((read, write)).await.map_err(|e| Error::Serve {
+            message: e.to_string(),
+        })?;
+        service.waiting().await.map_err(|e| Error::Serve {
+            message: e.to_string(),
+        })?;
+        Ok(())
+    }
+
+    /// The streamable-HTTP endpoint as a tower service, to mount in your own axum (or hyper)
+    /// router; each client session gets its own copy of this server.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let mcp = signet_mcp::McpServer::new([]).http_service();
+    /// let app = axum::Router::new().route_service("/tools/mcp", mcp);
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// let url = format!("http://{}/tools/mcp", listener.local_addr().unwrap());
+    /// tokio::spawn(async move { axum::serve(listener, app).await });
+    /// let client = signet_mcp::McpClient::connect(url).await.unwrap();
+    /// assert!(client.tools().is_empty());
+    /// # });
+    /// ```
+    pub fn http_service(self) -> StreamableHttpService<McpServer, LocalSessionManager> {
+        self.http_service_with(CancellationToken::new())
+    }
+
+    fn http_service_with(
+        self,
+        cancel: CancellationToken,
+    ) -> StreamableHttpService<McpServer, LocalSessionManager> {
+        let mut config = StreamableHttpServerConfig::default().with_cancellation_token(cancel);
+        if let Some(hosts) = &self.allowed_hosts {
+            config = config.with_allowed_hosts(hosts.clone());
+        }
+        StreamableHttpService::new(
+            move || Ok(self.clone()),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        )
+    }
+
+    /// Serves streamable HTTP at `http://{addr}/mcp` in the background (port 0 picks a free
+    /// port). The returned handle gives the URL and stops the server when dropped or
+    /// [shut down](HttpServer::shutdown).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let http = signet_mcp::McpServer::new([]).serve_http("127.0.0.1:0").await.unwrap();
+    /// assert!(http.url().starts_with("http://127.0.0.1:"));
+    /// http.shutdown().await;
+    /// # });
+    /// ```
+    pub async fn serve_http(
+        self,
+        addr: impl tokio::net::ToSocketAddrs,
+    ) -> Result<HttpServer, Error> {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| Error::Bind {
+                addr: "the given address".to_owned(),
+                source,
+            })?;
+        let local = listener.local_addr().map_err(|source| Error::Bind {
+            addr: "the given address".to_owned(),
+            source,
+        })?;
+        let cancel = CancellationToken::new();
+        let router =
+            axum::Router::new().route_service("/mcp", self.http_service_with(cancel.clone()));
+        let shutdown = cancel.clone();
+        let task = tokio::spawn(async move {
+            let served = axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown.cancelled_owned())
+                .await;
+            if let Err(e) = served {
+                tracing::warn!(error = %e, "the MCP HTTP server stopped with an error");
+            }
+        });
+        tracing::debug!(%local, "serving MCP over streamable HTTP");
+        Ok(HttpServer {
+            addr: local,
+            cancel,
+            task: Some(task),
+        })
+    }
+
+    fn find(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.name() == name)
+    }
+}
+
+/// A running streamable-HTTP MCP server (from [`McpServer::serve_http`]); stops when dropped.
+#[derive(Debug)]
+pub struct HttpServer {
+    addr: SocketAddr,
+    cancel: CancellationToken,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl HttpServer {
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The MCP endpoint, `http://{addr}/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    /// Stops accepting requests, ends the sessions and waits for the server task to finish.
+    pub async fn shutdown(mut self) {
+        self.cancel.cancel();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// The MCP description of a Signet tool.
+fn mcp_tool(tool: &dyn Tool) -> rmcp::model::Tool {
+    let schema = match tool.args_schema() {
+        Value::Object(map) => map.clone(),
+        _ => Map::new(),
+    };
+    rmcp::model::Tool::new(
+        tool.name().to_owned(),
+        tool.description().to_owned(),
+        Arc::new(schema),
+    )
+}
+
+/// A Signet tool's return value as an MCP result (see [`McpServer`] for the rule).
+fn call_result(value: Value) -> CallToolResult {
+    if let Some(blocks) = as_content(&value) {
+        return CallToolResult::success(blocks);
+    }
+    match value {
+        Value::Null => CallToolResult::success(Vec::new()),
+        Value::String(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+        Value::Object(map) => {
+            let text = Value::Object(map.clone()).to_string();
+            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+            result.structured_content = Some(Value::Object(map));
+            result
+        }
+        other => CallToolResult::success(vec![ContentBlock::text(other.to_string())]),
+    }
+}
+
+/// A value that is MCP content: one typed non-text item, or a list of strings and typed items
+/// holding at least one typed item.
+fn as_content(value: &Value) -> Option<Vec<ContentBlock>> {
+    fn typed(value: &Value) -> Option<ContentBlock> {
+        let kind = value.get("type")?.as_str()?;
+        if !matches!(kind, "image" | "audio" | "resource" | "resource_link") {
+            return None;
+        }
+        serde_json::from_value(value.clone()).ok()
+    }
+    match value {
+        Value::Object(_) => typed(value).map(|b| vec![b]),
+        Value::Array(items) if items.iter().any(|i| typed(i).is_some()) => items
+            .iter()
+            .map(|item| match item {
+                Value::String(text) => Some(ContentBlock::text(text.clone())),
+                other => typed(other),
+            })
+            .collect(),
+        _ => None,
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(self.info.clone());
+        match &self.instructions {
+            Some(text) => config.with_instructions(text.clone()),
+            None => config,
+        }
+    }
+
+    fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListToolsResult, ErrorData>> + MaybeSendFuture + '_ {
+        let tools = self.tools.iter().map(|t| mcp_tool(t.as_ref())).collect();
+        std::future::ready(Ok(ListToolsResult::with_all_items(tools)))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.find(name).map(|t| mcp_tool(t.as_ref()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.as_ref();
+        let Some(tool) = self.find(name) else {
+            let names: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool `{name}`; the tools are: {}", names.join(", ")),
+                None,
+            ));
+        };
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let span = tracing::debug_span!("mcp.tools_call", tool = name);
+        let result = match tool.call(args).instrument(span).await {
+            Ok(value) => call_result(value),
+            Err(error) => CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
+        };
+        Ok(result.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn values_become_mcp_results() {
+        let text = call_result(json!("hi"));
+        assert_eq!(text.content, vec![ContentBlock::text("hi")]);
+        assert_eq!(text.structured_content, None);
+
+        let object = call_result(json!({"a": 1}));
+        assert_eq!(object.content, vec![ContentBlock::text("{\"a\":1}")]);
+        assert_eq!(object.structured_content, Some(json!({"a": 1})));
+
+        let number = call_result(json!(5));
+        assert_eq!(number.content, vec![ContentBlock::text("5")]);
+        assert!(call_result(Value::Null).content.is_empty());
+    }
+
+    #[test]
+    fn typed_content_values_are_sent_as_content() {
+        let image = json!({"type": "image", "data": "AAAA", "mimeType": "image/png"});
+        let result = call_result(json!(["look:", image]));
+        assert_eq!(
+            result.content,
+            vec![
+                ContentBlock::text("look:"),
+                ContentBlock::image("AAAA", "image/png")
+            ]
+        );
+        // A plain list of strings stays JSON text.
+        let list = call_result(json!(["a", "b"]));
+        assert_eq!(list.content, vec![ContentBlock::text("[\"a\",\"b\"]")]);
+    }
+}
