@@ -35,3 +35,7 @@ struct LmGuide;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/local-models.md")]
 struct LocalModelsGuide;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/mcp.md")]
+struct McpGuide;
