@@ -1,76 +1,24 @@
-//! Framework overhead with a zero-latency LM: adapters (format + parse), tool dispatch, one Predict
-//! call and one ReAct run (2 tool steps + extract). Run with `cargo bench --bench overhead`.
+//! Framework overhead with a zero-latency LM: adapters (format + parse) for a 2-field and a 10-field
+//! signature, `#[tool]` validate + deserialize + dispatch, one Predict call and one ReAct run (2 tool
+//! steps + `finish` + extract). Run with `cargo bench --bench overhead`; `docs/performance.md` has
+//! the figures.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use criterion::{Criterion, criterion_group, criterion_main};
-use futures::FutureExt;
-use futures::future::BoxFuture;
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use signet::adapter::{Adapter, ChatAdapter, Example, JsonAdapter, XmlAdapter};
-use signet::lm::{Completion, Lm, LmError, LmRequest};
-use signet::module::{Predict, ReAct};
-use signet::{DynSignature, Signature, Tool, tool};
+use signet::lm::ScriptedLm;
+use signet::{DynSignature, Tool};
 
-/// Answers from a fixed list, round and round: no latency, no bookkeeping.
-struct CyclingLm {
-    replies: Vec<Completion>,
-    next: AtomicUsize,
-}
+// Each bench binary uses part of the shared workloads.
+#[allow(dead_code)]
+mod workloads;
 
-impl CyclingLm {
-    fn new(replies: &[&str]) -> Arc<CyclingLm> {
-        Arc::new(CyclingLm {
-            replies: replies.iter().map(|r| Completion::text(*r)).collect(),
-            next: AtomicUsize::new(0),
-        })
-    }
-}
-
-impl Lm for CyclingLm {
-    fn complete<'a>(&'a self, _: &'a LmRequest) -> BoxFuture<'a, Result<Completion, LmError>> {
-        let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut reply = self.replies[n % self.replies.len()].clone();
-        reply.usage.lm_calls = 1;
-        futures::future::ready(Ok(reply)).boxed()
-    }
-
-    fn model(&self) -> &str {
-        "cycling"
-    }
-}
-
-/// Answer the question concisely.
-#[derive(Signature)]
-struct QA {
-    #[input]
-    question: String,
-    #[output]
-    answer: String,
-}
-
-/// Add two integers.
-#[tool(inline)]
-fn add(a: i64, b: i64) -> i64 {
-    a + b
-}
-
-/// Add two integers on the blocking pool.
-#[tool]
-fn add_blocking(a: i64, b: i64) -> i64 {
-    a + b
-}
-
-/// Look up a colour.
-#[tool]
-async fn lookup(name: String) -> String {
-    if name == "Alice" {
-        "blue".into()
-    } else {
-        "unknown".into()
-    }
-}
+use workloads::{
+    AddBlockingTool, AddTool, CyclingLm, LookupTool, PREDICT_ANSWER, PREDICT_REPLY, REACT_ANSWER,
+    REACT_LM_CALLS, predict, predict_input, react, react_input, react_replies,
+};
 
 fn two_fields() -> (DynSignature, Example) {
     let sig = DynSignature::parse("question -> answer").unwrap();
@@ -81,7 +29,8 @@ fn two_fields() -> (DynSignature, Example) {
     (sig, inputs)
 }
 
-fn ten_fields() -> (DynSignature, Example, String) {
+/// Three inputs and seven typed outputs (ints, floats, bools, lists, literals, maps, optionals).
+fn ten_fields() -> (DynSignature, Example) {
     let sig = DynSignature::parse(
         "text, context: list[str], language -> count: int, ratio: float, ok: bool, names: list[str], \
          choice: Literal['a', 'b'], scores: dict[str, int], maybe: Optional[int]",
@@ -91,45 +40,44 @@ fn ten_fields() -> (DynSignature, Example, String) {
         .as_object()
         .cloned()
         .unwrap();
-    let reply = "[[ ## count ## ]]\n2\n\n[[ ## ratio ## ]]\n0.5\n\n[[ ## ok ## ]]\nTrue\n\n[[ ## names ## ]]\n[\"Alice\", \"Bob\"]\n\n\
-                 [[ ## choice ## ]]\na\n\n[[ ## scores ## ]]\n{\"Alice\": 3}\n\n[[ ## maybe ## ]]\nNone\n\n[[ ## completed ## ]]";
-    (sig, inputs, reply.to_owned())
+    (sig, inputs)
+}
+
+const CHAT_REPLY_10: &str = "[[ ## count ## ]]\n2\n\n[[ ## ratio ## ]]\n0.5\n\n[[ ## ok ## ]]\nTrue\n\n\
+    [[ ## names ## ]]\n[\"Alice\", \"Bob\"]\n\n[[ ## choice ## ]]\na\n\n[[ ## scores ## ]]\n{\"Alice\": 3}\n\n\
+    [[ ## maybe ## ]]\nNone\n\n[[ ## completed ## ]]";
+const JSON_REPLY_10: &str = r#"{"count": 2, "ratio": 0.5, "ok": true, "names": ["Alice", "Bob"], "choice": "a", "scores": {"Alice": 3}, "maybe": null}"#;
+const XML_REPLY_10: &str = "<count>\n2\n</count>\n<ratio>\n0.5\n</ratio>\n<ok>\nTrue\n</ok>\n\
+    <names><item>Alice</item><item>Bob</item></names>\n<choice>\na\n</choice>\n\
+    <scores><entry key=\"Alice\">3</entry></scores>\n<maybe>\nNone\n</maybe>";
+
+/// Format and parse benches for one adapter, with a 2-field and a 10-field signature.
+fn adapter_benches(c: &mut Criterion, name: &str, adapter: &dyn Adapter, replies: [&str; 2]) {
+    let (sig2, inputs2) = two_fields();
+    let (sig10, inputs10) = ten_fields();
+    for (fields, sig, inputs, reply) in [
+        ("2 fields", &sig2, &inputs2, replies[0]),
+        ("10 fields", &sig10, &inputs10, replies[1]),
+    ] {
+        adapter
+            .parse(sig, reply)
+            .unwrap_or_else(|e| panic!("{name} cannot parse its {fields} reply: {e}"));
+        c.bench_function(&format!("{name}/format/{fields}"), |b| {
+            b.iter(|| adapter.format(sig, &[], inputs))
+        });
+        c.bench_function(&format!("{name}/parse/{fields}"), |b| {
+            b.iter(|| adapter.parse(sig, reply).unwrap())
+        });
+    }
 }
 
 fn adapters(c: &mut Criterion) {
-    let (sig, inputs) = two_fields();
-    let chat = ChatAdapter::new();
-    c.bench_function("chat/format/2 fields", |b| {
-        b.iter(|| chat.format(&sig, &[], &inputs))
-    });
-    let reply = "[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]";
-    c.bench_function("chat/parse/2 fields", |b| {
-        b.iter(|| chat.parse(&sig, reply).unwrap())
-    });
-
-    let (sig10, inputs10, reply10) = ten_fields();
-    c.bench_function("chat/format/10 fields", |b| {
-        b.iter(|| chat.format(&sig10, &[], &inputs10))
-    });
-    c.bench_function("chat/parse/10 fields", |b| {
-        b.iter(|| chat.parse(&sig10, &reply10).unwrap())
-    });
-
-    let json = JsonAdapter::new();
-    c.bench_function("json/format/2 fields", |b| {
-        b.iter(|| json.format(&sig, &[], &inputs))
-    });
-    c.bench_function("json/parse/2 fields", |b| {
-        b.iter(|| json.parse(&sig, r#"{"answer": "Paris"}"#).unwrap())
-    });
-
-    let xml = XmlAdapter::new();
-    c.bench_function("xml/format/2 fields", |b| {
-        b.iter(|| xml.format(&sig, &[], &inputs))
-    });
-    c.bench_function("xml/parse/2 fields", |b| {
-        b.iter(|| xml.parse(&sig, "<answer>\nParis\n</answer>").unwrap())
-    });
+    let chat_2 = "[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]";
+    adapter_benches(c, "chat", &ChatAdapter::new(), [chat_2, CHAT_REPLY_10]);
+    let json_2 = r#"{"answer": "Paris"}"#;
+    adapter_benches(c, "json", &JsonAdapter::new(), [json_2, JSON_REPLY_10]);
+    let xml_2 = "<answer>\nParis\n</answer>";
+    adapter_benches(c, "xml", &XmlAdapter::new(), [xml_2, XML_REPLY_10]);
 }
 
 fn tools(c: &mut Criterion) {
@@ -154,38 +102,47 @@ fn tools(c: &mut Criterion) {
 
 fn modules(c: &mut Criterion) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let predict = Predict::<QA>::new().with_lm(CyclingLm::new(&[
-        "[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]",
-    ]));
+
+    let predictor = predict(CyclingLm::new(&[PREDICT_REPLY]));
+    let output = runtime.block_on(predictor.call(predict_input())).unwrap();
+    assert_eq!(output.answer, PREDICT_ANSWER);
     c.bench_function("predict/one call", |b| {
-        b.to_async(&runtime).iter(|| {
-            predict.call(QAInput {
-                question: "What is the capital of France?".into(),
-            })
-        })
+        b.to_async(&runtime)
+            .iter(|| predictor.call(predict_input()))
+    });
+    // The same with `ScriptedLm`, which also records every request (a clone of the messages).
+    c.bench_function("predict/one call (ScriptedLm, recording)", |b| {
+        b.to_async(&runtime).iter_batched(
+            || predict(Arc::new(ScriptedLm::texts([PREDICT_REPLY]))),
+            |predictor| async move {
+                let output = predictor.call(predict_input()).await;
+                (predictor, output) // dropped outside the measurement
+            },
+            BatchSize::SmallInput,
+        )
     });
 
-    let step = |thought: &str, tool: &str, args: &str| {
-        format!(
-            "[[ ## next_thought ## ]]\n{thought}\n\n[[ ## next_tool_name ## ]]\n{tool}\n\n[[ ## next_tool_args ## ]]\n{args}\n\n[[ ## completed ## ]]"
-        )
-    };
-    let replies = [
-        step("Add first.", "add", r#"{"a": 2, "b": 3}"#),
-        step("Now the colour.", "lookup", r#"{"name": "Alice"}"#),
-        step("Done.", "finish", "{}"),
-        "[[ ## reasoning ## ]]\n5 and blue.\n\n[[ ## answer ## ]]\n5; blue\n\n[[ ## completed ## ]]".to_owned(),
-    ];
-    let replies: Vec<&str> = replies.iter().map(String::as_str).collect();
-    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(AddTool), Arc::new(LookupTool)];
-    let react = ReAct::<QA>::new(tools).with_lm(CyclingLm::new(&replies));
+    let replies = react_replies();
+    let agent = react(CyclingLm::new(&replies));
+    let output = runtime.block_on(agent.call(react_input())).unwrap();
+    assert_eq!(output.output.answer, REACT_ANSWER);
+    assert_eq!(output.usage.lm_calls, REACT_LM_CALLS as u64);
     c.bench_function("react/2 tool steps + extract", |b| {
-        b.to_async(&runtime).iter(|| {
-            react.call(QAInput {
-                question: "2 + 3, and Alice's colour?".into(),
-            })
-        })
+        b.to_async(&runtime).iter(|| agent.call(react_input()))
     });
+    c.bench_function(
+        "react/2 tool steps + extract (ScriptedLm, recording)",
+        |b| {
+            b.to_async(&runtime).iter_batched(
+                || react(Arc::new(ScriptedLm::texts(replies.clone()))),
+                |agent| async move {
+                    let output = agent.call(react_input()).await;
+                    (agent, output) // dropped outside the measurement
+                },
+                BatchSize::SmallInput,
+            )
+        },
+    );
 }
 
 criterion_group!(benches, adapters, tools, modules);

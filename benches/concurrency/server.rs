@@ -1,0 +1,173 @@
+//! A mock OpenAI-compatible chat-completions server with a fixed latency per completion, scripted
+//! by `workloads::mock_reply`: each ReAct run (Signet's or DSPy's) gets its two tool steps, then
+//! `finish`, then the extractor's answer. Any client of `POST /v1/chat/completions` can use it;
+//! `GET /stats` counts the requests it answered and rejected, and the CPU time it has used.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+
+use crate::workloads::mock_reply;
+
+struct Server {
+    latency: Duration,
+    answered: AtomicU64,
+    rejected: AtomicU64,
+}
+
+/// Serves on `addr` — and, with `ports` > 1, on `ports - 1` more ports of the same host — until the
+/// process is killed (or, with `until_stdin_closes`, until its standard input closes: how the bench
+/// driver makes sure its server never outlives it), after printing `listening on URL [URL..]` (the
+/// base URLs, `http://HOST:PORT/v1`) on a line of its own.
+pub fn serve(addr: SocketAddr, ports: usize, latency: Duration, until_stdin_closes: bool) {
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    runtime.block_on(async {
+        let server = Arc::new(Server {
+            latency,
+            answered: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+        });
+        let app = Router::new()
+            .route("/v1/chat/completions", post(complete))
+            .route("/stats", get(stats))
+            .with_state(server);
+        let mut urls = Vec::new();
+        for i in 0..ports.max(1) {
+            let mut addr = addr;
+            if i > 0 && addr.port() != 0 {
+                addr.set_port(addr.port() + i as u16);
+            }
+            let listener = listen(addr);
+            urls.push(format!(
+                "http://{}/v1",
+                listener.local_addr().expect("an address")
+            ));
+            let app = app.clone();
+            tokio::spawn(
+                async move { axum::serve(listener, app).await.expect("the server failed") },
+            );
+        }
+        println!("listening on {}", urls.join(" "));
+        if until_stdin_closes {
+            tokio::task::spawn_blocking(|| {
+                let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+            })
+            .await
+            .ok();
+        } else {
+            std::future::pending::<()>().await;
+        }
+    });
+}
+
+fn listen(addr: SocketAddr) -> tokio::net::TcpListener {
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4(),
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6(),
+    }
+    .expect("a socket");
+    socket.set_reuseaddr(true).expect("SO_REUSEADDR");
+    socket
+        .bind(addr)
+        .unwrap_or_else(|e| panic!("cannot bind {addr}: {e}"));
+    // A deep accept queue: thousands of clients connect at the same moment (the kernel caps it at
+    // net.core.somaxconn).
+    socket.listen(16_384).expect("listen")
+}
+
+async fn stats(State(server): State<Arc<Server>>) -> Response {
+    json_response(
+        StatusCode::OK,
+        json!({
+            "answered": server.answered.load(Ordering::Relaxed),
+            "rejected": server.rejected.load(Ordering::Relaxed),
+            "cpu_ms": crate::cpu_ms(),
+        }),
+    )
+}
+
+async fn complete(State(server): State<Arc<Server>>, body: Bytes) -> Response {
+    let reply = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|request| Some((reply_to(&request)?, request)));
+    let Some((reply, request)) = reply else {
+        server.rejected.fetch_add(1, Ordering::Relaxed);
+        let error = json!({"error": {
+            "message": "signet mock server: not a prompt of the benchmark workloads",
+            "type": "invalid_request_error",
+        }});
+        return json_response(StatusCode::BAD_REQUEST, error);
+    };
+    tokio::time::sleep(server.latency).await;
+    let n = server.answered.fetch_add(1, Ordering::Relaxed);
+    let prompt_chars = body.len() as u64;
+    let completion_tokens = reply.len() as u64 / 4;
+    let prompt_tokens = prompt_chars / 4;
+    json_response(
+        StatusCode::OK,
+        json!({
+            "id": format!("chatcmpl-mock-{n}"),
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": request.get("model").cloned().unwrap_or(json!("mock")),
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": reply},
+                "finish_reason": "stop",
+                "logprobs": null,
+            }],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }),
+    )
+}
+
+/// The scripted reply to a chat request, from its system message and last user message.
+fn reply_to(request: &Value) -> Option<String> {
+    let messages = request.get("messages")?.as_array()?;
+    let text_of = |role: &str, last: bool| {
+        let mut found = messages
+            .iter()
+            .filter(|m| m.get("role").and_then(Value::as_str) == Some(role));
+        let message = if last {
+            found.next_back()
+        } else {
+            found.next()
+        }?;
+        Some(content_text(message.get("content")?))
+    };
+    mock_reply(&text_of("system", false)?, &text_of("user", true)?)
+}
+
+/// A message's text: a string, or the `text` of its parts.
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+fn json_response(status: StatusCode, body: Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
