@@ -9,9 +9,11 @@ use std::time::Duration;
 use futures::StreamExt;
 use signet::lm::{Lm, LmError, LmRequest, Message, OpenAiLm, StreamEvent};
 use signet::module::{Error, Observation, ReAct};
-use signet::{Signature, tool};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+
+mod support;
+use support::*;
 
 /// What the fake server does with one connection.
 #[derive(Clone)]
@@ -173,21 +175,6 @@ async fn a_server_that_stalls_before_answering_times_out() {
     let url = fake_server(vec![Behaviour::SendThenStall(Vec::new())]).await;
     let error = lm(&url).complete(&ask()).await.unwrap_err();
     assert!(matches!(error, LmError::Timeout { .. }), "{error:?}");
-}
-
-/// Answer the question using the tools.
-#[derive(Signature)]
-struct Ask {
-    #[input]
-    question: String,
-    #[output]
-    answer: String,
-}
-
-/// Add two integers.
-#[tool]
-fn add(a: i64, b: i64) -> i64 {
-    a + b
 }
 
 #[tokio::test]

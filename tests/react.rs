@@ -12,22 +12,10 @@ use signet::module::{
     Error, KeepFirst, Limits, Observation, ReAct, SlidingWindow, Summarize, Trajectory,
     TruncationPolicy,
 };
-use signet::{Signature, Tool, ToolBox, tool};
+use signet::{Tool, ToolBox, tool};
 
-/// Answer the question using the tools.
-#[derive(Signature)]
-struct Ask {
-    #[input]
-    question: String,
-    #[output]
-    answer: String,
-}
-
-/// Add two integers.
-#[tool]
-fn add(a: i64, b: i64) -> i64 {
-    a + b
-}
+mod support;
+use support::*;
 
 /// Divide, failing on zero.
 #[tool]
@@ -67,16 +55,6 @@ impl Counter {
     }
 }
 
-fn step(thought: &str, tool: &str, args: serde_json::Value) -> String {
-    format!(
-        "[[ ## next_thought ## ]]\n{thought}\n\n[[ ## next_tool_name ## ]]\n{tool}\n\n[[ ## next_tool_args ## ]]\n{args}\n\n[[ ## completed ## ]]"
-    )
-}
-
-fn extract(answer: &str) -> String {
-    format!("[[ ## reasoning ## ]]\ndone\n\n[[ ## answer ## ]]\n{answer}\n\n[[ ## completed ## ]]")
-}
-
 fn agent(tools: Vec<Arc<dyn Tool>>, replies: Vec<String>) -> (ReAct<Ask>, Arc<ScriptedLm>) {
     let lm = Arc::new(ScriptedLm::texts(replies));
     (
@@ -85,12 +63,6 @@ fn agent(tools: Vec<Arc<dyn Tool>>, replies: Vec<String>) -> (ReAct<Ask>, Arc<Sc
             .with_max_iters(6),
         lm,
     )
-}
-
-fn ask() -> AskInput {
-    AskInput {
-        question: "q".into(),
-    }
 }
 
 fn observations(trajectory: &Trajectory) -> Vec<Observation> {

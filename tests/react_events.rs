@@ -8,34 +8,13 @@ use futures::StreamExt;
 use serde_json::json;
 use signet::lm::ScriptedLm;
 use signet::module::{Observation, ReAct, ReActEvent};
-use signet::{Signature, ToolBox, tool};
-
-/// Answer the question using the tools.
-#[derive(Signature)]
-struct Ask {
-    #[input]
-    question: String,
-    #[output]
-    answer: String,
-}
-
-/// Add two integers.
-#[tool]
-fn add(a: i64, b: i64) -> i64 {
-    a + b
-}
-
-fn step(tool: &str, args: serde_json::Value) -> String {
-    format!(
-        "[[ ## next_thought ## ]]\nthinking\n\n[[ ## next_tool_name ## ]]\n{tool}\n\n[[ ## next_tool_args ## ]]\n{args}"
-    )
-}
+use signet::{ToolBox, tool};
 
 #[tokio::test]
 async fn events_arrive_in_order_and_end_with_done() {
     let lm = Arc::new(ScriptedLm::texts([
-        step("add", json!({"a": 2, "b": 3})),
-        step("finish", json!({})),
+        step("thinking", "add", json!({"a": 2, "b": 3})),
+        step("thinking", "finish", json!({})),
         "[[ ## reasoning ## ]]\nsum\n\n[[ ## answer ## ]]\n5".to_owned(),
     ]));
     let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)]).with_lm(lm);
@@ -109,7 +88,7 @@ fn answer_text(events: &[ReActEvent]) -> Vec<(Option<String>, String)> {
 #[tokio::test]
 async fn the_extractor_streams_its_answer_field_by_field() {
     let lm = Arc::new(ScriptedLm::texts([
-        step("finish", json!({})),
+        step("thinking", "finish", json!({})),
         "[[ ## reasoning ## ]]\nThe tools were not needed.\n\n[[ ## answer ## ]]\nFive apples,\n\nand two pears.\n\n[[ ## completed ## ]]".to_owned(),
     ]));
     let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)]).with_lm(lm);
@@ -173,7 +152,7 @@ async fn with_the_json_adapter_the_raw_reply_streams() {
 #[tokio::test]
 async fn a_loop_that_stops_early_says_why() {
     let lm = Arc::new(ScriptedLm::texts([
-        step("add", json!({"a": 1, "b": 1})),
+        step("thinking", "add", json!({"a": 1, "b": 1})),
         "[[ ## reasoning ## ]]\nr\n\n[[ ## answer ## ]]\n2".to_owned(),
     ]));
     let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)])
@@ -199,7 +178,7 @@ async fn a_loop_that_stops_early_says_why() {
 
 #[tokio::test]
 async fn a_failed_run_ends_with_failed() {
-    let lm = Arc::new(ScriptedLm::texts([step("finish", json!({}))]));
+    let lm = Arc::new(ScriptedLm::texts([step("thinking", "finish", json!({}))]));
     let agent = ReAct::<Ask>::new(vec![]).with_lm(lm);
     let events: Vec<ReActEvent> = agent
         .stream(AskInput {
@@ -244,7 +223,7 @@ async fn dropping_the_stream_cancels_the_tool_in_flight() {
     let tools = Hang::tools(&Arc::new(Hang {
         dropped: dropped.clone(),
     }));
-    let lm = Arc::new(ScriptedLm::texts([step("wait", json!({}))]));
+    let lm = Arc::new(ScriptedLm::texts([step("thinking", "wait", json!({}))]));
     let agent = ReAct::<Ask>::new(tools).with_lm(lm);
     let mut events = agent
         .stream(AskInput {
@@ -270,6 +249,9 @@ async fn dropping_the_stream_cancels_the_tool_in_flight() {
 }
 
 use futures::FutureExt;
+
+mod support;
+use support::*;
 
 #[tokio::test]
 async fn native_mode_emits_an_event_pair_per_concurrent_call() {

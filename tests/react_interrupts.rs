@@ -8,17 +8,11 @@ use futures::future::BoxFuture;
 use serde_json::json;
 use signet::lm::{Capabilities, Completion, Lm, LmError, LmRequest, Role, ScriptedLm, ToolCall};
 use signet::module::{ReAct, ReActEvent};
-use signet::{Signature, ToolBox, tool};
+use signet::{ToolBox, tool};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
-/// Answer the question using the tools.
-#[derive(Signature)]
-struct Ask {
-    #[input]
-    question: String,
-    #[output]
-    answer: String,
-}
+mod support;
+use support::*;
 
 /// A tool during which the caller sends two follow-up messages.
 struct Chatty {
@@ -36,12 +30,6 @@ impl Chatty {
         }
         "Paris: sunny"
     }
-}
-
-fn step(tool: &str, args: serde_json::Value) -> String {
-    format!(
-        "[[ ## next_thought ## ]]\nok\n\n[[ ## next_tool_name ## ]]\n{tool}\n\n[[ ## next_tool_args ## ]]\n{args}"
-    )
 }
 
 async fn events_of(stream: futures::stream::BoxStream<'_, ReActEvent>) -> Vec<ReActEvent> {
@@ -73,20 +61,18 @@ impl Lm for InterruptedWhileDeciding {
     }
 }
 
-/// Add two integers.
-#[tool]
-fn add(a: i64, b: i64) -> i64 {
-    a + b
-}
-
 #[tokio::test]
 async fn a_finish_chosen_while_messages_arrive_is_postponed_and_the_messages_reach_the_model() {
     let (sender, receiver) = unbounded_channel();
     let lm = Arc::new(InterruptedWhileDeciding {
         inner: ScriptedLm::texts([
-            step("add", json!({"a": 1, "b": 1})),
-            step("finish", json!({"answer": "2"})),
-            step("finish", json!({"answer": "2, briefly; Rome unknown"})),
+            step("thinking", "add", json!({"a": 1, "b": 1})),
+            step("thinking", "finish", json!({"answer": "2"})),
+            step(
+                "thinking",
+                "finish",
+                json!({"answer": "2, briefly; Rome unknown"}),
+            ),
         ]),
         sender: Mutex::new(Some(sender)),
     });

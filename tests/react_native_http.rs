@@ -10,18 +10,12 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use signet::lm::{Capabilities, OpenAiLm};
 use signet::module::{Observation, ReAct};
-use signet::{Signature, tool};
+use signet::tool;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-/// Answer the question using the tools.
-#[derive(Signature)]
-struct Ask {
-    #[input]
-    question: String,
-    #[output]
-    answer: String,
-}
+mod support;
+use support::*;
 
 /// Get tomorrow's forecast for a city.
 #[tool]
