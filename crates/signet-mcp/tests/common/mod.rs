@@ -32,13 +32,31 @@ pub fn repo_root() -> PathBuf {
 /// The installed peers; panics with the install command when they are missing.
 pub fn peers() -> &'static Peers {
     static PEERS: OnceLock<Result<Peers, String>> = OnceLock::new();
-    match PEERS.get_or_init(find_peers) {
+    match PEERS.get_or_init(|| find_peers().or_else(install_peers)) {
         Ok(peers) => peers,
         Err(message) => panic!(
             "{message}\nThe MCP test peers are missing: install them with `bash scripts/mcp-peers.sh` \
              (CI runs it from .ci/run)."
         ),
     }
+}
+
+/// Runs `scripts/mcp-peers.sh` (idempotent, locked) when the peers are missing, so that
+/// `cargo test --workspace` works on a fresh machine; not when `SIGNET_MCP_PEERS` names a file.
+fn install_peers(missing: String) -> Result<Peers, String> {
+    if std::env::var_os("SIGNET_MCP_PEERS").is_some() {
+        return Err(missing);
+    }
+    eprintln!("MCP test peers not found ({missing}); installing them with scripts/mcp-peers.sh");
+    let status = std::process::Command::new("bash")
+        .arg(repo_root().join("scripts/mcp-peers.sh"))
+        .stdout(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("{missing}; could not run scripts/mcp-peers.sh: {e}"))?;
+    if !status.success() {
+        return Err(format!("{missing}; scripts/mcp-peers.sh failed ({status})"));
+    }
+    find_peers()
 }
 
 fn find_peers() -> Result<Peers, String> {
