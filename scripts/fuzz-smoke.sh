@@ -22,8 +22,12 @@ for target in $(cargo fuzz list); do
         -max_total_time="$seconds" -print_final_stats=1 2>&1 |
         grep -E "^Done|stat::number_of_executed_units|panicked|ERROR|SUMMARY|Test unit written" || true
     # `cargo fuzz run` exits non-zero on a crash; grep above swallows the status, so check artifacts.
-    if compgen -G "artifacts/$target/crash-*" >/dev/null; then
-        echo "fuzz target $target crashed; inputs in fuzz/artifacts/$target/" >&2
+    failed=""
+    for kind in crash leak timeout oom; do
+        if compgen -G "artifacts/$target/$kind-*" >/dev/null; then failed="$kind"; fi
+    done
+    if [[ -n "$failed" ]]; then
+        echo "fuzz target $target failed (crash, leak, timeout or out of memory); inputs in fuzz/artifacts/$target/" >&2
         exit 1
     fi
 done
