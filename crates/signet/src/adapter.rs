@@ -399,13 +399,11 @@ pub(crate) async fn run_counting(
     call: &Call<'_>,
     usage: &mut Usage,
 ) -> Result<AdaptedReply, CallError> {
+    // A reply's usage is what this call spent (`attempt` records it); failed calls count too.
     let mut own = Usage::default();
     let result = run_call(adapter, lm, call, &mut own).await;
     *usage += own;
-    result.map(|reply| AdaptedReply {
-        usage: own,
-        ..reply
-    })
+    result
 }
 
 async fn run_call(

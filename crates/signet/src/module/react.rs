@@ -718,9 +718,10 @@ pub struct Limits {
     pub max_observation_chars: usize,
     /// How many tool calls of one native-mode reply run at the same time. Default 8.
     pub max_concurrent_tools: usize,
-    /// How many LM calls one run may make (steps, fallbacks, retries after truncation, tool
-    /// selection, the extractor); the next call fails with [`Error::LmCallLimit`] instead. Default
-    /// 100.
+    /// How many LM calls one run may make. Steps, their fallbacks, retries after truncation and
+    /// the extractor all count (the tool-selection call does not); the limit is checked before each
+    /// step and extractor call, which fails with [`Error::LmCallLimit`] once it is reached (a step's
+    /// own fallback may still run past it). Default 100.
     pub max_lm_calls: u32,
 }
 
