@@ -13,6 +13,9 @@ use signet::lm::{
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockBuilder, MockServer, ResponseTemplate};
 
+mod support;
+use support::bodies;
+
 const API_KEY: &str = "sk-test-key-never-shown";
 
 /// A client of `server` with fast retries.
@@ -53,16 +56,6 @@ fn chat() -> MockBuilder {
 
 fn ask(text: &str) -> LmRequest {
     LmRequest::new(vec![Message::user(text)])
-}
-
-async fn bodies(server: &MockServer) -> Vec<Value> {
-    server
-        .received_requests()
-        .await
-        .unwrap_or_default()
-        .iter()
-        .map(|r| serde_json::from_slice(&r.body).expect("a JSON request body"))
-        .collect()
 }
 
 #[tokio::test]

@@ -18,13 +18,7 @@ async fn events_arrive_in_order_and_end_with_done() {
         "[[ ## reasoning ## ]]\nsum\n\n[[ ## answer ## ]]\n5".to_owned(),
     ]));
     let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)]).with_lm(lm);
-    let events: Vec<ReActEvent> = agent
-        .stream(AskInput {
-            question: "2 + 3?".into(),
-        })
-        .unwrap()
-        .collect()
-        .await;
+    let events = all_events(&agent, "2 + 3?").await;
     let mut kinds: Vec<String> = events
         .iter()
         .map(|e| {
@@ -71,6 +65,17 @@ async fn events_arrive_in_order_and_end_with_done() {
     }
 }
 
+/// Every event of a streamed run of `agent` on `question`.
+async fn all_events(agent: &ReAct<Ask>, question: &str) -> Vec<ReActEvent> {
+    agent
+        .stream(AskInput {
+            question: question.into(),
+        })
+        .unwrap()
+        .collect()
+        .await
+}
+
 /// The answer deltas of a streamed run, concatenated per field, in order of first appearance.
 fn answer_text(events: &[ReActEvent]) -> Vec<(Option<String>, String)> {
     let mut fields: Vec<(Option<String>, String)> = Vec::new();
@@ -92,13 +97,7 @@ async fn the_extractor_streams_its_answer_field_by_field() {
         "[[ ## reasoning ## ]]\nThe tools were not needed.\n\n[[ ## answer ## ]]\nFive apples,\n\nand two pears.\n\n[[ ## completed ## ]]".to_owned(),
     ]));
     let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)]).with_lm(lm);
-    let events: Vec<ReActEvent> = agent
-        .stream(AskInput {
-            question: "fruit?".into(),
-        })
-        .unwrap()
-        .collect()
-        .await;
+    let events = all_events(&agent, "fruit?").await;
     let deltas = events
         .iter()
         .filter(|e| matches!(e, ReActEvent::AnswerDelta { .. }))
@@ -138,13 +137,7 @@ async fn with_the_json_adapter_the_raw_reply_streams() {
     let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)])
         .with_lm(lm)
         .with_adapter(Arc::new(signet::adapter::JsonAdapter::new()));
-    let events: Vec<ReActEvent> = agent
-        .stream(AskInput {
-            question: "2 + 3?".into(),
-        })
-        .unwrap()
-        .collect()
-        .await;
+    let events = all_events(&agent, "2 + 3?").await;
     assert_eq!(answer_text(&events), [(None, reply.to_owned())]);
     assert!(matches!(events.last(), Some(ReActEvent::Done { .. })));
 }
@@ -158,13 +151,7 @@ async fn a_loop_that_stops_early_says_why() {
     let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)])
         .with_lm(lm)
         .with_max_iters(1);
-    let events: Vec<ReActEvent> = agent
-        .stream(AskInput {
-            question: "1 + 1?".into(),
-        })
-        .unwrap()
-        .collect()
-        .await;
+    let events = all_events(&agent, "1 + 1?").await;
     let stopped = events
         .iter()
         .position(|e| matches!(e, ReActEvent::StoppedEarly { reason } if reason.contains("max_iters = 1")))
@@ -180,13 +167,7 @@ async fn a_loop_that_stops_early_says_why() {
 async fn a_failed_run_ends_with_failed() {
     let lm = Arc::new(ScriptedLm::texts([step("thinking", "finish", json!({}))]));
     let agent = ReAct::<Ask>::new(vec![]).with_lm(lm);
-    let events: Vec<ReActEvent> = agent
-        .stream(AskInput {
-            question: "?".into(),
-        })
-        .unwrap()
-        .collect()
-        .await;
+    let events = all_events(&agent, "?").await;
     match events.last() {
         Some(ReActEvent::Failed { error }) => assert!(error.contains("no reply left"), "{error}"),
         other => panic!("expected failed, got {other:?}"),
@@ -270,13 +251,7 @@ async fn native_mode_emits_an_event_pair_per_concurrent_call() {
         }),
     );
     let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)]).with_lm(lm);
-    let events: Vec<ReActEvent> = agent
-        .stream(AskInput {
-            question: "?".into(),
-        })
-        .unwrap()
-        .collect()
-        .await;
+    let events = all_events(&agent, "?").await;
     // Concurrent calls finish in whatever order they complete; each event names its call.
     let mut finished: Vec<(usize, Observation)> = events
         .iter()

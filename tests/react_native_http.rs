@@ -81,16 +81,6 @@ fn agent(server: &MockServer) -> ReAct<Ask> {
     ReAct::<Ask>::new(vec![Arc::new(ForecastTool)]).with_lm(Arc::new(lm))
 }
 
-async fn bodies(server: &MockServer) -> Vec<Value> {
-    server
-        .received_requests()
-        .await
-        .unwrap_or_default()
-        .iter()
-        .map(|r| serde_json::from_slice(&r.body).expect("a JSON request body"))
-        .collect()
-}
-
 #[tokio::test]
 async fn parallel_tool_calls_round_trip_over_http() {
     let server = server_with(vec![

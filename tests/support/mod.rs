@@ -1,5 +1,5 @@
-//! What the ReAct test files share: the `Ask` signature, an `add` tool, and replies in the Chat
-//! adapter's format. Each test file uses part of it.
+//! What the test files share: the `Ask` signature, an `add` tool, replies in the Chat adapter's
+//! format, and the request bodies a mock server received. Each test file uses part of it.
 #![allow(dead_code)]
 
 use signet::{Signature, tool};
@@ -36,4 +36,15 @@ pub fn ask() -> AskInput {
     AskInput {
         question: "q".into(),
     }
+}
+
+/// The JSON bodies of the requests `server` received, in order.
+pub async fn bodies(server: &wiremock::MockServer) -> Vec<serde_json::Value> {
+    server
+        .received_requests()
+        .await
+        .unwrap_or_default()
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).expect("a JSON request body"))
+        .collect()
 }
