@@ -71,11 +71,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("|---|---|---|---|---|---|---|---|");
     for name in adapters {
-        let local = if name == "native" {
-            signet_local::LlamaCpp::smollm2().chat_format("chatml-function-calling")
-        } else {
-            signet_local::LlamaCpp::smollm2()
-        };
+        let local = signet_local::LlamaCpp::smollm2();
         let server = local.serve().await?;
         let lm = local.lm(&server)?;
         let (adapter, mode): (Arc<dyn Adapter>, ReActMode) = match name {

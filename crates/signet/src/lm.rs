@@ -5,6 +5,7 @@
 //!   vLLM, llama.cpp, Ollama), with typed errors, retries, timeouts, a response cache, a call
 //!   history and SSE streaming.
 //! * [`RetryLm`], [`CachedLm`], [`HistoryLm`]: the same retries, cache and history around any `Lm`.
+//! * [`ConstrainedToolCalls`]: native tool calls for small models, through a decoding schema.
 //!
 //! ```
 //! use signet::lm::{Completion, Lm, LmRequest, Message, ScriptedLm};
@@ -18,6 +19,7 @@
 //! ```
 
 mod cache;
+mod constrained_tools;
 mod history;
 #[cfg(feature = "openai")]
 mod openai;
@@ -29,6 +31,7 @@ use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt};
 
 pub use cache::{CachedLm, ResponseCache};
+pub use constrained_tools::ConstrainedToolCalls;
 pub use history::{History, HistoryEntry, HistoryLm, render_history};
 #[cfg(feature = "openai")]
 pub use openai::{BuildError, OpenAiLm, OpenAiLmBuilder};

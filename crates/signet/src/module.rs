@@ -454,6 +454,12 @@ impl<S: Signature> Predict<S> {
         self
     }
 
+    /// The most tool-call rounds before the call fails (see [`Predictor::with_max_tool_turns`]).
+    pub fn with_max_tool_turns(mut self, turns: usize) -> Self {
+        self.inner = self.inner.with_max_tool_turns(turns);
+        self
+    }
+
     /// Sampling options (temperature, length limit, ..) sent with every call.
     ///
     /// ```

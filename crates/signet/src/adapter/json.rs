@@ -81,7 +81,12 @@ impl Adapter for JsonAdapter {
         demos: &[Example],
         inputs: &Example,
     ) -> Vec<Message> {
-        super::format_messages(&templates::JSON_FORMAT, signature, demos, inputs)
+        let format = if self.constrained {
+            &templates::JSON_CONSTRAINED_FORMAT
+        } else {
+            &templates::JSON_FORMAT
+        };
+        super::format_messages(format, signature, demos, inputs)
     }
 
     fn configure(
@@ -138,20 +143,28 @@ impl Adapter for JsonAdapter {
     }
 }
 
-/// The response format of constrained mode (see [`JsonAdapter::constrained`]).
+/// The response format of constrained mode (see [`JsonAdapter::constrained`]): the signature's own
+/// whole-output schema when it has one (ReAct's steps do), else the outputs' schema.
 fn constrained_format(
     signature: &DynSignature,
     capabilities: Capabilities,
 ) -> Option<ResponseFormat> {
+    let own = signature.output_schema().cloned();
     let derived = structured_output_schema(signature);
     if capabilities.json_object_schema {
-        let schema = signature.output_schema().cloned().or(derived)?;
+        let schema = own.or(derived)?;
         return Some(ResponseFormat::Raw(
             json!({"type": "json_object", "schema": schema}),
         ));
     }
-    match derived {
-        Some(schema) if capabilities.response_schema => Some(ResponseFormat::JsonSchema {
+    match (own, derived) {
+        // A hand-made schema (branches, optional keys) is not always valid in strict mode.
+        (Some(schema), _) if capabilities.response_schema => Some(ResponseFormat::JsonSchema {
+            name: "DSPyProgramOutputs".to_owned(),
+            schema,
+            strict: false,
+        }),
+        (None, Some(schema)) if capabilities.response_schema => Some(ResponseFormat::JsonSchema {
             name: "DSPyProgramOutputs".to_owned(),
             schema,
             strict: true,

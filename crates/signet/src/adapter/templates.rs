@@ -311,6 +311,42 @@ pub fn chat_assistant_message(
 
 /// The JSON format's system message.
 pub fn json_system_message(signature: &DynSignature) -> String {
+    let outputs = json_dumps(
+        &Value::Object(
+            signature
+                .outputs()
+                .iter()
+                .map(|f| {
+                    (
+                        f.name().to_owned(),
+                        Value::String(field_placeholder(f, false)),
+                    )
+                })
+                .collect(),
+        ),
+        Some(2),
+    );
+    let outputs = format!("Outputs will be a JSON object with the following fields.\n\n{outputs}");
+    json_system_with_outputs(signature, &outputs)
+}
+
+/// The system message of the schema-constrained JSON format: as [`json_system_message`], but the
+/// outputs are named rather than shown as a template with `{placeholder}` values, which small
+/// models copy into their replies (the decoding schema already gives the reply its shape).
+pub fn json_constrained_system_message(signature: &DynSignature) -> String {
+    let names: Vec<String> = signature
+        .outputs()
+        .iter()
+        .map(|f| format!("`{}`", f.name()))
+        .collect();
+    let outputs = format!(
+        "Outputs will be a JSON object with the keys {}, in this order.",
+        names.join(", ")
+    );
+    json_system_with_outputs(signature, &outputs)
+}
+
+fn json_system_with_outputs(signature: &DynSignature, outputs: &str) -> String {
     let structure = [
         STRUCTURE_INTRO.to_owned(),
         "Inputs will have the following structure:".to_owned(),
@@ -320,22 +356,7 @@ pub fn json_system_message(signature: &DynSignature) -> String {
                 .iter()
                 .map(|f| (f, field_placeholder(f, true))),
         ),
-        "Outputs will be a JSON object with the following fields.".to_owned(),
-        json_dumps(
-            &Value::Object(
-                signature
-                    .outputs()
-                    .iter()
-                    .map(|f| {
-                        (
-                            f.name().to_owned(),
-                            Value::String(field_placeholder(f, false)),
-                        )
-                    })
-                    .collect(),
-            ),
-            Some(2),
-        ),
+        outputs.to_owned(),
     ]
     .join("\n\n");
     system_message(signature, structure.trim())
@@ -354,6 +375,13 @@ pub(crate) const JSON_FORMAT: super::Format = super::Format {
         )
     },
     assistant: json_assistant_message,
+};
+
+/// The schema-constrained JSON format's messages (see [`json_constrained_system_message`]).
+pub(crate) const JSON_CONSTRAINED_FORMAT: super::Format = super::Format {
+    name: "json_constrained",
+    system: json_constrained_system_message,
+    ..JSON_FORMAT
 };
 
 /// What the JSON format asks for at the end of the main user message.

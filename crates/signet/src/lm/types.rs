@@ -491,19 +491,22 @@ impl Capabilities {
         }
     }
 
-    /// A llama.cpp server (`llama-server` or `llama_cpp.server`): JSON mode and schema-constrained
-    /// JSON through its `{"type": "json_object", "schema": ..}` extension; no OpenAI structured
-    /// outputs. Native tool calls are left off because `tool_choice: "auto"` only works when the
-    /// server runs with a function-calling chat format; turn it on when yours does.
+    /// llama.cpp's server (`llama-server`, or the one `signet-local` runs): JSON mode, OpenAI
+    /// structured outputs and its own schema extension `{"type": "json_object", "schema": ..}`
+    /// (preferred by [`JsonAdapter::constrained`](crate::adapter::JsonAdapter::constrained), as it
+    /// takes any schema). Native tool calls are left off: whether the model makes them depends on
+    /// the server's chat template (`--jinja`) and on the model — turn the flag on when yours
+    /// does, or wrap the LM in [`ConstrainedToolCalls`](crate::lm::ConstrainedToolCalls) for a
+    /// model too small to call tools by itself.
     ///
     /// ```
     /// let caps = signet::lm::Capabilities::llama_cpp();
-    /// assert!(caps.json_object_schema && !caps.response_schema);
+    /// assert!(caps.json_object_schema && caps.response_schema && !caps.function_calling);
     /// ```
     pub fn llama_cpp() -> Capabilities {
         Capabilities {
             function_calling: false,
-            response_schema: false,
+            response_schema: true,
             json_object: true,
             json_object_schema: true,
         }

@@ -1,0 +1,500 @@
+//! Native tool calls for models that do not make them on their own: the reply is constrained to a
+//! JSON list of calls by a decoding schema, then turned back into tool calls.
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use serde_json::{Value, json};
+
+use super::{
+    Capabilities, Completion, FinishReason, Lm, LmError, LmRequest, ResponseFormat, Role,
+    StreamEvent, ToolCall, ToolChoice,
+};
+use crate::schema::inline_refs;
+
+/// Makes any [`Lm`] that supports schema-constrained replies call tools natively, however small
+/// its model.
+///
+/// Small models rarely start a tool call by themselves (SmolLM2-135M never does), so
+/// `tool_choice: "auto"` gives only text. Around such an LM, a request that offers tools is sent
+/// with a decoding schema instead: the reply must be a JSON list of calls,
+/// `[{"name": "add", "arguments": {"a": 2, "b": 3}}]`, each naming one of the tools with
+/// arguments that follow that tool's schema. The list becomes [`Completion::tool_calls`] (ids
+/// `call_<n>`, numbered through the conversation), so modules see an ordinary native tool call.
+///
+/// * `tool_choice` `auto` (or unset): the reply is either a list of calls or the answer — the
+///   answer follows the request's own `response_format` schema when it has one (so a constrained
+///   adapter still gets its JSON), else it is a JSON string, returned as the text.
+/// * `required`: only a list of calls; `Function(name)`: only calls of that tool;
+///   `parallel_tool_calls: false`: at most one call, else at most
+///   [`max_calls`](Self::max_calls). `none`, or no tools: the request is passed on unchanged.
+///
+/// The `tools` stay in the request so that the server's chat template can describe them to the
+/// model (llama.cpp's server renders them with a tool-aware template and applies the schema to
+/// the reply; [`signet_local`](https://docs.rs/signet-local) serves one). A reply that breaks the
+/// contract — not JSON, or not a list where only calls were allowed — is
+/// [`LmError::InvalidResponse`], never a silent empty call list.
+///
+/// ```
+/// use signet::lm::{Capabilities, Completion, ConstrainedToolCalls, Lm, LmRequest, Message, ScriptedLm, ToolChoice};
+/// use serde_json::json;
+///
+/// let inner = ScriptedLm::texts([r#"[{"name": "add", "arguments": {"a": 2, "b": 3}}]"#])
+///     .with_capabilities(Capabilities::llama_cpp());
+/// let lm = ConstrainedToolCalls::new(inner);
+/// assert!(lm.capabilities().function_calling);
+///
+/// let mut request = LmRequest::new(vec![Message::user("Add 2 and 3.")]);
+/// request.tools = vec![json!({"type": "function", "function": {
+///     "name": "add", "description": "Add.",
+///     "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}}})];
+/// request.tool_choice = Some(ToolChoice::Required);
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let reply = lm.complete(&request).await.unwrap();
+/// assert_eq!(reply.tool_calls[0].name, "add");
+/// assert_eq!(reply.tool_calls[0].args().unwrap(), json!({"a": 2, "b": 3}));
+/// # });
+/// ```
+#[derive(Debug, Clone)]
+pub struct ConstrainedToolCalls<L> {
+    inner: L,
+    max_calls: Option<usize>,
+}
+
+impl<L: Lm> ConstrainedToolCalls<L> {
+    /// Wraps `inner`, which must support a schema constraint on the reply
+    /// ([`Capabilities::response_schema`] or [`Capabilities::json_object_schema`]); calls that
+    /// offer tools fail with [`LmError::InvalidResponse`] otherwise.
+    pub fn new(inner: L) -> ConstrainedToolCalls<L> {
+        ConstrainedToolCalls {
+            inner,
+            max_calls: None,
+        }
+    }
+
+    /// The most calls one reply may hold (default: as many as the request offers tools, so each
+    /// tool can be called once per turn). Small models tend to repeat a call until the token
+    /// limit cuts the list off; the bound ends the list instead.
+    ///
+    /// ```
+    /// use signet::lm::{ConstrainedToolCalls, ScriptedLm};
+    /// let lm = ConstrainedToolCalls::new(ScriptedLm::texts(["[]"])).max_calls(3);
+    /// # let _ = lm;
+    /// ```
+    pub fn max_calls(mut self, max_calls: usize) -> Self {
+        self.max_calls = Some(max_calls.max(1));
+        self
+    }
+
+    /// The wrapped LM.
+    pub fn inner(&self) -> &L {
+        &self.inner
+    }
+
+    /// The request actually sent: the reply constrained to calls (or the answer).
+    fn constrained(&self, request: &LmRequest) -> Result<LmRequest, LmError> {
+        let max_calls = self.max_calls.unwrap_or(request.tools.len());
+        let schema = reply_schema(request, max_calls)?;
+        let capabilities = self.inner.capabilities();
+        let format = if capabilities.json_object_schema {
+            ResponseFormat::Raw(json!({"type": "json_object", "schema": schema}))
+        } else if capabilities.response_schema {
+            ResponseFormat::JsonSchema {
+                name: "tool_calls".to_owned(),
+                schema,
+                strict: false,
+            }
+        } else {
+            return Err(LmError::InvalidResponse {
+                message: format!(
+                    "ConstrainedToolCalls needs an LM that constrains replies to a JSON schema; \
+                     `{}` supports neither `response_schema` nor `json_object_schema`",
+                    self.inner.model()
+                ),
+            });
+        };
+        let mut sent = request.clone();
+        sent.response_format = Some(format);
+        // The constraint decides; the server only renders the tools into the prompt.
+        sent.tool_choice = Some(ToolChoice::Auto);
+        Ok(sent)
+    }
+}
+
+/// Whether a request offers tools that the model may call.
+fn offers_tools(request: &LmRequest) -> bool {
+    !request.tools.is_empty() && request.tool_choice != Some(ToolChoice::None)
+}
+
+/// The name of an OpenAI function descriptor (`{"type": "function", "function": {"name", ..}}`).
+fn tool_name(descriptor: &Value) -> Option<&str> {
+    descriptor
+        .pointer("/function/name")
+        .or_else(|| descriptor.get("name"))
+        .and_then(Value::as_str)
+}
+
+/// The schema of a reply to `request`: a list of at most `max_calls` calls, or (with `auto`) the
+/// answer.
+fn reply_schema(request: &LmRequest, max_calls: usize) -> Result<Value, LmError> {
+    let only = match &request.tool_choice {
+        Some(ToolChoice::Function(name)) => Some(name.as_str()),
+        _ => None,
+    };
+    let mut branches = Vec::new();
+    for descriptor in &request.tools {
+        let Some(name) = tool_name(descriptor) else {
+            continue;
+        };
+        if only.is_some_and(|only| only != name) {
+            continue;
+        }
+        let parameters = descriptor
+            .pointer("/function/parameters")
+            .or_else(|| descriptor.get("parameters"))
+            .map(inline_refs)
+            .unwrap_or_else(|| json!({"type": "object"}));
+        branches.push(json!({
+            "type": "object",
+            "properties": {"name": {"type": "string", "enum": [name]}, "arguments": parameters},
+            "required": ["name", "arguments"],
+            "additionalProperties": false,
+        }));
+    }
+    if branches.is_empty() {
+        return Err(LmError::InvalidResponse {
+            message: match only {
+                Some(name) => format!("tool_choice names `{name}`, which is not among the tools"),
+                None => "the tools have no names".to_owned(),
+            },
+        });
+    }
+    let item = if branches.len() == 1 {
+        branches.remove(0)
+    } else {
+        json!({"anyOf": branches})
+    };
+    let max_items = if request.parallel_tool_calls == Some(false) {
+        1
+    } else {
+        max_calls
+    };
+    let calls = json!({"type": "array", "items": item, "minItems": 1, "maxItems": max_items});
+    let auto = matches!(request.tool_choice, None | Some(ToolChoice::Auto));
+    if !auto {
+        return Ok(calls);
+    }
+    let answer = match &request.response_format {
+        Some(ResponseFormat::JsonSchema { schema, .. }) => schema.clone(),
+        Some(ResponseFormat::Raw(raw)) => raw
+            .get("schema")
+            .cloned()
+            .unwrap_or_else(|| json!({"type": "object"})),
+        Some(ResponseFormat::JsonObject) => json!({"type": "object"}),
+        Some(ResponseFormat::Text) | None => json!({"type": "string"}),
+    };
+    Ok(json!({"anyOf": [calls, answer]}))
+}
+
+/// The reply read back: a list becomes tool calls, anything else the answer.
+fn read_reply(request: &LmRequest, mut completion: Completion) -> Result<Completion, LmError> {
+    let text = completion.text.take().unwrap_or_default();
+    let only_calls = !matches!(request.tool_choice, None | Some(ToolChoice::Auto));
+    let value: Value = match serde_json::from_str(text.trim()) {
+        Ok(value) => value,
+        Err(error) if only_calls => {
+            return Err(LmError::InvalidResponse {
+                message: format!(
+                    "the reply was constrained to a JSON list of tool calls but is not JSON \
+                     ({error}; finish reason {:?}): {text}",
+                    completion.finish_reason
+                ),
+            });
+        }
+        // An answer cut off by the token limit: the adapter reports what it can read of it.
+        Err(_) => {
+            completion.text = Some(text);
+            return Ok(completion);
+        }
+    };
+    match value {
+        Value::Array(calls) => {
+            let earlier: usize = request
+                .messages
+                .iter()
+                .filter(|m| m.role == Role::Assistant)
+                .map(|m| m.tool_calls.len())
+                .sum();
+            let mut tool_calls = Vec::with_capacity(calls.len());
+            for (offset, call) in calls.into_iter().enumerate() {
+                let name = call.get("name").and_then(Value::as_str);
+                let (Some(name), Some(arguments)) = (name, call.get("arguments")) else {
+                    return Err(LmError::InvalidResponse {
+                        message: format!("a tool call must have `name` and `arguments`: {call}"),
+                    });
+                };
+                tool_calls.push(ToolCall::new(
+                    format!("call_{}", earlier + offset),
+                    name,
+                    arguments.to_string(),
+                ));
+            }
+            completion.tool_calls = tool_calls;
+            completion.finish_reason = Some(FinishReason::ToolCalls);
+        }
+        _ if only_calls => {
+            return Err(LmError::InvalidResponse {
+                message: format!(
+                    "the reply was constrained to a JSON list of tool calls but is not a list: {text}"
+                ),
+            });
+        }
+        Value::String(answer)
+            if matches!(request.response_format, None | Some(ResponseFormat::Text)) =>
+        {
+            completion.text = Some(answer);
+        }
+        _ => completion.text = Some(text),
+    }
+    Ok(completion)
+}
+
+impl<L: Lm> Lm for ConstrainedToolCalls<L> {
+    fn complete<'a>(
+        &'a self,
+        request: &'a LmRequest,
+    ) -> BoxFuture<'a, Result<Completion, LmError>> {
+        Box::pin(async move {
+            if !offers_tools(request) {
+                return self.inner.complete(request).await;
+            }
+            let sent = self.constrained(request)?;
+            let completion = self.inner.complete(&sent).await?;
+            read_reply(request, completion)
+        })
+    }
+
+    /// Requests without tools stream from the inner LM; with tools, the reply is read whole (a
+    /// list of calls is only known at its end) and replayed as events.
+    fn stream<'a>(&'a self, request: &'a LmRequest) -> BoxStream<'a, Result<StreamEvent, LmError>> {
+        use futures::StreamExt;
+        if !offers_tools(request) {
+            return self.inner.stream(request);
+        }
+        futures::stream::once(self.complete(request))
+            .flat_map(|result| {
+                futures::stream::iter(match result {
+                    Ok(completion) => super::completion_events(completion),
+                    Err(error) => vec![Err(error)],
+                })
+            })
+            .boxed()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            function_calling: true,
+            ..self.inner.capabilities()
+        }
+    }
+
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lm::{Message, ScriptedLm};
+
+    fn add_tool() -> Value {
+        json!({"type": "function", "function": {"name": "add", "description": "Add.",
+            "parameters": {"type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                "required": ["a", "b"]}}})
+    }
+
+    fn echo_tool() -> Value {
+        json!({"type": "function", "function": {"name": "echo", "description": "Echo.",
+            "parameters": {"type": "object", "properties": {"text": {"type": "string"}}}}})
+    }
+
+    fn request(choice: Option<ToolChoice>) -> LmRequest {
+        let mut request = LmRequest::new(vec![Message::user("Add 2 and 3.")]);
+        request.tools = vec![add_tool(), echo_tool()];
+        request.tool_choice = choice;
+        request
+    }
+
+    fn wrapped(replies: &[&str], capabilities: Capabilities) -> ConstrainedToolCalls<ScriptedLm> {
+        ConstrainedToolCalls::new(
+            ScriptedLm::texts(replies.iter().copied()).with_capabilities(capabilities),
+        )
+    }
+
+    fn sent_schema(lm: &ConstrainedToolCalls<ScriptedLm>) -> Value {
+        match lm.inner().requests()[0].response_format.clone() {
+            Some(ResponseFormat::Raw(raw)) => raw["schema"].clone(),
+            Some(ResponseFormat::JsonSchema { schema, .. }) => schema,
+            other => panic!("no schema sent: {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_list_becomes_tool_calls_with_ids_numbered_through_the_conversation() {
+        let lm = wrapped(
+            &[
+                r#"[{"name": "add", "arguments": {"a": 2, "b": 3}}, {"name": "echo", "arguments": {"text": "hi"}}]"#,
+            ],
+            Capabilities::llama_cpp(),
+        );
+        let mut request = request(Some(ToolChoice::Auto));
+        request
+            .messages
+            .push(Message::assistant_tool_calls(vec![ToolCall::new(
+                "call_0", "add", "{}",
+            )]));
+        request.messages.push(Message::tool_result("call_0", "5"));
+        let reply = lm.complete(&request).await.unwrap();
+        let calls: Vec<(&str, &str)> = reply
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str()))
+            .collect();
+        assert_eq!(calls, [("call_1", "add"), ("call_2", "echo")]);
+        assert_eq!(reply.tool_calls[1].args().unwrap(), json!({"text": "hi"}));
+        assert_eq!(reply.finish_reason, Some(FinishReason::ToolCalls));
+        assert_eq!(reply.text, None);
+        // The tools are still sent (for the chat template), the choice is left to the schema.
+        let sent = &lm.inner().requests()[0];
+        assert_eq!(sent.tools.len(), 2);
+        assert_eq!(sent.tool_choice, Some(ToolChoice::Auto));
+    }
+
+    #[tokio::test]
+    async fn auto_offers_the_answer_as_a_string_or_under_the_requests_own_schema() {
+        let lm = wrapped(&[r#""It is 5.""#], Capabilities::llama_cpp());
+        let reply = lm.complete(&request(None)).await.unwrap();
+        assert_eq!(reply.text.as_deref(), Some("It is 5."));
+        assert!(reply.tool_calls.is_empty());
+        let schema = sent_schema(&lm);
+        assert_eq!(schema["anyOf"][0]["type"], "array");
+        assert_eq!(
+            schema["anyOf"][0]["maxItems"], 2,
+            "each of the two tools once"
+        );
+        assert_eq!(schema["anyOf"][1], json!({"type": "string"}));
+        let names = &schema["anyOf"][0]["items"]["anyOf"];
+        assert_eq!(names[0]["properties"]["name"]["enum"], json!(["add"]));
+        assert_eq!(names[1]["properties"]["name"]["enum"], json!(["echo"]));
+
+        let answer_schema = json!({"type": "object", "properties": {"sum": {"type": "integer"}}});
+        let lm = wrapped(&[r#"{"sum": 5}"#], Capabilities::openai());
+        let mut with_format = request(Some(ToolChoice::Auto));
+        with_format.response_format = Some(ResponseFormat::JsonSchema {
+            name: "out".into(),
+            schema: answer_schema.clone(),
+            strict: true,
+        });
+        let reply = lm.complete(&with_format).await.unwrap();
+        assert_eq!(reply.text.as_deref(), Some(r#"{"sum": 5}"#));
+        assert_eq!(sent_schema(&lm)["anyOf"][1], answer_schema);
+
+        let bounded = wrapped(&["[]"], Capabilities::llama_cpp()).max_calls(5);
+        let _ = bounded.complete(&request(None)).await;
+        assert_eq!(sent_schema(&bounded)["anyOf"][0]["maxItems"], 5);
+    }
+
+    #[tokio::test]
+    async fn required_named_and_single_calls_narrow_the_schema() {
+        let lm = wrapped(
+            &[r#"[{"name": "add", "arguments": {"a": 1, "b": 1}}]"#],
+            Capabilities::llama_cpp(),
+        );
+        let mut named = request(Some(ToolChoice::Function("add".into())));
+        named.parallel_tool_calls = Some(false);
+        lm.complete(&named).await.unwrap();
+        let schema = sent_schema(&lm);
+        assert_eq!(schema["type"], "array", "no answer branch: {schema}");
+        assert_eq!(schema["maxItems"], 1);
+        assert_eq!(
+            schema["items"]["properties"]["name"]["enum"],
+            json!(["add"])
+        );
+        assert_eq!(
+            schema["items"]["properties"]["arguments"]["required"],
+            json!(["a", "b"])
+        );
+    }
+
+    #[tokio::test]
+    async fn a_reply_that_breaks_the_contract_is_an_invalid_response() {
+        let lm = wrapped(&["{\"a\": 1", r#"{"a": 1}"#], Capabilities::llama_cpp());
+        for _ in 0..2 {
+            let error = lm
+                .complete(&request(Some(ToolChoice::Required)))
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&error, LmError::InvalidResponse { message } if message.contains("list of tool calls")),
+                "{error:?}"
+            );
+        }
+        let unknown = lm
+            .complete(&request(Some(ToolChoice::Function("nope".into()))))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(unknown, LmError::InvalidResponse { message } if message.contains("`nope`"))
+        );
+    }
+
+    #[tokio::test]
+    async fn no_tools_or_tool_choice_none_pass_through_and_an_lm_without_schemas_is_refused() {
+        let lm = wrapped(&["plain", "plain again"], Capabilities::llama_cpp());
+        assert_eq!(
+            lm.complete(&LmRequest::default())
+                .await
+                .unwrap()
+                .text
+                .as_deref(),
+            Some("plain")
+        );
+        let reply = lm.complete(&request(Some(ToolChoice::None))).await.unwrap();
+        assert_eq!(reply.text.as_deref(), Some("plain again"));
+        assert!(
+            lm.inner()
+                .requests()
+                .iter()
+                .all(|r| r.response_format.is_none())
+        );
+
+        let no_schemas = wrapped(&["[]"], Capabilities::default());
+        let error = no_schemas.complete(&request(None)).await.unwrap_err();
+        assert!(
+            matches!(error, LmError::InvalidResponse { message } if message.contains("json_object_schema"))
+        );
+        assert!(no_schemas.inner().requests().is_empty(), "nothing was sent");
+    }
+
+    #[tokio::test]
+    async fn streaming_with_tools_replays_the_converted_calls() {
+        use futures::StreamExt;
+        let lm = wrapped(
+            &[r#"[{"name": "echo", "arguments": {"text": "hi"}}]"#],
+            Capabilities::llama_cpp(),
+        );
+        let events: Vec<StreamEvent> = lm
+            .stream(&request(None))
+            .map(Result::unwrap)
+            .collect()
+            .await;
+        assert!(
+            matches!(&events[0], StreamEvent::ToolCallDelta { name: Some(n), .. } if n == "echo")
+        );
+        let Some(StreamEvent::Done(done)) = events.last() else {
+            panic!("no Done: {events:?}")
+        };
+        assert_eq!(done.tool_calls[0].id, "call_0");
+    }
+}
