@@ -12,8 +12,10 @@ use serde_json::{Map, Value, json};
 use signet::adapter::{self, Adapter, ChatAdapter, Example, JsonAdapter, XmlAdapter};
 use signet::lm::{
     Capabilities, Completion, LmError, LmOptions, LmRequest, ResponseFormat, ScriptedLm, ToolCall,
+    ToolChoice,
 };
 use signet::module::{CallConfig, Error, Predictor, ReActCore, with_reasoning};
+use signet::signature::Constraint;
 use signet::tool::FnTool;
 use signet::{DynSignature, Field};
 use std::collections::{HashMap, VecDeque};
@@ -118,9 +120,18 @@ fn signature(recorded: &Value, drop_reasoning: bool) -> DynSignature {
             .get("json_schema")
             .cloned()
             .unwrap_or_else(|| json!({"type": "string"}));
-        Field::from_schema(f["name"].as_str().unwrap_or_default(), schema)
+        let mut field = Field::from_schema(f["name"].as_str().unwrap_or_default(), schema)
             .with_type_name(f["type"].as_str().unwrap_or("str"))
-            .with_desc(f["rendered_desc"].as_str().unwrap_or_default())
+            .with_desc(f["rendered_desc"].as_str().unwrap_or_default());
+        for constraint in f["constraints"]
+            .as_str()
+            .map(constraints)
+            .into_iter()
+            .flatten()
+        {
+            field = field.with_constraint(constraint);
+        }
+        field
     };
     let mut sig = DynSignature::new(recorded["name"].as_str().unwrap_or("Signature"))
         .with_instructions(recorded["instructions"].as_str().unwrap_or_default());
@@ -139,6 +150,28 @@ fn signature(recorded: &Value, drop_reasoning: bool) -> DynSignature {
         sig = sig.with_output(field(f));
     }
     sig
+}
+
+/// The constraints DSPy printed (`greater than or equal to: 0.0, less than or equal to: 1.0`) as
+/// Signet's, the bounds read back as JSON numbers.
+fn constraints(text: &str) -> Vec<Constraint> {
+    let number = |v: &str| serde_json::from_str::<Value>(v).unwrap_or_else(|_| json!(v));
+    let length = |v: &str| v.parse::<u64>().unwrap_or_default();
+    text.split(", ")
+        .filter_map(|part| {
+            let (kind, value) = part.rsplit_once(": ")?;
+            Some(match kind {
+                "greater than" => Constraint::Gt(number(value)),
+                "greater than or equal to" => Constraint::Ge(number(value)),
+                "less than" => Constraint::Lt(number(value)),
+                "less than or equal to" => Constraint::Le(number(value)),
+                "minimum length" => Constraint::MinLength(length(value)),
+                "maximum length" => Constraint::MaxLength(length(value)),
+                "a multiple of the given number" => Constraint::MultipleOf(number(value)),
+                _ => return None,
+            })
+        })
+        .collect()
 }
 
 fn capabilities(recorded: &Value) -> Capabilities {
@@ -230,10 +263,69 @@ fn kwargs(request: &LmRequest) -> Value {
     if !request.tools.is_empty() {
         out.insert("tools".into(), Value::Array(request.tools.clone()));
     }
+    if let Some(parallel) = request.parallel_tool_calls {
+        out.insert("parallel_tool_calls".into(), json!(parallel));
+    }
+    match &request.tool_choice {
+        Some(ToolChoice::Function(name)) => {
+            out.insert(
+                "tool_choice".into(),
+                json!({"type": "function", "function": {"name": name}}),
+            );
+        }
+        Some(choice) => {
+            out.insert("tool_choice".into(), serde_json::to_value(choice).unwrap());
+        }
+        None => {}
+    }
     if let Value::Object(options) = serde_json::to_value(&request.options).unwrap() {
-        out.extend(options);
+        for (key, value) in options {
+            // f32 settings as the decimals they were written as (0.3, not 0.30000001192092896).
+            let value = match value.as_f64() {
+                Some(x) if value.is_f64() => json!((x as f32).to_string().parse::<f64>().unwrap()),
+                _ => value,
+            };
+            out.insert(key, value);
+        }
     }
     Value::Object(out)
+}
+
+/// What a module run was configured with, read from the kwargs DSPy recorded for its first call:
+/// the module's LM settings (`Predict(sig, temperature=.., max_tokens=..)`) and the adapter's
+/// `parallel_tool_calls`; the adapter's own keys (`tools`, `response_format`, `tool_choice`) are
+/// not configuration.
+struct ModuleConfig {
+    options: LmOptions,
+    parallel_tool_calls: Option<bool>,
+}
+
+fn module_config(calls: &[Value]) -> Result<ModuleConfig, Skip> {
+    let mut config = ModuleConfig {
+        options: LmOptions::default(),
+        parallel_tool_calls: None,
+    };
+    let Some(kwargs) = calls.first().and_then(|c| c["kwargs"].as_object()) else {
+        return Ok(config);
+    };
+    let mut options = Map::new();
+    for (key, value) in kwargs {
+        match key.as_str() {
+            "tools" | "response_format" | "tool_choice" => {}
+            "parallel_tool_calls" => config.parallel_tool_calls = value.as_bool(),
+            "temperature" | "max_tokens" | "top_p" | "stop" | "seed" => {
+                options.insert(key.clone(), value.clone());
+            }
+            other => {
+                return Err(Skip::Unsupported(format!(
+                    "the LM setting `{other}` has no LmOptions field"
+                )));
+            }
+        }
+    }
+    config.options = serde_json::from_value(Value::Object(options))
+        .map_err(|e| Skip::Fail(format!("recorded LM settings: {e}")))?;
+    Ok(config)
 }
 
 /// Compares the recorded calls with the requests Signet sent.
@@ -408,7 +500,7 @@ fn tool_descriptor(tool: &Value) -> Result<Value, Skip> {
     }))
 }
 
-fn adapter_for(recorded: &Value) -> Result<Arc<dyn Adapter>, Skip> {
+fn adapter_for(recorded: &Value, parallel: Option<bool>) -> Result<Arc<dyn Adapter>, Skip> {
     let class = recorded["class"].as_str().unwrap_or_default();
     let fallback = recorded["use_json_adapter_fallback"]
         .as_bool()
@@ -416,7 +508,9 @@ fn adapter_for(recorded: &Value) -> Result<Arc<dyn Adapter>, Skip> {
     let native = recorded["use_native_function_calling"].as_bool();
     match class {
         "ChatAdapter" => {
-            let chat = ChatAdapter::new().with_native_function_calling(native.unwrap_or(false));
+            let chat = ChatAdapter::new()
+                .with_native_function_calling(native.unwrap_or(false))
+                .with_parallel_tool_calls(parallel);
             Ok(Arc::new(if fallback {
                 chat
             } else {
@@ -424,7 +518,9 @@ fn adapter_for(recorded: &Value) -> Result<Arc<dyn Adapter>, Skip> {
             }))
         }
         "JSONAdapter" => Ok(Arc::new(
-            JsonAdapter::new().with_native_function_calling(native.unwrap_or(true)),
+            JsonAdapter::new()
+                .with_native_function_calling(native.unwrap_or(true))
+                .with_parallel_tool_calls(parallel),
         )),
         "XMLAdapter" => {
             let xml = XmlAdapter::new();
@@ -451,10 +547,11 @@ async fn run_module(fixture: &Value) -> Result<(), Skip> {
         }
     };
     let recorded_sig = &fixture["signature"];
-    let adapter = adapter_for(&fixture["adapter"])?;
+    let calls = fixture["calls"].as_array().cloned().unwrap_or_default();
+    let config = module_config(&calls)?;
+    let adapter = adapter_for(&fixture["adapter"], config.parallel_tool_calls)?;
     let base = signature(recorded_sig, is_cot);
     let sig = if is_cot { with_reasoning(&base) } else { base };
-    let calls = fixture["calls"].as_array().cloned().unwrap_or_default();
     let replies: Vec<Value> = calls.iter().map(|c| c["reply"].clone()).collect();
     let lm = scripted(&replies, capabilities(&fixture["lm_capabilities"]));
     let demos: Vec<Example> = fixture["demos"]
@@ -467,16 +564,32 @@ async fn run_module(fixture: &Value) -> Result<(), Skip> {
     let predictor = Predictor::new(sig)
         .with_demos(demos)
         .with_adapter(adapter)
+        .with_options(config.options)
         .with_lm(lm.clone());
     let result = predictor.forward(&inputs).await.map(|p| p.outputs);
     compare_calls(&calls, &lm.requests())?;
     compare_result(&fixture["result"], &result)
 }
 
-/// The ChatAdapter parse-edge-case fixture: each reply parsed directly, through the pipeline without
-/// fallback, and through the pipeline with the JSON fallback.
+/// The adapter whose parser a parse-edge-case fixture exercises, named at the start of its
+/// description (`JSONAdapter.parse() edge cases ..`; the Chat adapter's fixture predates the
+/// convention).
+fn parsing_adapter(fixture: &Value) -> Box<dyn Adapter> {
+    let description = fixture["description"].as_str().unwrap_or_default();
+    if description.starts_with("JSONAdapter") {
+        Box::new(JsonAdapter::new())
+    } else if description.starts_with("XMLAdapter") {
+        Box::new(XmlAdapter::new())
+    } else {
+        Box::new(ChatAdapter::new())
+    }
+}
+
+/// The parse-edge-case fixtures: each reply parsed directly by the fixture's adapter; for the Chat
+/// adapter also through the pipeline without fallback, and with the JSON fallback.
 async fn run_parse_cases(fixture: &Value) -> Outcome {
     let sig = signature(&fixture["signature"], false);
+    let parser = parsing_adapter(fixture);
     let inputs = fixture["inputs"].as_object().cloned().unwrap_or_default();
     let caps = Capabilities {
         json_object: false,
@@ -486,7 +599,7 @@ async fn run_parse_cases(fixture: &Value) -> Outcome {
     for case in fixture["cases"].as_array().into_iter().flatten() {
         let name = case["name"].as_str().unwrap_or("?");
         let reply = case["reply"].as_str().unwrap_or_default();
-        let direct = ChatAdapter::new().parse(&sig, reply).map_err(Error::Parse);
+        let direct = parser.parse(&sig, reply).map_err(Error::Parse);
         if let Err(Skip::Fail(why)) = compare_result(&case["direct_parse"], &direct) {
             problems.push(format!("{name} (direct): {why}"));
         }
@@ -628,7 +741,7 @@ async fn run_react(fixture: &Value) -> Result<(), Skip> {
                 }),
         ));
     }
-    let adapter = adapter_for(&fixture["adapter"])?;
+    let adapter = adapter_for(&fixture["adapter"], None)?;
     let replies: Vec<Value> = calls.iter().map(|c| c["reply"].clone()).collect();
     let lm = scripted(&replies, capabilities(&fixture["lm_capabilities"]));
     let core = ReActCore::new(signature(&fixture["signature"], false), tools)

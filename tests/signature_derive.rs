@@ -212,3 +212,44 @@ fn dynamic_signatures_can_be_built_field_by_field() {
     let back: DynSignature = serde_json::from_str(&json).unwrap();
     assert_eq!(back, sig);
 }
+
+/// Rate the review.
+#[derive(Signature)]
+struct Rated {
+    #[input(min_length = 1, max_length = 500)]
+    review: String,
+    /// How sure the model is.
+    #[output(ge = 0.0, le = 1.0)]
+    confidence: f64,
+    #[output(gt = 0, lt = 6, multiple_of = 1)]
+    stars: i64,
+}
+
+#[test]
+fn field_bounds_are_printed_as_dspy_prints_pydantic_constraints() {
+    let sig = Rated::signature();
+    assert_eq!(
+        sig.inputs()[0].constraints_text().as_deref(),
+        Some("minimum length: 1, maximum length: 500")
+    );
+    assert_eq!(
+        sig.outputs()[0].constraints_text().as_deref(),
+        Some("greater than or equal to: 0.0, less than or equal to: 1.0")
+    );
+    assert_eq!(
+        sig.outputs()[1].constraints_text().as_deref(),
+        Some("greater than: 0, less than: 6, a multiple of the given number: 1")
+    );
+    use signet::adapter::Adapter;
+    let system = &signet::adapter::ChatAdapter::new().format(sig, &[], &Default::default())[0];
+    assert!(
+        system.content.contains(
+            "1. `confidence` (float): How sure the model is.\nConstraints: greater than or equal to: 0.0, less than or equal to: 1.0\n2. `stars` (int): \nConstraints: greater than: 0"
+        ),
+        "{}",
+        system.content
+    );
+    // Serialized signatures keep them.
+    let back: DynSignature = serde_json::from_str(&serde_json::to_string(sig).unwrap()).unwrap();
+    assert_eq!(&back, sig);
+}

@@ -28,6 +28,76 @@ struct SignatureOptions {
 struct FieldOptions {
     /// The field's description (default: its doc comment).
     desc: Option<String>,
+    /// Bounds printed with the field, as pydantic's `Field(gt=.., ge=.., ..)` in DSPy.
+    gt: Option<syn::Expr>,
+    ge: Option<syn::Expr>,
+    lt: Option<syn::Expr>,
+    le: Option<syn::Expr>,
+    multiple_of: Option<syn::Expr>,
+    min_length: Option<syn::Expr>,
+    max_length: Option<syn::Expr>,
+}
+
+impl FieldOptions {
+    /// The constraints, in DSPy's order, as `Variant(value)` tokens; a bound that is not a number
+    /// (or a length that is not an integer literal) is an error at its span.
+    fn constraints(&self) -> syn::Result<Vec<TokenStream>> {
+        let bounds = [
+            number_bound("Gt", "gt", &self.gt)?,
+            number_bound("Ge", "ge", &self.ge)?,
+            number_bound("Lt", "lt", &self.lt)?,
+            number_bound("Le", "le", &self.le)?,
+            length_bound("MinLength", "min_length", &self.min_length)?,
+            length_bound("MaxLength", "max_length", &self.max_length)?,
+            number_bound("MultipleOf", "multiple_of", &self.multiple_of)?,
+        ];
+        Ok(bounds.into_iter().flatten().collect())
+    }
+}
+
+/// `Variant(Value::from(expr))` for a numeric bound; a literal that is not a number is an error.
+fn number_bound(
+    variant: &str,
+    name: &str,
+    value: &Option<syn::Expr>,
+) -> syn::Result<Option<TokenStream>> {
+    let Some(expr) = value else { return Ok(None) };
+    if let syn::Expr::Lit(lit) = expr
+        && !matches!(lit.lit, syn::Lit::Int(_) | syn::Lit::Float(_))
+    {
+        return Err(syn::Error::new_spanned(
+            expr,
+            format!("`{name}` takes a number, e.g. `{name} = 1`"),
+        ));
+    }
+    let variant = format_ident!("{variant}");
+    Ok(Some(
+        quote!(#variant(__signet::serde_json::Value::from(#expr))),
+    ))
+}
+
+/// `Variant(n)` for a length bound, which must be a non-negative integer literal.
+fn length_bound(
+    variant: &str,
+    name: &str,
+    value: &Option<syn::Expr>,
+) -> syn::Result<Option<TokenStream>> {
+    let Some(expr) = value else { return Ok(None) };
+    let n = match expr {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(int),
+            ..
+        }) => int.base10_parse::<u64>().ok(),
+        _ => None,
+    };
+    let Some(n) = n else {
+        return Err(syn::Error::new_spanned(
+            expr,
+            format!("`{name}` takes a non-negative integer, e.g. `{name} = 500`"),
+        ));
+    };
+    let variant = format_ident!("{variant}");
+    Ok(Some(quote!(#variant(#n))))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -42,6 +112,7 @@ struct SigField {
     vis: Visibility,
     docs: Vec<Attribute>,
     desc: Option<String>,
+    constraints: Vec<TokenStream>,
     role: Role,
 }
 
@@ -169,6 +240,7 @@ fn parse_field(field: &syn::Field) -> syn::Result<SigField> {
         }
     };
     let docs: Vec<Attribute> = field.attrs.iter().filter(|a| is_doc(a)).cloned().collect();
+    let constraints = options.constraints()?;
     let desc = options.desc.or_else(|| doc_text(&docs));
     Ok(SigField {
         ident,
@@ -176,6 +248,7 @@ fn parse_field(field: &syn::Field) -> syn::Result<SigField> {
         vis: field.vis.clone(),
         docs,
         desc,
+        constraints,
         role,
     })
 }
@@ -226,7 +299,11 @@ fn generate(input: &DeriveInput, options: &SignatureOptions, fields: &[SigField]
         };
         let field = quote_spanned!(ty.span()=> __signet::field_of::<#ty>(#field_name));
         let desc = f.desc.as_ref().map(|d| quote!(.with_desc(#d)));
-        quote!(let sig = sig.#method(#field #desc);)
+        let constraints = f
+            .constraints
+            .iter()
+            .map(|c| quote!(.with_constraint(#krate::signature::Constraint::#c)));
+        quote!(let sig = sig.#method(#field #desc #(#constraints)*);)
     });
 
     let input_doc =

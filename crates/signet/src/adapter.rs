@@ -66,6 +66,12 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// The `parallel_tool_calls` sent with native tools (DSPy's adapter argument of that name);
+    /// when set, `tool_choice` is `auto` too. `None` (the default) sends neither.
+    fn parallel_tool_calls(&self) -> Option<bool> {
+        None
+    }
+
     /// The adapter to retry with, once, when a reply cannot be parsed.
     fn fallback(&self) -> Option<Box<dyn Adapter>> {
         None
@@ -162,6 +168,9 @@ impl Adapter for Box<dyn Adapter> {
     fn native_function_calling(&self) -> bool {
         (**self).native_function_calling()
     }
+    fn parallel_tool_calls(&self) -> Option<bool> {
+        (**self).parallel_tool_calls()
+    }
     fn render_text_fields(&self, values: &Example) -> String {
         (**self).render_text_fields(values)
     }
@@ -225,7 +234,9 @@ pub(crate) fn format_messages(
                 _ => None,
             };
             for turn in turns.into_iter().flatten().filter_map(Value::as_object) {
-                let user = (render.user)(&without, turn, "", false);
+                // A turn with inputs repeats the format reminder, as the request it records did.
+                let had_inputs = without.inputs().iter().any(|f| turn.contains_key(f.name()));
+                let user = (render.user)(&without, turn, "", had_inputs);
                 if !user.is_empty() {
                     messages.push(Message::user(user));
                 }
@@ -457,6 +468,10 @@ async fn attempt(
     }
     if let Some(native) = &native {
         request.tools = native.tools.clone();
+        request.parallel_tool_calls = adapter.parallel_tool_calls();
+        if request.parallel_tool_calls.is_some() {
+            request.tool_choice = Some(crate::lm::ToolChoice::Auto);
+        }
     }
     let completion = lm.complete(&request).await?;
     *usage += completion.usage;

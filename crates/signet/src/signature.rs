@@ -299,6 +299,57 @@ pub struct Field {
     desc: Option<String>,
     type_name: String,
     schema: Value,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    constraints: Vec<Constraint>,
+}
+
+/// A bound on a field's value, in pydantic's terms (`Field(ge=0, le=1)` in DSPy): printed under
+/// the field in the prompt's field list (`Constraints: greater than or equal to: 0.0, ..`), as DSPy
+/// prints it. Like DSPy, Signet tells the model and does not check the bound when parsing.
+///
+/// ```
+/// use signet::signature::{Constraint, Field};
+/// let field = Field::of::<f64>("confidence")
+///     .with_constraint(Constraint::Ge(0.0.into()))
+///     .with_constraint(Constraint::Le(1.0.into()));
+/// assert_eq!(field.constraints_text().as_deref(),
+///     Some("greater than or equal to: 0.0, less than or equal to: 1.0"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Constraint {
+    /// Greater than.
+    Gt(Value),
+    /// Greater than or equal to.
+    Ge(Value),
+    /// Less than.
+    Lt(Value),
+    /// Less than or equal to.
+    Le(Value),
+    /// A minimum length (of a string or a list).
+    MinLength(u64),
+    /// A maximum length (of a string or a list).
+    MaxLength(u64),
+    /// A multiple of this number.
+    MultipleOf(Value),
+}
+
+impl Constraint {
+    /// The text DSPy prints for it: `greater than or equal to: 0.0`, with the bound as Python
+    /// prints it.
+    pub fn describe(&self) -> String {
+        let py = crate::adapter::python::py_str;
+        match self {
+            Constraint::Gt(v) => format!("greater than: {}", py(v)),
+            Constraint::Ge(v) => format!("greater than or equal to: {}", py(v)),
+            Constraint::Lt(v) => format!("less than: {}", py(v)),
+            Constraint::Le(v) => format!("less than or equal to: {}", py(v)),
+            Constraint::MinLength(n) => format!("minimum length: {n}"),
+            Constraint::MaxLength(n) => format!("maximum length: {n}"),
+            Constraint::MultipleOf(v) => format!("a multiple of the given number: {}", py(v)),
+        }
+    }
 }
 
 impl Field {
@@ -324,6 +375,7 @@ impl Field {
             desc: None,
             type_name,
             schema,
+            constraints: Vec::new(),
         }
     }
 
@@ -338,6 +390,28 @@ impl Field {
         let desc = desc.into();
         self.desc = if desc.is_empty() { None } else { Some(desc) };
         self
+    }
+
+    /// Adds a bound on the value, printed with the field (see [`Constraint`]).
+    pub fn with_constraint(mut self, constraint: Constraint) -> Self {
+        self.constraints.push(constraint);
+        self
+    }
+
+    /// The bounds on the value, in the order they were given.
+    pub fn constraints(&self) -> &[Constraint] {
+        &self.constraints
+    }
+
+    /// The bounds as the prompt prints them after `Constraints: `, if there are any.
+    pub fn constraints_text(&self) -> Option<String> {
+        (!self.constraints.is_empty()).then(|| {
+            self.constraints
+                .iter()
+                .map(Constraint::describe)
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
     }
 
     /// The field's name.

@@ -25,6 +25,7 @@ use crate::signature::DynSignature;
 pub struct ChatAdapter {
     pub(crate) json_fallback: bool,
     pub(crate) native_function_calling: bool,
+    pub(crate) parallel_tool_calls: Option<bool>,
 }
 
 impl Default for ChatAdapter {
@@ -39,6 +40,7 @@ impl ChatAdapter {
         ChatAdapter {
             json_fallback: true,
             native_function_calling: false,
+            parallel_tool_calls: None,
         }
     }
 
@@ -52,6 +54,19 @@ impl ChatAdapter {
     /// function calling), and read tool calls from the response.
     pub fn with_native_function_calling(mut self, on: bool) -> Self {
         self.native_function_calling = on;
+        self
+    }
+
+    /// Sends `parallel_tool_calls` (and `tool_choice: auto`) with native tools, as DSPy's
+    /// `parallel_tool_calls` adapter argument does; `None` (the default) sends neither.
+    ///
+    /// ```
+    /// use signet::adapter::{Adapter, ChatAdapter};
+    /// let adapter = ChatAdapter::new().with_parallel_tool_calls(false);
+    /// assert_eq!(adapter.parallel_tool_calls(), Some(false));
+    /// ```
+    pub fn with_parallel_tool_calls(mut self, parallel: impl Into<Option<bool>>) -> Self {
+        self.parallel_tool_calls = parallel.into();
         self
     }
 }
@@ -125,6 +140,10 @@ impl Adapter for ChatAdapter {
 
     fn native_function_calling(&self) -> bool {
         self.native_function_calling
+    }
+
+    fn parallel_tool_calls(&self) -> Option<bool> {
+        self.parallel_tool_calls
     }
 }
 

@@ -21,6 +21,7 @@ use crate::signature::DynSignature;
 pub struct JsonAdapter {
     native_function_calling: bool,
     constrained: bool,
+    parallel_tool_calls: Option<bool>,
 }
 
 impl Default for JsonAdapter {
@@ -35,6 +36,7 @@ impl JsonAdapter {
         JsonAdapter {
             native_function_calling: true,
             constrained: false,
+            parallel_tool_calls: None,
         }
     }
 
@@ -60,12 +62,26 @@ impl JsonAdapter {
         JsonAdapter {
             native_function_calling: false,
             constrained: true,
+            parallel_tool_calls: None,
         }
     }
 
     /// Whether tools are sent natively for signatures with a `ToolCalls` output.
     pub fn with_native_function_calling(mut self, on: bool) -> Self {
         self.native_function_calling = on;
+        self
+    }
+
+    /// Sends `parallel_tool_calls` (and `tool_choice: auto`) with native tools, as DSPy's
+    /// `parallel_tool_calls` adapter argument does; `None` (the default) sends neither.
+    ///
+    /// ```
+    /// use signet::adapter::{Adapter, JsonAdapter};
+    /// let adapter = JsonAdapter::new().with_parallel_tool_calls(false);
+    /// assert_eq!(adapter.parallel_tool_calls(), Some(false));
+    /// ```
+    pub fn with_parallel_tool_calls(mut self, parallel: impl Into<Option<bool>>) -> Self {
+        self.parallel_tool_calls = parallel.into();
         self
     }
 }
@@ -117,9 +133,12 @@ impl Adapter for JsonAdapter {
         self.native_function_calling
     }
 
+    fn parallel_tool_calls(&self) -> Option<bool> {
+        self.parallel_tool_calls
+    }
+
     fn parse(&self, signature: &DynSignature, text: &str) -> Result<Example, ParseError> {
-        let object_text = value::first_json_object(text).unwrap_or(text);
-        let Some(Value::Object(object)) = value::lenient_json(object_text) else {
+        let Some(object) = value::reply_object(text) else {
             return Err(ParseError::NotAnObject {
                 adapter: self.name(),
                 response: text.to_owned(),

@@ -53,8 +53,12 @@ fn field_list(fields: &[Field]) -> String {
         .iter()
         .enumerate()
         .map(|(i, f)| {
+            let constraints = f
+                .constraints_text()
+                .map(|text| format!("\nConstraints: {text}"))
+                .unwrap_or_default();
             format!(
-                "{}. `{}` ({}): {}",
+                "{}. `{}` ({}): {}{constraints}",
                 i + 1,
                 f.name(),
                 f.type_name(),

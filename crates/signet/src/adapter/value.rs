@@ -31,7 +31,8 @@ pub fn parse_json(field: &Field, value: &Value) -> Result<Value, String> {
     if field.type_name() == "str" {
         return Ok(match value {
             Value::String(s) => Value::String(s.clone()),
-            other => Value::String(super::python::py_str(other)),
+            // Python's `str()` of what was parsed: `{'city': 'Paris'}` for a dict, `True`, `42`.
+            other => Value::String(super::python::py_repr(other)),
         });
     }
     if let Some(value) = literal_match(field, value) {
@@ -114,6 +115,76 @@ pub fn lenient_json(text: &str) -> Option<Value> {
     let value = parser.value()?;
     parser.skip_ws();
     (parser.pos == parser.chars.len()).then_some(value)
+}
+
+/// The JSON object a reply stands for, read as DSPy reads it (`json_repair`, then the first
+/// balanced `{...}`): the object itself, or the one inside prose or a code fence. When the reply
+/// holds several objects one after the other, an object with the same keys (and shape) as the one
+/// before it replaces it — a model correcting itself — and if that leaves one object, it is the
+/// answer; otherwise the first object is.
+///
+/// ```
+/// use signet::adapter::value::reply_object;
+/// let corrected = reply_object("{\"a\": 1}\n{\"a\": 2}").unwrap();
+/// assert_eq!(corrected["a"], 2);
+/// let different = reply_object("{\"a\": 1}\n{\"b\": 2}").unwrap();
+/// assert_eq!(different["a"], 1);
+/// ```
+pub fn reply_object(text: &str) -> Option<Map<String, Value>> {
+    if let Some(Value::Object(object)) = lenient_json(text) {
+        return Some(object);
+    }
+    let mut sequence: Vec<Map<String, Value>> = Vec::new();
+    let mut first = None;
+    let mut rest = text;
+    let mut after_comma = false;
+    while let Some(found) = first_json_object(rest) {
+        let start = found.as_ptr() as usize - rest.as_ptr() as usize;
+        after_comma |= rest[..start].trim_end().ends_with(',');
+        rest = &rest[start + found.len()..];
+        let Some(Value::Object(object)) = lenient_json(found) else {
+            continue;
+        };
+        if first.is_none() {
+            first = Some(object.clone());
+        }
+        match sequence.last() {
+            Some(last) if !after_comma && same_shape_objects(last, &object) => {
+                sequence.pop();
+            }
+            Some(last) if last.is_empty() => {
+                sequence.pop();
+            }
+            _ => {}
+        }
+        sequence.push(object);
+        after_comma = rest.trim_start().starts_with(',');
+    }
+    if sequence.len() == 1 {
+        sequence.pop()
+    } else {
+        first
+    }
+}
+
+/// `json_repair`'s test for a repeated object: the same keys, with values of the same types,
+/// recursively.
+fn same_shape_objects(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .all(|(key, value)| b.get(key).is_some_and(|other| same_shape(value, other)))
+}
+
+fn same_shape(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => same_shape_objects(a, b),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_shape(x, y))
+        }
+        // Python's int and float are different types; JSON numbers say which they are.
+        (Value::Number(x), Value::Number(y)) => x.is_f64() == y.is_f64(),
+        _ => std::mem::discriminant(a) == std::mem::discriminant(b),
+    }
 }
 
 /// Finds the first balanced `{...}` in `text` (the JSON object a model wrapped in prose or a code
