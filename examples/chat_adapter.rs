@@ -5,10 +5,8 @@
 
 use std::sync::Arc;
 
-use signet::Signature;
-use signet::adapter::ChatAdapter;
 use signet::lm::ScriptedLm;
-use signet::module::ChainOfThought;
+use signet::prelude::*;
 
 /// Answer questions with short factoid answers.
 #[derive(Signature, Clone)]
@@ -26,7 +24,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let lm = Arc::new(ScriptedLm::texts([reply]));
     let mut cot = ChainOfThought::<QA>::new()
         .with_lm(lm.clone())
-        .with_adapter(Arc::new(ChatAdapter::new()));
+        .with_adapter(ChatAdapter::new());
     cot = cot.with_demos([QA {
         question: "Where is the Colosseum?".into(),
         answer: "Rome".into(),

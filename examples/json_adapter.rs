@@ -6,10 +6,8 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use signet::Signature;
-use signet::adapter::JsonAdapter;
 use signet::lm::{Capabilities, ScriptedLm};
-use signet::module::Predict;
+use signet::prelude::*;
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 struct Person {
@@ -38,7 +36,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let lm = Arc::new(ScriptedLm::texts([reply]).with_capabilities(structured));
     let extract = Predict::<Extract>::new()
         .with_lm(lm.clone())
-        .with_adapter(Arc::new(JsonAdapter::new()));
+        .with_adapter(JsonAdapter::new());
 
     let out = extract
         .call(ExtractInput {

@@ -14,12 +14,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::json;
-use signet::adapter::{Adapter, ChatAdapter, JsonAdapter};
-use signet::lm::LmOptions;
-use signet::module::{Observation, ReAct, ReActMode, Trajectory};
+use signet::adapter::Adapter;
+use signet::module::Trajectory;
 
 #[path = "shared/travel.rs"]
 mod travel;
+use signet::prelude::*;
 use travel::{Notes, Travel, TravelInput};
 
 const CITIES: [&str; 3] = ["Oslo", "Bergen", "Tromsø"];
@@ -84,16 +84,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         for city in CITIES {
             for amount in AMOUNTS {
                 let notes = Arc::new(Notes::default());
-                let agent = ReAct::<Travel>::new(travel::tools(&notes))
+                let agent = ReAct::<Travel>::new()
+                    .tools(travel::tools(&notes))
                     .with_lm(lm.clone())
                     .with_adapter(adapter.clone())
                     .with_mode(mode)
-                    .with_max_iters(5)
-                    .with_options(LmOptions {
-                        temperature: Some(0.0),
-                        max_tokens: Some(400),
-                        ..LmOptions::default()
-                    });
+                    .with_limits(Limits::default().max_iters(5))
+                    .with_options(LmOptions::new().temperature(0.0).max_tokens(400));
                 let question = format!(
                     "What is tomorrow's weather in {city}, and how much is {amount} EUR in NOK?"
                 );

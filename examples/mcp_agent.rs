@@ -13,11 +13,9 @@
 //! given to it (here, none: `node` is run directly).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use signet::lm::{Lm, OpenAiLm, ScriptedLm};
-use signet::module::{Observation, ReAct};
-use signet::{Signature, Tool, tool};
+use signet::lm::ScriptedLm;
+use signet::prelude::*;
 use signet_mcp::{McpClient, StdioCommand};
 
 /// Answer the question about the files, using the tools.
@@ -55,18 +53,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     // MCP tools and a local tool, side by side.
-    let mut tools: Vec<Arc<dyn Tool>> = files
+    let file_tools = files
         .tools()
         .into_iter()
-        .filter(|t| ["read_text_file", "list_directory"].contains(&t.name()))
-        .collect();
-    tools.push(Arc::new(CountWordsTool));
-
-    let lm: Arc<dyn Lm> = match std::env::var("OPENAI_API_KEY") {
-        Ok(key) if !key.trim().is_empty() => Arc::new(OpenAiLm::builder("gpt-4o-mini").build()?),
-        _ => Arc::new(scripted(&notes)),
+        .filter(|t| ["read_text_file", "list_directory"].contains(&t.name()));
+    let agent = ReAct::<AskFiles>::new()
+        .tools(file_tools)
+        .tool(CountWordsTool)
+        .with_limits(Limits::default().max_iters(6));
+    let agent = match std::env::var("OPENAI_API_KEY") {
+        Ok(key) if !key.trim().is_empty() => {
+            agent.with_lm(OpenAiLm::builder("gpt-4o-mini").build()?)
+        }
+        _ => agent.with_lm(scripted(&notes)),
     };
-    let agent = ReAct::<AskFiles>::new(tools).with_lm(lm).with_max_iters(6);
     let question = format!("How many words are in {}?", notes.display());
     println!("question: {question}\n");
     let out = agent.call(AskFilesInput { question }).await?;

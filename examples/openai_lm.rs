@@ -14,7 +14,8 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use futures::StreamExt;
-use signet::lm::{Lm, LmRequest, Message, OpenAiLm, StreamEvent};
+use signet::lm::{LmRequest, Message, StreamEvent};
+use signet::prelude::*;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use signet::DynSignature;
 use signet::prelude::*;
 
 /// A unit for temperatures.
@@ -79,7 +80,8 @@ struct PlanTrip {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let notebook = Arc::new(Notebook::default());
-    let mut tools: Vec<Arc<dyn Tool>> = vec![Arc::new(TemperatureTool)];
+    // Tools of different types in one list: `share` makes each an `Arc<dyn Tool>`.
+    let mut tools = vec![signet::tool::share(TemperatureTool)];
     tools.extend(Notebook::tools(&notebook));
 
     println!("== Tools, as a model sees them (OpenAI function descriptors)");

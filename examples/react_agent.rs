@@ -20,9 +20,8 @@ use std::io::Write;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use signet::adapter::{Adapter, ChatAdapter, JsonAdapter};
-use signet::lm::{Lm, LmOptions, OpenAiLm};
-use signet::module::{Observation, ReAct, ReActEvent};
+use signet::adapter::Adapter;
+use signet::prelude::*;
 
 #[path = "shared/travel.rs"]
 mod travel;
@@ -56,18 +55,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
 
     let notes = Arc::new(Notes::default());
-    let agent = ReAct::<Travel>::new(travel::tools(&notes))
+    let agent = ReAct::<Travel>::new()
+        .tools(travel::tools(&notes))
         .with_lm(lm)
         .with_adapter(adapter)
-        .with_max_iters(5)
-        .with_options(LmOptions {
-            temperature: Some(0.0),
-            max_tokens: Some(400),
-            ..LmOptions::default()
-        });
+        .with_limits(Limits::default().max_iters(5))
+        .with_options(LmOptions::new().temperature(0.0).max_tokens(400));
 
     println!("question: {question}\n");
-    let mut events = agent.stream(TravelInput { question })?;
+    let mut events = agent.stream(TravelInput { question });
     let mut answer_field: Option<Option<String>> = None;
     let mut outcome = Err("the run ended without a result".to_owned());
     while let Some(event) = events.next().await {
@@ -95,9 +91,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 std::io::stdout().flush()?;
             }
             ReActEvent::Done {
-                outputs,
+                output,
                 usage,
                 elapsed_ms,
+                ..
             } => {
                 if answer_field.is_some() {
                     println!();
@@ -109,9 +106,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     usage.prompt_tokens,
                     usage.completion_tokens
                 );
-                outcome = ReAct::<Travel>::output_of(&outputs).map_err(|e| e.to_string());
+                outcome = Ok(output);
             }
-            ReActEvent::Failed { error } => outcome = Err(error),
+            ReActEvent::Failed { error } => outcome = Err(error.to_string()),
             other => println!("  {other:?}"),
         }
     }

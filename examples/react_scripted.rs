@@ -7,10 +7,10 @@
 use std::sync::Arc;
 
 use signet::lm::ScriptedLm;
-use signet::module::{Observation, ReAct};
 
 #[path = "shared/travel.rs"]
 mod travel;
+use signet::prelude::*;
 use travel::{Notes, Travel, TravelInput};
 
 fn step(thought: &str, tool: &str, args: &str) -> String {
@@ -26,7 +26,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tools = travel::tools(&notes);
 
     // A scripted model, so the example runs anywhere; any `Lm` works here.
-    let lm = Arc::new(ScriptedLm::texts([
+    let lm = ScriptedLm::texts([
         step(
             "I need tomorrow's weather in Oslo.",
             "forecast",
@@ -43,8 +43,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "finish",
             r#"{"answer": "Tomorrow Oslo has 4 °C and light rain; 200 EUR is 2340 NOK."}"#,
         ),
-    ]));
-    let agent = ReAct::<Travel>::new(tools).with_lm(lm);
+    ]);
+    let agent = ReAct::<Travel>::new().tools(tools).with_lm(lm);
     let out = agent
         .call(TravelInput {
             question: "Weather in Oslo tomorrow, and 200 EUR in NOK?".into(),

@@ -12,9 +12,8 @@ use axum::extract::{Query, State};
 use axum::response::sse::{Event, Sse};
 use axum::routing::get;
 use futures::{Stream, StreamExt};
-use signet::lm::{Lm, ScriptedLm};
-use signet::module::ReAct;
-use signet::{Signature, tool};
+use signet::lm::ScriptedLm;
+use signet::prelude::*;
 
 /// Answer arithmetic questions using the tools.
 #[derive(Signature)]
@@ -48,15 +47,9 @@ async fn ask(
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(async move {
-        let mut events = match agent.stream(AskInput {
+        let mut events = agent.stream(AskInput {
             question: query.question,
-        }) {
-            Ok(events) => events,
-            Err(error) => {
-                let _ = sender.send(Event::default().event("failed").data(error.to_string()));
-                return;
-            }
-        };
+        });
         while let Some(event) = events.next().await {
             let json = serde_json::to_value(&event).unwrap_or_default();
             let kind = json["type"].as_str().unwrap_or("event").to_owned();
@@ -75,17 +68,17 @@ async fn ask(
 }
 
 /// The scripted model used by the example and its test.
-pub fn scripted_lm() -> Arc<dyn Lm> {
-    Arc::new(ScriptedLm::texts([
+pub fn scripted_lm() -> ScriptedLm {
+    ScriptedLm::texts([
         "[[ ## next_thought ## ]]\nAdd the numbers.\n\n[[ ## next_tool_name ## ]]\nadd\n\n[[ ## next_tool_args ## ]]\n{\"a\": 2, \"b\": 3}",
         "[[ ## next_thought ## ]]\nDone.\n\n[[ ## next_tool_name ## ]]\nfinish\n\n[[ ## next_tool_args ## ]]\n{\"answer\": \"5\"}",
-    ]))
+    ])
 }
 
 #[allow(dead_code)]
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let agent = Arc::new(ReAct::<Ask>::new(vec![Arc::new(AddTool)]).with_lm(scripted_lm()));
+    let agent = Arc::new(ReAct::<Ask>::new().tool(AddTool).with_lm(scripted_lm()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
     println!(
         "listening on http://{}/ask?question=...",

@@ -5,10 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use signet::Signature;
-use signet::adapter::XmlAdapter;
 use signet::lm::ScriptedLm;
-use signet::module::Predict;
+use signet::prelude::*;
 
 /// Tag the text and score each tag.
 #[derive(Signature)]
@@ -28,7 +26,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let lm = Arc::new(ScriptedLm::texts([reply]));
     let tagging = Predict::<Tagging>::new()
         .with_lm(lm.clone())
-        .with_adapter(Arc::new(XmlAdapter::new()));
+        .with_adapter(XmlAdapter::new());
 
     let out = tagging
         .call(TaggingInput {

@@ -19,9 +19,7 @@ fn tool_signature() -> DynSignature {
     DynSignature::new("ToolSig")
         .with_instructions("Use the tools to answer the question.")
         .with_input(Field::str("question"))
-        .with_input(
-            Field::from_schema("tools", json!({"type": "array"})).with_type_name("list[Tool]"),
-        )
+        .with_input(Field::of::<signet::adapter::Tools>("tools"))
         .with_output(Field::str("answer"))
         .with_output(Field::of::<ToolCalls>("tool_calls"))
 }
@@ -51,9 +49,7 @@ async fn native_tool_calls_are_sent_and_parsed_with_their_ids() {
         .with_capabilities(function_calling()),
     );
     let predictor = Predictor::new(tool_signature())
-        .with_adapter(Arc::new(
-            ChatAdapter::new().with_native_function_calling(true),
-        ))
+        .with_adapter(ChatAdapter::new().with_native_function_calling(true))
         .with_lm(lm.clone());
     let prediction = predictor.forward(&inputs()).await.unwrap();
     let calls: ToolCalls =
@@ -78,9 +74,7 @@ async fn without_function_calling_support_tools_stay_in_the_prompt() {
     let reply = "[[ ## answer ## ]]\n5\n\n[[ ## tool_calls ## ]]\n{\"tool_calls\": []}\n\n[[ ## completed ## ]]";
     let lm = Arc::new(ScriptedLm::texts([reply]));
     let predictor = Predictor::new(tool_signature())
-        .with_adapter(Arc::new(
-            ChatAdapter::new().with_native_function_calling(true),
-        ))
+        .with_adapter(ChatAdapter::new().with_native_function_calling(true))
         .with_lm(lm.clone());
     let prediction = predictor.forward(&inputs()).await.unwrap();
     assert_eq!(prediction.outputs["answer"], "5");
@@ -94,7 +88,7 @@ async fn a_tool_calls_output_without_a_tools_input_is_a_typed_error() {
         .with_output(Field::of::<ToolCalls>("tool_calls"));
     let lm = Arc::new(ScriptedLm::texts(["unused"]).with_capabilities(function_calling()));
     let predictor = Predictor::new(sig)
-        .with_adapter(Arc::new(JsonAdapter::new()))
+        .with_adapter(JsonAdapter::new())
         .with_lm(lm.clone());
     let err = predictor
         .forward(&json!({"question": "q"}).as_object().cloned().unwrap())
@@ -129,7 +123,7 @@ async fn chat_fallback_to_json_is_counted() {
         .forward(&question())
         .await
         .unwrap();
-    assert_eq!(prediction.adapter, "JSONAdapter");
+    assert_eq!(prediction.adapter, signet::adapter::AdapterName::Json);
     assert_eq!(prediction.usage.adapter_fallbacks, 1);
     assert_eq!(prediction.usage.lm_calls, 2);
     assert!(
@@ -150,7 +144,7 @@ async fn structured_outputs_retry_once_in_json_mode() {
             .with_capabilities(caps),
     );
     let prediction = Predictor::new(qa())
-        .with_adapter(Arc::new(JsonAdapter::new()))
+        .with_adapter(JsonAdapter::new())
         .with_lm(lm.clone())
         .forward(&question())
         .await
@@ -174,7 +168,7 @@ async fn parse_errors_name_the_field_value_and_type() {
         "[[ ## answer ## ]]\nParis\n\n[[ ## count ## ]]\nmany",
     ]));
     let err = Predictor::new(qa())
-        .with_adapter(Arc::new(ChatAdapter::new().without_json_fallback()))
+        .with_adapter(ChatAdapter::new().without_json_fallback())
         .with_lm(lm)
         .forward(&question())
         .await
@@ -233,7 +227,7 @@ async fn the_three_formats_read_the_same_answer() {
 async fn empty_replies_are_errors_not_nulls() {
     let lm = Arc::new(ScriptedLm::new([Completion::default()]));
     let err = Predictor::new(qa())
-        .with_adapter(Arc::new(ChatAdapter::new().without_json_fallback()))
+        .with_adapter(ChatAdapter::new().without_json_fallback())
         .with_lm(lm)
         .forward(&question())
         .await

@@ -46,7 +46,7 @@ async fn predict_sends_its_output_schema_as_the_constraint() {
     let lm = Arc::new(ScriptedLm::texts([r#"{"answer": 5}"#]).with_capabilities(llama_cpp()));
     let ask = Predict::<Ask>::new()
         .with_lm(lm.clone())
-        .with_adapter(Arc::new(JsonAdapter::constrained()));
+        .with_adapter(JsonAdapter::constrained());
     assert_eq!(
         ask.call(AskInput {
             question: "2 + 3?".into()
@@ -71,7 +71,7 @@ async fn openai_gets_strict_structured_outputs() {
     let lm = Arc::new(ScriptedLm::texts([r#"{"answer": 5}"#]).with_capabilities(openai));
     let ask = Predict::<Ask>::new()
         .with_lm(lm.clone())
-        .with_adapter(Arc::new(JsonAdapter::constrained()));
+        .with_adapter(JsonAdapter::constrained());
     ask.call(AskInput {
         question: "2 + 3?".into(),
     })
@@ -92,9 +92,10 @@ async fn react_steps_constrain_the_tool_name_and_its_arguments() {
         ])
         .with_capabilities(llama_cpp()),
     );
-    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)])
+    let agent = ReAct::<Ask>::new()
+        .tool(AddTool)
         .with_lm(lm.clone())
-        .with_adapter(Arc::new(JsonAdapter::constrained()))
+        .with_adapter(JsonAdapter::constrained())
         .with_mode(ReActMode::Text);
     let out = agent
         .call(AskInput {
@@ -147,7 +148,7 @@ async fn the_constrained_prompt_names_the_outputs_without_placeholders_to_copy()
     let lm = Arc::new(ScriptedLm::texts([r#"{"answer": 5}"#]).with_capabilities(llama_cpp()));
     let ask = Predict::<Ask>::new()
         .with_lm(lm.clone())
-        .with_adapter(Arc::new(JsonAdapter::constrained()));
+        .with_adapter(JsonAdapter::constrained());
     ask.call(AskInput {
         question: "2 + 3?".into(),
     })
@@ -166,7 +167,7 @@ async fn the_constrained_prompt_names_the_outputs_without_placeholders_to_copy()
     let plain = Arc::new(ScriptedLm::texts([r#"{"answer": 5}"#]));
     Predict::<Ask>::new()
         .with_lm(plain.clone())
-        .with_adapter(Arc::new(JsonAdapter::new()))
+        .with_adapter(JsonAdapter::new())
         .call(AskInput {
             question: "2 + 3?".into(),
         })
@@ -191,9 +192,10 @@ async fn with_structured_outputs_only_react_steps_still_send_their_own_schema() 
         ])
         .with_capabilities(openai),
     );
-    ReAct::<Ask>::new(vec![Arc::new(AddTool)])
+    ReAct::<Ask>::new()
+        .tool(AddTool)
         .with_lm(lm.clone())
-        .with_adapter(Arc::new(JsonAdapter::constrained()))
+        .with_adapter(JsonAdapter::constrained())
         .with_mode(ReActMode::Text)
         .call(AskInput {
             question: "2 + 3?".into(),
@@ -219,9 +221,10 @@ async fn native_react_on_a_small_model_calls_tools_through_a_constrained_list() 
     .with_capabilities(llama_cpp());
     let lm = Arc::new(ConstrainedToolCalls::new(inner));
     // The wrapper reports native tool calls, so the default mode picks the native loop.
-    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)])
+    let agent = ReAct::<Ask>::new()
+        .tool(AddTool)
         .with_lm(lm.clone() as Arc<dyn Lm>)
-        .with_adapter(Arc::new(JsonAdapter::constrained()));
+        .with_adapter(JsonAdapter::constrained());
     let out = agent
         .call(AskInput {
             question: "2 + 3?".into(),

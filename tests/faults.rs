@@ -3,7 +3,6 @@
 //! away between two steps of an agent. Each fault has a typed error, no hang and no panic.
 //! (429 bursts, 500s, slow first bytes and malformed bodies are in `lm_http.rs`.)
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -188,7 +187,7 @@ async fn an_agent_whose_server_goes_away_fails_with_its_trajectory() {
     .to_string();
     // One good reply, then the port refuses connections.
     let url = fake_server(vec![Behaviour::SendThenClose(json_response(&body))]).await;
-    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)]).with_lm(Arc::new(lm(&url)));
+    let agent = ReAct::<Ask>::new().tool(AddTool).with_lm(lm(&url));
     let error = agent
         .call(AskInput {
             question: "2 + 3?".into(),
@@ -196,10 +195,10 @@ async fn an_agent_whose_server_goes_away_fails_with_its_trajectory() {
         .await
         .unwrap_err();
     assert!(
-        matches!(error.cause(), Error::Lm(LmError::Connect { .. })),
+        matches!(error.call_error(), Some(Error::Lm(LmError::Connect { .. }))),
         "{error:?}"
     );
-    let trajectory = error.trajectory().expect("the trajectory so far");
+    let trajectory = &error.trajectory;
     assert_eq!(trajectory.steps.len(), 1);
     assert_eq!(
         trajectory.steps[0].observation,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use signet::lm::{
-    Capabilities, Completion, FinishReason, History, Lm, LmError, LmRequest, Message, OpenAiLm,
+    CallHistory, Capabilities, Completion, FinishReason, Lm, LmError, LmRequest, Message, OpenAiLm,
     OpenAiLmBuilder, ResponseCache, ResponseFormat, RetryPolicy, StreamEvent, ToolCall, ToolChoice,
 };
 use wiremock::matchers::{header, method, path};
@@ -770,7 +770,7 @@ async fn shared_history_and_cache_between_clients() {
         .expect(1)
         .mount(&server)
         .await;
-    let history = Arc::new(History::with_capacity(10));
+    let history = Arc::new(CallHistory::with_capacity(10));
     let cache = Arc::new(ResponseCache::in_memory());
     let a = client(&server)
         .history(history.clone())

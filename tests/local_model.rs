@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use signet::adapter::JsonAdapter;
 use signet::lm::{Lm, LmError, LmOptions, LmRequest, Message, StreamEvent, ToolChoice};
-use signet::module::{CallConfig, Observation, Predict, ReAct, ReActEvent, ReActMode};
+use signet::module::{CallConfig, Limits, Observation, Predict, ReAct, ReActEvent, ReActMode};
 use signet::{Signature, Tool, tool};
 use signet_local::{ChatTemplate, LlamaCpp, LocalServer, ServerCommand, XLLAMACPP_VERSION};
 use tokio::sync::{Mutex, MutexGuard};
@@ -64,7 +64,7 @@ async fn predict_with_constrained_json_returns_a_typed_value() {
     let (server, lm, _guard) = serve(LlamaCpp::smollm2()).await;
     let predict = Predict::<Classify>::new()
         .with_lm(lm)
-        .with_adapter(Arc::new(JsonAdapter::constrained()))
+        .with_adapter(JsonAdapter::constrained())
         .with_options(greedy(200));
     let (output, prediction) = predict
         .call_full(
@@ -116,23 +116,22 @@ async fn a_react_run_calls_real_tools_and_ends_with_a_typed_answer() {
     let (server, lm, _guard) = serve(LlamaCpp::smollm2()).await;
     let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(WordCountTool), Arc::new(AddTool)];
     // DSPy's text loop, each step constrained to a real tool and its arguments.
-    let agent = ReAct::<Ask>::new(tools)
+    let agent = ReAct::<Ask>::new()
+        .tools(tools)
         .with_lm(lm)
-        .with_adapter(Arc::new(JsonAdapter::constrained()))
+        .with_adapter(JsonAdapter::constrained())
         .with_mode(ReActMode::Text)
-        .with_max_iters(3)
+        .with_limits(Limits::default().max_iters(3))
         .with_options(greedy(200));
-    let events: Vec<ReActEvent> = agent
+    let events: Vec<ReActEvent<AskOutput>> = agent
         .stream(AskInput {
             question: "How many words are in the text 'the quick brown fox jumps'?".into(),
         })
-        .unwrap()
         .collect()
         .await;
-    let Some(ReActEvent::Done { outputs, usage, .. }) = events.last() else {
-        panic!("the run must end with done: {events:?}");
+    let Some(ReActEvent::Done { output, usage, .. }) = events.last() else {
+        panic!("the run must end with a typed answer: {events:?}");
     };
-    let output = ReAct::<Ask>::output_of(outputs).expect("a typed answer");
     assert!(
         usage.lm_calls >= 2,
         "steps and (unless finish carried it) the extractor"
@@ -258,11 +257,12 @@ async fn a_native_tool_call_round_trip_is_accepted_by_the_server() {
 async fn a_native_react_run_makes_only_valid_calls() {
     let (server, lm, _guard) = serve(LlamaCpp::smollm2()).await;
     let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(WordCountTool), Arc::new(AddTool)];
-    let agent = ReAct::<Ask>::new(tools)
+    let agent = ReAct::<Ask>::new()
+        .tools(tools)
         .with_lm(lm)
-        .with_adapter(Arc::new(JsonAdapter::constrained()))
+        .with_adapter(JsonAdapter::constrained())
         .with_mode(ReActMode::Native)
-        .with_max_iters(3)
+        .with_limits(Limits::default().max_iters(3))
         .with_options(greedy(200));
     let out = agent
         .call(AskInput {
@@ -290,8 +290,8 @@ async fn predict_with_tools_runs_native_calls_on_the_real_model() {
     let (server, lm, _guard) = serve(LlamaCpp::smollm2()).await;
     let predict = Predict::<Ask>::new()
         .with_lm(lm.clone())
-        .with_adapter(Arc::new(JsonAdapter::constrained()))
-        .with_tools(vec![Arc::new(AddTool) as Arc<dyn Tool>])
+        .with_adapter(JsonAdapter::constrained())
+        .tools(vec![Arc::new(AddTool) as Arc<dyn Tool>])
         .with_max_tool_turns(2)
         .with_options(greedy(120));
     // Whatever the tiny model decides, each round is a valid call or a typed answer; running out

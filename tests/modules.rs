@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use signet::Signature;
-use signet::adapter::{JsonAdapter, XmlAdapter};
+use signet::adapter::{AdapterName, JsonAdapter, XmlAdapter};
 use signet::lm::{Completion, LmError, ScriptedLm};
 use signet::module::{
     CallConfig, ChainOfThought, Error, ModuleState, Predict, Predictor, configure,
@@ -98,17 +98,14 @@ async fn configuration_precedence_is_module_then_call_then_global() {
     assert_eq!(err, Error::Lm(LmError::NotConfigured));
 
     let global = Arc::new(ScriptedLm::texts([chat("global"), chat("global again")]));
-    configure(Some(global.clone()), None);
+    configure(global.clone());
     assert_eq!(
         Predict::<QA>::new().call(ask("q")).await.unwrap().answer,
         "global"
     );
 
     let call_lm = Arc::new(ScriptedLm::texts([chat("call")]));
-    let call = CallConfig {
-        lm: Some(call_lm.clone()),
-        adapter: None,
-    };
+    let call = CallConfig::new().with_lm(call_lm.clone());
     let (out, _) = Predict::<QA>::new()
         .call_full(ask("q"), &call)
         .await
@@ -133,26 +130,25 @@ async fn configuration_precedence_is_module_then_call_then_global() {
 
     // The adapter follows the same order.
     let json_lm = Arc::new(ScriptedLm::texts([r#"{"answer": "json"}"#]));
-    let call = CallConfig {
-        lm: Some(json_lm),
-        adapter: Some(Arc::new(JsonAdapter::new())),
-    };
+    let call = CallConfig::new()
+        .with_lm(json_lm)
+        .with_adapter(JsonAdapter::new());
     let (out, prediction) = Predict::<QA>::new()
         .call_full(ask("q"), &call)
         .await
         .unwrap();
     assert_eq!(
         (out.answer.as_str(), prediction.adapter),
-        ("json", "JSONAdapter")
+        ("json", AdapterName::Json)
     );
     let xml_lm = Arc::new(ScriptedLm::texts(["<answer>\nxml\n</answer>"]));
     let module = Predict::<QA>::new()
         .with_lm(xml_lm)
-        .with_adapter(Arc::new(XmlAdapter::new()));
+        .with_adapter(XmlAdapter::new());
     let (out, prediction) = module.call_full(ask("q"), &call).await.unwrap();
     assert_eq!(
         (out.answer.as_str(), prediction.adapter),
-        ("xml", "XMLAdapter")
+        ("xml", AdapterName::Xml)
     );
 }
 
@@ -204,7 +200,7 @@ async fn values_that_do_not_fit_the_output_type_are_typed_errors() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::OutputType { message } if message.contains("300")),
+        matches!(&err, Error::OutputType { source } if source.to_string().contains("300")),
         "{err}"
     );
 }
@@ -259,7 +255,7 @@ async fn predict_with_tools_runs_tool_calls_until_the_model_answers() {
     );
     let qa = Predict::<QA>::new()
         .with_lm(lm.clone())
-        .with_tools(vec![Arc::new(PopulationTool)]);
+        .tools(vec![Arc::new(PopulationTool)]);
     let (out, prediction) = qa
         .call_full(
             ask("Population of Paris and Atlantis?"),
@@ -305,7 +301,7 @@ async fn predict_with_tools_is_bounded_and_needs_function_calling() {
     let lm = Arc::new(ScriptedLm::new(looping).with_capabilities(function_calling()));
     let qa = Predict::<QA>::new()
         .with_lm(lm)
-        .with_tools(vec![Arc::new(PopulationTool)]);
+        .tools(vec![Arc::new(PopulationTool)]);
     let mut predictor = qa.predictor().clone().with_max_tool_turns(2);
     let err = predictor
         .forward(json!({"question": "?"}).as_object().unwrap())
@@ -314,8 +310,8 @@ async fn predict_with_tools_is_bounded_and_needs_function_calling() {
     assert_eq!(err, Error::TooManyToolTurns { turns: 2 });
 
     predictor = Predictor::new("question -> answer".parse().unwrap())
-        .with_lm(Arc::new(ScriptedLm::texts(["unused"])))
-        .with_tools(vec![Arc::new(PopulationTool)]);
+        .with_lm(ScriptedLm::texts(["unused"]))
+        .tools(vec![Arc::new(PopulationTool)]);
     let err = predictor
         .forward(json!({"question": "?"}).as_object().unwrap())
         .await

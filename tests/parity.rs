@@ -14,8 +14,8 @@ use signet::lm::{
     Capabilities, Completion, LmError, LmOptions, LmRequest, ResponseFormat, ScriptedLm, ToolCall,
     ToolChoice,
 };
-use signet::module::{CallConfig, Error, Predictor, ReActCore, with_reasoning};
-use signet::signature::Constraint;
+use signet::module::{CallConfig, Error, Limits, Predictor, ReActCore, RunFailure, with_reasoning};
+use signet::signature::{Constraint, FieldKind};
 use signet::tool::FnTool;
 use signet::{DynSignature, Field};
 use std::collections::{HashMap, VecDeque};
@@ -120,9 +120,20 @@ fn signature(recorded: &Value, drop_reasoning: bool) -> DynSignature {
             .get("json_schema")
             .cloned()
             .unwrap_or_else(|| json!({"type": "string"}));
+        let type_name = f["type"].as_str().unwrap_or("str");
+        // DSPy's special types, recognised by the name DSPy recorded for them.
+        let kind = match type_name {
+            "History" => Some(FieldKind::History),
+            "ToolCalls" => Some(FieldKind::ToolCalls),
+            "list[Tool]" => Some(FieldKind::Tools),
+            _ => None,
+        };
         let mut field = Field::from_schema(f["name"].as_str().unwrap_or_default(), schema)
-            .with_type_name(f["type"].as_str().unwrap_or("str"))
+            .with_type_name(type_name)
             .with_desc(f["rendered_desc"].as_str().unwrap_or_default());
+        if let Some(kind) = kind {
+            field = field.with_kind(kind);
+        }
         for constraint in f["constraints"]
             .as_str()
             .map(constraints)
@@ -629,8 +640,7 @@ async fn run_parse_cases(fixture: &Value) -> Outcome {
                 &LmOptions::default(),
             )
             .await
-            .map(|r| r.outputs)
-            .map_err(Error::from);
+            .map(|r| r.outputs);
             if let Err(Skip::Fail(why)) = compare_result(&expected["result"], &result) {
                 problems.push(format!("{name} ({key}): {why}"));
             }
@@ -684,7 +694,7 @@ async fn run_parse_cases(fixture: &Value) -> Outcome {
         let replies: Vec<Value> = case["replies"].as_array().cloned().unwrap_or_default();
         let lm = scripted(&replies, caps);
         let predictor = Predictor::new(sig.clone())
-            .with_adapter(Arc::new(ChatAdapter::new()))
+            .with_adapter(ChatAdapter::new())
             .with_lm(lm.clone());
         let result = predictor.forward(&inputs).await.map(|p| p.outputs);
         let calls = case["calls"].as_array().cloned().unwrap_or_default();
@@ -744,21 +754,36 @@ async fn run_react(fixture: &Value) -> Result<(), Skip> {
     let adapter = adapter_for(&fixture["adapter"], None)?;
     let replies: Vec<Value> = calls.iter().map(|c| c["reply"].clone()).collect();
     let lm = scripted(&replies, capabilities(&fixture["lm_capabilities"]));
-    let core = ReActCore::new(signature(&fixture["signature"], false), tools)
-        .with_max_iters(react["max_iters"].as_u64().unwrap_or(20) as usize)
+    let core = ReActCore::new(signature(&fixture["signature"], false))
+        .tools(tools)
+        .with_limits(
+            Limits::default().max_iters(react["max_iters"].as_u64().unwrap_or(20) as usize),
+        )
         .with_adapter(adapter)
         .with_lm(lm.clone());
     let inputs = decode_inputs(&fixture["inputs"])?;
     let result = core.forward(&inputs, &CallConfig::default()).await;
     compare_calls(&calls, &lm.requests())?;
-    let outputs = result.clone().map(|run| {
-        let mut outputs = Map::new();
-        if let Some(reasoning) = run.reasoning {
-            outputs.insert("reasoning".into(), Value::String(reasoning));
-        }
-        outputs.extend(run.outputs);
-        outputs
-    });
+    let outputs = result
+        .clone()
+        .map(|run| {
+            let mut outputs = Map::new();
+            if let Some(reasoning) = run.reasoning {
+                outputs.insert("reasoning".into(), Value::String(reasoning));
+            }
+            outputs.extend(run.outputs);
+            outputs
+        })
+        // DSPy raises the call's error; a trajectory that cannot fit is its context-window error.
+        .map_err(|error| match error.reason {
+            RunFailure::Call(error) => error,
+            RunFailure::TrajectoryTooLong { message } => {
+                Error::Lm(LmError::ContextWindowExceeded { message })
+            }
+            other => Error::InvalidSignature {
+                message: other.to_string(),
+            },
+        });
     compare_result(&fixture["result"], &outputs)?;
     if let (Some(want), Ok(run)) = (fixture["result"].get("trajectory"), &result) {
         let got = Value::Object(run.trajectory.to_example());

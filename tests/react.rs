@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::json;
 use signet::lm::{Completion, LmError, ScriptedLm};
 use signet::module::{
-    Error, KeepFirst, Limits, Observation, ReAct, SlidingWindow, Summarize, Trajectory,
+    KeepFirst, Limits, Observation, ReAct, RunFailure, SlidingWindow, Summarize, Trajectory,
     TruncationPolicy,
 };
 use signet::{Tool, ToolBox, tool};
@@ -58,9 +58,10 @@ impl Counter {
 fn agent(tools: Vec<Arc<dyn Tool>>, replies: Vec<String>) -> (ReAct<Ask>, Arc<ScriptedLm>) {
     let lm = Arc::new(ScriptedLm::texts(replies));
     (
-        ReAct::<Ask>::new(tools)
+        ReAct::<Ask>::new()
+            .tools(tools)
             .with_lm(lm.clone())
-            .with_max_iters(6),
+            .with_limits(Limits::default().max_iters(6)),
         lm,
     )
 }
@@ -130,7 +131,7 @@ async fn a_tool_that_exceeds_its_timeout_becomes_an_observation() {
             extract("none"),
         ],
     );
-    let agent = agent.with_tool_timeout(Duration::from_millis(20));
+    let agent = agent.with_limits(Limits::default().tool_timeout(Duration::from_millis(20)));
     let out = agent.call(ask()).await.unwrap();
     match &out.trajectory.steps[0].observation {
         Observation::Error(text) => assert!(text.contains("timed out after 20ms"), "{text}"),
@@ -178,9 +179,10 @@ async fn max_iters_bounds_the_loop() {
     let mut replies = replies;
     replies.push(extract("2"));
     let lm = Arc::new(ScriptedLm::texts(replies));
-    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)])
+    let agent = ReAct::<Ask>::new()
+        .tool(AddTool)
         .with_lm(lm.clone())
-        .with_max_iters(3);
+        .with_limits(Limits::default().max_iters(3));
     let out = agent.call(ask()).await.unwrap();
     assert_eq!(out.trajectory.steps.len(), 3);
     assert_eq!(lm.requests().len(), 4);
@@ -235,14 +237,12 @@ async fn an_extractor_that_never_fits_is_a_typed_error_with_the_trajectory() {
         .then_error(overflow())
         .then_error(overflow()),
     );
-    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)]).with_lm(lm.clone());
-    match agent.call(ask()).await.unwrap_err() {
-        Error::TrajectoryTooLong {
-            trajectory,
-            message,
-        } => {
+    let agent = ReAct::<Ask>::new().tool(AddTool).with_lm(lm.clone());
+    let error = agent.call(ask()).await.unwrap_err();
+    match &error.reason {
+        RunFailure::TrajectoryTooLong { message } => {
             assert!(
-                trajectory.steps.len() < 2,
+                error.trajectory.steps.len() < 2,
                 "steps were dropped while truncating"
             );
             assert!(message.contains("too long"), "{message}");
@@ -327,9 +327,10 @@ async fn a_custom_truncation_policy_is_used() {
                 json!({"answer": "3"}),
             ))),
     );
-    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)])
+    let agent = ReAct::<Ask>::new()
+        .tool(AddTool)
         .with_lm(lm.clone())
-        .with_truncation(Arc::new(ForgetAll));
+        .with_truncation(ForgetAll);
     let out = agent.call(ask()).await.unwrap();
     assert_eq!(out.output.answer, "3");
     let retried = &lm.requests()[2].messages[1].content;
@@ -427,7 +428,9 @@ async fn with_many_tools_a_first_call_selects_the_relevant_ones() {
         step("use t7", "t7", json!({})),
         step("done", "finish", json!({"answer": "7"})),
     ]));
-    let agent = ReAct::<Ask>::new(many_tools(14)).with_lm(lm.clone());
+    let agent = ReAct::<Ask>::new()
+        .tools(many_tools(14))
+        .with_lm(lm.clone());
     let out = agent.call(ask()).await.unwrap();
     assert_eq!(out.output.answer, "7");
     let requests = lm.requests();
@@ -451,7 +454,9 @@ async fn a_failed_selection_offers_every_tool() {
     let mut replies: Vec<String> = (0..4).map(|_| "I cannot decide".to_owned()).collect();
     replies.push(step("done", "finish", json!({"answer": "ok"})));
     let lm = Arc::new(ScriptedLm::texts(replies));
-    let agent = ReAct::<Ask>::new(many_tools(14)).with_lm(lm.clone());
+    let agent = ReAct::<Ask>::new()
+        .tools(many_tools(14))
+        .with_lm(lm.clone());
     let out = agent.call(ask()).await.unwrap();
     assert_eq!(out.output.answer, "ok");
     let step_prompt = &lm.requests()[4].messages[0].content;
@@ -473,12 +478,10 @@ async fn long_observations_are_cut_for_the_model_and_kept_whole() {
         step("read the log", "dump", json!({})),
         step("done", "finish", json!({"answer": "ok"})),
     ]));
-    let agent = ReAct::<Ask>::new(vec![Arc::new(DumpTool)])
+    let agent = ReAct::<Ask>::new()
+        .tool(DumpTool)
         .with_lm(lm.clone())
-        .with_limits(Limits {
-            max_observation_chars: 100,
-            ..Limits::default()
-        });
+        .with_limits(Limits::default().max_observation_chars(100));
     let out = agent.call(ask()).await.unwrap();
     let Observation::Truncated { shown, full } = &out.trajectory.steps[0].observation else {
         panic!(
@@ -503,21 +506,15 @@ async fn a_run_stops_at_its_lm_call_limit_with_the_trajectory() {
     let replies: Vec<String> = (0..5)
         .map(|_| step("again", "add", json!({"a": 1, "b": 1})))
         .collect();
-    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)])
-        .with_lm(Arc::new(ScriptedLm::texts(replies)))
-        .with_limits(Limits {
-            max_lm_calls: 3,
-            ..Limits::default()
-        });
-    match agent.call(ask()).await {
-        Err(Error::LmCallLimit { limit, trajectory }) => {
-            assert_eq!(limit, 3);
-            assert_eq!(
-                trajectory.steps.len(),
-                3,
-                "three steps ran before the limit"
-            );
-        }
-        other => panic!("expected LmCallLimit, got {other:?}"),
-    }
+    let agent = ReAct::<Ask>::new()
+        .tool(AddTool)
+        .with_lm(ScriptedLm::texts(replies))
+        .with_limits(Limits::default().max_lm_calls(3));
+    let error = agent.call(ask()).await.unwrap_err();
+    assert_eq!(error.reason, RunFailure::LmCallLimit { limit: 3 });
+    assert_eq!(
+        error.trajectory.steps.len(),
+        3,
+        "three steps ran before the limit"
+    );
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use futures::StreamExt;
 use serde_json::json;
 use signet::lm::ScriptedLm;
-use signet::module::{Observation, ReAct, ReActEvent};
+use signet::module::{Limits, Observation, ReAct, ReActEvent};
 use signet::{ToolBox, tool};
 
 #[tokio::test]
@@ -17,7 +17,7 @@ async fn events_arrive_in_order_and_end_with_done() {
         step("thinking", "finish", json!({})),
         "[[ ## reasoning ## ]]\nsum\n\n[[ ## answer ## ]]\n5".to_owned(),
     ]));
-    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)]).with_lm(lm);
+    let agent = ReAct::<Ask>::new().tool(AddTool).with_lm(lm);
     let events = all_events(&agent, "2 + 3?").await;
     let mut kinds: Vec<String> = events
         .iter()
@@ -57,8 +57,8 @@ async fn events_arrive_in_order_and_end_with_done() {
         other => panic!("unexpected {other:?}"),
     }
     match events.last() {
-        Some(ReActEvent::Done { outputs, usage, .. }) => {
-            assert_eq!(outputs["answer"], "5");
+        Some(ReActEvent::Done { output, usage, .. }) => {
+            assert_eq!(output.answer, "5");
             assert_eq!(usage.lm_calls, 3);
         }
         other => panic!("expected done, got {other:?}"),
@@ -66,18 +66,17 @@ async fn events_arrive_in_order_and_end_with_done() {
 }
 
 /// Every event of a streamed run of `agent` on `question`.
-async fn all_events(agent: &ReAct<Ask>, question: &str) -> Vec<ReActEvent> {
+async fn all_events(agent: &ReAct<Ask>, question: &str) -> Vec<ReActEvent<AskOutput>> {
     agent
         .stream(AskInput {
             question: question.into(),
         })
-        .unwrap()
         .collect()
         .await
 }
 
 /// The answer deltas of a streamed run, concatenated per field, in order of first appearance.
-fn answer_text(events: &[ReActEvent]) -> Vec<(Option<String>, String)> {
+fn answer_text(events: &[ReActEvent<AskOutput>]) -> Vec<(Option<String>, String)> {
     let mut fields: Vec<(Option<String>, String)> = Vec::new();
     for event in events {
         if let ReActEvent::AnswerDelta { field, text } = event {
@@ -96,7 +95,7 @@ async fn the_extractor_streams_its_answer_field_by_field() {
         step("thinking", "finish", json!({})),
         "[[ ## reasoning ## ]]\nThe tools were not needed.\n\n[[ ## answer ## ]]\nFive apples,\n\nand two pears.\n\n[[ ## completed ## ]]".to_owned(),
     ]));
-    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)]).with_lm(lm);
+    let agent = ReAct::<Ask>::new().tool(AddTool).with_lm(lm);
     let events = all_events(&agent, "fruit?").await;
     let deltas = events
         .iter()
@@ -120,8 +119,8 @@ async fn the_extractor_streams_its_answer_field_by_field() {
         ]
     );
     match events.last() {
-        Some(ReActEvent::Done { outputs, .. }) => {
-            assert_eq!(outputs["answer"], "Five apples,\n\nand two pears.")
+        Some(ReActEvent::Done { output, .. }) => {
+            assert_eq!(output.answer, "Five apples,\n\nand two pears.")
         }
         other => panic!("expected done, got {other:?}"),
     }
@@ -134,9 +133,10 @@ async fn with_the_json_adapter_the_raw_reply_streams() {
         r#"{"next_thought": "done", "next_tool_name": "finish", "next_tool_args": {}}"#.to_owned(),
         reply.to_owned(),
     ]));
-    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)])
+    let agent = ReAct::<Ask>::new()
+        .tool(AddTool)
         .with_lm(lm)
-        .with_adapter(Arc::new(signet::adapter::JsonAdapter::new()));
+        .with_adapter(signet::adapter::JsonAdapter::new());
     let events = all_events(&agent, "2 + 3?").await;
     assert_eq!(answer_text(&events), [(None, reply.to_owned())]);
     assert!(matches!(events.last(), Some(ReActEvent::Done { .. })));
@@ -148,9 +148,10 @@ async fn a_loop_that_stops_early_says_why() {
         step("thinking", "add", json!({"a": 1, "b": 1})),
         "[[ ## reasoning ## ]]\nr\n\n[[ ## answer ## ]]\n2".to_owned(),
     ]));
-    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)])
+    let agent = ReAct::<Ask>::new()
+        .tool(AddTool)
         .with_lm(lm)
-        .with_max_iters(1);
+        .with_limits(Limits::default().max_iters(1));
     let events = all_events(&agent, "1 + 1?").await;
     let stopped = events
         .iter()
@@ -166,10 +167,12 @@ async fn a_loop_that_stops_early_says_why() {
 #[tokio::test]
 async fn a_failed_run_ends_with_failed() {
     let lm = Arc::new(ScriptedLm::texts([step("thinking", "finish", json!({}))]));
-    let agent = ReAct::<Ask>::new(vec![]).with_lm(lm);
+    let agent = ReAct::<Ask>::new().with_lm(lm);
     let events = all_events(&agent, "?").await;
     match events.last() {
-        Some(ReActEvent::Failed { error }) => assert!(error.contains("no reply left"), "{error}"),
+        Some(ReActEvent::Failed { error }) => {
+            assert!(error.to_string().contains("no reply left"), "{error}")
+        }
         other => panic!("expected failed, got {other:?}"),
     }
 }
@@ -205,12 +208,10 @@ async fn dropping_the_stream_cancels_the_tool_in_flight() {
         dropped: dropped.clone(),
     }));
     let lm = Arc::new(ScriptedLm::texts([step("thinking", "wait", json!({}))]));
-    let agent = ReAct::<Ask>::new(tools).with_lm(lm);
-    let mut events = agent
-        .stream(AskInput {
-            question: "?".into(),
-        })
-        .unwrap();
+    let agent = ReAct::<Ask>::new().tools(tools).with_lm(lm);
+    let mut events = agent.stream(AskInput {
+        question: "?".into(),
+    });
     loop {
         match events.next().await {
             Some(ReActEvent::ToolCallStarted { .. }) => break,
@@ -250,7 +251,7 @@ async fn native_mode_emits_an_event_pair_per_concurrent_call() {
             ..Capabilities::default()
         }),
     );
-    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)]).with_lm(lm);
+    let agent = ReAct::<Ask>::new().tool(AddTool).with_lm(lm);
     let events = all_events(&agent, "?").await;
     // Concurrent calls finish in whatever order they complete; each event names its call.
     let mut finished: Vec<(usize, Observation)> = events

@@ -32,7 +32,9 @@ impl Chatty {
     }
 }
 
-async fn events_of(stream: futures::stream::BoxStream<'_, ReActEvent>) -> Vec<ReActEvent> {
+async fn events_of(
+    stream: futures::stream::BoxStream<'_, ReActEvent<AskOutput>>,
+) -> Vec<ReActEvent<AskOutput>> {
     stream.collect().await
 }
 
@@ -76,21 +78,17 @@ async fn a_finish_chosen_while_messages_arrive_is_postponed_and_the_messages_rea
         ]),
         sender: Mutex::new(Some(sender)),
     });
-    let agent = ReAct::<Ask>::new(vec![Arc::new(AddTool)]).with_lm(lm.clone());
-    let events = events_of(
-        agent
-            .stream_with_interrupts(
-                AskInput {
-                    question: "1 + 1?".into(),
-                },
-                receiver,
-            )
-            .unwrap(),
-    )
+    let agent = ReAct::<Ask>::new().tool(AddTool).with_lm(lm.clone());
+    let events = events_of(agent.stream_with_interrupts(
+        AskInput {
+            question: "1 + 1?".into(),
+        },
+        receiver,
+    ))
     .await;
     match events.last() {
-        Some(ReActEvent::Done { outputs, .. }) => {
-            assert_eq!(outputs["answer"], "2, briefly; Rome unknown")
+        Some(ReActEvent::Done { output, .. }) => {
+            assert_eq!(output.answer, "2, briefly; Rome unknown")
         }
         other => panic!("expected done, got {other:?}"),
     }
@@ -123,17 +121,13 @@ async fn native_mode_puts_messages_after_the_tool_results() {
             ..Capabilities::default()
         }),
     );
-    let agent = ReAct::<Ask>::new(tools).with_lm(lm.clone());
-    let events = events_of(
-        agent
-            .stream_with_interrupts(
-                AskInput {
-                    question: "Weather?".into(),
-                },
-                receiver,
-            )
-            .unwrap(),
-    )
+    let agent = ReAct::<Ask>::new().tools(tools).with_lm(lm.clone());
+    let events = events_of(agent.stream_with_interrupts(
+        AskInput {
+            question: "Weather?".into(),
+        },
+        receiver,
+    ))
     .await;
     assert!(matches!(events.last(), Some(ReActEvent::Done { .. })));
     let messages = &lm.requests()[1].messages;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use signet::lm::{Capabilities, Completion, Role, ScriptedLm, ToolCall, ToolChoice};
-use signet::module::{Observation, ReAct, ReActMode};
+use signet::module::{Limits, Observation, ReAct, ReActMode};
 use signet::{Signature, ToolBox, tool};
 use tokio::sync::Barrier;
 
@@ -71,9 +71,10 @@ async fn calls_of_one_reply_run_concurrently_and_return_in_order() {
         ])
         .with_capabilities(function_calling()),
     );
-    let agent = ReAct::<Ask>::new(tools)
+    let agent = ReAct::<Ask>::new()
+        .tools(tools)
         .with_lm(lm.clone())
-        .with_tool_timeout(Duration::from_secs(10));
+        .with_limits(Limits::default().tool_timeout(Duration::from_secs(10)));
     let out = agent
         .call(AskInput {
             question: "Oslo?".into(),
@@ -148,7 +149,8 @@ async fn finish_with_outputs_ends_the_run() {
         ])
         .with_capabilities(function_calling()),
     );
-    let out = ReAct::<Ask>::new(vec![Arc::new(AddTool)])
+    let out = ReAct::<Ask>::new()
+        .tool(AddTool)
         .with_lm(lm.clone())
         .call(AskInput {
             question: "2 + 3?".into(),
@@ -177,7 +179,8 @@ async fn bad_arguments_and_unknown_tools_are_tool_messages_the_model_can_read() 
         ])
         .with_capabilities(function_calling()),
     );
-    let out = ReAct::<Ask>::new(vec![Arc::new(AddTool)])
+    let out = ReAct::<Ask>::new()
+        .tool(AddTool)
         .with_lm(lm.clone())
         .call(AskInput {
             question: "?".into(),
@@ -206,7 +209,8 @@ async fn bad_arguments_and_unknown_tools_are_tool_messages_the_model_can_read() 
 async fn text_mode_can_be_forced_on_a_function_calling_lm() {
     let step = "[[ ## next_thought ## ]]\nDone.\n\n[[ ## next_tool_name ## ]]\nfinish\n\n[[ ## next_tool_args ## ]]\n{\"answer\": \"ok\"}";
     let lm = Arc::new(ScriptedLm::texts([step]).with_capabilities(function_calling()));
-    let out = ReAct::<Ask>::new(vec![Arc::new(AddTool)])
+    let out = ReAct::<Ask>::new()
+        .tool(AddTool)
         .with_lm(lm.clone())
         .with_mode(ReActMode::Text)
         .call(AskInput {
@@ -255,12 +259,10 @@ async fn tool_concurrency_is_bounded_by_the_limit() {
         ])
         .with_capabilities(function_calling()),
     );
-    let agent = ReAct::<Ask>::new(Gauge::tools(&gauge))
+    let agent = ReAct::<Ask>::new()
+        .tools(Gauge::tools(&gauge))
         .with_lm(lm)
-        .with_limits(signet::module::Limits {
-            max_concurrent_tools: 2,
-            ..signet::module::Limits::default()
-        });
+        .with_limits(signet::module::Limits::default().max_concurrent_tools(2));
     let out = agent
         .call(AskInput {
             question: "work".into(),

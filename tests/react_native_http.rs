@@ -3,7 +3,6 @@
 //! concurrently, and the next request carries the assistant's `tool_calls` and one `tool` message per
 //! call, with its `tool_call_id`, in call order.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -78,7 +77,7 @@ fn agent(server: &MockServer) -> ReAct<Ask> {
         .capabilities(Capabilities::openai())
         .build()
         .unwrap();
-    ReAct::<Ask>::new(vec![Arc::new(ForecastTool)]).with_lm(Arc::new(lm))
+    ReAct::<Ask>::new().tool(ForecastTool).with_lm(lm)
 }
 
 #[tokio::test]
@@ -203,7 +202,7 @@ async fn a_server_error_mid_run_is_a_typed_error_with_the_trajectory() {
         .max_retries(0)
         .build()
         .unwrap();
-    let agent = ReAct::<Ask>::new(vec![Arc::new(ForecastTool)]).with_lm(Arc::new(lm));
+    let agent = ReAct::<Ask>::new().tool(ForecastTool).with_lm(lm);
     let error = agent
         .call(AskInput {
             question: "q".into(),
@@ -213,19 +212,19 @@ async fn a_server_error_mid_run_is_a_typed_error_with_the_trajectory() {
     // The LM's typed error, with the step that already ran and the usage so far.
     assert!(
         matches!(
-            error.cause(),
-            signet::module::Error::Lm(signet::lm::LmError::Server { status: 500, .. })
+            error.call_error(),
+            Some(signet::Error::Lm(signet::lm::LmError::Server {
+                status: 500,
+                ..
+            }))
         ),
         "{error:?}"
     );
-    let trajectory = error.trajectory().expect("the trajectory so far");
-    assert_eq!(trajectory.steps.len(), 1);
+    assert!(error.is_retryable(), "a server error may pass");
+    assert_eq!(error.trajectory.steps.len(), 1);
     assert_eq!(
-        trajectory.steps[0].observation,
+        error.trajectory.steps[0].observation,
         Observation::Output(json!("Oslo: 4 °C"))
     );
-    assert!(matches!(
-        &error,
-        signet::module::Error::RunFailed { usage, .. } if usage.lm_calls == 1
-    ));
+    assert_eq!(error.usage.lm_calls, 1);
 }

@@ -14,7 +14,8 @@ use signet::module::ReAct;
 #[tokio::test]
 async fn an_sse_client_receives_the_event_stream() {
     let agent = Arc::new(
-        ReAct::<react_sse::Ask>::new(vec![Arc::new(react_sse::AddTool)])
+        ReAct::<react_sse::Ask>::new()
+            .tool(react_sse::AddTool)
             .with_lm(react_sse::scripted_lm()),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -52,6 +53,10 @@ async fn an_sse_client_receives_the_event_stream() {
         serde_json::json!({"kind": "output", "value": 5})
     );
     let done: serde_json::Value = serde_json::from_str(&events[8].data).unwrap();
-    assert_eq!(done["outputs"]["answer"], "5");
+    assert_eq!(done["output"]["answer"], "5");
+    assert_eq!(
+        done["trajectory"]["steps"].as_array().map(Vec::len),
+        Some(2)
+    );
     server.abort();
 }

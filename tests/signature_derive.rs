@@ -77,8 +77,8 @@ fn type_names_match_dspy() {
         ]
     );
     assert_eq!(sig.inputs()[0].type_name(), "str");
-    assert!(sig.inputs()[0].is_str());
-    assert!(!sig.outputs()[4].is_str(), "a Literal is not free text");
+    assert!(sig.inputs()[0].is_text());
+    assert!(!sig.outputs()[4].is_text(), "a Literal is not free text");
 }
 
 #[test]

@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use signet::lm::{History, OpenAiLm};
+use signet::lm::{CallHistory, OpenAiLm};
 
 mod server;
 // Each bench binary uses part of the shared workloads.
@@ -431,7 +431,7 @@ fn run_client(n: usize, base_urls: &str, history: Option<usize>) -> Value {
                 .max_retries(0)
                 .timeout(Duration::from_secs(300));
             if let Some(capacity) = history {
-                lm = lm.history(Arc::new(History::with_capacity(capacity)));
+                lm = lm.history(Arc::new(CallHistory::with_capacity(capacity)));
             }
             let lm = lm.build().expect("an OpenAI client");
             let agent = Arc::new(react(Arc::new(lm)));

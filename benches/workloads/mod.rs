@@ -90,7 +90,8 @@ pub fn predict(lm: Arc<dyn Lm>) -> Predict<QA> {
 
 /// The ReAct workload over `lm`, in DSPy's text mode.
 pub fn react(lm: Arc<dyn Lm>) -> ReAct<QA> {
-    ReAct::<QA>::new(react_tools())
+    ReAct::<QA>::new()
+        .tools(react_tools())
         .with_lm(lm)
         .with_mode(ReActMode::Text)
 }

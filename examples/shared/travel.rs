@@ -2,10 +2,9 @@
 //! `react_scripted` (a scripted one): a sync function, an async function, and a method on shared
 //! state.
 
+use signet::prelude::*;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-
-use signet::{Signature, Tool, ToolBox, tool};
 
 /// Answer the traveller's question using the tools.
 #[derive(Signature)]
@@ -57,7 +56,10 @@ impl Notes {
 
 /// The three tools, the notes tool bound to `notes`.
 pub fn tools(notes: &Arc<Notes>) -> Vec<Arc<dyn Tool>> {
-    let mut tools: Vec<Arc<dyn Tool>> = vec![Arc::new(EurToNokTool), Arc::new(ForecastTool)];
+    let mut tools = vec![
+        signet::tool::share(EurToNokTool),
+        signet::tool::share(ForecastTool),
+    ];
     tools.extend(Notes::tools(notes));
     tools
 }

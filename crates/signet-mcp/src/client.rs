@@ -180,7 +180,7 @@ impl McpClient {
     /// # #[tool]
     /// # fn add(a: i64, b: i64) -> i64 { a + b }
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// # let http = signet_mcp::McpServer::new([Arc::new(AddTool) as Arc<dyn Tool>])
+    /// # let http = signet_mcp::McpServer::new().tool(AddTool)
     /// #     .serve_http("127.0.0.1:0").await.unwrap();
     /// let client = signet_mcp::McpClient::connect(http.url()).await?;
     /// assert_eq!(client.tool_names(), ["add"]);
@@ -206,7 +206,7 @@ impl McpClient {
     /// # #[tool]
     /// # fn add(a: i64, b: i64) -> i64 { a + b }
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// # let http = signet_mcp::McpServer::new([Arc::new(AddTool) as Arc<dyn Tool>])
+    /// # let http = signet_mcp::McpServer::new().tool(AddTool)
     /// #     .serve_http("127.0.0.1:0").await.unwrap();
     /// let client = signet_mcp::McpClient::connect(http.url()).await?;
     /// let add = &client.tools()[0];
@@ -272,7 +272,7 @@ impl McpClient {
     /// # #[tool]
     /// # fn add(a: i64, b: i64) -> i64 { a + b }
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// # let http = signet_mcp::McpServer::new([Arc::new(AddTool) as Arc<dyn Tool>])
+    /// # let http = signet_mcp::McpServer::new().tool(AddTool)
     /// #     .serve_http("127.0.0.1:0").await.unwrap();
     /// let client = signet_mcp::McpClient::connect(http.url()).await?;
     /// let result = client.call_tool("add", serde_json::json!({"a": 1, "b": 2})).await?;
@@ -315,7 +315,7 @@ impl McpClient {
     /// # #[tool]
     /// # fn add(a: i64, b: i64) -> i64 { a + b }
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// # let http = signet_mcp::McpServer::new([Arc::new(AddTool) as Arc<dyn Tool>])
+    /// # let http = signet_mcp::McpServer::new().tool(AddTool)
     /// #     .serve_http("127.0.0.1:0").await.unwrap();
     /// let client = signet_mcp::McpClient::connect(http.url()).await?;
     /// let add = client.tool("add").unwrap();

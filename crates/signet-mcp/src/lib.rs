@@ -28,7 +28,7 @@
 //! }
 //!
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
-//! let http = McpServer::new([Arc::new(AddTool) as Arc<dyn Tool>])
+//! let http = McpServer::new().tool(AddTool)
 //!     .serve_http("127.0.0.1:0")
 //!     .await?;
 //! let client = McpClient::connect(http.url()).await?;
@@ -37,7 +37,7 @@
 //! assert_eq!(tools[0].args_schema(), AddTool.args_schema());
 //! assert_eq!(tools[0].call(serde_json::json!({"a": 2, "b": 3})).await.unwrap(), "5");
 //! client.close().await?;
-//! http.shutdown().await;
+//! http.shutdown().await.unwrap();
 //! # Ok::<(), signet_mcp::Error>(())
 //! # }).unwrap();
 //! ```

@@ -34,8 +34,7 @@ use crate::Error;
 /// ask anyone.
 ///
 /// ```
-/// use std::sync::Arc;
-/// use signet::{Tool, tool};
+/// use signet::prelude::*;
 /// use signet_mcp::McpServer;
 ///
 /// /// Add two integers.
@@ -44,14 +43,15 @@ use crate::Error;
 ///     a + b
 /// }
 ///
-/// let server = McpServer::new([Arc::new(AddTool) as Arc<dyn Tool>]).with_name("calculator", "1.0.0");
-/// assert_eq!(server.tools()[0].name(), "add");
+/// let server = McpServer::new().tool(AddTool).with_name("calculator", "1.0.0");
+/// assert_eq!(server.served_tools()[0].name(), "add");
 /// // In a binary: server.serve_stdio().await?
 /// ```
 #[derive(Clone)]
 pub struct McpServer {
     tools: Arc<[Arc<dyn Tool>]>,
-    all_tools: Arc<[Arc<dyn Tool>]>,
+    all_tools: Vec<Arc<dyn Tool>>,
+    serve_confirm: bool,
     info: Implementation,
     instructions: Option<String>,
     allowed_hosts: Option<Vec<String>>,
@@ -67,14 +67,48 @@ impl std::fmt::Debug for McpServer {
     }
 }
 
+impl Default for McpServer {
+    fn default() -> Self {
+        McpServer::new()
+    }
+}
+
 impl McpServer {
-    /// A server for `tools`, named `signet-mcp` until [`with_name`](Self::with_name).
-    pub fn new(tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> McpServer {
-        let all_tools: Arc<[Arc<dyn Tool>]> = tools.into_iter().collect();
-        let served: Vec<Arc<dyn Tool>> = all_tools
+    /// A server with no tools yet, named `signet-mcp` until [`with_name`](Self::with_name); add
+    /// tools with [`tool`](Self::tool) and [`tools`](Self::tools).
+    pub fn new() -> McpServer {
+        McpServer {
+            tools: Arc::from([]),
+            all_tools: Vec::new(),
+            serve_confirm: false,
+            info: Implementation::new("signet-mcp", env!("CARGO_PKG_VERSION")),
+            instructions: None,
+            allowed_hosts: None,
+        }
+    }
+
+    /// Serves `tool`: any [`Tool`] — a `#[tool]` type, an `Arc<dyn Tool>` (from a `ToolBox`, or
+    /// another MCP server's client), a closure tool.
+    pub fn tool(self, tool: impl Tool + 'static) -> McpServer {
+        self.tools([tool])
+    }
+
+    /// Serves each of `tools` (see [`tool`](Self::tool)).
+    pub fn tools(mut self, tools: impl IntoIterator<Item = impl Tool + 'static>) -> McpServer {
+        self.all_tools
+            .extend(tools.into_iter().map(signet::tool::share));
+        self.choose_served();
+        self
+    }
+
+    /// The served set: every tool, less those that need approval unless they are allowed.
+    fn choose_served(&mut self) {
+        let serve_confirm = self.serve_confirm;
+        self.tools = self
+            .all_tools
             .iter()
             .filter(|tool| {
-                let keep = !tool.requires_confirmation();
+                let keep = serve_confirm || !tool.requires_confirmation();
                 if !keep {
                     tracing::warn!(
                         tool = tool.name(),
@@ -86,13 +120,6 @@ impl McpServer {
             })
             .cloned()
             .collect();
-        McpServer {
-            tools: served.into(),
-            all_tools,
-            info: Implementation::new("signet-mcp", env!("CARGO_PKG_VERSION")),
-            instructions: None,
-            allowed_hosts: None,
-        }
     }
 
     /// The name and version sent to clients in the handshake.
@@ -110,7 +137,8 @@ impl McpServer {
     /// Serve `#[tool(confirm)]` tools too: the MCP client (and whoever runs it) takes on asking a
     /// person before each call.
     pub fn serve_confirm_tools(mut self) -> McpServer {
-        self.tools = self.all_tools.clone();
+        self.serve_confirm = true;
+        self.choose_served();
         self
     }
 
@@ -126,7 +154,7 @@ impl McpServer {
     }
 
     /// The tools this server serves.
-    pub fn tools(&self) -> &[Arc<dyn Tool>] {
+    pub fn served_tools(&self) -> &[Arc<dyn Tool>] {
         &self.tools
     }
 
@@ -156,7 +184,7 @@ impl McpServer {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let mcp = signet_mcp::McpServer::new([]).http_service();
+    /// let mcp = signet_mcp::McpServer::new().http_service();
     /// let app = axum::Router::new().route_service("/tools/mcp", mcp);
     /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     /// let url = format!("http://{}/tools/mcp", listener.local_addr().unwrap());
@@ -190,9 +218,9 @@ impl McpServer {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let http = signet_mcp::McpServer::new([]).serve_http("127.0.0.1:0").await.unwrap();
+    /// let http = signet_mcp::McpServer::new().serve_http("127.0.0.1:0").await.unwrap();
     /// assert!(http.url().starts_with("http://127.0.0.1:"));
-    /// http.shutdown().await;
+    /// http.shutdown().await.unwrap();
     /// # });
     /// ```
     pub async fn serve_http(
@@ -253,11 +281,15 @@ impl HttpServer {
         format!("http://{}/mcp", self.addr)
     }
 
-    /// Stops accepting requests, ends the sessions and waits for the server task to finish.
-    pub async fn shutdown(mut self) {
+    /// Stops accepting requests, ends the sessions and waits for the server task to finish; an
+    /// error if that task had failed (panicked).
+    pub async fn shutdown(mut self) -> Result<(), Error> {
         self.cancel.cancel();
-        if let Some(task) = self.task.take() {
-            let _ = task.await;
+        match self.task.take() {
+            Some(task) => task.await.map_err(|error| Error::Serve {
+                message: format!("the HTTP server task failed: {error}"),
+            }),
+            None => Ok(()),
         }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use signet::lm::ScriptedLm;
-use signet::module::{Observation, ReAct, ReActMode};
+use signet::module::{Limits, Observation, ReAct, ReActMode};
 use signet::{Signature, Tool, tool};
 use signet_mcp::McpClient;
 
@@ -39,10 +39,11 @@ fn extract(answer: &str) -> String {
 
 fn agent(tools: Vec<Arc<dyn Tool>>, replies: Vec<String>) -> (ReAct<Ask>, Arc<ScriptedLm>) {
     let lm = Arc::new(ScriptedLm::texts(replies));
-    let agent = ReAct::<Ask>::new(tools)
+    let agent = ReAct::<Ask>::new()
+        .tools(tools)
         .with_lm(lm.clone())
         .with_mode(ReActMode::Text)
-        .with_max_iters(8);
+        .with_limits(Limits::default().max_iters(8));
     (agent, lm)
 }
 

@@ -1,7 +1,6 @@
 //! Session lifecycle without external peers: an in-process Signet server over HTTP that goes away
 //! and comes back, a closed client, servers that cannot be reached or never answer.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -15,7 +14,7 @@ fn add(a: i64, b: i64) -> i64 {
 }
 
 fn server() -> McpServer {
-    McpServer::new([Arc::new(AddTool) as Arc<dyn Tool>])
+    McpServer::new().tool(AddTool)
 }
 
 #[tokio::test]
@@ -24,7 +23,7 @@ async fn a_stopped_http_server_is_a_clear_error_not_a_hang() {
     let client = McpClient::connect(http.url()).await.unwrap();
     let add = client.tool("add").unwrap();
     assert_eq!(add.call(json!({"a": 1, "b": 2})).await.unwrap(), "3");
-    http.shutdown().await;
+    http.shutdown().await.unwrap();
 
     let started = Instant::now();
     let err = add.call(json!({"a": 1, "b": 2})).await.unwrap_err();
@@ -49,7 +48,7 @@ async fn an_http_server_that_comes_back_is_used_again() {
     let client = McpClient::connect(http.url()).await.unwrap();
     let add = client.tool("add").unwrap();
     assert_eq!(add.call(json!({"a": 1, "b": 2})).await.unwrap(), "3");
-    http.shutdown().await;
+    http.shutdown().await.unwrap();
 
     // A new server on the same address does not know the old session: the client starts a new
     // one without being asked.
@@ -57,7 +56,7 @@ async fn an_http_server_that_comes_back_is_used_again() {
     assert_eq!(add.call(json!({"a": 2, "b": 2})).await.unwrap(), "4");
     assert_eq!(client.restarts(), 0);
     client.close().await.unwrap();
-    http.shutdown().await;
+    http.shutdown().await.unwrap();
 }
 
 #[tokio::test]

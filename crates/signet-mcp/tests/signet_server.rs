@@ -119,7 +119,8 @@ fn local_tools() -> Vec<Arc<dyn Tool>> {
 }
 
 fn server() -> McpServer {
-    McpServer::new(local_tools())
+    McpServer::new()
+        .tools(local_tools())
         .with_name("signet-test-server", "0.1.0")
         .with_instructions("Tools for testing.")
 }
@@ -314,7 +315,7 @@ async fn python_client_over_http() {
     let http = server().serve_http("127.0.0.1:0").await.unwrap();
     let report = python_client(&["--http", &http.url()]).await;
     check_python_report(&report);
-    http.shutdown().await;
+    http.shutdown().await.unwrap();
 }
 
 /// What Signet's own client must see: the same schemas, and results that round-trip.
@@ -390,7 +391,7 @@ async fn signet_client_over_http() {
     let client = McpClient::connect(http.url()).await.unwrap();
     check_signet_client(&client).await;
     client.close().await.unwrap();
-    http.shutdown().await;
+    http.shutdown().await.unwrap();
 }
 
 async fn stdio_server_exits_when_the_client_leaves() {

@@ -11,8 +11,9 @@
 mod chat;
 mod json;
 mod native;
-pub mod python;
-pub mod templates;
+pub(crate) mod python;
+pub(crate) mod templates;
+#[doc(hidden)]
 pub mod value;
 mod xml;
 
@@ -20,7 +21,7 @@ use serde_json::{Map, Value};
 
 pub use chat::ChatAdapter;
 pub use json::JsonAdapter;
-pub use native::{TOOL_CALLS_TYPE, TOOLS_TYPE, ToolCallRecord, ToolCalls};
+pub use native::{ToolCallRecord, ToolCalls, Tools};
 pub use xml::XmlAdapter;
 
 use crate::lm::{
@@ -31,10 +32,47 @@ use crate::signature::DynSignature;
 /// Field values by name: inputs, outputs, or a demo holding both.
 pub type Example = Map<String, Value>;
 
+/// Which adapter produced a prompt or read a reply; printed as DSPy's class name.
+///
+/// ```
+/// use signet::adapter::{Adapter, AdapterName, JsonAdapter};
+/// assert_eq!(JsonAdapter::new().name(), AdapterName::Json);
+/// assert_eq!(AdapterName::Json.to_string(), "JSONAdapter");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AdapterName {
+    /// [`ChatAdapter`].
+    Chat,
+    /// [`JsonAdapter`].
+    Json,
+    /// [`XmlAdapter`].
+    Xml,
+    /// An adapter of your own, by its name.
+    Other(&'static str),
+}
+
+impl std::fmt::Display for AdapterName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            AdapterName::Chat => "ChatAdapter",
+            AdapterName::Json => "JSONAdapter",
+            AdapterName::Xml => "XMLAdapter",
+            AdapterName::Other(name) => name,
+        })
+    }
+}
+
 /// A format for talking to a model about a signature.
 pub trait Adapter: Send + Sync + std::fmt::Debug {
-    /// The adapter's name (DSPy's class name), used in errors and logs.
-    fn name(&self) -> &'static str;
+    /// The adapter's name (DSPy's class name when printed), used in errors and logs.
+    fn name(&self) -> AdapterName;
+
+    /// Whether the reply text opens each output field with a marker line of its own
+    /// (`[[ ## answer ## ]]`), so that a streamed reply can be split into its fields as it arrives.
+    fn marks_fields(&self) -> bool {
+        false
+    }
 
     /// The messages for one call: system message, demos, and the user message with the inputs.
     fn format(&self, signature: &DynSignature, demos: &[Example], inputs: &Example)
@@ -89,7 +127,7 @@ pub enum ParseError {
     )]
     MissingFields {
         /// The adapter.
-        adapter: &'static str,
+        adapter: AdapterName,
         /// Output fields not found.
         missing: Vec<String>,
         /// Output fields found.
@@ -103,7 +141,7 @@ pub enum ParseError {
     )]
     InvalidField {
         /// The adapter.
-        adapter: &'static str,
+        adapter: AdapterName,
         /// The field.
         field: String,
         /// The text (or JSON) found for it.
@@ -117,7 +155,7 @@ pub enum ParseError {
     #[error("{adapter}: the LM response is not a JSON object: {response:?}")]
     NotAnObject {
         /// The adapter.
-        adapter: &'static str,
+        adapter: AdapterName,
         /// The reply text.
         response: String,
     },
@@ -125,7 +163,7 @@ pub enum ParseError {
     #[error("{adapter}: the LM response is not well-formed: {message}; response: {response:?}")]
     Malformed {
         /// The adapter.
-        adapter: &'static str,
+        adapter: AdapterName,
         /// What the reader reported.
         message: String,
         /// The reply text.
@@ -135,13 +173,17 @@ pub enum ParseError {
     #[error("{adapter}: the LM returned an empty response")]
     EmptyResponse {
         /// The adapter.
-        adapter: &'static str,
+        adapter: AdapterName,
     },
 }
 
-impl Adapter for Box<dyn Adapter> {
-    fn name(&self) -> &'static str {
+/// Forwards every method, so a shared or boxed adapter is an adapter itself.
+impl<A: Adapter + ?Sized> Adapter for Box<A> {
+    fn name(&self) -> AdapterName {
         (**self).name()
+    }
+    fn marks_fields(&self) -> bool {
+        (**self).marks_fields()
     }
     fn format(
         &self,
@@ -176,6 +218,54 @@ impl Adapter for Box<dyn Adapter> {
     }
 }
 
+/// Forwards every method (see the `Box` impl).
+impl<A: Adapter + ?Sized> Adapter for std::sync::Arc<A> {
+    fn name(&self) -> AdapterName {
+        (**self).name()
+    }
+    fn marks_fields(&self) -> bool {
+        (**self).marks_fields()
+    }
+    fn format(
+        &self,
+        signature: &DynSignature,
+        demos: &[Example],
+        inputs: &Example,
+    ) -> Vec<Message> {
+        (**self).format(signature, demos, inputs)
+    }
+    fn parse(&self, signature: &DynSignature, text: &str) -> Result<Example, ParseError> {
+        (**self).parse(signature, text)
+    }
+    fn configure(
+        &self,
+        signature: &DynSignature,
+        request: &mut LmRequest,
+        capabilities: Capabilities,
+    ) {
+        (**self).configure(signature, request, capabilities)
+    }
+    fn fallback(&self) -> Option<Box<dyn Adapter>> {
+        (**self).fallback()
+    }
+    fn native_function_calling(&self) -> bool {
+        (**self).native_function_calling()
+    }
+    fn parallel_tool_calls(&self) -> Option<bool> {
+        (**self).parallel_tool_calls()
+    }
+    fn render_text_fields(&self, values: &Example) -> String {
+        (**self).render_text_fields(values)
+    }
+}
+
+/// `adapter` as the shared handle modules keep (an `Arc<dyn Adapter>` is kept as it is).
+pub(crate) fn shared<A: Adapter + 'static>(adapter: A) -> std::sync::Arc<dyn Adapter> {
+    crate::shared::share(adapter, |a| {
+        std::sync::Arc::new(a) as std::sync::Arc<dyn Adapter>
+    })
+}
+
 /// The three renderings a message format is made of; [`format_messages`] assembles them the way
 /// DSPy's `Adapter.format` does.
 pub(crate) struct Format {
@@ -189,9 +279,6 @@ pub(crate) struct Format {
     /// An assistant message with output values (`missing` stands in for absent ones).
     pub assistant: fn(&DynSignature, &Example, Option<&str>) -> String,
 }
-
-/// The type name of a conversation-history input (DSPy's `dspy.History`).
-pub const HISTORY_TYPE: &str = "History";
 
 /// Conversation history: earlier turns, each a map of the signature's field values. Give a signature
 /// an input of this type and every adapter renders the turns as user/assistant messages before the
@@ -224,7 +311,7 @@ pub(crate) fn format_messages(
     let history = signature
         .inputs()
         .iter()
-        .find(|f| f.type_name() == HISTORY_TYPE);
+        .find(|f| f.kind() == crate::signature::FieldKind::History);
     let current = match history {
         Some(field) => {
             let without = signature.without_field(field.name());
@@ -304,7 +391,7 @@ fn format_demos(render: &Format, signature: &DynSignature, demos: &[Example]) ->
 
 /// All outputs parsed, or [`ParseError::MissingFields`].
 pub(crate) fn check_complete(
-    adapter: &'static str,
+    adapter: AdapterName,
     signature: &DynSignature,
     fields: Example,
     response: &str,
@@ -334,24 +421,6 @@ pub(crate) fn check_complete(
     })
 }
 
-/// Why an adapted call failed.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum CallError {
-    /// The LM call failed.
-    #[error(transparent)]
-    Lm(#[from] crate::lm::LmError),
-    /// The reply could not be parsed (after the fallbacks, if any).
-    #[error(transparent)]
-    Parse(#[from] ParseError),
-    /// The signature or inputs cannot be used with this adapter.
-    #[error("invalid signature for this call: {message}")]
-    InvalidSignature {
-        /// What is wrong.
-        message: String,
-    },
-}
-
 /// The outcome of an adapted call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AdaptedReply {
@@ -362,7 +431,7 @@ pub struct AdaptedReply {
     /// Usage summed over every LM call made (fallbacks included).
     pub usage: Usage,
     /// The adapter that produced the outputs.
-    pub adapter: &'static str,
+    pub adapter: AdapterName,
 }
 
 /// One adapted call: format with `adapter`, send to `lm`, parse. On a parse failure the call is
@@ -376,7 +445,7 @@ pub async fn run(
     demos: &[Example],
     inputs: &Example,
     options: &LmOptions,
-) -> Result<AdaptedReply, CallError> {
+) -> Result<AdaptedReply, crate::Error> {
     run_parsing_as(adapter, lm, signature, None, demos, inputs, options).await
 }
 
@@ -391,7 +460,7 @@ pub async fn run_parsing_as(
     demos: &[Example],
     inputs: &Example,
     options: &LmOptions,
-) -> Result<AdaptedReply, CallError> {
+) -> Result<AdaptedReply, crate::Error> {
     let call = Call {
         signature,
         parse_as,
@@ -409,7 +478,7 @@ pub(crate) async fn run_counting(
     lm: &dyn Lm,
     call: &Call<'_>,
     usage: &mut Usage,
-) -> Result<AdaptedReply, CallError> {
+) -> Result<AdaptedReply, crate::Error> {
     // A reply's usage is what this call spent (`attempt` records it); failed calls count too.
     let mut own = Usage::default();
     let result = run_call(adapter, lm, call, &mut own).await;
@@ -422,18 +491,18 @@ async fn run_call(
     lm: &dyn Lm,
     call: &Call<'_>,
     usage: &mut Usage,
-) -> Result<AdaptedReply, CallError> {
+) -> Result<AdaptedReply, crate::Error> {
     let error = match attempt(adapter, lm, call, None, usage).await {
         Ok(reply) => return Ok(reply),
-        Err(CallError::Parse(error)) => error,
+        Err(crate::Error::Parse(error)) => error,
         Err(other) => return Err(other),
     };
     let Some(fallback) = adapter.fallback() else {
-        return Err(CallError::Parse(error));
+        return Err(crate::Error::Parse(error));
     };
     tracing::warn!(
-        from = adapter.name(),
-        to = fallback.name(),
+        from = %adapter.name(),
+        to = %fallback.name(),
         %error,
         "reply could not be parsed; retrying once with the fallback adapter"
     );
@@ -456,7 +525,7 @@ async fn attempt(
     call: &Call<'_>,
     format_override: Option<ResponseFormat>,
     usage: &mut Usage,
-) -> Result<AdaptedReply, CallError> {
+) -> Result<AdaptedReply, crate::Error> {
     let signature = call.signature;
     let native = native::prepare(adapter, signature, call.inputs, lm.capabilities())?;
     let format_signature = native.as_ref().map_or(signature, |n| &n.processed);
@@ -510,7 +579,7 @@ async fn attempt(
             ) =>
         {
             tracing::warn!(
-                adapter = adapter.name(),
+                adapter = %adapter.name(),
                 %error,
                 "structured output could not be parsed; retrying once in JSON mode"
             );
@@ -524,6 +593,6 @@ async fn attempt(
             ))
             .await
         }
-        Err(error) => Err(CallError::Parse(error)),
+        Err(error) => Err(crate::Error::Parse(error)),
     }
 }

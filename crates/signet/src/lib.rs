@@ -40,15 +40,20 @@
 //! assert_eq!(Ask::signature().outputs()[0].name(), "answer");
 //! ```
 
+#![warn(unreachable_pub)]
+
 pub mod adapter;
 pub mod blocking;
+mod error;
 pub mod lm;
 pub mod module;
 pub mod schema;
+mod shared;
 pub mod signature;
 pub mod structured;
 pub mod tool;
 
+pub use error::{Error, JsonError};
 pub use signature::{DynSignature, Field, Signature, SignatureError};
 pub use tool::{Tool, ToolBox, ToolError, ToolSpec};
 
@@ -134,12 +139,21 @@ pub use signet_macros::tool;
 #[cfg(feature = "derive")]
 pub use signet_macros::Signature;
 
-/// The names most programs need: `use signet::prelude::*;`.
+/// The names most programs need, and only those: `use signet::prelude::*;`.
+///
+/// Signatures and tools (the traits and their macros), the modules and what a ReAct run reports,
+/// the LM trait with the OpenAI-compatible client and its options, the adapters, and the errors.
+/// Test doubles, run-time signatures and lower-level types stay in their modules.
 pub mod prelude {
+    pub use crate::Error;
     pub use crate::adapter::{ChatAdapter, JsonAdapter, XmlAdapter};
-    pub use crate::lm::{Lm, ScriptedLm};
-    pub use crate::module::{ChainOfThought, Predict, ReAct};
-    pub use crate::signature::{DynSignature, Field, Signature};
+    #[cfg(feature = "openai")]
+    pub use crate::lm::OpenAiLm;
+    pub use crate::lm::{Lm, LmOptions};
+    pub use crate::module::{
+        ChainOfThought, Limits, Observation, Predict, ReAct, ReActError, ReActEvent, ReActMode,
+    };
+    pub use crate::signature::Signature;
     pub use crate::tool::{Tool, ToolBox, ToolError};
     #[cfg(feature = "derive")]
     pub use signet_macros::{Signature, tool};
@@ -149,8 +163,9 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::signature::field_of;
+    pub use crate::tool::ArgsSchema;
+    pub use crate::tool::dispatch::{run_async, run_blocking, run_inline};
     pub use crate::tool::returns::{plain_output, result_output};
-    pub use crate::tool::{ArgsSchema, block_on, run_async, run_blocking, run_inline};
     pub use futures::FutureExt;
     pub use futures::future::BoxFuture;
     pub use schemars;

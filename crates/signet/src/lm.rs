@@ -32,7 +32,7 @@ use futures::stream::{BoxStream, StreamExt};
 
 pub use cache::{CachedLm, ResponseCache};
 pub use constrained_tools::ConstrainedToolCalls;
-pub use history::{History, HistoryEntry, HistoryLm, render_history};
+pub use history::{CallHistory, CallRecord, HistoryLm, render_history};
 #[cfg(feature = "openai")]
 pub use openai::{BuildError, OpenAiLm, OpenAiLmBuilder};
 pub use retry::{RetryLm, RetryPolicy, parse_retry_after};
@@ -89,6 +89,60 @@ pub trait Lm: Send + Sync {
 
     /// The model's name, for logs and history.
     fn model(&self) -> &str;
+}
+
+/// Forwards every method, so a shared or boxed LM — `Arc<dyn Lm>`, `Arc<OpenAiLm>`,
+/// `Box<dyn Lm>` — is an `Lm` itself and can be wrapped ([`RetryLm`], [`CachedLm`], ..) or passed
+/// wherever an `Lm` is taken.
+///
+/// ```
+/// use std::sync::Arc;
+/// use signet::lm::{Lm, RetryLm, RetryPolicy, ScriptedLm};
+/// let shared: Arc<dyn Lm> = Arc::new(ScriptedLm::texts(["hi"]));
+/// let retrying = RetryLm::new(shared, RetryPolicy::default());
+/// assert_eq!(retrying.model(), "scripted");
+/// ```
+impl<L: Lm + ?Sized> Lm for std::sync::Arc<L> {
+    fn complete<'a>(
+        &'a self,
+        request: &'a LmRequest,
+    ) -> BoxFuture<'a, Result<Completion, LmError>> {
+        (**self).complete(request)
+    }
+    fn stream<'a>(&'a self, request: &'a LmRequest) -> BoxStream<'a, Result<StreamEvent, LmError>> {
+        (**self).stream(request)
+    }
+    fn capabilities(&self) -> Capabilities {
+        (**self).capabilities()
+    }
+    fn model(&self) -> &str {
+        (**self).model()
+    }
+}
+
+/// Forwards every method (see the `Arc` impl).
+impl<L: Lm + ?Sized> Lm for Box<L> {
+    fn complete<'a>(
+        &'a self,
+        request: &'a LmRequest,
+    ) -> BoxFuture<'a, Result<Completion, LmError>> {
+        (**self).complete(request)
+    }
+    fn stream<'a>(&'a self, request: &'a LmRequest) -> BoxStream<'a, Result<StreamEvent, LmError>> {
+        (**self).stream(request)
+    }
+    fn capabilities(&self) -> Capabilities {
+        (**self).capabilities()
+    }
+    fn model(&self) -> &str {
+        (**self).model()
+    }
+}
+
+/// `lm` as the shared handle modules keep: an `Arc<dyn Lm>` is kept as it is (so modules given
+/// clones of one handle share it), anything else is put in a new `Arc`.
+pub(crate) fn shared<L: Lm + 'static>(lm: L) -> std::sync::Arc<dyn Lm> {
+    crate::shared::share(lm, |lm| std::sync::Arc::new(lm) as std::sync::Arc<dyn Lm>)
 }
 
 /// `events`, calling `on_done` with the final completion as it passes (for caches and histories).

@@ -37,137 +37,30 @@ mod tool_loop;
 
 pub use react::{
     Approval, ApprovalRequest, Approver, DropOldest, FINISH, KeepFirst, Limits, Observation, ReAct,
-    ReActCore, ReActEvent, ReActMode, ReActOutput, ReActRun, SlidingWindow, Step, Summarize,
-    Trajectory, TruncationPolicy, tool_listing,
+    ReActCore, ReActError, ReActEvent, ReActMode, ReActOutput, ReActRun, RunFailure, SlidingWindow,
+    Step, Summarize, Trajectory, TruncationPolicy, UserMessage, tool_listing,
 };
 
-use crate::adapter::{self, Adapter, CallError, ChatAdapter, Example};
+use crate::adapter::{self, Adapter, ChatAdapter, Example};
 use crate::lm::{Completion, Lm, LmError, LmOptions, Usage};
 use crate::signature::{DynSignature, Field, Signature};
 
-/// Why a module call failed.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The LM call failed.
-    #[error(transparent)]
-    Lm(#[from] LmError),
-    /// The reply could not be read.
-    #[error(transparent)]
-    Parse(#[from] adapter::ParseError),
-    /// The signature or inputs cannot be used with the adapter.
-    #[error("invalid signature for this call: {message}")]
-    InvalidSignature {
-        /// What is wrong.
-        message: String,
-    },
-    /// An input field of the signature was not given.
-    #[error("input field `{field}` is missing")]
-    MissingInput {
-        /// The field's name.
-        field: String,
-    },
-    /// The parsed outputs do not fit the typed output struct.
-    #[error("the outputs do not fit the output type: {message}")]
-    OutputType {
-        /// What serde reported.
-        message: String,
-    },
-    /// ReAct's trajectory no longer fits the context window, even after truncation. The trajectory
-    /// so far is kept.
-    #[error("the trajectory does not fit the context window: {message}")]
-    TrajectoryTooLong {
-        /// What the provider and the truncation policy reported.
-        message: String,
-        /// The steps so far.
-        trajectory: Box<Trajectory>,
-    },
-    /// A ReAct run reached its limit of LM calls ([`Limits::max_lm_calls`]). The trajectory so far
-    /// is kept.
-    #[error("the run reached its limit of {limit} LM calls")]
-    LmCallLimit {
-        /// The limit.
-        limit: u32,
-        /// The steps so far.
-        trajectory: Box<Trajectory>,
-    },
-    /// A ReAct run failed part-way — an LM error (after the client's retries), an extractor reply
-    /// that could not be read — and the steps so far and the usage are kept.
-    #[error("the agent's run failed after {} steps: {error}", trajectory.steps.len())]
-    RunFailed {
-        /// What went wrong.
-        error: Box<Error>,
-        /// The steps so far.
-        trajectory: Box<Trajectory>,
-        /// LM usage up to the failure.
-        usage: Usage,
-    },
-    /// `Predict` with tools kept calling tools past its limit without answering.
-    #[error("the model was still calling tools after {turns} rounds")]
-    TooManyToolTurns {
-        /// The limit.
-        turns: usize,
-    },
-    /// A blocking call could not run (see [`crate::blocking`]).
-    #[error(transparent)]
-    Blocking(#[from] crate::blocking::BlockingError),
-    /// The typed input could not be turned into field values.
-    #[error("the input could not be serialized: {message}")]
-    InputType {
-        /// What serde reported.
-        message: String,
-    },
+pub use crate::error::Error;
+
+/// Builder methods of a typed module that configure the untyped one inside it (`$field`) the same
+/// way, so each setting is written (and documented) once.
+macro_rules! forward_builders {
+    ($field:ident; $( $(#[$doc:meta])* fn $name:ident($arg:ident: $ty:ty); )*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(mut self, $arg: $ty) -> Self {
+                self.$field = self.$field.$name($arg);
+                self
+            }
+        )*
+    };
 }
-
-impl Error {
-    /// Wraps a ReAct run's error with its trajectory and usage, unless it already carries them.
-    pub(crate) fn run_failed(error: Error, trajectory: &Trajectory, usage: Usage) -> Error {
-        match error {
-            Error::TrajectoryTooLong { .. }
-            | Error::LmCallLimit { .. }
-            | Error::RunFailed { .. } => error,
-            error => Error::RunFailed {
-                error: Box::new(error),
-                trajectory: Box::new(trajectory.clone()),
-                usage,
-            },
-        }
-    }
-
-    /// The steps a failed ReAct run made before it failed, when the error carries them.
-    ///
-    /// ```
-    /// use signet::module::{Error, Trajectory};
-    /// let error = Error::LmCallLimit { limit: 3, trajectory: Box::new(Trajectory::default()) };
-    /// assert_eq!(error.trajectory().map(|t| t.steps.len()), Some(0));
-    /// ```
-    pub fn trajectory(&self) -> Option<&Trajectory> {
-        match self {
-            Error::TrajectoryTooLong { trajectory, .. }
-            | Error::LmCallLimit { trajectory, .. }
-            | Error::RunFailed { trajectory, .. } => Some(trajectory),
-            _ => None,
-        }
-    }
-
-    /// The underlying error: the one inside [`Error::RunFailed`], else this one.
-    pub fn cause(&self) -> &Error {
-        match self {
-            Error::RunFailed { error, .. } => error.cause(),
-            other => other,
-        }
-    }
-}
-
-impl From<CallError> for Error {
-    fn from(error: CallError) -> Self {
-        match error {
-            CallError::Lm(e) => Error::Lm(e),
-            CallError::Parse(e) => Error::Parse(e),
-            CallError::InvalidSignature { message } => Error::InvalidSignature { message },
-        }
-    }
-}
+pub(crate) use forward_builders;
 
 /// Global defaults, used when neither the module nor the call sets an LM or adapter.
 #[derive(Default)]
@@ -181,24 +74,56 @@ static SETTINGS: RwLock<Settings> = RwLock::new(Settings {
     adapter: None,
 });
 
-/// Sets the global LM and adapter (DSPy's `dspy.configure`). `None` leaves a setting unchanged.
-pub fn configure(lm: Option<Arc<dyn Lm>>, adapter: Option<Arc<dyn Adapter>>) {
+/// Sets the global LM (DSPy's `dspy.configure(lm=..)`), used by modules and calls that set none.
+///
+/// ```
+/// use signet::lm::ScriptedLm;
+/// signet::module::configure(ScriptedLm::texts(["[[ ## answer ## ]]\n42"]));
+/// ```
+pub fn configure(lm: impl Lm + 'static) {
     let mut settings = SETTINGS.write().unwrap_or_else(|e| e.into_inner());
-    if lm.is_some() {
-        settings.lm = lm;
-    }
-    if adapter.is_some() {
-        settings.adapter = adapter;
-    }
+    settings.lm = Some(crate::lm::shared(lm));
+}
+
+/// Sets the global adapter (DSPy's `dspy.configure(adapter=..)`); the default is [`ChatAdapter`].
+pub fn configure_adapter(adapter: impl Adapter + 'static) {
+    let mut settings = SETTINGS.write().unwrap_or_else(|e| e.into_inner());
+    settings.adapter = Some(adapter::shared(adapter));
 }
 
 /// Per-call settings (between the module's and the global ones in precedence).
+///
+/// ```
+/// use signet::lm::ScriptedLm;
+/// use signet::module::CallConfig;
+/// let call = CallConfig::new().with_lm(ScriptedLm::texts(["hi"]));
+/// assert!(call.lm.is_some() && call.adapter.is_none());
+/// ```
 #[derive(Default, Clone)]
 pub struct CallConfig {
     /// The LM for this call.
     pub lm: Option<Arc<dyn Lm>>,
     /// The adapter for this call.
     pub adapter: Option<Arc<dyn Adapter>>,
+}
+
+impl CallConfig {
+    /// No per-call settings.
+    pub fn new() -> CallConfig {
+        CallConfig::default()
+    }
+
+    /// Uses `lm` for this call, unless the module sets its own.
+    pub fn with_lm(mut self, lm: impl Lm + 'static) -> Self {
+        self.lm = Some(crate::lm::shared(lm));
+        self
+    }
+
+    /// Uses `adapter` for this call, unless the module sets its own.
+    pub fn with_adapter(mut self, adapter: impl Adapter + 'static) -> Self {
+        self.adapter = Some(adapter::shared(adapter));
+        self
+    }
 }
 
 /// The LM and adapter a call uses, after precedence is applied.
@@ -220,7 +145,7 @@ pub struct Prediction {
     /// The last completion.
     pub completion: Completion,
     /// The adapter that produced the outputs (differs from the configured one after a fallback).
-    pub adapter: &'static str,
+    pub adapter: adapter::AdapterName,
 }
 
 /// A module's saved state: its signature and demos (JSON via serde).
@@ -270,15 +195,16 @@ impl Predictor {
         }
     }
 
-    /// Uses `lm` for every call (highest precedence).
-    pub fn with_lm(mut self, lm: Arc<dyn Lm>) -> Self {
-        self.lm = Some(lm);
+    /// Uses `lm` for every call (highest precedence): any [`Lm`], or an `Arc` of one shared
+    /// with other modules.
+    pub fn with_lm(mut self, lm: impl Lm + 'static) -> Self {
+        self.lm = Some(crate::lm::shared(lm));
         self
     }
 
     /// Uses `adapter` for every call (highest precedence).
-    pub fn with_adapter(mut self, adapter: Arc<dyn Adapter>) -> Self {
-        self.adapter = Some(adapter);
+    pub fn with_adapter(mut self, adapter: impl Adapter + 'static) -> Self {
+        self.adapter = Some(adapter::shared(adapter));
         self
     }
 
@@ -430,50 +356,26 @@ impl<S: Signature> Predict<S> {
         }
     }
 
-    /// Uses `lm` for every call.
-    pub fn with_lm(mut self, lm: Arc<dyn Lm>) -> Self {
-        self.inner = self.inner.with_lm(lm);
-        self
-    }
-
-    /// Uses `adapter` for every call.
-    pub fn with_adapter(mut self, adapter: Arc<dyn Adapter>) -> Self {
-        self.inner = self.inner.with_adapter(adapter);
-        self
+    forward_builders! {
+        inner;
+        /// Uses `lm` for every call (see [`Predictor::with_lm`]).
+        fn with_lm(lm: impl Lm + 'static);
+        /// Uses `adapter` for every call.
+        fn with_adapter(adapter: impl Adapter + 'static);
+        /// Sampling options (temperature, length limit, ..) sent with every call.
+        fn with_options(options: LmOptions);
+        /// Offers `tool` to the model through native function calling (see [`Predictor::tool`]).
+        fn tool(tool: impl crate::Tool + 'static);
+        /// Offers `tools` too (see [`Predictor::tool`]).
+        fn tools(tools: impl IntoIterator<Item = impl crate::Tool + 'static>);
+        /// The most tool-call rounds before the call fails (see [`Predictor::with_max_tool_turns`]).
+        fn with_max_tool_turns(turns: usize);
     }
 
     /// Complete examples as few-shot demos.
     pub fn with_demos(mut self, demos: impl IntoIterator<Item = S>) -> Result<Self, Error> {
         self.inner = self.inner.with_demos(examples_of(demos)?);
         Ok(self)
-    }
-
-    /// Tools the model may call natively before answering (see [`Predictor::with_tools`]).
-    pub fn with_tools(mut self, tools: Vec<Arc<dyn crate::Tool>>) -> Self {
-        self.inner = self.inner.with_tools(tools);
-        self
-    }
-
-    /// The most tool-call rounds before the call fails (see [`Predictor::with_max_tool_turns`]).
-    pub fn with_max_tool_turns(mut self, turns: usize) -> Self {
-        self.inner = self.inner.with_max_tool_turns(turns);
-        self
-    }
-
-    /// Sampling options (temperature, length limit, ..) sent with every call.
-    ///
-    /// ```
-    /// use signet::lm::LmOptions;
-    /// use signet::module::Predict;
-    /// # #[derive(signet::Signature)]
-    /// # struct Ask { #[input] question: String, #[output] answer: String }
-    /// let predict = Predict::<Ask>::new()
-    ///     .with_options(LmOptions { temperature: Some(0.0), ..LmOptions::default() });
-    /// assert_eq!(predict.predictor().options().temperature, Some(0.0));
-    /// ```
-    pub fn with_options(mut self, options: LmOptions) -> Self {
-        self.inner = self.inner.with_options(options);
-        self
     }
 
     /// The untyped predictor inside (signature, demos, state).
@@ -548,16 +450,14 @@ impl<S: Signature> ChainOfThought<S> {
         }
     }
 
-    /// Uses `lm` for every call.
-    pub fn with_lm(mut self, lm: Arc<dyn Lm>) -> Self {
-        self.inner = self.inner.with_lm(lm);
-        self
-    }
-
-    /// Uses `adapter` for every call.
-    pub fn with_adapter(mut self, adapter: Arc<dyn Adapter>) -> Self {
-        self.inner = self.inner.with_adapter(adapter);
-        self
+    forward_builders! {
+        inner;
+        /// Uses `lm` for every call (see [`Predictor::with_lm`]).
+        fn with_lm(lm: impl Lm + 'static);
+        /// Uses `adapter` for every call.
+        fn with_adapter(adapter: impl Adapter + 'static);
+        /// Sampling options (temperature, length limit, ..) sent with every call.
+        fn with_options(options: LmOptions);
     }
 
     /// Examples as few-shot demos. They hold no reasoning, so they are shown as DSPy shows them:
@@ -565,12 +465,6 @@ impl<S: Signature> ChainOfThought<S> {
     pub fn with_demos(mut self, demos: impl IntoIterator<Item = S>) -> Result<Self, Error> {
         self.inner = self.inner.with_demos(examples_of(demos)?);
         Ok(self)
-    }
-
-    /// Sampling options (temperature, length limit, ..) sent with every call.
-    pub fn with_options(mut self, options: LmOptions) -> Self {
-        self.inner = self.inner.with_options(options);
-        self
     }
 
     /// The untyped predictor inside.
@@ -609,18 +503,18 @@ fn to_example<T: Serialize>(value: &T) -> Result<Example, Error> {
     match serde_json::to_value(value) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(other) => Err(Error::InputType {
-            message: format!("expected a struct, got {other}"),
+            source: <serde_json::Error as serde::ser::Error>::custom(format!(
+                "expected a struct with the input fields, got {other}"
+            ))
+            .into(),
         }),
-        Err(e) => Err(Error::InputType {
-            message: e.to_string(),
-        }),
+        Err(e) => Err(Error::InputType { source: e.into() }),
     }
 }
 
 fn from_example<T: serde::de::DeserializeOwned>(outputs: &Example) -> Result<T, Error> {
-    serde_json::from_value(Value::Object(outputs.clone())).map_err(|e| Error::OutputType {
-        message: e.to_string(),
-    })
+    serde_json::from_value(Value::Object(outputs.clone()))
+        .map_err(|e| Error::OutputType { source: e.into() })
 }
 
 fn examples_of<S: Signature>(demos: impl IntoIterator<Item = S>) -> Result<Vec<Example>, Error> {

@@ -299,8 +299,72 @@ pub struct Field {
     desc: Option<String>,
     type_name: String,
     schema: Value,
+    kind: FieldKind,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     constraints: Vec<Constraint>,
+}
+
+/// What a field holds, which decides how adapters treat it. It comes from the field's Rust type
+/// (`Field::of::<T>`), or from the schema for fields built at run time — never from the printed type
+/// name, so a struct of yours called `History` is an ordinary value.
+///
+/// ```
+/// use signet::adapter::{History, ToolCalls, Tools};
+/// use signet::signature::{Field, FieldKind};
+/// assert_eq!(Field::of::<String>("q").kind(), FieldKind::Text);
+/// assert_eq!(Field::of::<i64>("n").kind(), FieldKind::Value);
+/// assert_eq!(Field::of::<History>("history").kind(), FieldKind::History);
+/// assert_eq!(Field::of::<ToolCalls>("calls").kind(), FieldKind::ToolCalls);
+/// assert_eq!(Field::of::<Tools>("tools").kind(), FieldKind::Tools);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FieldKind {
+    /// Plain text (`str`): rendered as it is, read as the text of the reply's section.
+    Text,
+    /// Any other value, described by its JSON schema.
+    Value,
+    /// Conversation history ([`adapter::History`](crate::adapter::History)): an input rendered as
+    /// earlier user and assistant turns.
+    History,
+    /// The tools offered to the model ([`adapter::Tools`](crate::adapter::Tools)): an input sent
+    /// natively as `tools=` when the adapter and the LM support it.
+    Tools,
+    /// The tool calls the model made ([`adapter::ToolCalls`](crate::adapter::ToolCalls)): an
+    /// output read from the reply's native tool calls.
+    ToolCalls,
+}
+
+impl FieldKind {
+    /// The kind of a value of Rust type `T`.
+    fn of<T: ?Sized + 'static>(schema: &Value) -> FieldKind {
+        use std::any::TypeId;
+        let id = TypeId::of::<T>();
+        if id == TypeId::of::<crate::adapter::History>() {
+            FieldKind::History
+        } else if id == TypeId::of::<crate::adapter::ToolCalls>() {
+            FieldKind::ToolCalls
+        } else if id == TypeId::of::<crate::adapter::Tools>() {
+            FieldKind::Tools
+        } else {
+            FieldKind::from_schema(schema)
+        }
+    }
+
+    /// [`Text`](FieldKind::Text) for a plain string schema (no enum, no format), else
+    /// [`Value`](FieldKind::Value).
+    fn from_schema(schema: &Value) -> FieldKind {
+        let plain_string = schema.get("type").and_then(Value::as_str) == Some("string")
+            && schema
+                .as_object()
+                .is_some_and(|m| !m.contains_key("enum") && !m.contains_key("format"));
+        if plain_string {
+            FieldKind::Text
+        } else {
+            FieldKind::Value
+        }
+    }
 }
 
 /// A bound on a field's value, in pydantic's terms (`Field(ge=0, le=1)` in DSPy): printed under
@@ -355,10 +419,12 @@ impl Constraint {
 impl Field {
     /// A field of Rust type `T`: its schema from schemars, in pydantic's shape
     /// ([`pydantic_style`](crate::schema::pydantic_style)) and DSPy's key order.
-    pub fn of<T: JsonSchema + ?Sized>(name: impl Into<String>) -> Field {
+    pub fn of<T: JsonSchema + ?Sized + 'static>(name: impl Into<String>) -> Field {
         let mut schema = schema::schema_for::<T>();
         schema::pydantic_style(&mut schema);
-        Field::from_schema(name, schema)
+        let field = Field::from_schema(name, schema);
+        let kind = FieldKind::of::<T>(&field.schema);
+        field.with_kind(kind)
     }
 
     /// A `str` field.
@@ -370,11 +436,13 @@ impl Field {
     pub fn from_schema(name: impl Into<String>, schema: Value) -> Field {
         let schema = schema::dspy_ordered(&schema);
         let type_name = schema::type_name(&schema);
+        let kind = FieldKind::from_schema(&schema);
         Field {
             name: name.into(),
             desc: None,
             type_name,
             schema,
+            kind,
             constraints: Vec::new(),
         }
     }
@@ -390,6 +458,18 @@ impl Field {
         let desc = desc.into();
         self.desc = if desc.is_empty() { None } else { Some(desc) };
         self
+    }
+
+    /// Sets what the field holds (see [`FieldKind`]); for fields built from a schema whose role
+    /// the schema cannot tell, such as a conversation history described by its JSON schema.
+    pub fn with_kind(mut self, kind: FieldKind) -> Self {
+        self.kind = kind;
+        self
+    }
+
+    /// What the field holds.
+    pub fn kind(&self) -> FieldKind {
+        self.kind
     }
 
     /// Adds a bound on the value, printed with the field (see [`Constraint`]).
@@ -435,12 +515,8 @@ impl Field {
     }
 
     /// Whether the field is plain text (`str`), which adapters render without a schema note.
-    pub fn is_str(&self) -> bool {
-        self.schema.get("type").and_then(Value::as_str) == Some("string")
-            && self
-                .schema
-                .as_object()
-                .is_some_and(|m| !m.contains_key("enum"))
+    pub fn is_text(&self) -> bool {
+        self.kind == FieldKind::Text
     }
 }
 
@@ -474,7 +550,7 @@ pub enum SignatureError {
 
 #[doc(hidden)]
 /// Used by `#[derive(Signature)]`: a field of the Rust type `T`.
-pub fn field_of<T: SignatureField + ?Sized>(name: &str) -> Field {
+pub fn field_of<T: SignatureField + ?Sized + 'static>(name: &str) -> Field {
     Field::of::<T>(name)
 }
 

@@ -17,9 +17,22 @@
 //! assert_eq!(tool.description(), "Add two integers and return their sum.");
 //! assert_eq!(tool.call_blocking(serde_json::json!({"a": 1, "b": 2})).unwrap(), 3);
 //! ```
+//!
+//! # How tools run
+//!
+//! * **Async tools** are awaited on the caller's task. A panic inside them is caught and becomes
+//!   [`ToolError::Panicked`].
+//! * **Sync tools** run on tokio's blocking pool when called from inside a tokio runtime
+//!   (multi-thread or current-thread), so a slow sync tool never stalls the executor. Outside tokio
+//!   they run on the calling thread. `#[tool(inline)]` opts a cheap, non-blocking function out of
+//!   the hop to the blocking pool.
+//! * **Sync callers** use [`Tool::call_blocking`]: sync tools run directly; async tools run on a
+//!   per-thread current-thread runtime when there is no runtime on the thread, or through
+//!   `block_in_place` on a multi-thread runtime. On a thread that drives a current-thread runtime
+//!   blocking would deadlock, so that case is the typed error [`ToolError::BlockingInAsyncContext`].
 
 mod args_schema;
-pub mod dispatch;
+pub(crate) mod dispatch;
 mod error;
 mod func;
 mod spec;
@@ -32,7 +45,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use args_schema::ArgsSchema;
-pub use dispatch::{block_on, run_async, run_blocking, run_inline};
+use dispatch::block_on_tool;
 pub use error::{ArgError, ArgErrorKind, ToolError};
 pub use func::{FnTool, FnToolBuilder};
 pub use spec::ToolSpec;
@@ -67,11 +80,11 @@ pub trait Tool: Send + Sync {
     /// Validates `args` (a JSON object), runs the tool and returns its result as JSON.
     fn call(&self, args: Value) -> ToolFuture<'_>;
 
-    /// Runs the tool from sync code. See [`dispatch`] for the rules: never call this
-    /// on a thread that drives a current-thread tokio runtime (you get
+    /// Runs the tool from sync code (see [the dispatch rules](self#how-tools-run)): never call
+    /// this on a thread that drives a current-thread tokio runtime (you get
     /// [`ToolError::BlockingInAsyncContext`], not a deadlock).
     fn call_blocking(&self, args: Value) -> Result<Value, ToolError> {
-        block_on(self.name(), self.call(args))?
+        block_on_tool(self.name(), self.call(args))?
     }
 
     /// Whether the tool must be approved by a person before it runs (`#[tool(confirm)]`).
@@ -98,6 +111,84 @@ pub trait Tool: Send + Sync {
     fn to_openai_function(&self) -> Value {
         self.spec().to_openai_function()
     }
+}
+
+/// Forwards every method, so a shared or boxed tool (`Arc<dyn Tool>`, what
+/// [`ToolBox::tools`] and MCP clients return) is a tool itself.
+impl<T: Tool + ?Sized> Tool for Arc<T> {
+    fn spec(&self) -> &ToolSpec {
+        (**self).spec()
+    }
+    fn call(&self, args: Value) -> ToolFuture<'_> {
+        (**self).call(args)
+    }
+    fn call_blocking(&self, args: Value) -> Result<Value, ToolError> {
+        (**self).call_blocking(args)
+    }
+    fn requires_confirmation(&self) -> bool {
+        (**self).requires_confirmation()
+    }
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn description(&self) -> &str {
+        (**self).description()
+    }
+    fn args_schema(&self) -> &Value {
+        (**self).args_schema()
+    }
+    fn to_openai_function(&self) -> Value {
+        (**self).to_openai_function()
+    }
+}
+
+/// Forwards every method (see the `Arc` impl).
+impl<T: Tool + ?Sized> Tool for Box<T> {
+    fn spec(&self) -> &ToolSpec {
+        (**self).spec()
+    }
+    fn call(&self, args: Value) -> ToolFuture<'_> {
+        (**self).call(args)
+    }
+    fn call_blocking(&self, args: Value) -> Result<Value, ToolError> {
+        (**self).call_blocking(args)
+    }
+    fn requires_confirmation(&self) -> bool {
+        (**self).requires_confirmation()
+    }
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn description(&self) -> &str {
+        (**self).description()
+    }
+    fn args_schema(&self) -> &Value {
+        (**self).args_schema()
+    }
+    fn to_openai_function(&self) -> Value {
+        (**self).to_openai_function()
+    }
+}
+
+/// `tool` as the shared handle modules keep: an `Arc<dyn Tool>` as it is, any other tool in a new
+/// `Arc`. Handy for a list of tools of different types.
+///
+/// ```
+/// use signet::tool::share;
+/// use signet::{Tool, tool};
+///
+/// /// Add two integers.
+/// #[tool]
+/// fn add(a: i64, b: i64) -> i64 { a + b }
+/// /// Say hello.
+/// #[tool]
+/// fn hello() -> String { "hello".into() }
+///
+/// let tools = vec![share(AddTool), share(HelloTool)];
+/// assert_eq!(tools[1].name(), "hello");
+/// ```
+pub fn share<T: Tool + 'static>(tool: T) -> Arc<dyn Tool> {
+    crate::shared::share(tool, |t| Arc::new(t) as Arc<dyn Tool>)
 }
 
 impl std::fmt::Debug for dyn Tool {

@@ -31,7 +31,7 @@ use crate::content::{error_text, result_value};
 /// # #[tool]
 /// # fn add(a: i64, b: i64) -> i64 { a + b }
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// # let http = signet_mcp::McpServer::new([Arc::new(AddTool) as Arc<dyn Tool>])
+/// # let http = signet_mcp::McpServer::new().tool(AddTool)
 /// #     .serve_http("127.0.0.1:0").await.unwrap();
 /// let client = signet_mcp::McpClient::builder().tool_prefix("calc_").connect(http.url()).await?;
 /// let add = client.tool("calc_add").unwrap();

@@ -3,7 +3,7 @@
 use serde_json::Map;
 
 use super::python::{splitlines, strip};
-use super::{Adapter, Example, ParseError, templates, value};
+use super::{Adapter, AdapterName, Example, ParseError, templates, value};
 use crate::lm::Message;
 use crate::signature::DynSignature;
 
@@ -72,8 +72,12 @@ impl ChatAdapter {
 }
 
 impl Adapter for ChatAdapter {
-    fn name(&self) -> &'static str {
-        "ChatAdapter"
+    fn name(&self) -> AdapterName {
+        AdapterName::Chat
+    }
+
+    fn marks_fields(&self) -> bool {
+        true
     }
 
     fn format(

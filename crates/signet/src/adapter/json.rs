@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Adapter, Example, ParseError, templates, value};
+use super::{Adapter, AdapterName, Example, ParseError, templates, value};
 use crate::lm::{Capabilities, LmRequest, Message, ResponseFormat};
 use crate::signature::DynSignature;
 
@@ -87,8 +87,8 @@ impl JsonAdapter {
 }
 
 impl Adapter for JsonAdapter {
-    fn name(&self) -> &'static str {
-        "JSONAdapter"
+    fn name(&self) -> AdapterName {
+        AdapterName::Json
     }
 
     fn format(

@@ -4,14 +4,47 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Adapter, CallError, Example};
+use super::{Adapter, Example};
+use crate::Error;
 use crate::lm::{Capabilities, Completion};
-use crate::signature::DynSignature;
+use crate::signature::{DynSignature, FieldKind};
 
-/// The type name DSPy gives a tool-calls output field.
-pub const TOOL_CALLS_TYPE: &str = "ToolCalls";
-/// The type name DSPy gives a tools input field.
-pub const TOOLS_TYPE: &str = "list[Tool]";
+/// The tools offered to the model through a signature input (DSPy's `list[dspy.Tool]`): OpenAI
+/// function descriptors. With native function calling they go in `tools=`; otherwise the prompt
+/// lists them.
+///
+/// ```
+/// use signet::adapter::Tools;
+/// use signet::{Field, tool};
+///
+/// /// Add two integers.
+/// #[tool]
+/// fn add(a: i64, b: i64) -> i64 { a + b }
+///
+/// let tools = Tools::from_tools([&AddTool as &dyn signet::Tool]);
+/// assert_eq!(tools.0[0]["function"]["name"], "add");
+/// assert_eq!(Field::of::<Tools>("tools").type_name(), "list[Tool]");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Tools(pub Vec<Value>);
+
+impl Tools {
+    /// The descriptors of `tools`.
+    pub fn from_tools<'a>(tools: impl IntoIterator<Item = &'a dyn crate::Tool>) -> Tools {
+        Tools(tools.into_iter().map(|t| t.to_openai_function()).collect())
+    }
+}
+
+impl JsonSchema for Tools {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Tools".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "array", "items": {"type": "object", "title": "Tool"}})
+    }
+}
 
 /// The value of a tool-calls output field: the calls the model made, with their ids.
 ///
@@ -55,26 +88,26 @@ pub(crate) fn prepare(
     signature: &DynSignature,
     inputs: &Example,
     capabilities: Capabilities,
-) -> Result<Option<NativeTools>, CallError> {
+) -> Result<Option<NativeTools>, Error> {
     if !adapter.native_function_calling() || !capabilities.function_calling {
         return Ok(None);
     }
     let Some(output) = signature
         .outputs()
         .iter()
-        .find(|f| f.type_name() == TOOL_CALLS_TYPE)
+        .find(|f| f.kind() == FieldKind::ToolCalls)
     else {
         return Ok(None);
     };
     let Some(input) = signature
         .inputs()
         .iter()
-        .find(|f| f.type_name() == TOOLS_TYPE)
+        .find(|f| f.kind() == FieldKind::Tools)
     else {
-        return Err(CallError::InvalidSignature {
+        return Err(Error::InvalidSignature {
             message: format!(
-                "output `{}` is a {TOOL_CALLS_TYPE} but no input field is a {TOOLS_TYPE}: native function \
-                 calling needs the tools as an input",
+                "output `{}` holds tool calls but no input field holds the tools (`Tools`, DSPy's \
+                 list[Tool]): native function calling needs the tools as an input",
                 output.name()
             ),
         });
@@ -83,7 +116,7 @@ pub(crate) fn prepare(
         Some(Value::Array(items)) => items.clone(),
         Some(one @ Value::Object(_)) => vec![one.clone()],
         other => {
-            return Err(CallError::InvalidSignature {
+            return Err(Error::InvalidSignature {
                 message: format!(
                     "input `{}` must hold tool descriptors ({{\"type\": \"function\", ..}}), got {}",
                     input.name(),

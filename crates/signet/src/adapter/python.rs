@@ -4,16 +4,7 @@
 use serde_json::{Number, Value};
 
 /// Python's `repr`/`str` of a float (`1.0`, `0.5`, `1e+20`, `1e-05`, `inf`, `nan`).
-///
-/// ```
-/// use signet::adapter::python::float_repr;
-/// assert_eq!(float_repr(1.0), "1.0");
-/// assert_eq!(float_repr(0.1), "0.1");
-/// assert_eq!(float_repr(1e20), "1e+20");
-/// assert_eq!(float_repr(1.5e-5), "1.5e-05");
-/// assert_eq!(float_repr(123456789012345680.0), "1.2345678901234568e+17");
-/// ```
-pub fn float_repr(x: f64) -> String {
+pub(crate) fn float_repr(x: f64) -> String {
     if x.is_nan() {
         return "nan".to_owned();
     }
@@ -75,7 +66,7 @@ fn number_str(n: &Number) -> String {
 
 /// Python's `str()` of the value a JSON value stands for: strings as they are, `True`/`False`/`None`,
 /// floats as Python prints them; containers as `json.dumps` renders them (what DSPy does for them).
-pub fn py_str(value: &Value) -> String {
+pub(crate) fn py_str(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         Value::Null => "None".to_owned(),
@@ -88,14 +79,7 @@ pub fn py_str(value: &Value) -> String {
 
 /// Python's `repr()` of the value a JSON value stands for — what `str()` prints for containers:
 /// `{'city': 'Paris'}`, `[1, 'a', True, None]`; a string quoted and escaped as Python quotes it.
-///
-/// ```
-/// use serde_json::json;
-/// use signet::adapter::python::py_repr;
-/// assert_eq!(py_repr(&json!({"city": "Paris", "n": [1, 2.0, null, true]})), "{'city': 'Paris', 'n': [1, 2.0, None, True]}");
-/// assert_eq!(py_repr(&json!("it's")), r#""it's""#);
-/// ```
-pub fn py_repr(value: &Value) -> String {
+pub(crate) fn py_repr(value: &Value) -> String {
     let mut out = String::new();
     write_repr(value, &mut out);
     out
@@ -160,14 +144,7 @@ fn write_str_repr(text: &str, out: &mut String) {
 /// Python's `json.dumps(value, ensure_ascii=False)` (separators `", "` and `": "`), or with
 /// `indent=Some(n)` the pretty form (`",\n"`, `": "`). Floats are written as Python writes them
 /// (`1.0`, `NaN`, `Infinity`).
-///
-/// ```
-/// use serde_json::json;
-/// use signet::adapter::python::json_dumps;
-/// assert_eq!(json_dumps(&json!({"a": [1, 2.0], "b": "é"}), None), r#"{"a": [1, 2.0], "b": "é"}"#);
-/// assert_eq!(json_dumps(&json!({"a": []}), Some(2)), "{\n  \"a\": []\n}");
-/// ```
-pub fn json_dumps(value: &Value, indent: Option<usize>) -> String {
+pub(crate) fn json_dumps(value: &Value, indent: Option<usize>) -> String {
     let mut out = String::new();
     write_json(value, indent, 0, &mut out);
     out
@@ -271,7 +248,7 @@ fn write_json_string(s: &str, out: &mut String) {
 }
 
 /// Python's `str.splitlines()`: splits on every line boundary Python recognises and drops them.
-pub fn splitlines(text: &str) -> Vec<&str> {
+pub(crate) fn splitlines(text: &str) -> Vec<&str> {
     let mut lines = Vec::new();
     let mut start = 0;
     let mut chars = text.char_indices().peekable();
@@ -307,12 +284,12 @@ pub fn splitlines(text: &str) -> Vec<&str> {
 }
 
 /// Python's `str.strip()` (Unicode whitespace plus the separator controls Python counts).
-pub fn strip(text: &str) -> &str {
+pub(crate) fn strip(text: &str) -> &str {
     text.trim_matches(is_py_space)
 }
 
 /// Python's `str.isspace()` for one character.
-pub fn is_py_space(c: char) -> bool {
+pub(crate) fn is_py_space(c: char) -> bool {
     c.is_whitespace() || matches!(c, '\u{1c}'..='\u{1f}')
 }
 
@@ -362,5 +339,38 @@ mod tests {
         assert_eq!(splitlines("a\n\nb"), ["a", "", "b"]);
         assert_eq!(splitlines(""), Vec::<&str>::new());
         assert_eq!(splitlines("a\u{2028}b"), ["a", "b"]);
+    }
+}
+
+#[cfg(test)]
+mod doc_examples {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn float_repr_prints_floats_as_python_does() {
+        assert_eq!(float_repr(1.0), "1.0");
+        assert_eq!(float_repr(0.1), "0.1");
+        assert_eq!(float_repr(1e20), "1e+20");
+        assert_eq!(float_repr(1.5e-5), "1.5e-05");
+        assert_eq!(float_repr(123456789012345680.0), "1.2345678901234568e+17");
+    }
+
+    #[test]
+    fn py_repr_prints_containers_as_python_str_does() {
+        assert_eq!(
+            py_repr(&json!({"city": "Paris", "n": [1, 2.0, null, true]})),
+            "{'city': 'Paris', 'n': [1, 2.0, None, True]}"
+        );
+        assert_eq!(py_repr(&json!("it's")), r#""it's""#);
+    }
+
+    #[test]
+    fn json_dumps_matches_pythons_separators() {
+        assert_eq!(
+            json_dumps(&json!({"a": [1, 2.0], "b": "é"}), None),
+            r#"{"a": [1, 2.0], "b": "é"}"#
+        );
+        assert_eq!(json_dumps(&json!({"a": []}), Some(2)), "{\n  \"a\": []\n}");
     }
 }

@@ -12,25 +12,25 @@ use super::python::{json_dumps, py_str};
 use crate::signature::{DynSignature, Field};
 
 /// The marker that ends a Chat-format reply.
-pub const COMPLETED_MARKER: &str = "[[ ## completed ## ]]";
+pub(crate) const COMPLETED_MARKER: &str = "[[ ## completed ## ]]";
 
 /// The prefix of a demo whose inputs or outputs are not all given.
-pub const INCOMPLETE_DEMO_PREFIX: &str =
+pub(crate) const INCOMPLETE_DEMO_PREFIX: &str =
     "This is an example of the task, though some input or output fields are not supplied.";
 
 /// The placeholder shown for an output an incomplete demo does not give.
-pub const MISSING_FIELD: &str = "Not supplied for this particular example. ";
+pub(crate) const MISSING_FIELD: &str = "Not supplied for this particular example. ";
 
 const STRUCTURE_INTRO: &str = "All interactions will be structured in the following way, with the appropriate values filled in.";
 
 /// `[[ ## name ## ]]`
-pub fn field_header(name: &str) -> String {
+pub(crate) fn field_header(name: &str) -> String {
     format!("[[ ## {name} ## ]]")
 }
 
 /// A system message: the field descriptions, the format's `structure`, then the objective (DSPy's
 /// `format_system_message`, shared by every format).
-pub fn system_message(signature: &DynSignature, structure: &str) -> String {
+pub(crate) fn system_message(signature: &DynSignature, structure: &str) -> String {
     format!(
         "{}\n{}\n{}",
         field_descriptions(signature),
@@ -40,7 +40,7 @@ pub fn system_message(signature: &DynSignature, structure: &str) -> String {
 }
 
 /// "Your input fields are: .. Your output fields are: .."
-pub fn field_descriptions(signature: &DynSignature) -> String {
+pub(crate) fn field_descriptions(signature: &DynSignature) -> String {
     format!(
         "Your input fields are:\n{}\nYour output fields are:\n{}",
         field_list(signature.inputs()),
@@ -71,7 +71,7 @@ fn field_list(fields: &[Field]) -> String {
 
 /// "In adhering to this structure, your objective is: " and the instructions, each line indented by
 /// eight spaces on a line of its own.
-pub fn task_description(signature: &DynSignature) -> String {
+pub(crate) fn task_description(signature: &DynSignature) -> String {
     let instructions = dedent(&signature.instructions());
     let mut objective = String::new();
     for line in super::python::splitlines(&instructions) {
@@ -106,7 +106,7 @@ fn dedent(text: &str) -> String {
 
 /// The placeholder for a field in the structure section: `{name}` plus, for outputs of types other
 /// than `str`, a note on the expected format.
-pub fn field_placeholder(field: &Field, is_input: bool) -> String {
+pub(crate) fn field_placeholder(field: &Field, is_input: bool) -> String {
     let note = if is_input { None } else { type_note(field) };
     match note {
         Some(note) => format!(
@@ -148,8 +148,8 @@ fn type_note(field: &Field) -> Option<String> {
 
 /// A field's value as it appears in a prompt. A `str` field given a list is rendered as DSPy's
 /// numbered list of «quoted» items; containers as JSON; scalars as Python prints them.
-pub fn field_value(field: &Field, value: &Value) -> String {
-    if field.type_name() == "str" {
+pub(crate) fn field_value(field: &Field, value: &Value) -> String {
+    if field.is_text() {
         text_value(value)
     } else {
         py_str(value)
@@ -158,7 +158,7 @@ pub fn field_value(field: &Field, value: &Value) -> String {
 
 /// A value of a `str` field as it appears in a prompt: a list as DSPy's numbered list of «quoted»
 /// items, anything else as Python prints it.
-pub fn text_value(value: &Value) -> String {
+pub(crate) fn text_value(value: &Value) -> String {
     match value {
         Value::Array(items) => text_list(items),
         other => py_str(other),
@@ -166,7 +166,7 @@ pub fn text_value(value: &Value) -> String {
 }
 
 /// `[[ ## name ## ]]\nvalue` blocks for text fields, in order, separated by blank lines.
-pub fn text_blocks(values: &Map<String, Value>) -> String {
+pub(crate) fn text_blocks(values: &Map<String, Value>) -> String {
     let blocks: Vec<String> = values
         .iter()
         .map(|(name, value)| format!("{}\n{}", field_header(name), text_value(value)))
@@ -196,7 +196,7 @@ fn blob(text: &str) -> String {
 
 /// `[[ ## name ## ]]\nvalue` blocks separated by blank lines (fields missing from `values` are
 /// skipped).
-pub fn field_blocks<'a>(fields: impl IntoIterator<Item = (&'a Field, String)>) -> String {
+pub(crate) fn field_blocks<'a>(fields: impl IntoIterator<Item = (&'a Field, String)>) -> String {
     let blocks: Vec<String> = fields
         .into_iter()
         .map(|(field, value)| format!("{}\n{}", field_header(field.name()), value))
@@ -206,7 +206,7 @@ pub fn field_blocks<'a>(fields: impl IntoIterator<Item = (&'a Field, String)>) -
 
 /// The user message: an optional prefix, the input fields present in `inputs`, the output
 /// requirements (for the main request) and an optional suffix, separated by blank lines.
-pub fn user_message(
+pub(crate) fn user_message(
     signature: &DynSignature,
     inputs: &Map<String, Value>,
     prefix: &str,
@@ -228,7 +228,7 @@ pub fn user_message(
 }
 
 fn type_info(field: &Field) -> String {
-    if field.type_name() == "str" {
+    if field.is_text() {
         String::new()
     } else {
         format!(
@@ -241,7 +241,7 @@ fn type_info(field: &Field) -> String {
 // ---- Chat format -------------------------------------------------------------------------------
 
 /// The Chat format's system message.
-pub fn chat_system_message(signature: &DynSignature) -> String {
+pub(crate) fn chat_system_message(signature: &DynSignature) -> String {
     let structure = [
         STRUCTURE_INTRO.to_owned(),
         field_blocks(
@@ -278,7 +278,7 @@ pub(crate) const CHAT_FORMAT: super::Format = super::Format {
 };
 
 /// What the Chat format asks for at the end of the main user message.
-pub fn chat_output_requirements(signature: &DynSignature) -> String {
+pub(crate) fn chat_output_requirements(signature: &DynSignature) -> String {
     let fields: Vec<String> = signature
         .outputs()
         .iter()
@@ -292,7 +292,7 @@ pub fn chat_output_requirements(signature: &DynSignature) -> String {
 }
 
 /// An assistant message in the Chat format (for demos and history).
-pub fn chat_assistant_message(
+pub(crate) fn chat_assistant_message(
     signature: &DynSignature,
     outputs: &Map<String, Value>,
     missing: Option<&str>,
@@ -314,7 +314,7 @@ pub fn chat_assistant_message(
 // ---- JSON format -------------------------------------------------------------------------------
 
 /// The JSON format's system message.
-pub fn json_system_message(signature: &DynSignature) -> String {
+pub(crate) fn json_system_message(signature: &DynSignature) -> String {
     let outputs = json_dumps(
         &Value::Object(
             signature
@@ -337,7 +337,7 @@ pub fn json_system_message(signature: &DynSignature) -> String {
 /// The system message of the schema-constrained JSON format: as [`json_system_message`], but the
 /// outputs are named rather than shown as a template with `{placeholder}` values, which small
 /// models copy into their replies (the decoding schema already gives the reply its shape).
-pub fn json_constrained_system_message(signature: &DynSignature) -> String {
+pub(crate) fn json_constrained_system_message(signature: &DynSignature) -> String {
     let names: Vec<String> = signature
         .outputs()
         .iter()
@@ -389,7 +389,7 @@ pub(crate) const JSON_CONSTRAINED_FORMAT: super::Format = super::Format {
 };
 
 /// What the JSON format asks for at the end of the main user message.
-pub fn json_output_requirements(signature: &DynSignature) -> String {
+pub(crate) fn json_output_requirements(signature: &DynSignature) -> String {
     let fields: Vec<String> = signature
         .outputs()
         .iter()
@@ -402,7 +402,7 @@ pub fn json_output_requirements(signature: &DynSignature) -> String {
 }
 
 /// An assistant message in the JSON format (for demos and history).
-pub fn json_assistant_message(
+pub(crate) fn json_assistant_message(
     signature: &DynSignature,
     outputs: &Map<String, Value>,
     missing: Option<&str>,
@@ -426,7 +426,7 @@ pub fn json_assistant_message(
 // These are not DSPy's: DSPy has no equivalent of `signet::structured`.
 
 /// Appended to the system message in ReAct's native-function-calling mode.
-pub fn native_tools_note() -> String {
+pub(crate) fn native_tools_note() -> String {
     "\n\nYou can call the available tools to collect the information you need, several at once when \
      they are independent. When you have everything, answer in the format above, or call `finish` \
      with the outputs as its arguments."
@@ -434,14 +434,14 @@ pub fn native_tools_note() -> String {
 }
 
 /// The description of `finish` in native mode (`outputs` like "`answer`, `score`").
-pub fn native_finish_description(outputs: &str) -> String {
+pub(crate) fn native_finish_description(outputs: &str) -> String {
     format!(
         "Marks the task as complete. Pass the outputs ({outputs}) as arguments when you have them."
     )
 }
 
 /// The system message of ReAct's tool-selection call (`catalogue`: one `- name: summary` per line).
-pub fn tool_selection_instructions(task: &str, catalogue: &str) -> String {
+pub(crate) fn tool_selection_instructions(task: &str, catalogue: &str) -> String {
     format!(
         "You choose the tools an agent will need for a task. The task: {task}\n\nThe tools:\n{catalogue}\n\n\
          Pick every tool that could help with the request below, and none that cannot."
@@ -449,20 +449,20 @@ pub fn tool_selection_instructions(task: &str, catalogue: &str) -> String {
 }
 
 /// Instructions of the `Summarize` truncation policy's summary call.
-pub fn trajectory_summary_instructions() -> &'static str {
+pub(crate) fn trajectory_summary_instructions() -> &'static str {
     "Summarize these steps of an agent's work: keep every fact, number and name the observations \
      established, and what was tried and failed, in as few words as possible."
 }
 
 /// Asks for a JSON value matching `schema` (used by [`crate::structured`]).
-pub fn structured_instruction(schema: &str) -> String {
+pub(crate) fn structured_instruction(schema: &str) -> String {
     format!(
         "Respond with only a JSON object that matches this JSON schema, with no other text:\n{schema}"
     )
 }
 
 /// Asks for the value again after an invalid reply.
-pub fn structured_reformat(error: &str) -> String {
+pub(crate) fn structured_reformat(error: &str) -> String {
     format!(
         "That reply was not valid: {error}. Respond again with only a JSON object that matches the \
          schema."

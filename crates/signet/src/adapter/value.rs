@@ -9,7 +9,7 @@ use crate::signature::Field;
 
 /// Parses a field value written as text (Chat and XML formats).
 pub fn parse_text(field: &Field, text: &str) -> Result<Value, String> {
-    if field.type_name() == "str" {
+    if field.is_text() {
         return Ok(Value::String(text.to_owned()));
     }
     if let Some(value) = literal_match(field, &Value::String(text.to_owned())) {
@@ -28,7 +28,7 @@ pub fn parse_text(field: &Field, text: &str) -> Result<Value, String> {
 
 /// Parses a field value that is already JSON (JSON format).
 pub fn parse_json(field: &Field, value: &Value) -> Result<Value, String> {
-    if field.type_name() == "str" {
+    if field.is_text() {
         return Ok(match value {
             Value::String(s) => Value::String(s.clone()),
             // Python's `str()` of what was parsed: `{'city': 'Paris'}` for a dict, `True`, `42`.

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::python::{py_str, strip};
-use super::{Adapter, Example, ParseError, templates, value};
+use super::{Adapter, AdapterName, Example, ParseError, templates, value};
 use crate::lm::Message;
 use crate::signature::{DynSignature, Field};
 
@@ -47,8 +47,8 @@ impl XmlAdapter {
 }
 
 impl Adapter for XmlAdapter {
-    fn name(&self) -> &'static str {
-        "XMLAdapter"
+    fn name(&self) -> AdapterName {
+        AdapterName::Xml
     }
 
     fn format(
@@ -237,7 +237,7 @@ fn tagged(field: &Field, value: &Value, is_output: bool) -> String {
         return value_to_xml(value, field.name(), None);
     }
     let mut formatted = templates::field_value(field, value);
-    if is_output && field.type_name() == "str" {
+    if is_output && field.is_text() {
         formatted = escape(&formatted);
     }
     format!("<{0}>\n{formatted}\n</{0}>", field.name())

@@ -13,7 +13,7 @@ use super::{Capabilities, Completion, Lm, LmError, LmRequest, Message, StreamEve
 
 /// One recorded LM call.
 #[derive(Debug, Clone, PartialEq)]
-pub struct HistoryEntry {
+pub struct CallRecord {
     /// The model that answered.
     pub model: String,
     /// The messages sent.
@@ -28,13 +28,13 @@ pub struct HistoryEntry {
     pub timestamp: SystemTime,
 }
 
-impl HistoryEntry {
+impl CallRecord {
     /// The timestamp as ISO 8601 in UTC with microseconds, e.g. `2026-11-03T09:15:02.123456Z`.
     ///
     /// ```
     /// use std::time::{Duration, UNIX_EPOCH};
-    /// use signet::lm::{Completion, HistoryEntry, LmRequest};
-    /// let entry = HistoryEntry {
+    /// use signet::lm::{Completion, CallRecord, LmRequest};
+    /// let entry = CallRecord {
     ///     model: "m".into(),
     ///     messages: vec![],
     ///     request: LmRequest::default(),
@@ -79,14 +79,14 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 /// The last calls made through an LM, oldest first, bounded (the oldest entries are dropped
 /// beyond the capacity). Successful calls only, cache hits included.
 ///
-/// [`render`](History::render) prints the last `n` calls the way Python's
+/// [`render`](CallHistory::render) prints the last `n` calls the way Python's
 /// `dspy.inspect_history(n)` does: a timestamp, each message under `<Role> message:`, then
 /// `Response:` (and `Tool calls:`).
 ///
 /// ```
-/// use signet::lm::{Completion, History, LmRequest, Message};
+/// use signet::lm::{Completion, CallHistory, LmRequest, Message};
 ///
-/// let history = History::new();
+/// let history = CallHistory::new();
 /// let request = LmRequest::new(vec![Message::system("Be brief."), Message::user("Capital of France?")]);
 /// history.record("gpt-4o-mini", &request, &Completion::text("Paris"));
 /// assert_eq!(history.len(), 1);
@@ -96,29 +96,29 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 /// assert!(printed.contains("Response:\n\nParis\n\n"));
 /// ```
 #[derive(Debug)]
-pub struct History {
-    entries: Mutex<VecDeque<HistoryEntry>>,
+pub struct CallHistory {
+    entries: Mutex<VecDeque<CallRecord>>,
     capacity: usize,
 }
 
-impl Default for History {
+impl Default for CallHistory {
     fn default() -> Self {
-        History::with_capacity(History::DEFAULT_CAPACITY)
+        CallHistory::with_capacity(CallHistory::DEFAULT_CAPACITY)
     }
 }
 
-impl History {
-    /// How many calls a [`History::new`] keeps.
+impl CallHistory {
+    /// How many calls a [`CallHistory::new`] keeps.
     pub const DEFAULT_CAPACITY: usize = 1000;
 
-    /// An empty history keeping the last [`DEFAULT_CAPACITY`](History::DEFAULT_CAPACITY) calls.
-    pub fn new() -> History {
-        History::default()
+    /// An empty history keeping the last [`DEFAULT_CAPACITY`](CallHistory::DEFAULT_CAPACITY) calls.
+    pub fn new() -> CallHistory {
+        CallHistory::default()
     }
 
     /// An empty history keeping the last `capacity` calls (0 keeps none).
-    pub fn with_capacity(capacity: usize) -> History {
-        History {
+    pub fn with_capacity(capacity: usize) -> CallHistory {
+        CallHistory {
             entries: Mutex::new(VecDeque::new()),
             capacity,
         }
@@ -134,7 +134,7 @@ impl History {
         if self.capacity == 0 {
             return;
         }
-        let entry = HistoryEntry {
+        let entry = CallRecord {
             model: model.to_owned(),
             messages: request.messages.clone(),
             request: request.clone(),
@@ -150,12 +150,12 @@ impl History {
     }
 
     /// Every kept entry, oldest first.
-    pub fn entries(&self) -> Vec<HistoryEntry> {
+    pub fn entries(&self) -> Vec<CallRecord> {
         self.lock().iter().cloned().collect()
     }
 
     /// The last `n` entries, oldest first.
-    pub fn last(&self, n: usize) -> Vec<HistoryEntry> {
+    pub fn last(&self, n: usize) -> Vec<CallRecord> {
         let entries = self.lock();
         let skip = entries.len().saturating_sub(n);
         entries.iter().skip(skip).cloned().collect()
@@ -197,7 +197,7 @@ impl History {
         print!("{}", render_history(&self.last(n), true));
     }
 
-    fn lock(&self) -> MutexGuard<'_, VecDeque<HistoryEntry>> {
+    fn lock(&self) -> MutexGuard<'_, VecDeque<CallRecord>> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -205,14 +205,14 @@ impl History {
 /// Renders entries the way DSPy's `pretty_print_history` does, with or without ANSI colours.
 ///
 /// ```
-/// use signet::lm::{Completion, History, LmRequest, Message, ToolCall, render_history};
-/// let history = History::new();
+/// use signet::lm::{Completion, CallHistory, LmRequest, Message, ToolCall, render_history};
+/// let history = CallHistory::new();
 /// let call = ToolCall::new("c1", "add", r#"{"a":1}"#);
 /// history.record("m", &LmRequest::new(vec![Message::user("add")]), &Completion::tool_calls(vec![call]));
 /// let text = render_history(&history.entries(), false);
 /// assert!(text.ends_with("Tool calls:\n\nadd: {\"a\":1}\n\n\n\n\n\n"));
 /// ```
-pub fn render_history(entries: &[HistoryEntry], colors: bool) -> String {
+pub fn render_history(entries: &[CallRecord], colors: bool) -> String {
     let paint = |code: &str, text: &str| {
         if colors {
             format!("\x1b[{code}m{text}\x1b[0m")
@@ -259,15 +259,15 @@ pub fn render_history(entries: &[HistoryEntry], colors: bool) -> String {
     out
 }
 
-/// Records every successful call of any [`Lm`] in a [`History`].
+/// Records every successful call of any [`Lm`] in a [`CallHistory`].
 ///
 /// [`OpenAiLm`](super::OpenAiLm) keeps a history by itself; wrap other LMs in this.
 ///
 /// ```
 /// use std::sync::Arc;
-/// use signet::lm::{History, HistoryLm, Lm, LmRequest, Message, ScriptedLm};
+/// use signet::lm::{CallHistory, HistoryLm, Lm, LmRequest, Message, ScriptedLm};
 ///
-/// let history = Arc::new(History::new());
+/// let history = Arc::new(CallHistory::new());
 /// let lm = HistoryLm::new(ScriptedLm::texts(["hi"]), history.clone());
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// lm.complete(&LmRequest::new(vec![Message::user("hello")])).await.unwrap();
@@ -278,12 +278,12 @@ pub fn render_history(entries: &[HistoryEntry], colors: bool) -> String {
 #[derive(Debug, Clone)]
 pub struct HistoryLm<L> {
     inner: L,
-    history: Arc<History>,
+    history: Arc<CallHistory>,
 }
 
 impl<L: Lm> HistoryLm<L> {
     /// Wraps `inner`, recording its calls in `history`.
-    pub fn new(inner: L, history: Arc<History>) -> HistoryLm<L> {
+    pub fn new(inner: L, history: Arc<CallHistory>) -> HistoryLm<L> {
         HistoryLm { inner, history }
     }
 
@@ -293,7 +293,7 @@ impl<L: Lm> HistoryLm<L> {
     }
 
     /// The history.
-    pub fn history(&self) -> &Arc<History> {
+    pub fn history(&self) -> &Arc<CallHistory> {
         &self.history
     }
 }
@@ -332,7 +332,7 @@ impl<L: Lm> Lm for HistoryLm<L> {
 
 /// `events`, with the final completion recorded in `history`.
 pub(crate) fn recorded_stream<'a>(
-    history: &'a History,
+    history: &'a CallHistory,
     model: &'a str,
     request: &'a LmRequest,
     events: BoxStream<'a, Result<StreamEvent, LmError>>,
@@ -350,7 +350,7 @@ mod tests {
 
     #[test]
     fn renders_like_dspy() {
-        let history = History::new();
+        let history = CallHistory::new();
         let request = LmRequest::new(vec![
             Message::system("  Sys  "),
             Message::user("Q"),
@@ -377,7 +377,7 @@ mod tests {
 
     #[test]
     fn keeps_the_last_entries_within_capacity() {
-        let history = History::with_capacity(2);
+        let history = CallHistory::with_capacity(2);
         for text in ["a", "b", "c"] {
             history.record("m", &LmRequest::default(), &Completion::text(text));
         }
@@ -389,7 +389,7 @@ mod tests {
         assert_eq!(texts, ["b", "c"]);
         assert_eq!(history.last(1)[0].completion.text.as_deref(), Some("c"));
         assert_eq!(history.last(10).len(), 2);
-        assert!(History::with_capacity(0).is_empty());
+        assert!(CallHistory::with_capacity(0).is_empty());
         assert_eq!(render_history(&[], false), "\n\n\n\n");
     }
 

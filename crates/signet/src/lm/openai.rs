@@ -33,13 +33,12 @@ use super::cache::cached_stream;
 use super::history::recorded_stream;
 use super::retry::parse_retry_after;
 use super::{
-    Capabilities, Completion, FinishReason, History, Lm, LmError, LmRequest, Message,
-    ResponseCache, ResponseFormat, RetryPolicy, Role, StreamAssembler, StreamEvent, ToolCall,
-    ToolChoice, Usage,
+    CallHistory, Capabilities, Completion, FinishReason, Lm, LmError, LmRequest, Message,
+    ResponseCache, RetryPolicy, Role, StreamAssembler, StreamEvent, ToolCall, ToolChoice, Usage,
 };
 
 /// OpenAI's API base, used when neither the builder nor `OPENAI_BASE_URL` names another.
-pub const OPENAI_API_BASE: &str = "https://api.openai.com/v1";
+pub(super) const OPENAI_API_BASE: &str = "https://api.openai.com/v1";
 
 /// A client for any OpenAI-compatible chat-completions endpoint.
 ///
@@ -48,7 +47,7 @@ pub const OPENAI_API_BASE: &str = "https://api.openai.com/v1";
 /// 2. otherwise is sent (`POST {base_url}/chat/completions`) with a per-attempt time limit and
 ///    retried on transient errors according to the [`RetryPolicy`] (three retries by default,
 ///    exponential backoff with jitter, `Retry-After` honoured);
-/// 3. is recorded in the [`History`] when it succeeds ([`inspect_history`](OpenAiLm::inspect_history)
+/// 3. is recorded in the [`CallHistory`] when it succeeds ([`inspect_history`](OpenAiLm::inspect_history)
 ///    prints it like `dspy.inspect_history`).
 ///
 /// Failures are typed [`LmError`]s: `RateLimited` (429, with `Retry-After`), `Server` (5xx),
@@ -87,7 +86,7 @@ pub struct OpenAiLm {
     timeout: Duration,
     retry: RetryPolicy,
     cache: Option<Arc<ResponseCache>>,
-    history: Arc<History>,
+    history: Arc<CallHistory>,
     stream_usage: bool,
     max_completion_tokens: bool,
 }
@@ -156,7 +155,7 @@ pub enum BuildError {
 /// `OPENAI_API_KEY`, else none (local servers need none); capabilities
 /// [`Capabilities::openai`] for OpenAI's own API and [`Capabilities::default`] (text and JSON
 /// mode) elsewhere; 600 s per attempt; [`RetryPolicy::default`]; no cache; a
-/// [`History`] of the last 1000 calls; usage requested in streams; the length limit sent as
+/// [`CallHistory`] of the last 1000 calls; usage requested in streams; the length limit sent as
 /// `max_tokens`.
 ///
 /// ```
@@ -185,7 +184,7 @@ pub struct OpenAiLmBuilder {
     retry: RetryPolicy,
     cache: Option<Arc<ResponseCache>>,
     disk_cache: Option<PathBuf>,
-    history: Option<Arc<History>>,
+    history: Option<Arc<CallHistory>>,
     headers: Vec<(String, ApiKey)>,
     stream_usage: bool,
     max_completion_tokens: bool,
@@ -271,7 +270,7 @@ impl OpenAiLmBuilder {
     }
 
     /// Records calls in `history` (which may be shared with other LMs) instead of a new one.
-    pub fn history(mut self, history: Arc<History>) -> Self {
+    pub fn history(mut self, history: Arc<CallHistory>) -> Self {
         self.history = Some(history);
         self
     }
@@ -427,7 +426,7 @@ impl OpenAiLm {
     }
 
     /// The calls made so far.
-    pub fn history(&self) -> &Arc<History> {
+    pub fn history(&self) -> &Arc<CallHistory> {
         &self.history
     }
 
@@ -487,7 +486,7 @@ impl OpenAiLm {
             body.insert("seed".into(), json!(seed));
         }
         if let Some(format) = &request.response_format {
-            body.insert("response_format".into(), response_format_json(format));
+            body.insert("response_format".into(), format.to_json());
         }
         if !request.tools.is_empty() {
             body.insert(

@@ -124,9 +124,18 @@ impl ToolCall {
     }
 }
 
-/// How the model must format its reply.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+/// How the model must format its reply. Serialized as the OpenAI `response_format` object it
+/// stands for (a [`Raw`](ResponseFormat::Raw) one as given), so a serialized request round-trips.
+///
+/// ```
+/// use serde_json::json;
+/// use signet::lm::ResponseFormat;
+/// let raw = ResponseFormat::Raw(json!({"type": "json_object", "schema": {"type": "object"}}));
+/// let text = serde_json::to_value(&raw).unwrap();
+/// assert_eq!(text, json!({"type": "json_object", "schema": {"type": "object"}}));
+/// assert_eq!(serde_json::from_value::<ResponseFormat>(text).unwrap(), raw);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
 pub enum ResponseFormat {
     /// Free text (the default).
     Text,
@@ -147,6 +156,62 @@ pub enum ResponseFormat {
     Raw(Value),
 }
 
+impl ResponseFormat {
+    /// The `response_format` object sent to the server.
+    pub fn to_json(&self) -> Value {
+        match self {
+            ResponseFormat::Text => serde_json::json!({"type": "text"}),
+            ResponseFormat::JsonObject => serde_json::json!({"type": "json_object"}),
+            ResponseFormat::JsonSchema {
+                name,
+                schema,
+                strict,
+            } => serde_json::json!({
+                "type": "json_schema",
+                "json_schema": {"name": name, "strict": strict, "schema": schema},
+            }),
+            ResponseFormat::Raw(value) => value.clone(),
+        }
+    }
+
+    /// The format a `response_format` object stands for: the three OpenAI forms, anything else
+    /// [`Raw`](ResponseFormat::Raw).
+    pub fn from_json(value: Value) -> ResponseFormat {
+        let kind = value.get("type").and_then(Value::as_str);
+        let keys = value.as_object().map_or(0, Map::len);
+        match (kind, keys) {
+            (Some("text"), 1) => ResponseFormat::Text,
+            (Some("json_object"), 1) => ResponseFormat::JsonObject,
+            (Some("json_schema"), 2) => {
+                let spec = &value["json_schema"];
+                match (spec.get("name").and_then(Value::as_str), spec.get("schema")) {
+                    (Some(name), Some(schema)) if spec.as_object().map_or(0, Map::len) <= 3 => {
+                        ResponseFormat::JsonSchema {
+                            name: name.to_owned(),
+                            schema: schema.clone(),
+                            strict: spec.get("strict").and_then(Value::as_bool).unwrap_or(false),
+                        }
+                    }
+                    _ => ResponseFormat::Raw(value),
+                }
+            }
+            _ => ResponseFormat::Raw(value),
+        }
+    }
+}
+
+impl Serialize for ResponseFormat {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for ResponseFormat {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Value::deserialize(deserializer).map(ResponseFormat::from_json)
+    }
+}
+
 /// Which tool the model may or must call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -162,6 +227,12 @@ pub enum ToolChoice {
 }
 
 /// Sampling and length settings of a request.
+///
+/// ```
+/// use signet::lm::LmOptions;
+/// let options = LmOptions::new().temperature(0.0).max_tokens(400);
+/// assert_eq!((options.temperature, options.max_tokens), (Some(0.0), Some(400)));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LmOptions {
     /// Sampling temperature.
@@ -179,6 +250,43 @@ pub struct LmOptions {
     /// Nucleus sampling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_p: Option<f32>,
+}
+
+impl LmOptions {
+    /// No settings: the provider's defaults.
+    pub fn new() -> LmOptions {
+        LmOptions::default()
+    }
+
+    /// Sets the sampling temperature.
+    pub fn temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// Sets the upper bound on generated tokens.
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Adds a stop sequence.
+    pub fn stop(mut self, stop: impl Into<String>) -> Self {
+        self.stop.push(stop.into());
+        self
+    }
+
+    /// Sets the sampling seed.
+    pub fn seed(mut self, seed: i64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Sets nucleus sampling.
+    pub fn top_p(mut self, top_p: f32) -> Self {
+        self.top_p = Some(top_p);
+        self
+    }
 }
 
 /// Everything one LM call sends.

@@ -7,6 +7,7 @@
 //! carried valid outputs.
 
 mod answer_stream;
+mod error;
 mod events;
 mod native;
 mod prompt;
@@ -14,6 +15,7 @@ mod trajectory;
 mod truncation;
 mod typed;
 
+pub use error::{ReActError, RunFailure};
 pub use events::ReActEvent;
 pub use prompt::tool_listing;
 pub use trajectory::{Observation, Step, Trajectory, UserMessage};
@@ -69,10 +71,8 @@ pub struct ReActCore {
     tools: Vec<Arc<dyn Tool>>,
     step: Predictor,
     extract: Predictor,
-    max_iters: usize,
     limits: Limits,
     truncation: Arc<dyn TruncationPolicy>,
-    tool_timeout: Option<Duration>,
     mode: ReActMode,
     approver: Option<Approver>,
     selection_threshold: usize,
@@ -108,15 +108,16 @@ impl std::fmt::Debug for ReActCore {
         f.debug_struct("ReActCore")
             .field("signature", &self.signature.name())
             .field("tools", &tools)
-            .field("max_iters", &self.max_iters)
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
 
 impl ReActCore {
-    /// A ReAct loop for `signature` with `tools` (`finish` is added).
-    pub fn new(signature: DynSignature, tools: Vec<Arc<dyn Tool>>) -> ReActCore {
-        let (step_signature, parse_signature) = step_signatures(&signature, &tools);
+    /// A ReAct loop for `signature`, with no tools yet (`finish` is always there); add them with
+    /// [`tool`](Self::tool) and [`tools`](Self::tools).
+    pub fn new(signature: DynSignature) -> ReActCore {
+        let (step_signature, parse_signature) = step_signatures(&signature, &[]);
         let mut extract_signature =
             DynSignature::new(signature.name()).with_instructions(signature.instructions());
         for field in signature.inputs() {
@@ -130,15 +131,34 @@ impl ReActCore {
             step: Predictor::new(step_signature).with_parse_signature(parse_signature),
             extract: Predictor::new(with_reasoning(&extract_signature)),
             signature,
-            tools,
-            max_iters: 20,
+            tools: Vec::new(),
             limits: Limits::default(),
             truncation: Arc::new(DropOldest),
-            tool_timeout: None,
             mode: ReActMode::Auto,
             approver: None,
             selection_threshold: 12,
         }
+    }
+
+    /// Adds `tool`: any [`Tool`] — a `#[tool]` function's type, an `Arc<dyn Tool>` from a
+    /// [`ToolBox`](crate::ToolBox) or an MCP client, a closure tool. The step signature (the tool
+    /// list in its instructions, the names the model may choose) follows.
+    pub fn tool(self, tool: impl Tool + 'static) -> Self {
+        self.tools([tool])
+    }
+
+    /// Adds each of `tools` (see [`tool`](Self::tool)).
+    pub fn tools(mut self, tools: impl IntoIterator<Item = impl Tool + 'static>) -> Self {
+        self.tools.extend(tools.into_iter().map(crate::tool::share));
+        let (step_signature, parse_signature) = step_signatures(&self.signature, &self.tools);
+        self.step.signature = step_signature;
+        self.step.parse_as = Some(parse_signature);
+        self
+    }
+
+    /// The tools offered (without `finish`).
+    pub fn tool_list(&self) -> &[Arc<dyn Tool>] {
+        &self.tools
     }
 
     /// With more tools than `threshold` (default 12), a first LM call picks the tools relevant to
@@ -241,13 +261,8 @@ impl ReActCore {
         self
     }
 
-    /// At most this many steps (default 20).
-    pub fn with_max_iters(mut self, max_iters: usize) -> Self {
-        self.max_iters = max_iters;
-        self
-    }
-
-    /// Bounds on what a run may send and spend (see [`Limits`] for the defaults).
+    /// Bounds on a run: steps, LM calls, time per tool call, observation size, concurrency (see
+    /// [`Limits`] for the defaults).
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
@@ -259,14 +274,16 @@ impl ReActCore {
     }
 
     /// Uses `lm` for the steps and the extractor.
-    pub fn with_lm(mut self, lm: Arc<dyn Lm>) -> Self {
+    pub fn with_lm(mut self, lm: impl Lm + 'static) -> Self {
+        let lm = crate::lm::shared(lm);
         self.step = self.step.with_lm(lm.clone());
         self.extract = self.extract.with_lm(lm);
         self
     }
 
     /// Uses `adapter` for the steps and the extractor.
-    pub fn with_adapter(mut self, adapter: Arc<dyn Adapter>) -> Self {
+    pub fn with_adapter(mut self, adapter: impl Adapter + 'static) -> Self {
+        let adapter = crate::adapter::shared(adapter);
         self.step = self.step.with_adapter(adapter.clone());
         self.extract = self.extract.with_adapter(adapter);
         self
@@ -281,14 +298,8 @@ impl ReActCore {
 
     /// How to shorten the trajectory when it overflows the context window (default
     /// [`DropOldest`]).
-    pub fn with_truncation(mut self, policy: Arc<dyn TruncationPolicy>) -> Self {
-        self.truncation = policy;
-        self
-    }
-
-    /// A time limit for each tool call; a call that exceeds it becomes an observation.
-    pub fn with_tool_timeout(mut self, timeout: Duration) -> Self {
-        self.tool_timeout = Some(timeout);
+    pub fn with_truncation(mut self, policy: impl TruncationPolicy + 'static) -> Self {
+        self.truncation = Arc::new(policy);
         self
     }
 
@@ -298,7 +309,11 @@ impl ReActCore {
     }
 
     /// Runs the loop on `inputs`; the outputs are field values.
-    pub async fn forward(&self, inputs: &Example, call: &CallConfig) -> Result<ReActRun, Error> {
+    pub async fn forward(
+        &self,
+        inputs: &Example,
+        call: &CallConfig,
+    ) -> Result<ReActRun, ReActError> {
         self.run(
             inputs,
             call,
@@ -344,12 +359,14 @@ impl ReActCore {
             let started = Instant::now();
             let event = match self.run(&inputs, &call, &emitter, &mut interrupts).await {
                 Ok(run) => ReActEvent::Done {
-                    outputs: run.outputs,
+                    output: run.outputs,
+                    reasoning: run.reasoning,
+                    trajectory: run.trajectory,
                     usage: run.usage,
                     elapsed_ms: millis(started.elapsed()),
                 },
                 Err(error) => ReActEvent::Failed {
-                    error: error.to_string(),
+                    error: Arc::new(error),
                 },
             };
             emitter.emit(event);
@@ -365,8 +382,8 @@ impl ReActCore {
         call: &CallConfig,
         events: &Emitter,
         interrupts: &mut Interrupts,
-    ) -> Result<ReActRun, Error> {
-        let resolved = self.step.resolve(call)?;
+    ) -> Result<ReActRun, ReActError> {
+        let resolved = self.step.resolve(call).map_err(ReActError::before_start)?;
         if self.tools.len() > self.selection_threshold {
             let mut usage = Usage::default();
             let selected = self
@@ -400,7 +417,7 @@ impl ReActCore {
         let mut usage = Usage::default();
         let mut finished_outputs = None;
         let mut finished = false;
-        for index in 0..self.max_iters {
+        for index in 0..self.limits.max_iters {
             events.emit(ReActEvent::StepStarted { turn: index });
             interrupts.inject(&mut trajectory, events);
             let prediction = match self
@@ -415,7 +432,7 @@ impl ReActCore {
                 .await
             {
                 Ok(prediction) => prediction,
-                Err(Error::TrajectoryTooLong { message, .. }) => {
+                Err(RunFailure::TrajectoryTooLong { message }) => {
                     stop_early(
                         &mut trajectory,
                         events,
@@ -423,7 +440,7 @@ impl ReActCore {
                     );
                     break;
                 }
-                Err(Error::Parse(error)) => {
+                Err(RunFailure::Call(Error::Parse(error))) => {
                     // As DSPy: a step that cannot be read ends the loop; the extractor still runs.
                     stop_early(
                         &mut trajectory,
@@ -432,7 +449,7 @@ impl ReActCore {
                     );
                     break;
                 }
-                Err(error) => return Err(Error::run_failed(error, &trajectory, usage)),
+                Err(failure) => return Err(ReActError::new(failure, &trajectory, usage)),
             };
             let thought = as_text(&prediction["next_thought"]);
             let tool_name = as_text(&prediction["next_tool_name"]);
@@ -472,7 +489,11 @@ impl ReActCore {
             }
         }
         if !finished && trajectory.stopped_early.is_none() {
-            stop_early(&mut trajectory, events, max_iters_reached(self.max_iters));
+            stop_early(
+                &mut trajectory,
+                events,
+                max_iters_reached(self.limits.max_iters),
+            );
         }
         if let Some(outputs) = finished_outputs {
             return Ok(ReActRun {
@@ -495,14 +516,18 @@ impl ReActCore {
         call: &CallConfig,
         mut usage: Usage,
         events: &Emitter,
-    ) -> Result<ReActRun, Error> {
+    ) -> Result<ReActRun, ReActError> {
         events.emit(ReActEvent::Extracting);
         // A streamed run shows the answer as it is written: the extractor's LM calls go through
         // `Lm::stream`, and their text becomes `AnswerDelta` events.
         let streamed;
         let extractor = if events.listening() {
-            let lm = self.extract.resolve(call)?.lm;
-            let chat_markers = adapter.name() == "ChatAdapter";
+            let lm = self
+                .extract
+                .resolve(call)
+                .map_err(|error| ReActError::new(error, &trajectory, usage))?
+                .lm;
+            let chat_markers = adapter.marks_fields();
             streamed = self
                 .extract
                 .clone()
@@ -525,7 +550,7 @@ impl ReActCore {
                 &mut usage,
             )
             .await
-            .map_err(|error| Error::run_failed(error, &trajectory, usage))?;
+            .map_err(|failure| ReActError::new(failure, &trajectory, usage))?;
         let reasoning = outputs.shift_remove("reasoning").map(|r| as_text(&r));
         Ok(ReActRun {
             outputs,
@@ -545,10 +570,10 @@ impl ReActCore {
         adapter: &dyn Adapter,
         call: &CallConfig,
         usage: &mut Usage,
-    ) -> Result<Example, Error> {
+    ) -> Result<Example, RunFailure> {
         let mut last = String::new();
         for _ in 0..3 {
-            self.limits.check_lm_calls(usage, trajectory)?;
+            self.limits.check_lm_calls(usage)?;
             let mut with_trajectory = inputs.clone();
             with_trajectory.insert(
                 "trajectory".to_owned(),
@@ -573,18 +598,16 @@ impl ReActCore {
                     );
                     last = message;
                     if let Err(reason) = self.truncation.truncate(trajectory).await {
-                        return Err(Error::TrajectoryTooLong {
+                        return Err(RunFailure::TrajectoryTooLong {
                             message: format!("{last}; {reason}"),
-                            trajectory: Box::new(trajectory.clone()),
                         });
                     }
                 }
-                Err(other) => return Err(other),
+                Err(other) => return Err(other.into()),
             }
         }
-        Err(Error::TrajectoryTooLong {
+        Err(RunFailure::TrajectoryTooLong {
             message: format!("the context window was exceeded even after 3 truncations: {last}"),
-            trajectory: Box::new(trajectory.clone()),
         })
     }
 
@@ -651,7 +674,7 @@ impl ReActCore {
             }
         }
         let call = tool.call(args.clone());
-        let result = match self.tool_timeout {
+        let result = match self.limits.tool_timeout {
             Some(limit) => match tokio::time::timeout(limit, call).await {
                 Ok(result) => result,
                 Err(_) => Err(ToolError::Timeout {
@@ -702,50 +725,87 @@ fn as_text(value: &Value) -> String {
     }
 }
 
-/// Bounds on what one run may send to the model and spend. The defaults are generous for real
-/// tasks and stop runaway runs.
+/// Bounds on one run: how many steps and LM calls it may make, how long a tool call may take,
+/// how much of a tool's output goes back to the model, how many calls run at once. The defaults are
+/// generous for real tasks and stop runaway runs; the setters change one bound.
 ///
 /// ```
+/// use std::time::Duration;
 /// use signet::module::Limits;
-/// let limits = Limits { max_lm_calls: 10, ..Limits::default() };
-/// assert_eq!(limits.max_observation_chars, 20_000);
+/// let limits = Limits::default().max_iters(5).tool_timeout(Duration::from_secs(30));
+/// assert_eq!((limits.max_iters, limits.max_observation_chars), (5, 20_000));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Limits {
+    /// At most this many steps (model turns in native mode), after which the extractor answers
+    /// from the steps so far. Default 20 (DSPy's `max_iters`).
+    pub max_iters: usize,
+    /// How many LM calls one run may make. Steps, their fallbacks, retries after truncation and
+    /// the extractor all count (the tool-selection call does not); the limit is checked before each
+    /// step and extractor call, which fails with [`RunFailure::LmCallLimit`] once it is reached (a
+    /// step's own fallback may still run past it). Default 100.
+    pub max_lm_calls: u32,
+    /// A time limit for each tool call; a call that exceeds it becomes an observation the model
+    /// reads (async tools are cancelled; a sync tool's thread finishes in the background). Default
+    /// none.
+    pub tool_timeout: Option<Duration>,
     /// The longest observation (in characters of its text) sent back to the model; longer tool
     /// outputs are cut, with a marker saying how much was left out, and the whole output is kept in
     /// the trajectory ([`Observation::Truncated`]). Default 20,000.
     pub max_observation_chars: usize,
     /// How many tool calls of one native-mode reply run at the same time. Default 8.
     pub max_concurrent_tools: usize,
-    /// How many LM calls one run may make. Steps, their fallbacks, retries after truncation and
-    /// the extractor all count (the tool-selection call does not); the limit is checked before each
-    /// step and extractor call, which fails with [`Error::LmCallLimit`] once it is reached (a step's
-    /// own fallback may still run past it). Default 100.
-    pub max_lm_calls: u32,
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Limits {
+            max_iters: 20,
+            max_lm_calls: 100,
+            tool_timeout: None,
             max_observation_chars: 20_000,
             max_concurrent_tools: 8,
-            max_lm_calls: 100,
         }
     }
 }
 
 impl Limits {
+    /// At most `n` steps.
+    pub fn max_iters(mut self, n: usize) -> Self {
+        self.max_iters = n;
+        self
+    }
+
+    /// At most `n` LM calls per run.
+    pub fn max_lm_calls(mut self, n: u32) -> Self {
+        self.max_lm_calls = n;
+        self
+    }
+
+    /// At most `timeout` per tool call.
+    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
+        self.tool_timeout = Some(timeout);
+        self
+    }
+
+    /// Observations cut at `n` characters for the model.
+    pub fn max_observation_chars(mut self, n: usize) -> Self {
+        self.max_observation_chars = n;
+        self
+    }
+
+    /// At most `n` concurrent tool calls.
+    pub fn max_concurrent_tools(mut self, n: usize) -> Self {
+        self.max_concurrent_tools = n;
+        self
+    }
+
     /// Fails when `usage` has used up the run's LM calls.
-    pub(crate) fn check_lm_calls(
-        &self,
-        usage: &Usage,
-        trajectory: &Trajectory,
-    ) -> Result<(), Error> {
+    pub(crate) fn check_lm_calls(&self, usage: &Usage) -> Result<(), RunFailure> {
         if usage.lm_calls >= u64::from(self.max_lm_calls) {
-            return Err(Error::LmCallLimit {
+            return Err(RunFailure::LmCallLimit {
                 limit: self.max_lm_calls,
-                trajectory: Box::new(trajectory.clone()),
             });
         }
         Ok(())

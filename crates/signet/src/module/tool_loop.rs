@@ -1,7 +1,5 @@
 //! `Predict` with tools: native tool calls run (concurrently) until the model answers.
 
-use std::sync::Arc;
-
 use futures::future::join_all;
 use serde_json::Value;
 
@@ -11,11 +9,18 @@ use crate::lm::{LmRequest, Message, ToolCall, ToolChoice, Usage};
 use crate::tool::Tool;
 
 impl Predictor {
-    /// Offers `tools` to the model through native function calling: each reply's tool calls run
+    /// Offers `tool` to the model through native function calling: each reply's tool calls run
     /// concurrently and their results go back as `tool` messages, until the model answers in the
-    /// adapter's format (at most [`with_max_tool_turns`](Self::with_max_tool_turns) rounds).
-    pub fn with_tools(mut self, tools: Vec<Arc<dyn Tool>>) -> Self {
-        self.tools = tools;
+    /// adapter's format (at most [`with_max_tool_turns`](Self::with_max_tool_turns) rounds). The
+    /// LM must report native function calling.
+    pub fn tool(mut self, tool: impl Tool + 'static) -> Self {
+        self.tools.push(crate::tool::share(tool));
+        self
+    }
+
+    /// Offers each of `tools` (see [`tool`](Self::tool)); `Arc<dyn Tool>`s are kept as they are.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = impl Tool + 'static>) -> Self {
+        self.tools.extend(tools.into_iter().map(crate::tool::share));
         self
     }
 

@@ -64,6 +64,12 @@ fn parse_fields(whole: &str, offset: usize, side: &str) -> Result<Vec<Field>, Si
         }
         let field = match ty {
             None => Field::str(name),
+            // DSPy's special types: a conversation, the tools offered, the calls made.
+            Some("History" | "dspy.History") => Field::of::<crate::adapter::History>(name),
+            Some("ToolCalls" | "dspy.ToolCalls") => Field::of::<crate::adapter::ToolCalls>(name),
+            Some("list[Tool]" | "list[dspy.Tool]" | "List[Tool]" | "List[dspy.Tool]") => {
+                Field::of::<crate::adapter::Tools>(name)
+            }
             Some(ty) => {
                 let mut parser = TypeParser { text: ty, pos: 0 };
                 let schema = parser
@@ -336,6 +342,31 @@ mod tests {
             .map(|(a, b)| (a.to_string(), b.to_string()))
             .collect();
         assert_eq!(parsed, expected);
+    }
+
+    #[test]
+    fn dspy_special_types_keep_their_role() {
+        use crate::signature::FieldKind;
+        let sig = DynSignature::parse(
+            "question, history: dspy.History, tools: list[dspy.Tool] -> answer, calls: ToolCalls",
+        )
+        .unwrap();
+        let kinds: Vec<(&str, FieldKind)> = sig
+            .inputs()
+            .iter()
+            .chain(sig.outputs())
+            .map(|f| (f.type_name(), f.kind()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("str", FieldKind::Text),
+                ("History", FieldKind::History),
+                ("list[Tool]", FieldKind::Tools),
+                ("str", FieldKind::Text),
+                ("ToolCalls", FieldKind::ToolCalls),
+            ]
+        );
     }
 
     #[test]

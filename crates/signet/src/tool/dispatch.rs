@@ -1,16 +1,5 @@
-//! How tool bodies are run: the one rule for sync code, panic capture, and the sync entry point.
-//!
-//! * **Async tools** are awaited on the caller's task. A panic inside them is caught and becomes
-//!   [`ToolError::Panicked`].
-//! * **Sync tools** run on tokio's blocking pool ([`tokio::task::spawn_blocking`]) when called from
-//!   inside a tokio runtime (multi-thread or current-thread), so a slow sync tool never stalls the
-//!   executor. Outside tokio they run on the calling thread. `#[tool(inline)]` opts a cheap,
-//!   non-blocking function out of the hop to the blocking pool.
-//! * **Sync callers** use [`Tool::call_blocking`](crate::Tool::call_blocking): sync tools run
-//!   directly; async tools run on a per-thread current-thread runtime when there is no runtime on the
-//!   thread, or through `block_in_place` on a multi-thread runtime. On a thread that drives a
-//!   current-thread runtime blocking would deadlock, so that case is the typed error
-//!   [`ToolError::BlockingInAsyncContext`].
+//! How tool bodies are run (the rules are in the [`tool`](super) module's docs): panic capture,
+//! the blocking pool for sync bodies, and the sync entry point.
 
 use std::any::Any;
 use std::future::Future;
@@ -21,7 +10,7 @@ use tokio::runtime::Handle;
 
 use super::error::ToolError;
 
-/// Runs a sync tool body without blocking the async executor (see the [module docs](self)).
+/// Runs a sync tool body without blocking the async executor.
 pub async fn run_blocking<F, R>(tool: &str, body: F) -> Result<R, ToolError>
 where
     F: FnOnce() -> R + Send + 'static,
@@ -59,8 +48,9 @@ where
         .map_err(|payload| panicked(tool, payload))
 }
 
-/// Drives a future to completion from sync code (the crate's rule: [`crate::blocking`]).
-pub fn block_on<Fut>(tool: &str, future: Fut) -> Result<Fut::Output, ToolError>
+/// Drives a tool's future to completion from sync code (the crate's rule:
+/// [`crate::blocking::block_on`]), its failure as a [`ToolError`].
+pub(crate) fn block_on_tool<Fut>(tool: &str, future: Fut) -> Result<Fut::Output, ToolError>
 where
     Fut: Future,
 {

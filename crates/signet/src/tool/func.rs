@@ -11,8 +11,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use super::dispatch::{run_async, run_blocking};
 use super::returns::result_output;
-use super::{Tool, ToolError, ToolFuture, ToolSpec, run_async, run_blocking};
+use super::{Tool, ToolError, ToolFuture, ToolSpec};
 
 type Body = Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync>;
 

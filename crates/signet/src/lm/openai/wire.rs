@@ -155,22 +155,6 @@ pub(super) fn message_json(message: &Message) -> Value {
     Value::Object(object)
 }
 
-pub(super) fn response_format_json(format: &ResponseFormat) -> Value {
-    match format {
-        ResponseFormat::Text => json!({"type": "text"}),
-        ResponseFormat::JsonObject => json!({"type": "json_object"}),
-        ResponseFormat::JsonSchema {
-            name,
-            schema,
-            strict,
-        } => json!({
-            "type": "json_schema",
-            "json_schema": {"name": name, "strict": strict, "schema": schema},
-        }),
-        ResponseFormat::Raw(value) => value.clone(),
-    }
-}
-
 /// A tool descriptor: sent as given when it already has the OpenAI shape
 /// (`{"type": "function", "function": {..}}`); a bare function object is wrapped.
 pub(super) fn tool_json(tool: &Value) -> Value {

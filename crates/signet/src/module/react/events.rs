@@ -5,15 +5,22 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Observation, Trajectory, UserMessage};
+use super::{Observation, ReActError, Trajectory, UserMessage};
 use crate::adapter::Example;
 use crate::lm::Usage;
 
-/// What happens during a run, in order, for UIs and logs ([`ReActCore::stream`](super::ReActCore::stream)).
+/// What happens during a run, in order, for UIs and logs
+/// ([`ReAct::stream`](super::ReAct::stream), [`ReActCore::stream`](super::ReActCore::stream)).
+///
+/// The last event is [`Done`](ReActEvent::Done) with the run's result — typed (`O` is the
+/// signature's output struct) for [`ReAct`](super::ReAct), field values for [`ReActCore`](super::ReActCore) — or
+/// [`Failed`](ReActEvent::Failed) with the typed error. Serialized (for server-sent events, say),
+/// each event is an object with a `type` (`step_started`, `tool_call_finished`, `done`, ..) and the
+/// error as its text.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum ReActEvent {
+pub enum ReActEvent<O = Example> {
     /// A model turn begins.
     StepStarted {
         /// The turn's number.
@@ -78,18 +85,78 @@ pub enum ReActEvent {
     },
     /// The run finished.
     Done {
-        /// Output field values.
-        outputs: Example,
+        /// The outputs.
+        output: O,
+        /// The extractor's reasoning, when it ran.
+        reasoning: Option<String>,
+        /// Every step of the run.
+        trajectory: Trajectory,
         /// LM usage over every call.
         usage: Usage,
         /// Wall time of the run, in milliseconds.
         elapsed_ms: u64,
     },
-    /// The run failed.
+    /// The run failed; the error carries the steps and usage so far.
     Failed {
-        /// The error's text.
-        error: String,
+        /// What went wrong.
+        #[serde(serialize_with = "error_text")]
+        error: std::sync::Arc<ReActError>,
     },
+}
+
+fn error_text<S: serde::Serializer>(
+    error: &std::sync::Arc<ReActError>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(error)
+}
+
+impl ReActEvent<Example> {
+    /// The same event with the outputs of `Done` turned into `O` (events other than `Done` are
+    /// unchanged); outputs that do not fit `O` make it [`Failed`](ReActEvent::Failed).
+    pub(crate) fn typed<O: serde::de::DeserializeOwned>(self) -> ReActEvent<O> {
+        use ReActEvent as E;
+        match self {
+            E::Done {
+                output,
+                reasoning,
+                trajectory,
+                usage,
+                elapsed_ms,
+            } => match crate::module::from_example::<O>(&output) {
+                Ok(output) => E::Done {
+                    output,
+                    reasoning,
+                    trajectory,
+                    usage,
+                    elapsed_ms,
+                },
+                Err(error) => E::Failed {
+                    error: std::sync::Arc::new(ReActError::new(error, &trajectory, usage)),
+                },
+            },
+            E::Failed { error } => E::Failed { error },
+            E::StepStarted { turn } => E::StepStarted { turn },
+            E::Thought { turn, text } => E::Thought { turn, text },
+            E::ToolCallStarted { index, name, args } => E::ToolCallStarted { index, name, args },
+            E::ToolCallFinished {
+                index,
+                name,
+                observation,
+                elapsed_ms,
+            } => E::ToolCallFinished {
+                index,
+                name,
+                observation,
+                elapsed_ms,
+            },
+            E::ToolsSelected { names } => E::ToolsSelected { names },
+            E::UserMessage { text } => E::UserMessage { text },
+            E::StoppedEarly { reason } => E::StoppedEarly { reason },
+            E::Extracting => E::Extracting,
+            E::AnswerDelta { field, text } => E::AnswerDelta { field, text },
+        }
+    }
 }
 
 /// Where a run's events go (nowhere for plain calls).

@@ -6,8 +6,8 @@ use serde_json::{Map, Value, json};
 
 use super::events::stop_early;
 use super::{
-    Emitter, FINISH, FINISH_POSTPONED, Interrupts, Observation, ReActCore, ReActEvent, ReActRun,
-    Step, Trajectory,
+    Emitter, FINISH, FINISH_POSTPONED, Interrupts, Observation, ReActCore, ReActError, ReActEvent,
+    ReActRun, Step, Trajectory,
 };
 use crate::adapter::{Adapter, Example, templates};
 use crate::lm::{LmError, LmRequest, Message, ToolCall, ToolChoice, Usage};
@@ -22,7 +22,7 @@ impl ReActCore {
         resolved: Resolved,
         events: &Emitter,
         interrupts: &mut Interrupts,
-    ) -> Result<ReActRun, Error> {
+    ) -> Result<ReActRun, ReActError> {
         let Resolved { lm, adapter } = resolved;
         let base = self.base_messages(adapter.as_ref(), inputs);
         let mut tools: Vec<Value> = self.tools.iter().map(|t| t.to_openai_function()).collect();
@@ -32,7 +32,7 @@ impl ReActCore {
         let mut truncations = 0;
         let mut turn = 0;
         let mut done = false;
-        while turn < self.max_iters {
+        while turn < self.limits.max_iters {
             events.emit(ReActEvent::StepStarted { turn });
             interrupts.inject(&mut trajectory, events);
             let mut request = LmRequest::new(conversation(&base, &trajectory));
@@ -40,7 +40,9 @@ impl ReActCore {
             request.tools = tools.clone();
             request.tool_choice = Some(ToolChoice::Auto);
             request.parallel_tool_calls = Some(true);
-            self.limits.check_lm_calls(&usage, &trajectory)?;
+            self.limits
+                .check_lm_calls(&usage)
+                .map_err(|failure| ReActError::new(failure, &trajectory, usage))?;
             let completion = match lm.complete(&request).await {
                 Ok(completion) => completion,
                 Err(LmError::ContextWindowExceeded { message }) => {
@@ -57,7 +59,7 @@ impl ReActCore {
                     }
                     continue;
                 }
-                Err(error) => return Err(Error::run_failed(Error::Lm(error), &trajectory, usage)),
+                Err(error) => return Err(ReActError::new(Error::Lm(error), &trajectory, usage)),
             };
             usage += completion.usage;
             if completion.tool_calls.is_empty() {
@@ -155,7 +157,7 @@ impl ReActCore {
             stop_early(
                 &mut trajectory,
                 events,
-                super::max_iters_reached(self.max_iters),
+                super::max_iters_reached(self.limits.max_iters),
             );
         }
         self.extract(inputs, trajectory, adapter.as_ref(), call, usage, events)

@@ -93,7 +93,7 @@ impl std::fmt::Debug for Summarize {
 }
 
 /// The tool name of a summary step.
-pub const SUMMARY_STEP: &str = "summary_of_earlier_steps";
+pub(super) const SUMMARY_STEP: &str = "summary_of_earlier_steps";
 
 impl Summarize {
     /// Summaries written by `lm`, keeping the 2 newest steps.

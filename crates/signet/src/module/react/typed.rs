@@ -1,14 +1,17 @@
 //! `ReAct<S>`: the loop over a typed signature.
 
 use std::sync::Arc;
-use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
 
 use super::{
-    Approval, ApprovalRequest, ReActCore, ReActEvent, ReActMode, ReActOutput, TruncationPolicy,
+    Approval, ApprovalRequest, Limits, ReActCore, ReActError, ReActEvent, ReActMode, ReActOutput,
+    TruncationPolicy,
 };
 use crate::adapter::Adapter;
 use crate::lm::Lm;
-use crate::module::{CallConfig, Error};
+use crate::module::CallConfig;
 use crate::signature::Signature;
 use crate::tool::Tool;
 
@@ -19,79 +22,59 @@ pub struct ReAct<S: Signature> {
     _signature: std::marker::PhantomData<fn() -> S>,
 }
 
+impl<S: Signature> Default for ReAct<S> {
+    fn default() -> Self {
+        ReAct::new()
+    }
+}
+
 impl<S: Signature> ReAct<S> {
-    /// A ReAct agent for `S` with `tools`.
-    pub fn new(tools: Vec<Arc<dyn Tool>>) -> Self {
+    /// A ReAct agent for `S`, with no tools yet: add them with [`tool`](Self::tool) and
+    /// [`tools`](Self::tools).
+    ///
+    /// ```
+    /// use signet::prelude::*;
+    ///
+    /// /// Add two integers.
+    /// #[tool]
+    /// fn add(a: i64, b: i64) -> i64 { a + b }
+    ///
+    /// /// Answer with the tools.
+    /// #[derive(Signature)]
+    /// struct Ask { #[input] question: String, #[output] answer: i64 }
+    ///
+    /// let agent = ReAct::<Ask>::new()
+    ///     .tool(AddTool)
+    ///     .with_limits(Limits::default().max_iters(5));
+    /// assert_eq!(agent.core().tool_list()[0].name(), "add");
+    /// ```
+    pub fn new() -> Self {
         ReAct {
-            core: ReActCore::new(S::signature().clone(), tools),
+            core: ReActCore::new(S::signature().clone()),
             _signature: std::marker::PhantomData,
         }
     }
 
-    /// At most this many steps (default 20).
-    pub fn with_max_iters(mut self, max_iters: usize) -> Self {
-        self.core = self.core.with_max_iters(max_iters);
-        self
-    }
-
-    /// Bounds on observation size, tool concurrency and LM calls (see [`Limits`](super::Limits)).
-    ///
-    /// ```
-    /// use signet::module::{Limits, ReAct};
-    /// # #[derive(signet::Signature)]
-    /// # struct Ask { #[input] question: String, #[output] answer: String }
-    /// let agent = ReAct::<Ask>::new(vec![]).with_limits(Limits { max_lm_calls: 12, ..Limits::default() });
-    /// assert_eq!(agent.core().limits().max_lm_calls, 12);
-    /// ```
-    pub fn with_limits(mut self, limits: super::Limits) -> Self {
-        self.core = self.core.with_limits(limits);
-        self
-    }
-
-    /// Uses `lm` for every call.
-    pub fn with_lm(mut self, lm: Arc<dyn Lm>) -> Self {
-        self.core = self.core.with_lm(lm);
-        self
-    }
-
-    /// Uses `adapter` for every call.
-    pub fn with_adapter(mut self, adapter: Arc<dyn Adapter>) -> Self {
-        self.core = self.core.with_adapter(adapter);
-        self
-    }
-
-    /// Sampling options (temperature, length limit, ..) for every LM call of a run.
-    ///
-    /// ```
-    /// use signet::lm::LmOptions;
-    /// use signet::module::ReAct;
-    /// # #[derive(signet::Signature)]
-    /// # struct Ask { #[input] question: String, #[output] answer: String }
-    /// let agent = ReAct::<Ask>::new(vec![])
-    ///     .with_options(LmOptions { temperature: Some(0.0), ..LmOptions::default() });
-    /// assert_eq!(agent.core().step_predictor().options().temperature, Some(0.0));
-    /// ```
-    pub fn with_options(mut self, options: crate::lm::LmOptions) -> Self {
-        self.core = self.core.with_options(options);
-        self
-    }
-
-    /// The truncation policy for context-window overflows.
-    pub fn with_truncation(mut self, policy: Arc<dyn TruncationPolicy>) -> Self {
-        self.core = self.core.with_truncation(policy);
-        self
-    }
-
-    /// A time limit for each tool call.
-    pub fn with_tool_timeout(mut self, timeout: Duration) -> Self {
-        self.core = self.core.with_tool_timeout(timeout);
-        self
-    }
-
-    /// Text or native tool calling (default: native when the LM supports it).
-    pub fn with_mode(mut self, mode: ReActMode) -> Self {
-        self.core = self.core.with_mode(mode);
-        self
+    crate::module::forward_builders! {
+        core;
+        /// Adds a tool (see [`ReActCore::tool`]).
+        fn tool(tool: impl Tool + 'static);
+        /// Adds tools (see [`ReActCore::tool`]).
+        fn tools(tools: impl IntoIterator<Item = impl Tool + 'static>);
+        /// Bounds on steps, LM calls, tool time, observation size and concurrency (see [`Limits`]).
+        fn with_limits(limits: Limits);
+        /// Uses `lm` for every call.
+        fn with_lm(lm: impl Lm + 'static);
+        /// Uses `adapter` for every call.
+        fn with_adapter(adapter: impl Adapter + 'static);
+        /// Sampling options (temperature, length limit, ..) for every LM call of a run.
+        fn with_options(options: crate::lm::LmOptions);
+        /// The truncation policy for context-window overflows (default [`DropOldest`](super::DropOldest)).
+        fn with_truncation(policy: impl TruncationPolicy + 'static);
+        /// Text or native tool calling (default: native when the LM supports it).
+        fn with_mode(mode: ReActMode);
+        /// Above this many tools (default 12) a first call selects the relevant ones.
+        fn with_tool_selection_threshold(threshold: usize);
     }
 
     /// Asks `approver` before running tools that require confirmation (`#[tool(confirm)]`).
@@ -104,25 +87,23 @@ impl<S: Signature> ReAct<S> {
         self
     }
 
-    /// Above this many tools (default 12) a first call selects the relevant ones.
-    pub fn with_tool_selection_threshold(mut self, threshold: usize) -> Self {
-        self.core = self.core.with_tool_selection_threshold(threshold);
-        self
-    }
-
     /// The untyped loop inside.
     pub fn core(&self) -> &ReActCore {
         &self.core
     }
 
-    /// Runs the agent on `input`, yielding its events as they happen (see [`ReActCore::stream`]).
+    /// Runs the agent on `input`, yielding its events as they happen (see [`ReActCore::stream`]);
+    /// the last one is [`ReActEvent::Done`] with the typed output, or [`ReActEvent::Failed`].
     /// Dropping the stream cancels the run.
-    pub fn stream(
-        &self,
-        input: S::Input,
-    ) -> Result<futures::stream::BoxStream<'_, ReActEvent>, Error> {
-        let inputs = crate::module::to_example(&input)?;
-        Ok(self.core.stream(inputs, CallConfig::default()))
+    pub fn stream(&self, input: S::Input) -> BoxStream<'_, ReActEvent<S::Output>> {
+        match crate::module::to_example(&input) {
+            Ok(inputs) => self
+                .core
+                .stream(inputs, CallConfig::default())
+                .map(ReActEvent::typed)
+                .boxed(),
+            Err(error) => failed(error),
+        }
     }
 
     /// [`stream`](Self::stream) with a channel for follow-up messages (see
@@ -131,36 +112,38 @@ impl<S: Signature> ReAct<S> {
         &self,
         input: S::Input,
         interrupts: tokio::sync::mpsc::UnboundedReceiver<String>,
-    ) -> Result<futures::stream::BoxStream<'_, ReActEvent>, Error> {
-        let inputs = crate::module::to_example(&input)?;
-        Ok(self
-            .core
-            .stream_with_interrupts(inputs, CallConfig::default(), interrupts))
+    ) -> BoxStream<'_, ReActEvent<S::Output>> {
+        match crate::module::to_example(&input) {
+            Ok(inputs) => self
+                .core
+                .stream_with_interrupts(inputs, CallConfig::default(), interrupts)
+                .map(ReActEvent::typed)
+                .boxed(),
+            Err(error) => failed(error),
+        }
     }
 
-    /// The typed outputs of a streamed run's [`ReActEvent::Done`] event.
-    ///
-    /// ```
-    /// use signet::module::ReAct;
-    /// # #[derive(signet::Signature)]
-    /// # struct Ask { #[input] question: String, #[output] answer: String }
-    /// let outputs = serde_json::json!({"answer": "42"}).as_object().unwrap().clone();
-    /// let output = ReAct::<Ask>::output_of(&outputs).unwrap();
-    /// assert_eq!(output.answer, "42");
-    /// ```
-    pub fn output_of(outputs: &crate::adapter::Example) -> Result<S::Output, Error> {
-        crate::module::from_example(outputs)
-    }
-
-    /// Runs the agent on `input`.
-    pub async fn call(&self, input: S::Input) -> Result<ReActOutput<S::Output>, Error> {
-        let inputs = crate::module::to_example(&input)?;
+    /// Runs the agent on `input`. A failure carries the steps and usage so far.
+    pub async fn call(&self, input: S::Input) -> Result<ReActOutput<S::Output>, ReActError> {
+        let inputs = crate::module::to_example(&input).map_err(ReActError::before_start)?;
         let run = self.core.forward(&inputs, &CallConfig::default()).await?;
+        let output = crate::module::from_example(&run.outputs)
+            .map_err(|error| ReActError::new(error, &run.trajectory, run.usage))?;
         Ok(ReActOutput {
-            output: crate::module::from_example(&run.outputs)?,
+            output,
             reasoning: run.reasoning,
             trajectory: run.trajectory,
             usage: run.usage,
         })
     }
+}
+
+/// A stream of one event: the run failed before it started.
+fn failed<'a, O: Send + 'a>(error: crate::module::Error) -> BoxStream<'a, ReActEvent<O>> {
+    futures::stream::once(async move {
+        ReActEvent::Failed {
+            error: Arc::new(ReActError::before_start(error)),
+        }
+    })
+    .boxed()
 }

@@ -1,0 +1,85 @@
+//! Why a ReAct run failed, with what it did before it failed.
+
+use super::Trajectory;
+use crate::error::Error;
+use crate::lm::Usage;
+
+/// Why a ReAct run failed, with everything the run did before: every failure of a run carries its
+/// steps and usage (empty when it failed before the first step), never only a message.
+///
+/// ```
+/// use signet::module::{ReActError, RunFailure, Trajectory};
+/// use signet::lm::Usage;
+/// let error = ReActError {
+///     reason: RunFailure::LmCallLimit { limit: 3 },
+///     trajectory: Trajectory::default(),
+///     usage: Usage::default(),
+/// };
+/// assert_eq!(error.to_string(), "the agent's run failed after 0 steps: the run reached its limit of 3 LM calls");
+/// assert!(!error.is_retryable());
+/// ```
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("the agent's run failed after {} steps: {reason}", trajectory.steps.len())]
+pub struct ReActError {
+    /// What went wrong.
+    #[source]
+    pub reason: RunFailure,
+    /// The steps so far.
+    pub trajectory: Trajectory,
+    /// LM usage up to the failure.
+    pub usage: Usage,
+}
+
+/// What ended a ReAct run with an error.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunFailure {
+    /// An LM call, a reply that could not be read where the run cannot go on without it (the
+    /// extractor's), or the inputs and outputs themselves.
+    #[error(transparent)]
+    Call(#[from] Error),
+    /// The trajectory no longer fits the context window, even after truncation.
+    #[error("the trajectory does not fit the context window: {message}")]
+    TrajectoryTooLong {
+        /// What the provider and the truncation policy reported.
+        message: String,
+    },
+    /// The run reached its limit of LM calls ([`Limits::max_lm_calls`](super::Limits::max_lm_calls)).
+    #[error("the run reached its limit of {limit} LM calls")]
+    LmCallLimit {
+        /// The limit.
+        limit: u32,
+    },
+}
+
+impl ReActError {
+    pub(crate) fn new(
+        reason: impl Into<RunFailure>,
+        trajectory: &Trajectory,
+        usage: Usage,
+    ) -> Self {
+        ReActError {
+            reason: reason.into(),
+            trajectory: trajectory.clone(),
+            usage,
+        }
+    }
+
+    /// A failure before the run made any step (no LM configured, inputs that do not serialize).
+    pub(crate) fn before_start(reason: impl Into<RunFailure>) -> Self {
+        ReActError::new(reason, &Trajectory::default(), Usage::default())
+    }
+
+    /// Whether running again may succeed: the run failed on a transient LM error.
+    pub fn is_retryable(&self) -> bool {
+        matches!(&self.reason, RunFailure::Call(error) if error.is_retryable())
+    }
+
+    /// The call error behind the failure, when a call is what failed.
+    pub fn call_error(&self) -> Option<&Error> {
+        match &self.reason {
+            RunFailure::Call(error) => Some(error),
+            _ => None,
+        }
+    }
+}
