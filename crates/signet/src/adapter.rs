@@ -1,5 +1,6 @@
 //! Adapters turn a signature, demos and inputs into messages, and the model's reply back into
-//! typed field values. Formats follow Python DSPy 3.4.1 byte for byte (see [`templates`]).
+//! typed field values. Formats follow Python DSPy 3.4.1 byte for byte (the prompt templates are
+//! DSPy's, kept in one private module credited to DSPy, MIT licence).
 //!
 //! * [`ChatAdapter`]: `[[ ## field ## ]]` markers; falls back once to JSON on an unparseable reply.
 //! * [`JsonAdapter`]: one JSON object; structured outputs when the LM supports them.
