@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use serde_json::json;
 use signet::adapter::Adapter;
-use signet::module::Trajectory;
+use signet::module::{StopReason, Trajectory};
 
 #[path = "shared/travel.rs"]
 mod travel;
@@ -115,11 +115,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 tally.convert_ok += usize::from(convert);
                 tally.completed += usize::from(finished && forecast && convert);
                 tally.steps += t.steps.len()
-                    + usize::from(
-                        t.stopped_early
-                            .as_deref()
-                            .is_some_and(|r| r.contains("could not be read")),
-                    );
+                    + usize::from(matches!(
+                        t.stopped_early,
+                        Some(
+                            StopReason::UnreadableStep { .. } | StopReason::UnreadableAnswer { .. }
+                        )
+                    ));
                 tally.readable_steps += t.steps.len();
                 let calls: Vec<String> = t
                     .steps
@@ -129,7 +130,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 eprintln!(
                     "{name}: {city}/{amount}: {} | {}",
                     calls.join(", "),
-                    t.stopped_early.as_deref().unwrap_or("finished")
+                    t.stopped_early
+                        .as_ref()
+                        .map_or("finished".to_owned(), ToString::to_string)
                 );
             }
         }

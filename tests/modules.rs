@@ -318,3 +318,25 @@ async fn predict_with_tools_is_bounded_and_needs_function_calling() {
         .unwrap_err();
     assert!(matches!(err, Error::InvalidSignature { .. }), "{err}");
 }
+
+#[tokio::test]
+async fn wrappers_compose_with_a_shared_lm() {
+    use signet::lm::{CachedLm, Lm, ResponseCache, RetryLm, RetryPolicy};
+    let shared: Arc<dyn Lm> = Arc::new(
+        ScriptedLm::new([])
+            .then_error(LmError::Server {
+                status: 503,
+                message: "busy".into(),
+            })
+            .then(Completion::text(chat("retried"))),
+    );
+    let retrying = RetryLm::new(
+        shared.clone(),
+        RetryPolicy::default().with_initial_backoff(std::time::Duration::from_millis(1)),
+    );
+    let cached = CachedLm::new(retrying, Arc::new(ResponseCache::in_memory()));
+    let qa = Predict::<QA>::new().with_lm(cached);
+    assert_eq!(qa.call(ask("q")).await.unwrap().answer, "retried");
+    // The same question again comes from the cache: the shared LM is not called a third time.
+    assert_eq!(qa.call(ask("q")).await.unwrap().answer, "retried");
+}

@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::json;
 use signet::lm::{Completion, LmError, ScriptedLm};
 use signet::module::{
-    KeepFirst, Limits, Observation, ReAct, RunFailure, SlidingWindow, Summarize, Trajectory,
-    TruncationPolicy,
+    KeepFirst, Limits, Observation, ReAct, RunFailure, SlidingWindow, StopReason, Summarize,
+    Trajectory, TruncationPolicy,
 };
 use signet::{Tool, ToolBox, tool};
 
@@ -187,8 +187,8 @@ async fn max_iters_bounds_the_loop() {
     assert_eq!(out.trajectory.steps.len(), 3);
     assert_eq!(lm.requests().len(), 4);
     assert_eq!(
-        out.trajectory.stopped_early.as_deref(),
-        Some("the step limit was reached (max_iters = 3) before the model finished")
+        out.trajectory.stopped_early,
+        Some(StopReason::MaxIters { max_iters: 3 })
     );
 }
 
@@ -208,7 +208,14 @@ async fn an_unreadable_step_stops_the_loop_and_says_why() {
     assert_eq!(out.output.answer, "3");
     assert_eq!(out.trajectory.steps.len(), 1);
     let reason = out.trajectory.stopped_early.expect("a reason");
-    assert!(reason.starts_with("step 1 could not be read:"), "{reason}");
+    assert!(
+        matches!(&reason, StopReason::UnreadableStep { step: 1, .. }),
+        "{reason:?}"
+    );
+    assert!(
+        reason.to_string().starts_with("step 1 could not be read:"),
+        "{reason}"
+    );
     // The unreadable step and its fallback are counted too.
     assert_eq!((out.usage.lm_calls, out.usage.adapter_fallbacks), (4, 1));
 }

@@ -155,7 +155,14 @@ async fn a_loop_that_stops_early_says_why() {
     let events = all_events(&agent, "1 + 1?").await;
     let stopped = events
         .iter()
-        .position(|e| matches!(e, ReActEvent::StoppedEarly { reason } if reason.contains("max_iters = 1")))
+        .position(|e| {
+            matches!(
+                e,
+                ReActEvent::StoppedEarly {
+                    reason: signet::module::StopReason::MaxIters { max_iters: 1 }
+                }
+            )
+        })
         .expect("a stopped_early event");
     let extracting = events
         .iter()

@@ -253,3 +253,58 @@ fn field_bounds_are_printed_as_dspy_prints_pydantic_constraints() {
     let back: DynSignature = serde_json::from_str(&serde_json::to_string(sig).unwrap()).unwrap();
     assert_eq!(&back, sig);
 }
+
+mod user_types {
+    /// A user's own type that happens to be called `History`.
+    #[derive(
+        Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+    )]
+    pub struct History {
+        pub visits: Vec<String>,
+    }
+}
+
+/// Summarize the visits.
+#[derive(Signature)]
+struct Visits {
+    #[input]
+    history: user_types::History,
+    #[output]
+    summary: String,
+}
+
+#[tokio::test]
+async fn a_user_struct_named_history_is_an_ordinary_typed_field() {
+    use signet::lm::ScriptedLm;
+    use signet::module::Predict;
+    use signet::signature::FieldKind;
+    let field = &Visits::signature().inputs()[0];
+    assert_eq!(field.type_name(), "History");
+    assert_eq!(
+        field.kind(),
+        FieldKind::Value,
+        "decided by the Rust type, not the name"
+    );
+    let lm = std::sync::Arc::new(ScriptedLm::texts(["[[ ## summary ## ]]\nTwo visits."]));
+    let out = Predict::<Visits>::new()
+        .with_lm(lm.clone())
+        .call(VisitsInput {
+            history: user_types::History {
+                visits: vec!["Oslo".into(), "Bergen".into()],
+            },
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.summary, "Two visits.");
+    // The value is rendered as an input like any other, not as conversation turns.
+    let messages = &lm.requests()[0].messages;
+    assert_eq!(messages.len(), 2, "system and user only");
+    assert!(
+        messages[1]
+            .content
+            .contains(r#"[[ ## history ## ]]
+{"visits": ["Oslo", "Bergen"]}"#),
+        "{}",
+        messages[1].content
+    );
+}

@@ -25,6 +25,11 @@ pub use json::JsonAdapter;
 pub use native::{ToolCallRecord, ToolCalls, Tools};
 pub use xml::XmlAdapter;
 
+/// The XML format's assistant message (outputs as tags), for scripted replies.
+pub(crate) fn xml_assistant_message(signature: &DynSignature, outputs: &Example) -> String {
+    xml::assistant_message(signature, outputs, None)
+}
+
 use crate::lm::{
     Capabilities, Completion, Lm, LmOptions, LmRequest, Message, ResponseFormat, Usage,
 };

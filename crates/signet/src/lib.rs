@@ -54,6 +54,17 @@ pub mod structured;
 pub mod tool;
 
 pub use error::{Error, JsonError};
+
+/// The schemars version Signet's schemas come from (1.x — a type deriving `JsonSchema` from 0.8
+/// does not implement this one): derive `signet::schemars::JsonSchema` with
+/// `#[schemars(crate = "signet::schemars")]`, or depend on `schemars = "1"`.
+pub use schemars;
+/// The serde version Signet's derives and field types use (1.x): derive `signet::serde::Serialize`
+/// and `Deserialize` with `#[serde(crate = "signet::serde")]` to need no serde dependency of your
+/// own.
+pub use serde;
+/// The serde_json version of Signet's values.
+pub use serde_json;
 pub use signature::{DynSignature, Field, Signature, SignatureError};
 pub use tool::{Tool, ToolBox, ToolError, ToolSpec};
 
@@ -178,7 +189,7 @@ pub mod __private {
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot be a tool argument: it does not implement `schemars::JsonSchema`",
         label = "this argument's type has no JSON schema",
-        note = "add `#[derive(schemars::JsonSchema, serde::Deserialize)]` to `{Self}`"
+        note = "add `#[derive(schemars::JsonSchema, serde::Deserialize)]` to `{Self}` (schemars 1.x, re-exported as `signet::schemars`)"
     )]
     pub trait ToolArgument: schemars::JsonSchema {}
     impl<T: schemars::JsonSchema + ?Sized> ToolArgument for T {}

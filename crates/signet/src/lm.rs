@@ -25,6 +25,7 @@ mod history;
 mod openai;
 mod retry;
 mod scripted;
+mod scripted_reply;
 mod types;
 
 use futures::future::BoxFuture;
@@ -37,6 +38,7 @@ pub use history::{CallHistory, CallRecord, HistoryLm, render_history};
 pub use openai::{BuildError, OpenAiLm, OpenAiLmBuilder};
 pub use retry::{RetryLm, RetryPolicy, parse_retry_after};
 pub use scripted::ScriptedLm;
+pub use scripted_reply::ScriptedReply;
 pub use types::{
     Capabilities, Completion, FinishReason, LmError, LmOptions, LmRequest, Message, ResponseFormat,
     Role, StreamAssembler, StreamEvent, ToolCall, ToolChoice, Usage,

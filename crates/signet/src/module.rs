@@ -38,7 +38,7 @@ mod tool_loop;
 pub use react::{
     Approval, ApprovalRequest, Approver, DropOldest, FINISH, KeepFirst, Limits, Observation, ReAct,
     ReActCore, ReActError, ReActEvent, ReActMode, ReActOutput, ReActRun, RunFailure, SlidingWindow,
-    Step, Summarize, Trajectory, TruncationPolicy, UserMessage, tool_listing,
+    Step, StopReason, Summarize, Trajectory, TruncationPolicy, UserMessage, tool_listing,
 };
 
 use crate::adapter::{self, Adapter, ChatAdapter, Example};

@@ -558,7 +558,7 @@ pub fn field_of<T: SignatureField + ?Sized + 'static>(name: &str) -> Field {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a signature field: it does not implement `schemars::JsonSchema`",
     label = "this field's type has no JSON schema",
-    note = "add `#[derive(schemars::JsonSchema, serde::Serialize, serde::Deserialize)]` to `{Self}`"
+    note = "add `#[derive(schemars::JsonSchema, serde::Serialize, serde::Deserialize)]` to `{Self}` (schemars 1.x, re-exported as `signet::schemars`)"
 )]
 pub trait SignatureField: JsonSchema {}
 impl<T: JsonSchema + ?Sized> SignatureField for T {}

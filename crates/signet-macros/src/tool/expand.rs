@@ -151,6 +151,7 @@ pub fn tool_impl(
             })
         }
 
+        #[automatically_derived]
         impl #krate::Tool for #tool_ty {
             fn spec(&self) -> &#krate::ToolSpec {
                 #spec_fn()

@@ -150,6 +150,7 @@ fn expand_fn(attr: TokenStream, mut function: ItemFn) -> syn::Result<TokenStream
         #[derive(Debug, Clone, Copy, Default)]
         #vis struct #struct_ident;
 
+        #[doc(hidden)]
         const _: () = {
             use #krate::__private as __signet;
             #body
@@ -253,10 +254,13 @@ fn expand_impl(attr: TokenStream, mut block: ItemImpl) -> syn::Result<TokenStrea
     Ok(quote! {
         #block
 
+        #[doc(hidden)]
         const _: () = {
             use #krate::__private as __signet;
             #items
-            impl #krate::ToolBox for #self_ty {
+            #[automatically_derived]
+            #[automatically_derived]
+        impl #krate::ToolBox for #self_ty {
                 fn tools(this: &__signet::Arc<Self>) -> ::std::vec::Vec<__signet::Arc<dyn #krate::Tool>> {
                     ::std::vec![#(#constructors),*]
                 }
@@ -365,6 +369,7 @@ fn fallback_for_fn(function: &ItemFn, attr: &TokenStream) -> TokenStream {
 /// A `Tool` impl that is only ever compiled next to a compile error, never run.
 fn stub_tool_impl(krate: &TokenStream, tool_ty: &TokenStream) -> TokenStream {
     quote! {
+        #[automatically_derived]
         impl #krate::Tool for #tool_ty {
             fn spec(&self) -> &#krate::ToolSpec {
                 ::core::unreachable!("#[tool] reported a compile error")
@@ -395,6 +400,7 @@ fn fallback_for_impl(block: &ItemImpl, attr: &TokenStream) -> TokenStream {
     let self_ty = &block.self_ty;
     quote! {
         #block
+        #[automatically_derived]
         impl #krate::ToolBox for #self_ty {
             fn tools(
                 _: &#krate::__private::Arc<Self>,

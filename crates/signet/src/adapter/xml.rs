@@ -190,7 +190,11 @@ fn user_message(
     parts.join("\n\n").trim().to_owned()
 }
 
-fn assistant_message(signature: &DynSignature, outputs: &Example, missing: Option<&str>) -> String {
+pub(crate) fn assistant_message(
+    signature: &DynSignature,
+    outputs: &Example,
+    missing: Option<&str>,
+) -> String {
     let fields: Vec<String> = signature
         .outputs()
         .iter()

@@ -7,11 +7,19 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt};
 
-use super::{Capabilities, Completion, Lm, LmError, LmRequest, StreamEvent};
+use super::{Capabilities, Completion, Lm, LmError, LmRequest, ScriptedReply, StreamEvent};
+
+/// One entry of the script: a fixed completion, or a reply rendered for the request it answers.
+#[derive(Debug)]
+enum Entry {
+    Fixed(Completion),
+    Rendered(ScriptedReply),
+}
 
 /// Replies in order from a script and records every request it receives, like DSPy's `DummyLM`.
-/// A reply can be a completion or an error (to test failure paths). When the script runs out, calls
-/// fail with [`LmError::NoMoreReplies`].
+/// A reply can be a completion, an action rendered in the request's own format
+/// ([`ScriptedReply`]: one script serves every adapter, text or native mode), or an error (to test
+/// failure paths). When the script runs out, calls fail with [`LmError::NoMoreReplies`].
 ///
 /// [`stream`](Lm::stream) takes the next reply too and streams it in small, deterministic pieces:
 /// the reasoning and the text word by word (each piece keeps its trailing whitespace, so the
@@ -34,7 +42,7 @@ use super::{Capabilities, Completion, Lm, LmError, LmRequest, StreamEvent};
 /// ```
 #[derive(Debug)]
 pub struct ScriptedLm {
-    replies: Mutex<VecDeque<Result<Completion, LmError>>>,
+    replies: Mutex<VecDeque<Result<Entry, LmError>>>,
     requests: Mutex<Vec<LmRequest>>,
     capabilities: Capabilities,
     model: String,
@@ -44,7 +52,7 @@ impl ScriptedLm {
     /// An LM that answers with `replies`, in order.
     pub fn new(replies: impl IntoIterator<Item = Completion>) -> ScriptedLm {
         ScriptedLm {
-            replies: Mutex::new(replies.into_iter().map(Ok).collect()),
+            replies: Mutex::new(replies.into_iter().map(|c| Ok(Entry::Fixed(c))).collect()),
             requests: Mutex::new(Vec::new()),
             capabilities: Capabilities::default(),
             model: "scripted".to_owned(),
@@ -56,9 +64,23 @@ impl ScriptedLm {
         ScriptedLm::new(texts.into_iter().map(Completion::text))
     }
 
+    /// An LM that answers with `replies`, each rendered for the request it answers (see
+    /// [`ScriptedReply`]).
+    pub fn replies(replies: impl IntoIterator<Item = ScriptedReply>) -> ScriptedLm {
+        replies
+            .into_iter()
+            .fold(ScriptedLm::new([]), ScriptedLm::then_reply)
+    }
+
     /// Appends a reply.
     pub fn then(self, reply: Completion) -> Self {
-        self.lock_replies().push_back(Ok(reply));
+        self.lock_replies().push_back(Ok(Entry::Fixed(reply)));
+        self
+    }
+
+    /// Appends a reply rendered for the request it answers.
+    pub fn then_reply(self, reply: ScriptedReply) -> Self {
+        self.lock_replies().push_back(Ok(Entry::Rendered(reply)));
         self
     }
 
@@ -95,12 +117,15 @@ impl ScriptedLm {
             requests.len()
         };
         let reply = self.lock_replies().pop_front();
-        let mut completion = reply.unwrap_or(Err(LmError::NoMoreReplies { call }))?;
+        let mut completion = match reply.unwrap_or(Err(LmError::NoMoreReplies { call }))? {
+            Entry::Fixed(completion) => completion,
+            Entry::Rendered(reply) => reply.render(request),
+        };
         completion.usage.lm_calls = completion.usage.lm_calls.max(1);
         Ok(completion)
     }
 
-    fn lock_replies(&self) -> std::sync::MutexGuard<'_, VecDeque<Result<Completion, LmError>>> {
+    fn lock_replies(&self) -> std::sync::MutexGuard<'_, VecDeque<Result<Entry, LmError>>> {
         self.replies.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

@@ -18,7 +18,7 @@ mod typed;
 pub use error::{ReActError, RunFailure};
 pub use events::ReActEvent;
 pub use prompt::tool_listing;
-pub use trajectory::{Observation, Step, Trajectory, UserMessage};
+pub use trajectory::{Observation, Step, StopReason, Trajectory, UserMessage};
 pub use truncation::{DropOldest, KeepFirst, SlidingWindow, Summarize, TruncationPolicy};
 pub use typed::ReAct;
 
@@ -436,7 +436,7 @@ impl ReActCore {
                     stop_early(
                         &mut trajectory,
                         events,
-                        format!("the trajectory no longer fits the context window: {message}"),
+                        StopReason::ContextWindow { message },
                     );
                     break;
                 }
@@ -445,7 +445,10 @@ impl ReActCore {
                     stop_early(
                         &mut trajectory,
                         events,
-                        format!("step {index} could not be read: {error}"),
+                        StopReason::UnreadableStep {
+                            step: index,
+                            error: error.to_string(),
+                        },
                     );
                     break;
                 }
@@ -492,7 +495,9 @@ impl ReActCore {
             stop_early(
                 &mut trajectory,
                 events,
-                max_iters_reached(self.limits.max_iters),
+                StopReason::MaxIters {
+                    max_iters: self.limits.max_iters,
+                },
             );
         }
         if let Some(outputs) = finished_outputs {
@@ -810,9 +815,4 @@ impl Limits {
         }
         Ok(())
     }
-}
-
-/// The reason given when the loop used up its steps.
-fn max_iters_reached(max_iters: usize) -> String {
-    format!("the step limit was reached (max_iters = {max_iters}) before the model finished")
 }

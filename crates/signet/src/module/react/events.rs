@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Observation, ReActError, Trajectory, UserMessage};
+use super::{Observation, ReActError, StopReason, Trajectory, UserMessage};
 use crate::adapter::Example;
 use crate::lm::Usage;
 
@@ -66,9 +66,8 @@ pub enum ReActEvent<O = Example> {
     /// The loop stopped before the model finished; the extractor works from the steps so far
     /// (the reason is also kept in [`Trajectory::stopped_early`]).
     StoppedEarly {
-        /// Why: a step that could not be read (with the parse error), a trajectory that no longer
-        /// fits the context window, or the step limit.
-        reason: String,
+        /// Why.
+        reason: StopReason,
     },
     /// The extractor runs (the loop ended without outputs from `finish` or a final answer).
     Extracting,
@@ -217,7 +216,7 @@ impl Interrupts {
 }
 
 /// Ends the loop early: says why in the log, the events and the trajectory.
-pub(super) fn stop_early(trajectory: &mut Trajectory, events: &Emitter, reason: String) {
+pub(super) fn stop_early(trajectory: &mut Trajectory, events: &Emitter, reason: StopReason) {
     tracing::warn!(%reason, "the agent's loop stopped before it finished");
     events.emit(ReActEvent::StoppedEarly {
         reason: reason.clone(),

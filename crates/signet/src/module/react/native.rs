@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use super::events::stop_early;
 use super::{
     Emitter, FINISH, FINISH_POSTPONED, Interrupts, Observation, ReActCore, ReActError, ReActEvent,
-    ReActRun, Step, Trajectory,
+    ReActRun, Step, StopReason, Trajectory,
 };
 use crate::adapter::{Adapter, Example, templates};
 use crate::lm::{LmError, LmRequest, Message, ToolCall, ToolChoice, Usage};
@@ -53,7 +53,7 @@ impl ReActCore {
                         stop_early(
                             &mut trajectory,
                             events,
-                            format!("the trajectory no longer fits the context window: {message}"),
+                            StopReason::ContextWindow { message },
                         );
                         break;
                     }
@@ -78,7 +78,9 @@ impl ReActCore {
                         stop_early(
                             &mut trajectory,
                             events,
-                            format!("the final answer could not be read: {error}"),
+                            StopReason::UnreadableAnswer {
+                                error: error.to_string(),
+                            },
                         );
                         break;
                     }
@@ -157,7 +159,9 @@ impl ReActCore {
             stop_early(
                 &mut trajectory,
                 events,
-                super::max_iters_reached(self.limits.max_iters),
+                StopReason::MaxIters {
+                    max_iters: self.limits.max_iters,
+                },
             );
         }
         self.extract(inputs, trajectory, adapter.as_ref(), call, usage, events)

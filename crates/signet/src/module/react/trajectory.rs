@@ -123,11 +123,51 @@ pub struct Trajectory {
     /// Messages the caller sent while the run was in progress ([`ReActCore::stream_with_interrupts`](super::ReActCore::stream_with_interrupts)).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub user_messages: Vec<UserMessage>,
-    /// Why the loop stopped before the model finished (a step that could not be read, a
-    /// trajectory that no longer fits the context window, the step limit); `None` when it finished.
-    /// The outputs were then extracted from the steps so far.
+    /// Why the loop stopped before the model finished; `None` when it finished. The outputs were
+    /// then extracted from the steps so far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stopped_early: Option<String>,
+    pub stopped_early: Option<StopReason>,
+}
+
+/// Why a ReAct loop stopped before the model finished (the outputs are then extracted from the
+/// steps so far). Printed, it says so in words.
+///
+/// ```
+/// use signet::module::StopReason;
+/// let reason = StopReason::MaxIters { max_iters: 5 };
+/// assert_eq!(reason.to_string(), "the step limit was reached (max_iters = 5) before the model finished");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StopReason {
+    /// A step's reply could not be read, even after the adapter's fallback (as in DSPy, the loop
+    /// ends).
+    #[error("step {step} could not be read: {error}")]
+    UnreadableStep {
+        /// The step's index.
+        step: usize,
+        /// The parse error.
+        error: String,
+    },
+    /// In native mode, the model answered in text that could not be read.
+    #[error("the final answer could not be read: {error}")]
+    UnreadableAnswer {
+        /// The parse error.
+        error: String,
+    },
+    /// The trajectory no longer fits the context window, even after truncation.
+    #[error("the trajectory no longer fits the context window: {message}")]
+    ContextWindow {
+        /// What the provider reported.
+        message: String,
+    },
+    /// The steps ([`Limits::max_iters`](super::Limits::max_iters)) were used up.
+    #[error("the step limit was reached (max_iters = {max_iters}) before the model finished")]
+    MaxIters {
+        /// The limit.
+        max_iters: usize,
+    },
 }
 
 /// A message the caller sent during a run, and where it falls in the trajectory.
