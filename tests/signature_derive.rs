@@ -300,10 +300,10 @@ async fn a_user_struct_named_history_is_an_ordinary_typed_field() {
     let messages = &lm.requests()[0].messages;
     assert_eq!(messages.len(), 2, "system and user only");
     assert!(
-        messages[1]
-            .content
-            .contains(r#"[[ ## history ## ]]
-{"visits": ["Oslo", "Bergen"]}"#),
+        messages[1].content.contains(
+            r#"[[ ## history ## ]]
+{"visits": ["Oslo", "Bergen"]}"#
+        ),
         "{}",
         messages[1].content
     );

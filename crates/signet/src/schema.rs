@@ -487,6 +487,7 @@ fn literal(values: &[Value]) -> String {
 /// use serde_json::json;
 /// let repr = signet::schema::python_repr(&json!({"a": {"type": "integer"}, "d": null, "b": true}));
 /// assert_eq!(repr, "{'a': {'type': 'integer'}, 'd': None, 'b': True}");
+/// assert_eq!(signet::schema::python_repr(&json!([1, 2.0, 1.5e-5, "it's"])), r#"[1, 2.0, 1.5e-05, "it's"]"#);
 /// ```
 pub fn python_repr(value: &Value) -> String {
     let mut out = String::new();
@@ -499,7 +500,8 @@ fn write_python_repr(value: &Value, out: &mut String) {
         Value::Null => out.push_str("None"),
         Value::Bool(true) => out.push_str("True"),
         Value::Bool(false) => out.push_str("False"),
-        Value::Number(n) => out.push_str(&n.to_string()),
+        // Floats as Python prints them (`1e-05`, `2.0`).
+        Value::Number(_) => out.push_str(&crate::adapter::python::py_str(value)),
         Value::String(s) => write_python_str(s, out),
         Value::Array(items) => {
             out.push('[');

@@ -77,70 +77,6 @@ pub(crate) fn py_str(value: &Value) -> String {
     }
 }
 
-/// Python's `repr()` of the value a JSON value stands for — what `str()` prints for containers:
-/// `{'city': 'Paris'}`, `[1, 'a', True, None]`; a string quoted and escaped as Python quotes it.
-pub(crate) fn py_repr(value: &Value) -> String {
-    let mut out = String::new();
-    write_repr(value, &mut out);
-    out
-}
-
-fn write_repr(value: &Value, out: &mut String) {
-    match value {
-        Value::String(s) => write_str_repr(s, out),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_repr(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            for (i, (key, item)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_str_repr(key, out);
-                out.push_str(": ");
-                write_repr(item, out);
-            }
-            out.push('}');
-        }
-        scalar => out.push_str(&py_str(scalar)),
-    }
-}
-
-/// A string as Python's `repr` writes it: single quotes unless the text has a `'` and no `"`.
-fn write_str_repr(text: &str, out: &mut String) {
-    let quote = if text.contains('\'') && !text.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    out.push(quote);
-    for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-}
-
 /// Python's `json.dumps(value, ensure_ascii=False)` (separators `", "` and `": "`), or with
 /// `indent=Some(n)` the pretty form (`",\n"`, `": "`). Floats are written as Python writes them
 /// (`1.0`, `NaN`, `Infinity`).
@@ -354,15 +290,6 @@ mod doc_examples {
         assert_eq!(float_repr(1e20), "1e+20");
         assert_eq!(float_repr(1.5e-5), "1.5e-05");
         assert_eq!(float_repr(123456789012345680.0), "1.2345678901234568e+17");
-    }
-
-    #[test]
-    fn py_repr_prints_containers_as_python_str_does() {
-        assert_eq!(
-            py_repr(&json!({"city": "Paris", "n": [1, 2.0, null, true]})),
-            "{'city': 'Paris', 'n': [1, 2.0, None, True]}"
-        );
-        assert_eq!(py_repr(&json!("it's")), r#""it's""#);
     }
 
     #[test]

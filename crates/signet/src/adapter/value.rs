@@ -32,7 +32,7 @@ pub fn parse_json(field: &Field, value: &Value) -> Result<Value, String> {
         return Ok(match value {
             Value::String(s) => Value::String(s.clone()),
             // Python's `str()` of what was parsed: `{'city': 'Paris'}` for a dict, `True`, `42`.
-            other => Value::String(super::python::py_repr(other)),
+            other => Value::String(crate::schema::python_repr(other)),
         });
     }
     if let Some(value) = literal_match(field, value) {
