@@ -69,7 +69,8 @@ impl std::fmt::Display for AdapterName {
     }
 }
 
-/// A format for talking to a model about a signature.
+/// A format for talking to a model about a signature. `Arc<A>` and `Box<A>` of any adapter
+/// (`Arc<dyn Adapter>` included) are adapters too.
 pub trait Adapter: Send + Sync + std::fmt::Debug {
     /// The adapter's name (DSPy's class name when printed), used in errors and logs.
     fn name(&self) -> AdapterName;
@@ -183,87 +184,53 @@ pub enum ParseError {
     },
 }
 
-/// Forwards every method, so a shared or boxed adapter is an adapter itself.
-impl<A: Adapter + ?Sized> Adapter for Box<A> {
-    fn name(&self) -> AdapterName {
-        (**self).name()
-    }
-    fn marks_fields(&self) -> bool {
-        (**self).marks_fields()
-    }
-    fn format(
-        &self,
-        signature: &DynSignature,
-        demos: &[Example],
-        inputs: &Example,
-    ) -> Vec<Message> {
-        (**self).format(signature, demos, inputs)
-    }
-    fn parse(&self, signature: &DynSignature, text: &str) -> Result<Example, ParseError> {
-        (**self).parse(signature, text)
-    }
-    fn configure(
-        &self,
-        signature: &DynSignature,
-        request: &mut LmRequest,
-        capabilities: Capabilities,
-    ) {
-        (**self).configure(signature, request, capabilities)
-    }
-    fn fallback(&self) -> Option<Box<dyn Adapter>> {
-        (**self).fallback()
-    }
-    fn native_function_calling(&self) -> bool {
-        (**self).native_function_calling()
-    }
-    fn parallel_tool_calls(&self) -> Option<bool> {
-        (**self).parallel_tool_calls()
-    }
-    fn render_text_fields(&self, values: &Example) -> String {
-        (**self).render_text_fields(values)
-    }
+/// Shared and boxed adapters (`Arc<dyn Adapter>`, `Box<A>`) are adapters themselves: every
+/// method is forwarded.
+macro_rules! forward_adapter {
+    ($($pointer:ident)::+) => {
+        impl<A: Adapter + ?Sized> Adapter for $($pointer)::+<A> {
+            fn name(&self) -> AdapterName {
+                (**self).name()
+            }
+            fn marks_fields(&self) -> bool {
+                (**self).marks_fields()
+            }
+            fn format(
+                &self,
+                signature: &DynSignature,
+                demos: &[Example],
+                inputs: &Example,
+            ) -> Vec<Message> {
+                (**self).format(signature, demos, inputs)
+            }
+            fn parse(&self, signature: &DynSignature, text: &str) -> Result<Example, ParseError> {
+                (**self).parse(signature, text)
+            }
+            fn configure(
+                &self,
+                signature: &DynSignature,
+                request: &mut LmRequest,
+                capabilities: Capabilities,
+            ) {
+                (**self).configure(signature, request, capabilities)
+            }
+            fn fallback(&self) -> Option<Box<dyn Adapter>> {
+                (**self).fallback()
+            }
+            fn native_function_calling(&self) -> bool {
+                (**self).native_function_calling()
+            }
+            fn parallel_tool_calls(&self) -> Option<bool> {
+                (**self).parallel_tool_calls()
+            }
+            fn render_text_fields(&self, values: &Example) -> String {
+                (**self).render_text_fields(values)
+            }
+        }
+    };
 }
-
-/// Forwards every method (see the `Box` impl).
-impl<A: Adapter + ?Sized> Adapter for std::sync::Arc<A> {
-    fn name(&self) -> AdapterName {
-        (**self).name()
-    }
-    fn marks_fields(&self) -> bool {
-        (**self).marks_fields()
-    }
-    fn format(
-        &self,
-        signature: &DynSignature,
-        demos: &[Example],
-        inputs: &Example,
-    ) -> Vec<Message> {
-        (**self).format(signature, demos, inputs)
-    }
-    fn parse(&self, signature: &DynSignature, text: &str) -> Result<Example, ParseError> {
-        (**self).parse(signature, text)
-    }
-    fn configure(
-        &self,
-        signature: &DynSignature,
-        request: &mut LmRequest,
-        capabilities: Capabilities,
-    ) {
-        (**self).configure(signature, request, capabilities)
-    }
-    fn fallback(&self) -> Option<Box<dyn Adapter>> {
-        (**self).fallback()
-    }
-    fn native_function_calling(&self) -> bool {
-        (**self).native_function_calling()
-    }
-    fn parallel_tool_calls(&self) -> Option<bool> {
-        (**self).parallel_tool_calls()
-    }
-    fn render_text_fields(&self, values: &Example) -> String {
-        (**self).render_text_fields(values)
-    }
-}
+forward_adapter!(Box);
+forward_adapter!(std::sync::Arc);
 
 /// `adapter` as the shared handle modules keep (an `Arc<dyn Adapter>` is kept as it is).
 pub(crate) fn shared<A: Adapter + 'static>(adapter: A) -> std::sync::Arc<dyn Adapter> {

@@ -46,8 +46,10 @@ pub use types::{
 
 /// A language model: messages and options in, a completion out.
 ///
-/// Implementations: [`ScriptedLm`] for tests. Wrap any `Lm` in an `Arc<dyn Lm>` to share it between
-/// modules.
+/// Implementations: [`OpenAiLm`] for any OpenAI-compatible endpoint, [`ScriptedLm`] for tests, the
+/// wrappers ([`RetryLm`], [`CachedLm`], [`HistoryLm`], [`ConstrainedToolCalls`]); `Arc<L>` and
+/// `Box<L>` of any `Lm` (`Arc<dyn Lm>` included) are `Lm`s too, so a shared LM can be wrapped and
+/// passed wherever one is taken.
 pub trait Lm: Send + Sync {
     /// Sends one request and waits for the whole completion.
     fn complete<'a>(&'a self, request: &'a LmRequest)
@@ -93,8 +95,8 @@ pub trait Lm: Send + Sync {
     fn model(&self) -> &str;
 }
 
-/// Forwards every method, so a shared or boxed LM — `Arc<dyn Lm>`, `Arc<OpenAiLm>`,
-/// `Box<dyn Lm>` — is an `Lm` itself and can be wrapped ([`RetryLm`], [`CachedLm`], ..) or passed
+/// Shared and boxed LMs — `Arc<dyn Lm>`, `Arc<OpenAiLm>`, `Box<dyn Lm>` — are LMs themselves
+/// (every method is forwarded), so they can be wrapped ([`RetryLm`], [`CachedLm`], ..) or passed
 /// wherever an `Lm` is taken.
 ///
 /// ```
@@ -104,42 +106,32 @@ pub trait Lm: Send + Sync {
 /// let retrying = RetryLm::new(shared, RetryPolicy::default());
 /// assert_eq!(retrying.model(), "scripted");
 /// ```
-impl<L: Lm + ?Sized> Lm for std::sync::Arc<L> {
-    fn complete<'a>(
-        &'a self,
-        request: &'a LmRequest,
-    ) -> BoxFuture<'a, Result<Completion, LmError>> {
-        (**self).complete(request)
-    }
-    fn stream<'a>(&'a self, request: &'a LmRequest) -> BoxStream<'a, Result<StreamEvent, LmError>> {
-        (**self).stream(request)
-    }
-    fn capabilities(&self) -> Capabilities {
-        (**self).capabilities()
-    }
-    fn model(&self) -> &str {
-        (**self).model()
-    }
+macro_rules! forward_lm {
+    ($($pointer:ident)::+) => {
+        impl<L: Lm + ?Sized> Lm for $($pointer)::+<L> {
+            fn complete<'a>(
+                &'a self,
+                request: &'a LmRequest,
+            ) -> BoxFuture<'a, Result<Completion, LmError>> {
+                (**self).complete(request)
+            }
+            fn stream<'a>(
+                &'a self,
+                request: &'a LmRequest,
+            ) -> BoxStream<'a, Result<StreamEvent, LmError>> {
+                (**self).stream(request)
+            }
+            fn capabilities(&self) -> Capabilities {
+                (**self).capabilities()
+            }
+            fn model(&self) -> &str {
+                (**self).model()
+            }
+        }
+    };
 }
-
-/// Forwards every method (see the `Arc` impl).
-impl<L: Lm + ?Sized> Lm for Box<L> {
-    fn complete<'a>(
-        &'a self,
-        request: &'a LmRequest,
-    ) -> BoxFuture<'a, Result<Completion, LmError>> {
-        (**self).complete(request)
-    }
-    fn stream<'a>(&'a self, request: &'a LmRequest) -> BoxStream<'a, Result<StreamEvent, LmError>> {
-        (**self).stream(request)
-    }
-    fn capabilities(&self) -> Capabilities {
-        (**self).capabilities()
-    }
-    fn model(&self) -> &str {
-        (**self).model()
-    }
-}
+forward_lm!(std::sync::Arc);
+forward_lm!(Box);
 
 /// `lm` as the shared handle modules keep: an `Arc<dyn Lm>` is kept as it is (so modules given
 /// clones of one handle share it), anything else is put in a new `Arc`.

@@ -53,7 +53,8 @@ pub use spec::ToolSpec;
 /// The future a tool call returns.
 pub type ToolFuture<'a> = BoxFuture<'a, Result<Value, ToolError>>;
 
-/// A function a language model can call, used as `Arc<dyn Tool>`.
+/// A function a language model can call, used as `Arc<dyn Tool>`; `Arc<T>` and `Box<T>` of any tool
+/// are tools too.
 ///
 /// Implementors provide [`spec`](Tool::spec) (name, description, argument schema and validator) and
 /// [`call`](Tool::call); everything else has a default. `#[tool]` implements this trait for you.
@@ -113,62 +114,40 @@ pub trait Tool: Send + Sync {
     }
 }
 
-/// Forwards every method, so a shared or boxed tool (`Arc<dyn Tool>`, what
-/// [`ToolBox::tools`] and MCP clients return) is a tool itself.
-impl<T: Tool + ?Sized> Tool for Arc<T> {
-    fn spec(&self) -> &ToolSpec {
-        (**self).spec()
-    }
-    fn call(&self, args: Value) -> ToolFuture<'_> {
-        (**self).call(args)
-    }
-    fn call_blocking(&self, args: Value) -> Result<Value, ToolError> {
-        (**self).call_blocking(args)
-    }
-    fn requires_confirmation(&self) -> bool {
-        (**self).requires_confirmation()
-    }
-    fn name(&self) -> &str {
-        (**self).name()
-    }
-    fn description(&self) -> &str {
-        (**self).description()
-    }
-    fn args_schema(&self) -> &Value {
-        (**self).args_schema()
-    }
-    fn to_openai_function(&self) -> Value {
-        (**self).to_openai_function()
-    }
+/// Shared and boxed tools (`Arc<dyn Tool>`, what [`ToolBox::tools`] and MCP clients return,
+/// and `Box<T>`) are tools themselves: every method is forwarded.
+macro_rules! forward_tool {
+    ($pointer:ident) => {
+        impl<T: Tool + ?Sized> Tool for $pointer<T> {
+            fn spec(&self) -> &ToolSpec {
+                (**self).spec()
+            }
+            fn call(&self, args: Value) -> ToolFuture<'_> {
+                (**self).call(args)
+            }
+            fn call_blocking(&self, args: Value) -> Result<Value, ToolError> {
+                (**self).call_blocking(args)
+            }
+            fn requires_confirmation(&self) -> bool {
+                (**self).requires_confirmation()
+            }
+            fn name(&self) -> &str {
+                (**self).name()
+            }
+            fn description(&self) -> &str {
+                (**self).description()
+            }
+            fn args_schema(&self) -> &Value {
+                (**self).args_schema()
+            }
+            fn to_openai_function(&self) -> Value {
+                (**self).to_openai_function()
+            }
+        }
+    };
 }
-
-/// Forwards every method (see the `Arc` impl).
-impl<T: Tool + ?Sized> Tool for Box<T> {
-    fn spec(&self) -> &ToolSpec {
-        (**self).spec()
-    }
-    fn call(&self, args: Value) -> ToolFuture<'_> {
-        (**self).call(args)
-    }
-    fn call_blocking(&self, args: Value) -> Result<Value, ToolError> {
-        (**self).call_blocking(args)
-    }
-    fn requires_confirmation(&self) -> bool {
-        (**self).requires_confirmation()
-    }
-    fn name(&self) -> &str {
-        (**self).name()
-    }
-    fn description(&self) -> &str {
-        (**self).description()
-    }
-    fn args_schema(&self) -> &Value {
-        (**self).args_schema()
-    }
-    fn to_openai_function(&self) -> Value {
-        (**self).to_openai_function()
-    }
-}
+forward_tool!(Arc);
+forward_tool!(Box);
 
 /// `tool` as the shared handle modules keep: an `Arc<dyn Tool>` as it is, any other tool in a new
 /// `Arc`. Handy for a list of tools of different types.

@@ -6,8 +6,8 @@ use futures::stream::BoxStream;
 use serde_json::{Value, json};
 
 use super::{
-    Capabilities, Completion, FinishReason, Lm, LmError, LmRequest, ResponseFormat, Role,
-    StreamEvent, ToolCall, ToolChoice,
+    Capabilities, Completion, FinishReason, Lm, LmError, LmRequest, ResponseFormat, StreamEvent,
+    ToolCall, ToolChoice,
 };
 use crate::schema::inline_refs;
 
@@ -218,12 +218,7 @@ fn read_reply(request: &LmRequest, mut completion: Completion) -> Result<Complet
     };
     match value {
         Value::Array(calls) => {
-            let earlier: usize = request
-                .messages
-                .iter()
-                .filter(|m| m.role == Role::Assistant)
-                .map(|m| m.tool_calls.len())
-                .sum();
+            let earlier = request.tool_calls_so_far();
             let mut tool_calls = Vec::with_capacity(calls.len());
             for (offset, call) in calls.into_iter().enumerate() {
                 let name = call.get("name").and_then(Value::as_str);

@@ -152,12 +152,7 @@ fn call(request: &LmRequest, name: &str, args: &Value, thought: &str) -> Complet
     if request.response_format.is_some() {
         return Completion::text(json!([{"name": name, "arguments": args}]).to_string());
     }
-    let earlier: usize = request
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Assistant)
-        .map(|m| m.tool_calls.len())
-        .sum();
+    let earlier = request.tool_calls_so_far();
     let mut completion = Completion::tool_calls(vec![ToolCall::new(
         format!("call_{earlier}"),
         name,

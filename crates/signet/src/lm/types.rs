@@ -323,6 +323,16 @@ impl LmRequest {
             ..LmRequest::default()
         }
     }
+
+    /// How many tool calls the assistant made earlier in the conversation: the number of the
+    /// next call, for ids (`call_<n>`) unique within the conversation.
+    pub(crate) fn tool_calls_so_far(&self) -> usize {
+        self.messages
+            .iter()
+            .filter(|m| m.role == Role::Assistant)
+            .map(|m| m.tool_calls.len())
+            .sum()
+    }
 }
 
 /// Why the model stopped.
