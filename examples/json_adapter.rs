@@ -29,10 +29,7 @@ struct Extract {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let reply = r#"{"people": [{"name": "Ada", "age": "36"}, {"name": "Alan", "age": 41}], "confident": "yes"}"#;
-    let structured = Capabilities {
-        response_schema: true,
-        ..Capabilities::default()
-    };
+    let structured = Capabilities::default().with_response_schema(true);
     let lm = Arc::new(ScriptedLm::texts([reply]).with_capabilities(structured));
     let extract = Predict::<Extract>::new()
         .with_lm(lm.clone())

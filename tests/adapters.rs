@@ -32,10 +32,7 @@ fn inputs() -> serde_json::Map<String, Value> {
 }
 
 fn function_calling() -> Capabilities {
-    Capabilities {
-        function_calling: true,
-        ..Capabilities::default()
-    }
+    Capabilities::default().with_function_calling(true)
 }
 
 #[tokio::test]
@@ -135,10 +132,7 @@ async fn chat_fallback_to_json_is_counted() {
 
 #[tokio::test]
 async fn structured_outputs_retry_once_in_json_mode() {
-    let caps = Capabilities {
-        response_schema: true,
-        ..Capabilities::default()
-    };
+    let caps = Capabilities::default().with_response_schema(true);
     let lm = Arc::new(
         ScriptedLm::texts(["not json", r#"{"answer": "Paris", "count": "3"}"#])
             .with_capabilities(caps),

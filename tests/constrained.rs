@@ -25,10 +25,7 @@ fn add(a: i64, b: i64) -> i64 {
 }
 
 fn llama_cpp() -> Capabilities {
-    Capabilities {
-        json_object_schema: true,
-        ..Capabilities::default()
-    }
+    Capabilities::default().with_json_object_schema(true)
 }
 
 fn schema_of(format: &Option<ResponseFormat>) -> serde_json::Value {
@@ -64,10 +61,7 @@ async fn predict_sends_its_output_schema_as_the_constraint() {
 
 #[tokio::test]
 async fn openai_gets_strict_structured_outputs() {
-    let openai = Capabilities {
-        response_schema: true,
-        ..Capabilities::default()
-    };
+    let openai = Capabilities::default().with_response_schema(true);
     let lm = Arc::new(ScriptedLm::texts([r#"{"answer": 5}"#]).with_capabilities(openai));
     let ask = Predict::<Ask>::new()
         .with_lm(lm.clone())
@@ -182,10 +176,7 @@ async fn the_constrained_prompt_names_the_outputs_without_placeholders_to_copy()
 
 #[tokio::test]
 async fn with_structured_outputs_only_react_steps_still_send_their_own_schema() {
-    let openai = Capabilities {
-        response_schema: true,
-        ..Capabilities::default()
-    };
+    let openai = Capabilities::default().with_response_schema(true);
     let lm = Arc::new(
         ScriptedLm::texts([
             r#"{"next_thought": "done", "next_tool_name": "finish", "next_tool_args": {"answer": 5}}"#,

@@ -234,10 +234,7 @@ fn population(city: String) -> Result<f64, String> {
 }
 
 fn function_calling() -> signet::lm::Capabilities {
-    signet::lm::Capabilities {
-        function_calling: true,
-        ..signet::lm::Capabilities::default()
-    }
+    signet::lm::Capabilities::default().with_function_calling(true)
 }
 
 #[tokio::test]

@@ -190,16 +190,19 @@ fn capabilities(recorded: &Value) -> Capabilities {
         .as_array()
         .map(|p| p.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    Capabilities {
-        function_calling: recorded["supports_function_calling"]
-            .as_bool()
-            .unwrap_or(false),
-        response_schema: recorded["supports_response_schema"]
-            .as_bool()
-            .unwrap_or(false),
-        json_object: params.contains(&"response_format"),
-        json_object_schema: false,
-    }
+    Capabilities::default()
+        .with_function_calling(
+            recorded["supports_function_calling"]
+                .as_bool()
+                .unwrap_or(false),
+        )
+        .with_response_schema(
+            recorded["supports_response_schema"]
+                .as_bool()
+                .unwrap_or(false),
+        )
+        .with_json_object(params.contains(&"response_format"))
+        .with_json_object_schema(false)
 }
 
 /// A scripted LM replaying the recorded replies (texts, tool calls, or raised errors).
@@ -602,10 +605,7 @@ async fn run_parse_cases(fixture: &Value) -> Outcome {
     let sig = signature(&fixture["signature"], false);
     let parser = parsing_adapter(fixture);
     let inputs = fixture["inputs"].as_object().cloned().unwrap_or_default();
-    let caps = Capabilities {
-        json_object: false,
-        ..Capabilities::default()
-    };
+    let caps = Capabilities::default().with_json_object(false);
     let mut problems = Vec::new();
     for case in fixture["cases"].as_array().into_iter().flatten() {
         let name = case["name"].as_str().unwrap_or("?");

@@ -253,10 +253,7 @@ async fn native_mode_emits_an_event_pair_per_concurrent_call() {
             ]),
             signet::lm::Completion::text("[[ ## answer ## ]]\n3 and 7"),
         ])
-        .with_capabilities(Capabilities {
-            function_calling: true,
-            ..Capabilities::default()
-        }),
+        .with_capabilities(Capabilities::default().with_function_calling(true)),
     );
     let agent = ReAct::<Ask>::new().tool(AddTool).with_lm(lm);
     let events = all_events(&agent, "?").await;

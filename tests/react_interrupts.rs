@@ -116,10 +116,7 @@ async fn native_mode_puts_messages_after_the_tool_results() {
             Completion::tool_calls(vec![ToolCall::new("c1", "look", "{}")]),
             Completion::text("[[ ## answer ## ]]\nParis sunny; Rome unknown"),
         ])
-        .with_capabilities(Capabilities {
-            function_calling: true,
-            ..Capabilities::default()
-        }),
+        .with_capabilities(Capabilities::default().with_function_calling(true)),
     );
     let agent = ReAct::<Ask>::new().tools(tools).with_lm(lm.clone());
     let events = events_of(agent.stream_with_interrupts(

@@ -42,10 +42,7 @@ impl Rendezvous {
 }
 
 fn function_calling() -> Capabilities {
-    Capabilities {
-        function_calling: true,
-        ..Capabilities::default()
-    }
+    Capabilities::default().with_function_calling(true)
 }
 
 fn calls(list: &[(&str, &str, &str)]) -> Completion {

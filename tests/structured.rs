@@ -21,11 +21,9 @@ fn request() -> StructuredRequest {
 }
 
 fn caps(function_calling: bool, json_object: bool) -> Capabilities {
-    Capabilities {
-        function_calling,
-        json_object,
-        ..Capabilities::default()
-    }
+    Capabilities::default()
+        .with_function_calling(function_calling)
+        .with_json_object(json_object)
 }
 
 #[tokio::test]
@@ -95,10 +93,7 @@ async fn text_level_extracts_json_from_prose() {
 
 #[tokio::test]
 async fn schema_constrained_servers_get_the_schema_in_response_format() {
-    let caps = Capabilities {
-        json_object_schema: true,
-        ..Capabilities::default()
-    };
+    let caps = Capabilities::default().with_json_object_schema(true);
     let lm = ScriptedLm::texts([r#"{"tool": "calc"}"#]).with_capabilities(caps);
     call_structured(&lm, &request()).await.unwrap();
     assert_eq!(

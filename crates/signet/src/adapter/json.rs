@@ -53,7 +53,7 @@ impl JsonAdapter {
     /// use signet::lm::{Capabilities, LmRequest, ResponseFormat};
     /// let sig = signet::DynSignature::parse("question -> answer: int").unwrap();
     /// let mut request = LmRequest::default();
-    /// let local = Capabilities { json_object_schema: true, ..Capabilities::default() };
+    /// let local = Capabilities::default().with_json_object_schema(true);
     /// JsonAdapter::constrained().configure(&sig, &mut request, local);
     /// let Some(ResponseFormat::Raw(format)) = request.response_format else { panic!() };
     /// assert_eq!(format["schema"]["properties"]["answer"]["type"], "integer");

@@ -567,8 +567,16 @@ impl StreamAssembler {
     }
 }
 
-/// What an LM (or the server behind it) supports; adapters choose formats from this.
+/// What an LM (or the server behind it) supports; adapters choose formats from this. Start from a
+/// preset or the default and change what differs:
+///
+/// ```
+/// use signet::lm::Capabilities;
+/// let vllm = Capabilities::default().with_function_calling(true).with_response_schema(true);
+/// assert!(vllm.function_calling && !vllm.json_object_schema);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Capabilities {
     /// Native function calling (`tools=`).
     pub function_calling: bool,
@@ -594,6 +602,30 @@ impl Default for Capabilities {
 }
 
 impl Capabilities {
+    /// Sets native function calling (`tools=`).
+    pub fn with_function_calling(mut self, on: bool) -> Self {
+        self.function_calling = on;
+        self
+    }
+
+    /// Sets OpenAI structured outputs (`response_format: json_schema`).
+    pub fn with_response_schema(mut self, on: bool) -> Self {
+        self.response_schema = on;
+        self
+    }
+
+    /// Sets JSON mode (`response_format: json_object`).
+    pub fn with_json_object(mut self, on: bool) -> Self {
+        self.json_object = on;
+        self
+    }
+
+    /// Sets llama.cpp's schema-constrained JSON (`{"type": "json_object", "schema": ..}`).
+    pub fn with_json_object_schema(mut self, on: bool) -> Self {
+        self.json_object_schema = on;
+        self
+    }
+
     /// OpenAI's own API: native tools, structured outputs and JSON mode.
     ///
     /// ```
