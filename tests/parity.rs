@@ -1,9 +1,11 @@
 //! DSPy parity: replays runs recorded from Python DSPy 3.4.1 and checks that Signet sends
 //! byte-identical messages and the same LM kwargs, and reaches the same outcome.
 //!
-//! Fixtures are read from `$SIGNET_PARITY_FIXTURES`, else `../shared/fixtures/dspy/`. Each fixture
-//! prints one line — `pass`, `FAIL` with the first difference, or `unsupported` with the reason —
-//! and the run ends with `N passed, M failed, K unsupported`.
+//! Fixtures are read from `tests/fixtures/dspy/` and `tests/fixtures/dspy_programs/` (recorded
+//! runs and saved programs, copied into the repository so that a clone checks itself), or from the
+//! folders `$SIGNET_PARITY_FIXTURES` names instead (separated by `:`; every fixture family may be in
+//! any of them). Each fixture prints one line — `pass`, `FAIL` with the first difference, or
+//! `unsupported` with the reason — and the run ends with `N passed, M failed, K unsupported`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,30 +29,38 @@ enum Outcome {
     Unsupported(String),
 }
 
-fn fixture_dir() -> PathBuf {
+fn fixture_dirs() -> Vec<PathBuf> {
     match std::env::var_os("SIGNET_PARITY_FIXTURES") {
-        Some(dir) => PathBuf::from(dir),
+        Some(dirs) => std::env::split_paths(&dirs).collect(),
         None => {
             // Cargo sets the manifest directory at run time too; prefer it to the compile-time one,
-            // so a moved checkout still finds `shared/` beside it.
+            // so a moved checkout still finds its fixtures.
             let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf());
-            manifest.join("../shared/fixtures/dspy")
+            ["dspy", "dspy_programs"]
+                .iter()
+                .map(|family| manifest.join("tests/fixtures").join(family))
+                .collect()
         }
     }
 }
 
 #[test]
 fn dspy_parity() {
-    let dir = fixture_dir();
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("cannot read the fixture folder {}: {e}", dir.display()))
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|ext| ext == "json"))
-        .collect();
-    paths.sort();
-    assert!(!paths.is_empty(), "no fixtures in {}", dir.display());
+    let dirs = fixture_dirs();
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for dir in &dirs {
+        let entries = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("cannot read the fixture folder {}: {e}", dir.display()));
+        paths.extend(
+            entries
+                .filter_map(|entry| entry.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|ext| ext == "json")),
+        );
+    }
+    paths.sort_by_key(|p| p.file_name().map(|n| n.to_owned()));
+    assert!(!paths.is_empty(), "no fixtures in {dirs:?}");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -92,6 +102,9 @@ async fn run_fixture(fixture: &Value) -> Outcome {
     }
     if fixture.get("tools").is_some() && fixture.get("call_results").is_some() {
         return run_tool_introspection(fixture).await;
+    }
+    if fixture.get("saved_program").is_some() {
+        return Outcome::Unsupported("loading a saved DSPy program is not implemented yet".to_owned());
     }
     if fixture.get("module").is_none() {
         return Outcome::Unsupported("neither a module run nor a known fixture family".to_owned());
