@@ -78,7 +78,12 @@ pub fn scripted_lm() -> ScriptedLm {
 #[allow(dead_code)]
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let agent = Arc::new(ReAct::<Ask>::new().tool(AddTool).with_lm(scripted_lm()));
+    let agent = Arc::new(
+        ReAct::<Ask>::new()
+            .tool(AddTool)
+            .with_lm(scripted_lm())
+            .with_mode(ReActMode::Text),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
     println!(
         "listening on http://{}/ask?question=...",

@@ -32,6 +32,7 @@ async fn events_arrive_in_order_and_end_with_done() {
     assert_eq!(
         kinds,
         [
+            "text_mode",
             "step_started",
             "thought",
             "tool_call_started",
@@ -45,7 +46,7 @@ async fn events_arrive_in_order_and_end_with_done() {
             "done",
         ]
     );
-    match &events[3] {
+    match &events[4] {
         ReActEvent::ToolCallFinished {
             name, observation, ..
         } => {
@@ -274,6 +275,26 @@ async fn native_mode_emits_an_event_pair_per_concurrent_call() {
             (0, Observation::Output(json!(3))),
             (1, Observation::Output(json!(7)))
         ]
+    );
+    assert!(matches!(events.last(), Some(ReActEvent::Done { .. })));
+}
+
+#[tokio::test]
+async fn an_explicit_mode_sends_no_text_mode_event() {
+    let lm = Arc::new(ScriptedLm::texts([step(
+        "done",
+        "finish",
+        json!({"answer": "4"}),
+    )]));
+    let agent = ReAct::<Ask>::new()
+        .with_lm(lm)
+        .with_mode(signet::module::ReActMode::Text);
+    let events = all_events(&agent, "2 + 2?").await;
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, ReActEvent::TextMode { .. })),
+        "{events:?}"
     );
     assert!(matches!(events.last(), Some(ReActEvent::Done { .. })));
 }

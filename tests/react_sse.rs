@@ -16,7 +16,8 @@ async fn an_sse_client_receives_the_event_stream() {
     let agent = Arc::new(
         ReAct::<react_sse::Ask>::new()
             .tool(react_sse::AddTool)
-            .with_lm(react_sse::scripted_lm()),
+            .with_lm(react_sse::scripted_lm())
+            .with_mode(signet::module::ReActMode::Text),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();

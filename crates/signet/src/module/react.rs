@@ -403,9 +403,18 @@ impl ReActCore {
             }
         }
         let native = match self.mode {
-            ReActMode::Auto => resolved.lm.capabilities().function_calling,
+            ReActMode::Auto if !resolved.lm.capabilities().function_calling => {
+                let model = resolved.lm.model().to_owned();
+                tracing::warn!(
+                    %model,
+                    "the LM reports no native function calling: the agent runs in text mode \
+                     (declare the server's capabilities, or set ReActMode::Text to say so)"
+                );
+                events.emit(ReActEvent::TextMode { model });
+                false
+            }
+            ReActMode::Auto | ReActMode::Native => true,
             ReActMode::Text => false,
-            ReActMode::Native => true,
         };
         if native {
             return self

@@ -21,6 +21,13 @@ use crate::lm::Usage;
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ReActEvent<O = Example> {
+    /// [`ReActMode::Auto`](super::ReActMode::Auto) chose text mode because the LM reports no
+    /// native function calling (its [`Capabilities`](crate::lm::Capabilities)); a server that does
+    /// call tools should declare it. Not sent when the mode is set explicitly.
+    TextMode {
+        /// The LM's model name.
+        model: String,
+    },
     /// A model turn begins.
     StepStarted {
         /// The turn's number.
@@ -135,6 +142,7 @@ impl ReActEvent<Example> {
                 },
             },
             E::Failed { error } => E::Failed { error },
+            E::TextMode { model } => E::TextMode { model },
             E::StepStarted { turn } => E::StepStarted { turn },
             E::Thought { turn, text } => E::Thought { turn, text },
             E::ToolCallStarted { index, name, args } => E::ToolCallStarted { index, name, args },
