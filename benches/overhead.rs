@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
-use signet::adapter::{Adapter, ChatAdapter, Example, JsonAdapter, XmlAdapter};
+use signet::adapter::{Adapter, ChatAdapter, Fields, JsonAdapter, XmlAdapter};
 use signet::lm::ScriptedLm;
 use signet::{DynSignature, Tool};
 
@@ -20,7 +20,7 @@ use workloads::{
     REACT_LM_CALLS, predict, predict_input, react, react_input, react_replies,
 };
 
-fn two_fields() -> (DynSignature, Example) {
+fn two_fields() -> (DynSignature, Fields) {
     let sig = DynSignature::parse("question -> answer").unwrap();
     let inputs = json!({"question": "What is the capital of France?"})
         .as_object()
@@ -30,7 +30,7 @@ fn two_fields() -> (DynSignature, Example) {
 }
 
 /// Three inputs and seven typed outputs (ints, floats, bools, lists, literals, maps, optionals).
-fn ten_fields() -> (DynSignature, Example) {
+fn ten_fields() -> (DynSignature, Fields) {
     let sig = DynSignature::parse(
         "text, context: list[str], language -> count: int, ratio: float, ok: bool, names: list[str], \
          choice: Literal['a', 'b'], scores: dict[str, int], maybe: Optional[int]",

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use signet::adapter::{self, Adapter, ChatAdapter, Example, JsonAdapter, XmlAdapter};
+use signet::adapter::{self, Adapter, ChatAdapter, Fields, JsonAdapter, XmlAdapter};
 use signet::lm::{
     Capabilities, Completion, LmError, LmOptions, LmRequest, ResponseFormat, ScriptedLm, ToolCall,
     ToolChoice,
@@ -104,7 +104,9 @@ async fn run_fixture(fixture: &Value) -> Outcome {
         return run_tool_introspection(fixture).await;
     }
     if fixture.get("saved_program").is_some() {
-        return Outcome::Unsupported("loading a saved DSPy program is not implemented yet".to_owned());
+        return Outcome::Unsupported(
+            "loading a saved DSPy program is not implemented yet".to_owned(),
+        );
     }
     if fixture.get("module").is_none() {
         return Outcome::Unsupported("neither a module run nor a known fixture family".to_owned());
@@ -419,7 +421,7 @@ fn first_difference(want: &str, got: &str) -> String {
 }
 
 /// Compares outputs or the error kind with the recorded result.
-fn compare_result(recorded: &Value, result: &Result<Example, Error>) -> Result<(), Skip> {
+fn compare_result(recorded: &Value, result: &Result<Fields, Error>) -> Result<(), Skip> {
     match (recorded.get("error"), result) {
         (None, Ok(outputs)) => {
             let want = decode(&recorded["outputs"]);
@@ -478,7 +480,7 @@ fn decode(value: &Value) -> Value {
 
 /// Inputs with `dspy.Tool` values turned into OpenAI function descriptors, rebuilt from the tool's
 /// recorded description (`NAME, whose description is <desc>..</desc>. It takes arguments {..}.`).
-fn decode_inputs(recorded: &Value) -> Result<Example, Skip> {
+fn decode_inputs(recorded: &Value) -> Result<Fields, Skip> {
     let mut inputs = recorded.as_object().cloned().unwrap_or_default();
     for value in inputs.values_mut() {
         if let Value::Array(items) = value
@@ -581,7 +583,7 @@ async fn run_module(fixture: &Value) -> Result<(), Skip> {
     let sig = if is_cot { with_reasoning(&base) } else { base };
     let replies: Vec<Value> = calls.iter().map(|c| c["reply"].clone()).collect();
     let lm = scripted(&replies, capabilities(&fixture["lm_capabilities"]));
-    let demos: Vec<Example> = fixture["demos"]
+    let demos: Vec<Fields> = fixture["demos"]
         .as_array()
         .into_iter()
         .flatten()
@@ -799,7 +801,7 @@ async fn run_react(fixture: &Value) -> Result<(), Skip> {
         });
     compare_result(&fixture["result"], &outputs)?;
     if let (Some(want), Ok(run)) = (fixture["result"].get("trajectory"), &result) {
-        let got = Value::Object(run.trajectory.to_example());
+        let got = Value::Object(run.trajectory.to_fields());
         if decode(want) != got {
             return fail(format!("trajectory: DSPy {want}, Signet {got}"));
         }

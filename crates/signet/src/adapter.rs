@@ -26,7 +26,7 @@ pub use native::{ToolCallRecord, ToolCalls, Tools};
 pub use xml::XmlAdapter;
 
 /// The XML format's assistant message (outputs as tags), for scripted replies.
-pub(crate) fn xml_assistant_message(signature: &DynSignature, outputs: &Example) -> String {
+pub(crate) fn xml_assistant_message(signature: &DynSignature, outputs: &Fields) -> String {
     xml::assistant_message(signature, outputs, None)
 }
 
@@ -36,7 +36,11 @@ use crate::lm::{
 use crate::signature::DynSignature;
 
 /// Field values by name: inputs, outputs, or a demo holding both.
-pub type Example = Map<String, Value>;
+pub type Fields = Map<String, Value>;
+
+/// The former name of [`Fields`].
+#[deprecated(note = "renamed `Fields`; `signet::data::Example` is a dataset record")]
+pub type Example = Fields;
 
 /// Which adapter produced a prompt or read a reply; printed as DSPy's class name.
 ///
@@ -82,11 +86,11 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
     }
 
     /// The messages for one call: system message, demos, and the user message with the inputs.
-    fn format(&self, signature: &DynSignature, demos: &[Example], inputs: &Example)
+    fn format(&self, signature: &DynSignature, demos: &[Fields], inputs: &Fields)
     -> Vec<Message>;
 
     /// Reads the output fields from the reply text.
-    fn parse(&self, signature: &DynSignature, text: &str) -> Result<Example, ParseError>;
+    fn parse(&self, signature: &DynSignature, text: &str) -> Result<Fields, ParseError>;
 
     /// Sets request options the format needs (such as `response_format`) for an LM with these
     /// capabilities.
@@ -101,7 +105,7 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
 
     /// `values` rendered as a user message renders text (`str`) inputs, in order (ReAct renders
     /// its trajectory this way, as DSPy does).
-    fn render_text_fields(&self, values: &Example) -> String {
+    fn render_text_fields(&self, values: &Fields) -> String {
         templates::text_blocks(values)
     }
 
@@ -198,12 +202,12 @@ macro_rules! forward_adapter {
             fn format(
                 &self,
                 signature: &DynSignature,
-                demos: &[Example],
-                inputs: &Example,
+                demos: &[Fields],
+                inputs: &Fields,
             ) -> Vec<Message> {
                 (**self).format(signature, demos, inputs)
             }
-            fn parse(&self, signature: &DynSignature, text: &str) -> Result<Example, ParseError> {
+            fn parse(&self, signature: &DynSignature, text: &str) -> Result<Fields, ParseError> {
                 (**self).parse(signature, text)
             }
             fn configure(
@@ -223,7 +227,7 @@ macro_rules! forward_adapter {
             fn parallel_tool_calls(&self) -> Option<bool> {
                 (**self).parallel_tool_calls()
             }
-            fn render_text_fields(&self, values: &Example) -> String {
+            fn render_text_fields(&self, values: &Fields) -> String {
                 (**self).render_text_fields(values)
             }
         }
@@ -248,9 +252,9 @@ pub(crate) struct Format {
     pub system: fn(&DynSignature) -> String,
     /// A user message with input values, a prefix, and (for the main request) the output
     /// requirements.
-    pub user: fn(&DynSignature, &Example, &str, bool) -> String,
+    pub user: fn(&DynSignature, &Fields, &str, bool) -> String,
     /// An assistant message with output values (`missing` stands in for absent ones).
-    pub assistant: fn(&DynSignature, &Example, Option<&str>) -> String,
+    pub assistant: fn(&DynSignature, &Fields, Option<&str>) -> String,
 }
 
 /// Conversation history: earlier turns, each a map of the signature's field values. Give a signature
@@ -267,7 +271,7 @@ pub(crate) struct Format {
 )]
 pub struct History {
     /// The earlier turns, oldest first.
-    pub messages: Vec<Example>,
+    pub messages: Vec<Fields>,
 }
 
 /// System message, demos, conversation history (when the signature has a `History` input), then
@@ -275,8 +279,8 @@ pub struct History {
 pub(crate) fn format_messages(
     render: &Format,
     signature: &DynSignature,
-    demos: &[Example],
-    inputs: &Example,
+    demos: &[Fields],
+    inputs: &Fields,
 ) -> Vec<Message> {
     let system = signature.rendered(render.name, render.system);
     let mut messages = vec![Message::system(system.as_ref())];
@@ -315,8 +319,8 @@ pub(crate) fn format_messages(
 /// Demos as user/assistant message pairs: incomplete demos (some fields missing, but at least one
 /// input and one output) first with a note, then complete ones; demos with no input or no output
 /// are skipped.
-fn format_demos(render: &Format, signature: &DynSignature, demos: &[Example]) -> Vec<Message> {
-    let present = |demo: &Example, name: &str| demo.get(name).is_some_and(|v| !v.is_null());
+fn format_demos(render: &Format, signature: &DynSignature, demos: &[Fields]) -> Vec<Message> {
+    let present = |demo: &Fields, name: &str| demo.get(name).is_some_and(|v| !v.is_null());
     let mut complete = Vec::new();
     let mut incomplete = Vec::new();
     for demo in demos {
@@ -366,9 +370,9 @@ fn format_demos(render: &Format, signature: &DynSignature, demos: &[Example]) ->
 pub(crate) fn check_complete(
     adapter: AdapterName,
     signature: &DynSignature,
-    fields: Example,
+    fields: Fields,
     response: &str,
-) -> Result<Example, ParseError> {
+) -> Result<Fields, ParseError> {
     let missing: Vec<String> = signature
         .outputs()
         .iter()
@@ -398,7 +402,7 @@ pub(crate) fn check_complete(
 #[derive(Debug, Clone, PartialEq)]
 pub struct AdaptedReply {
     /// The output field values.
-    pub outputs: Example,
+    pub outputs: Fields,
     /// The last completion (text, tool calls, reasoning).
     pub completion: Completion,
     /// Usage summed over every LM call made (fallbacks included).
@@ -415,8 +419,8 @@ pub async fn run(
     adapter: &dyn Adapter,
     lm: &dyn Lm,
     signature: &DynSignature,
-    demos: &[Example],
-    inputs: &Example,
+    demos: &[Fields],
+    inputs: &Fields,
     options: &LmOptions,
 ) -> Result<AdaptedReply, crate::Error> {
     run_parsing_as(adapter, lm, signature, None, demos, inputs, options).await
@@ -430,8 +434,8 @@ pub async fn run_parsing_as(
     lm: &dyn Lm,
     signature: &DynSignature,
     parse_as: Option<&DynSignature>,
-    demos: &[Example],
-    inputs: &Example,
+    demos: &[Fields],
+    inputs: &Fields,
     options: &LmOptions,
 ) -> Result<AdaptedReply, crate::Error> {
     let call = Call {
@@ -487,8 +491,8 @@ async fn run_call(
 pub(crate) struct Call<'a> {
     pub(crate) signature: &'a DynSignature,
     pub(crate) parse_as: Option<&'a DynSignature>,
-    pub(crate) demos: &'a [Example],
-    pub(crate) inputs: &'a Example,
+    pub(crate) demos: &'a [Fields],
+    pub(crate) inputs: &'a Fields,
     pub(crate) options: &'a LmOptions,
 }
 
@@ -528,7 +532,7 @@ async fn attempt(
             // The model called tools instead of answering: the text outputs are absent (null), the
             // tool calls are the result.
             Some(native) if text.is_empty() && !completion.tool_calls.is_empty() => Ok(
-                native::merge(signature, Example::new(), native, &completion),
+                native::merge(signature, Fields::new(), native, &completion),
             ),
             _ if text.is_empty() => Err(ParseError::EmptyResponse {
                 adapter: adapter.name(),

@@ -41,7 +41,7 @@ pub use react::{
     Step, StopReason, Summarize, Trajectory, TruncationPolicy, UserMessage, tool_listing,
 };
 
-use crate::adapter::{self, Adapter, ChatAdapter, Example};
+use crate::adapter::{self, Adapter, ChatAdapter, Fields};
 use crate::lm::{Completion, Lm, LmError, LmOptions, Usage};
 use crate::signature::{DynSignature, Field, Signature};
 
@@ -139,7 +139,7 @@ pub struct Resolved {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Prediction {
     /// Output field values, in signature order.
-    pub outputs: Example,
+    pub outputs: Fields,
     /// Usage summed over every LM call made.
     pub usage: Usage,
     /// The last completion.
@@ -154,7 +154,7 @@ pub struct ModuleState {
     /// The signature (instructions may have been tuned).
     pub signature: DynSignature,
     /// The few-shot demos.
-    pub demos: Vec<Example>,
+    pub demos: Vec<Fields>,
 }
 
 /// DSPy's `Predict` over a run-time signature: formats, calls the LM through an adapter, parses.
@@ -162,7 +162,7 @@ pub struct ModuleState {
 pub struct Predictor {
     signature: DynSignature,
     parse_as: Option<DynSignature>,
-    demos: Vec<Example>,
+    demos: Vec<Fields>,
     lm: Option<Arc<dyn Lm>>,
     adapter: Option<Arc<dyn Adapter>>,
     options: LmOptions,
@@ -227,7 +227,7 @@ impl Predictor {
     }
 
     /// Few-shot demos (complete or partial examples).
-    pub fn with_demos(mut self, demos: Vec<Example>) -> Self {
+    pub fn with_demos(mut self, demos: Vec<Fields>) -> Self {
         self.demos = demos;
         self
     }
@@ -238,7 +238,7 @@ impl Predictor {
     }
 
     /// The demos.
-    pub fn demos(&self) -> &[Example] {
+    pub fn demos(&self) -> &[Fields] {
         &self.demos
     }
 
@@ -279,14 +279,14 @@ impl Predictor {
     }
 
     /// Runs the signature on `inputs` with the module's, then the global, LM and adapter.
-    pub async fn forward(&self, inputs: &Example) -> Result<Prediction, Error> {
+    pub async fn forward(&self, inputs: &Fields) -> Result<Prediction, Error> {
         self.forward_with(inputs, &CallConfig::default()).await
     }
 
     /// Runs the signature on `inputs`; `call` supplies what the module does not set.
     pub async fn forward_with(
         &self,
-        inputs: &Example,
+        inputs: &Fields,
         call: &CallConfig,
     ) -> Result<Prediction, Error> {
         self.forward_counting(inputs, call, &mut Usage::default())
@@ -297,7 +297,7 @@ impl Predictor {
     /// when the call fails (an unreadable reply still cost its tokens).
     pub(crate) async fn forward_counting(
         &self,
-        inputs: &Example,
+        inputs: &Fields,
         call: &CallConfig,
         usage: &mut Usage,
     ) -> Result<Prediction, Error> {
@@ -405,9 +405,9 @@ impl<S: Signature> Predict<S> {
         input: S::Input,
         call: &CallConfig,
     ) -> Result<(S::Output, Prediction), Error> {
-        let inputs = to_example(&input)?;
+        let inputs = to_fields(&input)?;
         let prediction = self.inner.forward_with(&inputs, call).await?;
-        let output = from_example(&prediction.outputs)?;
+        let output = from_fields(&prediction.outputs)?;
         Ok((output, prediction))
     }
 }
@@ -480,7 +480,7 @@ impl<S: Signature> ChainOfThought<S> {
     /// Runs the signature on `input`, reasoning first. When the model's own reasoning field is empty
     /// and the provider returned `reasoning_content`, that is used.
     pub async fn call(&self, input: S::Input) -> Result<Reasoned<S::Output>, Error> {
-        let inputs = to_example(&input)?;
+        let inputs = to_fields(&input)?;
         let mut prediction = self.inner.forward(&inputs).await?;
         let mut reasoning = match prediction.outputs.shift_remove("reasoning") {
             Some(Value::String(text)) => text,
@@ -494,12 +494,12 @@ impl<S: Signature> ChainOfThought<S> {
         }
         Ok(Reasoned {
             reasoning,
-            output: from_example(&prediction.outputs)?,
+            output: from_fields(&prediction.outputs)?,
         })
     }
 }
 
-fn to_example<T: Serialize>(value: &T) -> Result<Example, Error> {
+fn to_fields<T: Serialize>(value: &T) -> Result<Fields, Error> {
     match serde_json::to_value(value) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(other) => Err(Error::InputType {
@@ -512,18 +512,18 @@ fn to_example<T: Serialize>(value: &T) -> Result<Example, Error> {
     }
 }
 
-fn from_example<T: serde::de::DeserializeOwned>(outputs: &Example) -> Result<T, Error> {
+fn from_fields<T: serde::de::DeserializeOwned>(outputs: &Fields) -> Result<T, Error> {
     serde_json::from_value(Value::Object(outputs.clone()))
         .map_err(|e| Error::OutputType { source: e.into() })
 }
 
-fn examples_of<S: Signature>(demos: impl IntoIterator<Item = S>) -> Result<Vec<Example>, Error> {
+fn examples_of<S: Signature>(demos: impl IntoIterator<Item = S>) -> Result<Vec<Fields>, Error> {
     demos
         .into_iter()
         .map(|demo| {
             let (input, output) = demo.into_parts();
-            let mut example = to_example(&input)?;
-            example.extend(to_example(&output)?);
+            let mut example = to_fields(&input)?;
+            example.extend(to_fields(&output)?);
             Ok(example)
         })
         .collect()

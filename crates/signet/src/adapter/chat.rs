@@ -3,7 +3,7 @@
 use serde_json::Map;
 
 use super::python::{splitlines, strip};
-use super::{Adapter, AdapterName, Example, ParseError, templates, value};
+use super::{Adapter, AdapterName, Fields, ParseError, templates, value};
 use crate::lm::Message;
 use crate::signature::DynSignature;
 
@@ -83,13 +83,13 @@ impl Adapter for ChatAdapter {
     fn format(
         &self,
         signature: &DynSignature,
-        demos: &[Example],
-        inputs: &Example,
+        demos: &[Fields],
+        inputs: &Fields,
     ) -> Vec<Message> {
         super::format_messages(&templates::CHAT_FORMAT, signature, demos, inputs)
     }
 
-    fn parse(&self, signature: &DynSignature, text: &str) -> Result<Example, ParseError> {
+    fn parse(&self, signature: &DynSignature, text: &str) -> Result<Fields, ParseError> {
         let mut sections: Vec<(Option<String>, Vec<String>)> = vec![(None, Vec::new())];
         for line in splitlines(text) {
             match header(strip(line)) {
@@ -169,7 +169,7 @@ fn header(line: &str) -> Option<(String, usize)> {
 
 /// The value of a `str` field rendered for parsing tests.
 #[cfg(test)]
-fn parse_one(text: &str) -> Result<Example, ParseError> {
+fn parse_one(text: &str) -> Result<Fields, ParseError> {
     let sig = DynSignature::parse("question -> answer, count: int").unwrap();
     ChatAdapter::new().parse(&sig, text)
 }

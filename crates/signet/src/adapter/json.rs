@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Adapter, AdapterName, Example, ParseError, templates, value};
+use super::{Adapter, AdapterName, Fields, ParseError, templates, value};
 use crate::lm::{Capabilities, LmRequest, Message, ResponseFormat};
 use crate::signature::DynSignature;
 
@@ -94,8 +94,8 @@ impl Adapter for JsonAdapter {
     fn format(
         &self,
         signature: &DynSignature,
-        demos: &[Example],
-        inputs: &Example,
+        demos: &[Fields],
+        inputs: &Fields,
     ) -> Vec<Message> {
         let format = if self.constrained {
             &templates::JSON_CONSTRAINED_FORMAT
@@ -137,7 +137,7 @@ impl Adapter for JsonAdapter {
         self.parallel_tool_calls
     }
 
-    fn parse(&self, signature: &DynSignature, text: &str) -> Result<Example, ParseError> {
+    fn parse(&self, signature: &DynSignature, text: &str) -> Result<Fields, ParseError> {
         let Some(object) = value::reply_object(text) else {
             return Err(ParseError::NotAnObject {
                 adapter: self.name(),

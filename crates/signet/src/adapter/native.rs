@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Adapter, Example};
+use super::{Adapter, Fields};
 use crate::Error;
 use crate::lm::{Capabilities, Completion};
 use crate::signature::{DynSignature, FieldKind};
@@ -86,7 +86,7 @@ pub(crate) struct NativeTools {
 pub(crate) fn prepare(
     adapter: &dyn Adapter,
     signature: &DynSignature,
-    inputs: &Example,
+    inputs: &Fields,
     capabilities: Capabilities,
 ) -> Result<Option<NativeTools>, Error> {
     if !adapter.native_function_calling() || !capabilities.function_calling {
@@ -139,10 +139,10 @@ pub(crate) fn prepare(
 /// the model called tools instead of answering) and the tool calls.
 pub(crate) fn merge(
     signature: &DynSignature,
-    parsed: Example,
+    parsed: Fields,
     native: &NativeTools,
     completion: &Completion,
-) -> Example {
+) -> Fields {
     let mut parsed = parsed;
     signature
         .outputs()

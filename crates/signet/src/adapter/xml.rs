@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::python::{py_str, strip};
-use super::{Adapter, AdapterName, Example, ParseError, templates, value};
+use super::{Adapter, AdapterName, Fields, ParseError, templates, value};
 use crate::lm::Message;
 use crate::signature::{DynSignature, Field};
 
@@ -54,13 +54,13 @@ impl Adapter for XmlAdapter {
     fn format(
         &self,
         signature: &DynSignature,
-        demos: &[Example],
-        inputs: &Example,
+        demos: &[Fields],
+        inputs: &Fields,
     ) -> Vec<Message> {
         super::format_messages(&XML_FORMAT, signature, demos, inputs)
     }
 
-    fn parse(&self, signature: &DynSignature, text: &str) -> Result<Example, ParseError> {
+    fn parse(&self, signature: &DynSignature, text: &str) -> Result<Fields, ParseError> {
         let wrapped = format!("<dspy_root>{text}</dspy_root>");
         let document = roxmltree::Document::parse(&wrapped).map_err(|e| ParseError::Malformed {
             adapter: self.name(),
@@ -118,7 +118,7 @@ impl Adapter for XmlAdapter {
         super::check_complete(self.name(), signature, fields, text)
     }
 
-    fn render_text_fields(&self, values: &Example) -> String {
+    fn render_text_fields(&self, values: &Fields) -> String {
         let fields: Vec<String> = values
             .iter()
             .map(|(name, value)| format!("<{name}>\n{}\n</{name}>", templates::text_value(value)))
@@ -173,7 +173,7 @@ fn system_message(signature: &DynSignature) -> String {
 
 fn user_message(
     signature: &DynSignature,
-    inputs: &Example,
+    inputs: &Fields,
     prefix: &str,
     main_request: bool,
 ) -> String {
@@ -192,7 +192,7 @@ fn user_message(
 
 pub(crate) fn assistant_message(
     signature: &DynSignature,
-    outputs: &Example,
+    outputs: &Fields,
     missing: Option<&str>,
 ) -> String {
     let fields: Vec<String> = signature

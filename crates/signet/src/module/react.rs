@@ -29,7 +29,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::{CallConfig, Error, Predictor, with_reasoning};
-use crate::adapter::{Adapter, Example};
+use crate::adapter::{Adapter, Fields};
 use crate::lm::{Lm, LmError, LmOptions, Usage};
 use crate::signature::{DynSignature, Field};
 use crate::tool::{Tool, ToolError};
@@ -190,7 +190,7 @@ impl ReActCore {
     async fn select_tools(
         &self,
         lm: &dyn Lm,
-        inputs: &Example,
+        inputs: &Fields,
         usage: &mut Usage,
     ) -> Option<Vec<String>> {
         use crate::structured::{StructuredRequest, call_structured};
@@ -311,7 +311,7 @@ impl ReActCore {
     /// Runs the loop on `inputs`; the outputs are field values.
     pub async fn forward(
         &self,
-        inputs: &Example,
+        inputs: &Fields,
         call: &CallConfig,
     ) -> Result<ReActRun, ReActError> {
         self.run(
@@ -327,7 +327,7 @@ impl ReActCore {
     /// [`ReActEvent::Failed`]. Dropping the stream cancels the run, tool calls in flight included.
     pub fn stream<'a>(
         &'a self,
-        inputs: Example,
+        inputs: Fields,
         call: CallConfig,
     ) -> futures::stream::BoxStream<'a, ReActEvent> {
         self.stream_inner(inputs, call, Interrupts::default())
@@ -339,7 +339,7 @@ impl ReActCore {
     /// while messages wait is postponed so the model can address them.
     pub fn stream_with_interrupts<'a>(
         &'a self,
-        inputs: Example,
+        inputs: Fields,
         call: CallConfig,
         interrupts: tokio::sync::mpsc::UnboundedReceiver<String>,
     ) -> futures::stream::BoxStream<'a, ReActEvent> {
@@ -348,7 +348,7 @@ impl ReActCore {
 
     fn stream_inner<'a>(
         &'a self,
-        inputs: Example,
+        inputs: Fields,
         call: CallConfig,
         mut interrupts: Interrupts,
     ) -> futures::stream::BoxStream<'a, ReActEvent> {
@@ -378,7 +378,7 @@ impl ReActCore {
 
     async fn run(
         &self,
-        inputs: &Example,
+        inputs: &Fields,
         call: &CallConfig,
         events: &Emitter,
         interrupts: &mut Interrupts,
@@ -524,7 +524,7 @@ impl ReActCore {
     /// The extractor (ChainOfThought over the inputs and the trajectory) produces the outputs.
     async fn extract(
         &self,
-        inputs: &Example,
+        inputs: &Fields,
         mut trajectory: Trajectory,
         adapter: &dyn Adapter,
         call: &CallConfig,
@@ -579,12 +579,12 @@ impl ReActCore {
     async fn call_with_truncation(
         &self,
         predictor: &Predictor,
-        inputs: &Example,
+        inputs: &Fields,
         trajectory: &mut Trajectory,
         adapter: &dyn Adapter,
         call: &CallConfig,
         usage: &mut Usage,
-    ) -> Result<Example, RunFailure> {
+    ) -> Result<Fields, RunFailure> {
         let mut last = String::new();
         for _ in 0..3 {
             self.limits.check_lm_calls(usage)?;
@@ -707,7 +707,7 @@ impl ReActCore {
 
     /// When the model passed the outputs to `finish` and they parse into the output types, they are
     /// the result (saving the extractor call).
-    fn outputs_from_finish(&self, args: &Value) -> Option<Example> {
+    fn outputs_from_finish(&self, args: &Value) -> Option<Fields> {
         let args = args.as_object()?;
         let mut outputs = Map::new();
         for field in self.signature.outputs() {
@@ -722,7 +722,7 @@ impl ReActCore {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReActRun {
     /// Output field values.
-    pub outputs: Example,
+    pub outputs: Fields,
     /// The extractor's reasoning, when it ran.
     pub reasoning: Option<String>,
     /// The steps.

@@ -4,7 +4,7 @@ use futures::future::join_all;
 use serde_json::Value;
 
 use super::{CallConfig, Error, Prediction, Predictor, Resolved};
-use crate::adapter::Example;
+use crate::adapter::Fields;
 use crate::lm::{LmRequest, Message, ToolCall, ToolChoice, Usage};
 use crate::tool::Tool;
 
@@ -32,7 +32,7 @@ impl Predictor {
 
     pub(super) async fn forward_with_tools(
         &self,
-        inputs: &Example,
+        inputs: &Fields,
         call: &CallConfig,
     ) -> Result<Prediction, Error> {
         let Resolved { lm, adapter } = self.resolve(call)?;

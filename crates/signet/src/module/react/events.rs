@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{Observation, ReActError, StopReason, Trajectory, UserMessage};
-use crate::adapter::Example;
+use crate::adapter::Fields;
 use crate::lm::Usage;
 
 /// What happens during a run, in order, for UIs and logs
@@ -20,7 +20,7 @@ use crate::lm::Usage;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum ReActEvent<O = Example> {
+pub enum ReActEvent<O = Fields> {
     /// [`ReActMode::Auto`](super::ReActMode::Auto) chose text mode because the LM reports no
     /// native function calling (its [`Capabilities`](crate::lm::Capabilities)); a server that does
     /// call tools should declare it. Not sent when the mode is set explicitly.
@@ -117,7 +117,7 @@ fn error_text<S: serde::Serializer>(
     serializer.collect_str(error)
 }
 
-impl ReActEvent<Example> {
+impl ReActEvent<Fields> {
     /// The same event with the outputs of `Done` turned into `O` (events other than `Done` are
     /// unchanged); outputs that do not fit `O` make it [`Failed`](ReActEvent::Failed).
     pub(crate) fn typed<O: serde::de::DeserializeOwned>(self) -> ReActEvent<O> {
@@ -129,7 +129,7 @@ impl ReActEvent<Example> {
                 trajectory,
                 usage,
                 elapsed_ms,
-            } => match crate::module::from_example::<O>(&output) {
+            } => match crate::module::from_fields::<O>(&output) {
                 Ok(output) => E::Done {
                     output,
                     reasoning,

@@ -9,7 +9,7 @@ use super::{
     Emitter, FINISH, FINISH_POSTPONED, Interrupts, Observation, ReActCore, ReActError, ReActEvent,
     ReActRun, Step, StopReason, Trajectory,
 };
-use crate::adapter::{Adapter, Example, templates};
+use crate::adapter::{Adapter, Fields, templates};
 use crate::lm::{LmError, LmRequest, Message, ToolCall, ToolChoice, Usage};
 use crate::module::{CallConfig, Error, Resolved};
 
@@ -17,7 +17,7 @@ impl ReActCore {
     /// The native-function-calling loop (see the [module docs](self)).
     pub(super) async fn forward_native(
         &self,
-        inputs: &Example,
+        inputs: &Fields,
         call: &CallConfig,
         resolved: Resolved,
         events: &Emitter,
@@ -169,7 +169,7 @@ impl ReActCore {
     }
 
     /// The system and user messages of the user's signature, with a note on using the tools.
-    fn base_messages(&self, adapter: &dyn Adapter, inputs: &Example) -> Vec<Message> {
+    fn base_messages(&self, adapter: &dyn Adapter, inputs: &Fields) -> Vec<Message> {
         let mut messages = adapter.format(&self.signature, &[], inputs);
         if let Some(system) = messages.first_mut() {
             system.content.push_str(&templates::native_tools_note());

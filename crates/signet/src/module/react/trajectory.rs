@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::adapter::{Adapter, Example};
+use crate::adapter::{Adapter, Fields};
 
 /// One step of the loop: what the model thought and called, and what came back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -181,11 +181,11 @@ pub struct UserMessage {
 
 impl Trajectory {
     /// The trajectory as DSPy keeps it: `thought_i`, `tool_name_i`, `tool_args_i`, `observation_i`.
-    pub fn to_example(&self) -> Example {
+    pub fn to_fields(&self) -> Fields {
         let mut out = Map::new();
         let present =
             |after: Option<usize>| after.is_some_and(|i| self.steps.iter().any(|s| s.index == i));
-        let insert_where = |out: &mut Example, keep: &dyn Fn(&UserMessage) -> bool| {
+        let insert_where = |out: &mut Fields, keep: &dyn Fn(&UserMessage) -> bool| {
             for (n, message) in self
                 .user_messages
                 .iter()
@@ -216,6 +216,6 @@ impl Trajectory {
 
     /// Renders the trajectory as the adapter renders input fields (an empty string when empty).
     pub(super) fn render(&self, adapter: &dyn Adapter) -> String {
-        adapter.render_text_fields(&self.to_example())
+        adapter.render_text_fields(&self.to_fields())
     }
 }

@@ -96,7 +96,7 @@ impl<S: Signature> ReAct<S> {
     /// the last one is [`ReActEvent::Done`] with the typed output, or [`ReActEvent::Failed`].
     /// Dropping the stream cancels the run.
     pub fn stream(&self, input: S::Input) -> BoxStream<'_, ReActEvent<S::Output>> {
-        match crate::module::to_example(&input) {
+        match crate::module::to_fields(&input) {
             Ok(inputs) => self
                 .core
                 .stream(inputs, CallConfig::default())
@@ -113,7 +113,7 @@ impl<S: Signature> ReAct<S> {
         input: S::Input,
         interrupts: tokio::sync::mpsc::UnboundedReceiver<String>,
     ) -> BoxStream<'_, ReActEvent<S::Output>> {
-        match crate::module::to_example(&input) {
+        match crate::module::to_fields(&input) {
             Ok(inputs) => self
                 .core
                 .stream_with_interrupts(inputs, CallConfig::default(), interrupts)
@@ -125,9 +125,9 @@ impl<S: Signature> ReAct<S> {
 
     /// Runs the agent on `input`. A failure carries the steps and usage so far.
     pub async fn call(&self, input: S::Input) -> Result<ReActOutput<S::Output>, ReActError> {
-        let inputs = crate::module::to_example(&input).map_err(ReActError::before_start)?;
+        let inputs = crate::module::to_fields(&input).map_err(ReActError::before_start)?;
         let run = self.core.forward(&inputs, &CallConfig::default()).await?;
-        let output = crate::module::from_example(&run.outputs)
+        let output = crate::module::from_fields(&run.outputs)
             .map_err(|error| ReActError::new(error, &run.trajectory, run.usage))?;
         Ok(ReActOutput {
             output,
