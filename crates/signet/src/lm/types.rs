@@ -661,6 +661,104 @@ impl Capabilities {
             json_object_schema: true,
         }
     }
+
+    /// vLLM's OpenAI-compatible server (`vllm serve MODEL`, base URL `http://HOST:8000/v1`):
+    /// native tool calls, structured outputs (`response_format: json_schema`, on by default) and
+    /// JSON mode. llama.cpp's `{"type": "json_object", "schema": ..}` extension is not one of
+    /// vLLM's response formats, so it is left off.
+    ///
+    /// Native tool calls must be switched on when the server starts: `--enable-auto-tool-choice`
+    /// with the `--tool-call-parser` that fits the model (`hermes` for Qwen models, `llama3_json`
+    /// for Llama 3.1, `mistral`, ..; some models also need `--chat-template`). A server started
+    /// without them refuses the `tool_choice: "auto"` that ReAct and `Predict::tool` send (an
+    /// HTTP 400, [`LmError::Rejected`]); for such a server use
+    /// `Capabilities::vllm().with_function_calling(false)` and ReAct runs in text mode.
+    ///
+    /// ```
+    /// use signet::lm::{Capabilities, OpenAiLm};
+    /// let caps = Capabilities::vllm();
+    /// assert!(caps.function_calling && caps.response_schema && caps.json_object);
+    /// assert!(!caps.json_object_schema);
+    /// let lm = OpenAiLm::builder("Qwen/Qwen2.5-7B-Instruct")
+    ///     .base_url("http://127.0.0.1:8000/v1")
+    ///     .capabilities(Capabilities::vllm())
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = lm;
+    /// ```
+    pub fn vllm() -> Capabilities {
+        Capabilities {
+            function_calling: true,
+            response_schema: true,
+            json_object: true,
+            json_object_schema: false,
+        }
+    }
+
+    /// Ollama's OpenAI-compatible endpoint (base URL `http://localhost:11434/v1`): native tool
+    /// calls, structured outputs (a `json_schema` response format becomes Ollama's `format`) and
+    /// JSON mode; no schema extension (a `schema` next to `json_object` is ignored).
+    ///
+    /// Nothing is switched on server-side, but tool calls work only with models whose template
+    /// supports them (the "tools" models of Ollama's library): declare
+    /// `Capabilities::ollama().with_function_calling(false)` for another model. Ollama does not
+    /// read `tool_choice` or `parallel_tool_calls` (the model always decides, and may call several
+    /// tools at once). The context size cannot be set through the OpenAI API: long ReAct runs need
+    /// a model created with a larger `num_ctx` (a `Modelfile` with `PARAMETER num_ctx ..`).
+    ///
+    /// ```
+    /// use signet::lm::{Capabilities, OpenAiLm};
+    /// let caps = Capabilities::ollama();
+    /// assert!(caps.function_calling && caps.response_schema && caps.json_object);
+    /// assert!(!caps.json_object_schema);
+    /// let lm = OpenAiLm::builder("qwen3:8b")
+    ///     .base_url("http://127.0.0.1:11434/v1")
+    ///     .capabilities(Capabilities::ollama())
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = lm;
+    /// ```
+    pub fn ollama() -> Capabilities {
+        Capabilities {
+            function_calling: true,
+            response_schema: true,
+            json_object: true,
+            json_object_schema: false,
+        }
+    }
+
+    /// OpenRouter (base URL `https://openrouter.ai/api/v1`, its key sent as the bearer token):
+    /// one endpoint for many providers' models, which passes native tool calls and
+    /// `response_format` (`json_object`, `json_schema`) on to the providers that support them.
+    ///
+    /// What works depends on the model you name (`openai/gpt-4o-mini`, `qwen/qwen3-32b`, ..):
+    /// OpenRouter's model list says which support tools and structured outputs. This preset
+    /// declares all three for a model that does; turn off what yours lacks
+    /// (`.with_response_schema(false)`, `.with_function_calling(false)`). A request with
+    /// `"provider": {"require_parameters": true}` in its [`LmRequest::extra`] is routed only to
+    /// providers that support every parameter it sends.
+    ///
+    /// ```
+    /// use signet::lm::{Capabilities, OpenAiLm};
+    /// let caps = Capabilities::openrouter();
+    /// assert!(caps.function_calling && caps.response_schema && caps.json_object);
+    /// assert!(!caps.json_object_schema);
+    /// let lm = OpenAiLm::builder("openai/gpt-4o-mini")
+    ///     .base_url("https://openrouter.ai/api/v1")
+    ///     .api_key("sk-or-...")
+    ///     .capabilities(Capabilities::openrouter())
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = lm;
+    /// ```
+    pub fn openrouter() -> Capabilities {
+        Capabilities {
+            function_calling: true,
+            response_schema: true,
+            json_object: true,
+            json_object_schema: false,
+        }
+    }
 }
 
 /// Why an LM call failed. Transient kinds ([`is_transient`](LmError::is_transient)) are retried by
