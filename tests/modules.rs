@@ -7,9 +7,7 @@ use serde_json::json;
 use signet::Signature;
 use signet::adapter::{AdapterName, JsonAdapter, XmlAdapter};
 use signet::lm::{Completion, LmError, ScriptedLm};
-use signet::module::{
-    CallConfig, ChainOfThought, Error, ModuleState, Predict, Predictor, configure,
-};
+use signet::module::{CallConfig, ChainOfThought, Error, Predict, Predictor, configure};
 
 /// Answer the question concisely.
 #[derive(Signature, Debug, Clone)]
@@ -180,9 +178,9 @@ fn state_round_trips_through_json() {
             answer: "4".into(),
         }])
         .unwrap();
-    let saved = serde_json::to_string(&qa.predictor().state()).unwrap();
+    let saved = qa.predictor().state();
     let mut restored = Predictor::new("question -> answer".parse().unwrap());
-    restored.load_state(serde_json::from_str::<ModuleState>(&saved).unwrap());
+    restored.restore(&saved).unwrap();
     assert_eq!(restored.state(), qa.predictor().state());
     assert_eq!(restored.demos()[0]["answer"], "4");
     assert_eq!(

@@ -16,7 +16,9 @@ use signet::lm::{
     Capabilities, Completion, LmError, LmOptions, LmRequest, ResponseFormat, ScriptedLm, ToolCall,
     ToolChoice,
 };
-use signet::module::{CallConfig, Error, Limits, Predictor, ReActCore, RunFailure, with_reasoning};
+use signet::module::{
+    CallConfig, Error, Limits, Predictor, Predictors, ReActCore, RunFailure, with_reasoning,
+};
 use signet::signature::{Constraint, FieldKind};
 use signet::tool::FnTool;
 use signet::{DynSignature, Field};
@@ -104,9 +106,11 @@ async fn run_fixture(fixture: &Value) -> Outcome {
         return run_tool_introspection(fixture).await;
     }
     if fixture.get("saved_program").is_some() {
-        return Outcome::Unsupported(
-            "loading a saved DSPy program is not implemented yet".to_owned(),
-        );
+        return match run_saved_program(fixture).await {
+            Ok(()) => Outcome::Pass,
+            Err(Skip::Fail(why)) => Outcome::Fail(why),
+            Err(Skip::Unsupported(why)) => Outcome::Unsupported(why),
+        };
     }
     if fixture.get("module").is_none() {
         return Outcome::Unsupported("neither a module run nor a known fixture family".to_owned());
@@ -730,6 +734,11 @@ async fn run_parse_cases(fixture: &Value) -> Outcome {
 /// ReAct fixtures: tools rebuilt from the recorded descriptions, each answering with the observations
 /// the recorded run saw, in order.
 async fn run_react(fixture: &Value) -> Result<(), Skip> {
+    run_react_loaded(fixture, None).await
+}
+
+/// [`run_react`], with the agent's predictors loaded from a saved program first.
+async fn run_react_loaded(fixture: &Value, saved: Option<&str>) -> Result<(), Skip> {
     let react = &fixture["react"];
     let calls = fixture["calls"].as_array().cloned().unwrap_or_default();
     let observations = recorded_observations(fixture, &calls);
@@ -769,13 +778,32 @@ async fn run_react(fixture: &Value) -> Result<(), Skip> {
     let adapter = adapter_for(&fixture["adapter"], None)?;
     let replies: Vec<Value> = calls.iter().map(|c| c["reply"].clone()).collect();
     let lm = scripted(&replies, capabilities(&fixture["lm_capabilities"]));
-    let core = ReActCore::new(signature(&fixture["signature"], false))
+    let mut core = ReActCore::new(signature(&fixture["signature"], false))
         .tools(tools)
         .with_limits(
             Limits::default().max_iters(react["max_iters"].as_u64().unwrap_or(20) as usize),
         )
         .with_adapter(adapter)
         .with_lm(lm.clone());
+    if let Some(text) = saved {
+        let paths: Vec<String> = core
+            .named_predictors()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        let want: Vec<String> = fixture["program"]["named_predictors"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|n| n.as_str().map(str::to_owned))
+            .collect();
+        if paths != want {
+            return fail(format!("predictor paths: DSPy {want:?}, Signet {paths:?}"));
+        }
+        core.load_json(text)
+            .map_err(|e| Skip::Fail(format!("load: {e}")))?;
+        check_loaded(fixture, &core)?;
+    }
     let inputs = decode_inputs(&fixture["inputs"])?;
     let result = core.forward(&inputs, &CallConfig::default()).await;
     compare_calls(&calls, &lm.requests())?;
@@ -952,4 +980,199 @@ fn kwargs_name(recorded: &Value) -> Option<&str> {
         .as_object()
         .and_then(|a| a.keys().next_back())
         .map(String::as_str)
+}
+
+/// A program of any shape: predictors at the paths a fixture names.
+struct AtPaths(Vec<(String, Predictor)>);
+
+impl Predictors for AtPaths {
+    fn named_predictors(&self) -> Vec<(String, &Predictor)> {
+        self.0.iter().map(|(n, p)| (n.clone(), p)).collect()
+    }
+
+    fn named_predictors_mut(&mut self) -> Vec<(String, &mut Predictor)> {
+        self.0.iter_mut().map(|(n, p)| (n.clone(), p)).collect()
+    }
+}
+
+/// A predictor as the program's code defines it: the fields of the loaded signature (names, types
+/// and schemas in the fresh order) with the fresh instructions, descriptions and prefixes.
+fn fresh_predictor(recorded: &Value) -> Predictor {
+    let fresh = &recorded["fresh_signature"];
+    let mut sig = signature(&recorded["signature"], false)
+        .with_instructions(fresh["instructions"].as_str().unwrap_or_default());
+    for field in fresh["fields"].as_array().into_iter().flatten() {
+        let name = field["name"].as_str().unwrap_or_default();
+        let desc = field["desc"].as_str().unwrap_or_default();
+        let prefix = field["prefix"].as_str().unwrap_or_default();
+        let placeholder = format!("${{{name}}}");
+        let _ = sig.update_field(name, |f| {
+            let described = if desc == placeholder {
+                Field::from_schema(f.name(), f.schema().clone())
+                    .with_type_name(f.type_name())
+                    .with_kind(f.kind())
+            } else {
+                f.clone().with_desc(desc)
+            };
+            *f = described.with_prefix(prefix);
+        });
+    }
+    Predictor::new(sig)
+}
+
+/// Each loaded predictor's instructions, descriptions and prefixes against DSPy's.
+fn check_loaded(fixture: &Value, program: &impl Predictors) -> Result<(), Skip> {
+    let loaded = program.named_predictors();
+    for recorded in fixture["predictors"].as_array().into_iter().flatten() {
+        let name = recorded["name"].as_str().unwrap_or_default();
+        let Some((_, predictor)) = loaded.iter().find(|(n, _)| n == name) else {
+            return fail(format!("no predictor at `{name}`"));
+        };
+        let want = &recorded["signature"];
+        let sig = predictor.signature();
+        if want["instructions"].as_str() != Some(sig.instructions().as_str()) {
+            return fail(format!(
+                "{name} instructions: DSPy {}, Signet {:?}",
+                want["instructions"],
+                sig.instructions()
+            ));
+        }
+        let fields: Vec<&Value> = want["input_fields"]
+            .as_array()
+            .into_iter()
+            .chain(want["output_fields"].as_array())
+            .flatten()
+            .collect();
+        for (want, got) in fields.iter().zip(sig.fields()) {
+            let got_pair = (got.name().to_owned(), got.saved_desc(), got.prefix());
+            let want_pair = (
+                want["name"].as_str().unwrap_or_default().to_owned(),
+                want["desc"].as_str().unwrap_or_default().to_owned(),
+                want["prefix"].as_str().unwrap_or_default().to_owned(),
+            );
+            if got_pair != want_pair {
+                return fail(format!(
+                    "{name} field (name, desc, prefix): DSPy {want_pair:?}, Signet {got_pair:?}"
+                ));
+            }
+        }
+        if recorded["num_demos"].as_u64() != Some(predictor.demos().len() as u64) {
+            return fail(format!(
+                "{name}: DSPy loaded {} demos, Signet {}",
+                recorded["num_demos"],
+                predictor.demos().len()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Saved-program fixtures: the file loaded into a program built as the code defines it, saved
+/// again (the same bytes, less the LM settings a load drops), then run on the recorded replies.
+async fn run_saved_program(fixture: &Value) -> Result<(), Skip> {
+    let text = fixture["saved_program_text"].as_str().unwrap_or_default();
+    let module = fixture["module"].as_str().unwrap_or_default();
+    if module == "ReAct" {
+        return run_react_loaded(fixture, Some(text)).await;
+    }
+    let mut program = AtPaths(
+        fixture["predictors"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| {
+                (
+                    p["name"].as_str().unwrap_or_default().to_owned(),
+                    fresh_predictor(p),
+                )
+            })
+            .collect(),
+    );
+    program
+        .load_json(text)
+        .map_err(|e| Skip::Fail(format!("load: {e}")))?;
+    check_loaded(fixture, &program)?;
+    let mut expected: Value = serde_json::from_str(text).unwrap_or_default();
+    let mut dropped = false;
+    for (_, state) in expected.as_object_mut().into_iter().flatten() {
+        if let Some(lm) = state.get_mut("lm").and_then(Value::as_object_mut) {
+            for key in ["api_base", "base_url", "model_list"] {
+                dropped |= lm.shift_remove(key).is_some();
+            }
+        }
+    }
+    let resaved = program.to_saved_json();
+    if !dropped && resaved != text {
+        return fail(format!("saved again: {}", first_difference(text, &resaved)));
+    }
+    if dropped && serde_json::from_str::<Value>(&resaved).ok() != Some(expected) {
+        return fail("saved again: the state differs beyond the dropped LM settings");
+    }
+    // The run: DSPy's post-load adjustment (a saved LM replaced by the recording one) is what a
+    // Rust program does anyway — the LM comes from code.
+    let calls = fixture["calls"].as_array().cloned().unwrap_or_default();
+    let config = module_config(&calls)?;
+    let adapter = adapter_for(&fixture["adapter"], config.parallel_tool_calls)?;
+    let replies: Vec<Value> = calls.iter().map(|c| c["reply"].clone()).collect();
+    let lm = scripted(&replies, capabilities(&fixture["lm_capabilities"]));
+    let inputs = decode_inputs(&fixture["inputs"])?;
+    match module {
+        "Predict" | "ChainOfThought" => {
+            let [(_, predictor)] = &mut program.0[..] else {
+                return fail("a module with one predictor was expected");
+            };
+            let predictor = predictor
+                .clone()
+                .with_adapter(adapter)
+                .with_options(config.options)
+                .with_lm(lm.clone());
+            let result = predictor.forward(&inputs).await.map(|p| p.outputs);
+            compare_calls(&calls, &lm.requests())?;
+            compare_result(&fixture["result"], &result)
+        }
+        _ => run_user_module(fixture, &program, adapter.as_ref(), &calls),
+    }
+}
+
+/// A user module's run, whose `forward` is Python code: each recorded call is matched to the
+/// loaded predictor that formats the same system message and demos, its last reply is read by that
+/// predictor, and the outputs are compared with DSPy's.
+fn run_user_module(
+    fixture: &Value,
+    program: &AtPaths,
+    adapter: &dyn Adapter,
+    calls: &[Value],
+) -> Result<(), Skip> {
+    let mut last = None;
+    for (i, call) in calls.iter().enumerate() {
+        let recorded = call["messages"].as_array().cloned().unwrap_or_default();
+        let Some((_, predictor)) = program.0.iter().find(|(_, p)| {
+            let inputs: Fields = p
+                .signature()
+                .inputs()
+                .iter()
+                .map(|f| (f.name().to_owned(), json!("")))
+                .collect();
+            let formatted = adapter.format(p.signature(), p.demos(), &inputs);
+            formatted.len() == recorded.len()
+                && formatted
+                    .iter()
+                    .zip(&recorded)
+                    .take(recorded.len().saturating_sub(1))
+                    .all(|(got, want)| want["content"].as_str() == Some(got.content.as_str()))
+        }) else {
+            return fail(format!(
+                "call {}: no loaded predictor formats its system message and demos",
+                i + 1
+            ));
+        };
+        let reply = completion(&call["reply"]).text.unwrap_or_default();
+        last = Some(adapter.parse(predictor.signature(), &reply));
+    }
+    let result = match last {
+        Some(Ok(outputs)) => Ok(outputs),
+        Some(Err(error)) => Err(Error::Parse(error)),
+        None => return fail("no calls recorded"),
+    };
+    compare_result(&fixture["result"], &result)
 }

@@ -1,4 +1,5 @@
-//! Procedural macros for [Signet](https://docs.rs/signet): `#[tool]` and `#[derive(Signature)]`.
+//! Procedural macros for [Signet](https://docs.rs/signet): `#[tool]`, `#[derive(Signature)]` and
+//! `#[derive(Module)]`.
 //!
 //! Use them through the `signet` crate, which re-exports both and documents them; this crate holds
 //! only the code generation. Every misuse is reported as a `syn::Error` on the offending span, and
@@ -6,6 +7,7 @@
 
 mod docs;
 mod errors;
+mod module;
 mod signature;
 mod tool;
 
@@ -23,4 +25,12 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_derive(Signature, attributes(input, output, signature))]
 pub fn derive_signature(item: TokenStream) -> TokenStream {
     signature::expand(item.into()).into()
+}
+
+/// Derives `signet::module::Predictors` for a program struct whose fields are modules: each
+/// field's predictors under the field's name (`#[module(skip)]` on fields that are not modules).
+/// See `signet::module::Module` for the full documentation.
+#[proc_macro_derive(Module, attributes(module))]
+pub fn derive_module(item: TokenStream) -> TokenStream {
+    module::expand(item.into()).into()
 }

@@ -86,8 +86,7 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
     }
 
     /// The messages for one call: system message, demos, and the user message with the inputs.
-    fn format(&self, signature: &DynSignature, demos: &[Fields], inputs: &Fields)
-    -> Vec<Message>;
+    fn format(&self, signature: &DynSignature, demos: &[Fields], inputs: &Fields) -> Vec<Message>;
 
     /// Reads the output fields from the reply text.
     fn parse(&self, signature: &DynSignature, text: &str) -> Result<Fields, ParseError>;
@@ -527,21 +526,20 @@ async fn attempt(
         (None, Some(parse_as)) => parse_as,
         (None, None) => signature,
     };
-    let parsed =
-        match &native {
-            // The model called tools instead of answering: the text outputs are absent (null), the
-            // tool calls are the result.
-            Some(native) if text.is_empty() && !completion.tool_calls.is_empty() => Ok(
-                native::merge(signature, Fields::new(), native, &completion),
-            ),
-            _ if text.is_empty() => Err(ParseError::EmptyResponse {
-                adapter: adapter.name(),
-            }),
-            Some(native) => adapter
-                .parse(parse_signature, &text)
-                .map(|outputs| native::merge(signature, outputs, native, &completion)),
-            None => adapter.parse(parse_signature, &text),
-        };
+    let parsed = match &native {
+        // The model called tools instead of answering: the text outputs are absent (null), the
+        // tool calls are the result.
+        Some(native) if text.is_empty() && !completion.tool_calls.is_empty() => {
+            Ok(native::merge(signature, Fields::new(), native, &completion))
+        }
+        _ if text.is_empty() => Err(ParseError::EmptyResponse {
+            adapter: adapter.name(),
+        }),
+        Some(native) => adapter
+            .parse(parse_signature, &text)
+            .map(|outputs| native::merge(signature, outputs, native, &completion)),
+        None => adapter.parse(parse_signature, &text),
+    };
     match parsed {
         Ok(outputs) => Ok(AdaptedReply {
             outputs,

@@ -44,6 +44,7 @@
 
 pub mod adapter;
 pub mod blocking;
+pub mod data;
 mod error;
 pub mod lm;
 pub mod module;
@@ -52,6 +53,7 @@ mod shared;
 pub mod signature;
 pub mod structured;
 pub mod tool;
+pub mod trace;
 
 pub use error::{Error, JsonError};
 
@@ -150,6 +152,13 @@ pub use signet_macros::tool;
 #[cfg(feature = "derive")]
 pub use signet_macros::Signature;
 
+/// `#[derive(Module)]`: the predictors of a program struct, walked through its fields, with DSPy's
+/// paths (`field`, `field.predict`, `field[0]`, `field['key']`); fields that are not modules are
+/// marked `#[module(skip)]`. It implements [`module::Predictors`]; write the program's `call` in an
+/// `impl` of [`module::Module`] (see there for an example).
+#[cfg(feature = "derive")]
+pub use signet_macros::Module;
+
 /// The names most programs need, and only those: `use signet::prelude::*;`.
 ///
 /// Signatures and tools (the traits and their macros), the modules and what a ReAct run reports,
@@ -164,10 +173,11 @@ pub mod prelude {
     pub use crate::module::{
         ChainOfThought, Limits, Observation, Predict, ReAct, ReActError, ReActEvent, ReActMode,
     };
+    pub use crate::module::{Module, Predictors};
     pub use crate::signature::Signature;
     pub use crate::tool::{Tool, ToolBox, ToolError};
     #[cfg(feature = "derive")]
-    pub use signet_macros::{Signature, tool};
+    pub use signet_macros::{Module, Signature, tool};
 }
 
 /// Items used by macro-generated code. Not a public API: may change in any release.
@@ -219,5 +229,27 @@ pub mod __private {
     /// A default argument value as JSON (shown to the model in the schema).
     pub fn default_value<T: DefaultArgument>(value: T) -> Option<serde_json::Value> {
         serde_json::to_value(value).ok()
+    }
+
+    /// Types that can be fields of a `#[derive(Module)]` program: modules (and lists, maps and
+    /// options of them).
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is not a module, so `#[derive(Module)]` cannot walk its predictors",
+        label = "not a module",
+        note = "mark fields that hold no predictors `#[module(skip)]`"
+    )]
+    pub trait ProgramField: crate::module::Predictors {}
+    impl<T: crate::module::Predictors> ProgramField for T {}
+
+    /// The predictors of a program's field.
+    pub fn predictors_of<T: ProgramField>(field: &T) -> Vec<(String, &crate::module::Predictor)> {
+        field.named_predictors()
+    }
+
+    /// The predictors of a program's field, to change.
+    pub fn predictors_of_mut<T: ProgramField>(
+        field: &mut T,
+    ) -> Vec<(String, &mut crate::module::Predictor)> {
+        field.named_predictors_mut()
     }
 }

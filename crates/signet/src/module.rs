@@ -29,10 +29,12 @@
 use std::marker::PhantomData;
 use std::sync::{Arc, RwLock};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
+mod program;
 mod react;
+mod saved;
 mod tool_loop;
 
 pub use react::{
@@ -46,6 +48,8 @@ use crate::lm::{Completion, Lm, LmError, LmOptions, Usage};
 use crate::signature::{DynSignature, Field, Signature};
 
 pub use crate::error::Error;
+pub use program::{Module, Predictors, join_path, prefixed};
+pub use saved::StateError;
 
 /// Builder methods of a typed module that configure the untyped one inside it (`$field`) the same
 /// way, so each setting is written (and documented) once.
@@ -148,18 +152,14 @@ pub struct Prediction {
     pub adapter: adapter::AdapterName,
 }
 
-/// A module's saved state: its signature and demos (JSON via serde).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ModuleState {
-    /// The signature (instructions may have been tuned).
-    pub signature: DynSignature,
-    /// The few-shot demos.
-    pub demos: Vec<Fields>,
-}
-
 /// DSPy's `Predict` over a run-time signature: formats, calls the LM through an adapter, parses.
-#[derive(Clone)]
+///
+/// It is also what optimizers tune: its [`instructions`](Self::instructions), its
+/// [`demos`](Self::demos) and its fields' descriptions are the state a program saves and loads.
+/// Each predictor value has its own [`PredictorId`](crate::trace::PredictorId) (a clone gets a new
+/// one), which matches a run's trace entries to it.
 pub struct Predictor {
+    id: crate::trace::PredictorId,
     signature: DynSignature,
     parse_as: Option<DynSignature>,
     demos: Vec<Fields>,
@@ -168,6 +168,7 @@ pub struct Predictor {
     options: LmOptions,
     tools: Vec<Arc<dyn crate::Tool>>,
     max_tool_turns: usize,
+    carried: saved::Carried,
 }
 
 impl std::fmt::Debug for Predictor {
@@ -180,10 +181,38 @@ impl std::fmt::Debug for Predictor {
     }
 }
 
+impl Clone for Predictor {
+    /// A copy with the same state and a new [`id`](Self::id).
+    fn clone(&self) -> Self {
+        Predictor {
+            id: crate::trace::PredictorId::fresh(),
+            ..self.same_identity_clone()
+        }
+    }
+}
+
 impl Predictor {
+    /// A copy that keeps this predictor's id: for copies made inside a run (the extractor with a
+    /// streaming LM, a run restricted to some tools), whose calls belong to this predictor.
+    pub(crate) fn same_identity_clone(&self) -> Predictor {
+        Predictor {
+            id: self.id,
+            signature: self.signature.clone(),
+            parse_as: self.parse_as.clone(),
+            demos: self.demos.clone(),
+            lm: self.lm.clone(),
+            adapter: self.adapter.clone(),
+            options: self.options.clone(),
+            tools: self.tools.clone(),
+            max_tool_turns: self.max_tool_turns,
+            carried: self.carried.clone(),
+        }
+    }
+
     /// A predictor for `signature`, with no demos and no module-level LM or adapter.
     pub fn new(signature: DynSignature) -> Predictor {
         Predictor {
+            id: crate::trace::PredictorId::fresh(),
             signature,
             parse_as: None,
             demos: Vec::new(),
@@ -192,6 +221,7 @@ impl Predictor {
             options: LmOptions::default(),
             tools: Vec::new(),
             max_tool_turns: 10,
+            carried: saved::Carried::default(),
         }
     }
 
@@ -242,18 +272,42 @@ impl Predictor {
         &self.demos
     }
 
-    /// The state to save (signature and demos).
-    pub fn state(&self) -> ModuleState {
-        ModuleState {
-            signature: self.signature.clone(),
-            demos: self.demos.clone(),
-        }
+    /// Replaces the demos (what optimizers do).
+    pub fn set_demos(&mut self, demos: Vec<Fields>) {
+        self.demos = demos;
     }
 
-    /// Restores a saved state.
-    pub fn load_state(&mut self, state: ModuleState) {
-        self.signature = state.signature;
-        self.demos = state.demos;
+    /// The instructions (the signature's).
+    pub fn instructions(&self) -> String {
+        self.signature.instructions()
+    }
+
+    /// Replaces the instructions (what instruction optimizers and a loaded program do).
+    pub fn set_instructions(&mut self, instructions: impl Into<String>) {
+        self.signature = self
+            .signature
+            .clone()
+            .with_instructions(instructions.into());
+    }
+
+    /// The signature, to change field descriptions and prefixes in place.
+    pub fn signature_mut(&mut self) -> &mut DynSignature {
+        &mut self.signature
+    }
+
+    /// Sets the LM in place (see [`with_lm`](Self::with_lm)).
+    pub fn set_lm(&mut self, lm: impl Lm + 'static) {
+        self.lm = Some(crate::lm::shared(lm));
+    }
+
+    /// The sampling options, to change in place.
+    pub fn options_mut(&mut self) -> &mut LmOptions {
+        &mut self.options
+    }
+
+    /// This predictor's identity in traces.
+    pub fn id(&self) -> crate::trace::PredictorId {
+        self.id
     }
 
     /// The LM and adapter a call would use: the module's, then the call's, then the global ones;
@@ -296,6 +350,22 @@ impl Predictor {
     /// [`forward_with`](Self::forward_with) that adds the usage of every LM call to `usage`, also
     /// when the call fails (an unreadable reply still cost its tokens).
     pub(crate) async fn forward_counting(
+        &self,
+        inputs: &Fields,
+        call: &CallConfig,
+        usage: &mut Usage,
+    ) -> Result<Prediction, Error> {
+        let mut own = Usage::default();
+        let result = self.forward_recorded(inputs, call, &mut own).await;
+        *usage += own;
+        crate::trace::record_usage(own);
+        if let Ok(prediction) = &result {
+            crate::trace::record_call(self.id, inputs, &prediction.outputs);
+        }
+        result
+    }
+
+    async fn forward_recorded(
         &self,
         inputs: &Fields,
         call: &CallConfig,
@@ -412,12 +482,14 @@ impl<S: Signature> Predict<S> {
     }
 }
 
-/// The outputs of [`ChainOfThought`]: the model's reasoning and the typed outputs.
-#[derive(Debug, Clone, PartialEq)]
+/// The outputs of [`ChainOfThought`]: the model's reasoning and the typed outputs. Serialized,
+/// the reasoning is one more field beside the outputs' (`{"reasoning": .., "answer": ..}`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Reasoned<T> {
     /// The step-by-step reasoning the model wrote first.
     pub reasoning: String,
     /// The outputs.
+    #[serde(flatten)]
     pub output: T,
 }
 

@@ -247,6 +247,54 @@ impl DynSignature {
         &self.outputs
     }
 
+    /// Every field, inputs then outputs (the order a saved program lists them in).
+    pub fn fields(&self) -> impl Iterator<Item = &Field> {
+        self.inputs.iter().chain(&self.outputs)
+    }
+
+    /// Changes the field called `name` (its description, prefix or constraints) in place.
+    ///
+    /// ```
+    /// let mut sig: signet::DynSignature = "question -> answer".parse().unwrap();
+    /// sig.update_field("answer", |f| *f = f.clone().with_desc("One word")).unwrap();
+    /// assert_eq!(sig.outputs()[0].desc(), Some("One word"));
+    /// assert!(sig.update_field("nope", |_| {}).is_err());
+    /// ```
+    pub fn update_field(
+        &mut self,
+        name: &str,
+        update: impl FnOnce(&mut Field),
+    ) -> Result<(), SignatureError> {
+        let field = self
+            .inputs
+            .iter_mut()
+            .chain(&mut self.outputs)
+            .find(|f| f.name == name)
+            .ok_or_else(|| SignatureError::UnknownField {
+                name: name.to_owned(),
+            })?;
+        let kept = field.name.clone();
+        update(field);
+        // The name is the field's identity in inputs, outputs and parsing.
+        field.name = kept;
+        self.changed();
+        Ok(())
+    }
+
+    /// Applies saved `(prefix, description)` pairs to the fields by position (inputs then
+    /// outputs), as DSPy's load does: pairs beyond the last field are ignored, fields beyond the
+    /// last pair keep theirs.
+    pub(crate) fn apply_saved_fields<'a>(
+        &mut self,
+        saved: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) {
+        for (field, (prefix, desc)) in self.inputs.iter_mut().chain(&mut self.outputs).zip(saved) {
+            field.prefix = Some(prefix.to_owned());
+            field.set_saved_desc(desc);
+        }
+        self.changed();
+    }
+
     /// A field by name, inputs first.
     pub fn field(&self, name: &str) -> Option<&Field> {
         self.inputs
@@ -302,6 +350,9 @@ pub struct Field {
     kind: FieldKind,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     constraints: Vec<Constraint>,
+    /// DSPy's field prefix (`Question:`), when set; otherwise inferred from the name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    prefix: Option<String>,
 }
 
 /// What a field holds, which decides how adapters treat it. It comes from the field's Rust type
@@ -444,6 +495,7 @@ impl Field {
             schema,
             kind,
             constraints: Vec::new(),
+            prefix: None,
         }
     }
 
@@ -458,6 +510,50 @@ impl Field {
         let desc = desc.into();
         self.desc = if desc.is_empty() { None } else { Some(desc) };
         self
+    }
+
+    /// Sets DSPy's prefix for the field (`"Final Answer:"`). Chat, JSON and XML prompts do not
+    /// show it (as in DSPy 3); it is part of the state a program saves, and what prefix-tuning
+    /// optimizers such as COPRO change.
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = Some(prefix.into());
+        self
+    }
+
+    /// DSPy's prefix: the one set, or the name in title case with a colon (`next_tool_args` ->
+    /// `Next Tool Args:`, `HTMLParser` -> `HTML Parser:`).
+    ///
+    /// ```
+    /// use signet::signature::Field;
+    /// assert_eq!(Field::str("next_tool_args").prefix(), "Next Tool Args:");
+    /// assert_eq!(Field::str("text2number").prefix(), "Text 2 Number:");
+    /// assert_eq!(Field::str("answer").with_prefix("Final Answer:").prefix(), "Final Answer:");
+    /// ```
+    pub fn prefix(&self) -> String {
+        match &self.prefix {
+            Some(prefix) => prefix.clone(),
+            None => format!("{}:", infer_prefix(&self.name)),
+        }
+    }
+
+    /// The description as DSPy saves it: the text, or the placeholder `${name}` when there is
+    /// none.
+    pub fn saved_desc(&self) -> String {
+        match &self.desc {
+            Some(desc) => desc.clone(),
+            None => format!("${{{}}}", self.name),
+        }
+    }
+
+    /// Sets the description from a saved program: DSPy's placeholder `${name}` for this field
+    /// means no description; any other text (a placeholder naming another field included) is the
+    /// description, shown as it is.
+    fn set_saved_desc(&mut self, desc: &str) {
+        self.desc = if desc == format!("${{{}}}", self.name) {
+            None
+        } else {
+            Some(desc.to_owned())
+        };
     }
 
     /// Sets what the field holds (see [`FieldKind`]); for fields built from a schema whose role
@@ -501,7 +597,7 @@ impl Field {
 
     /// The description, if any.
     pub fn desc(&self) -> Option<&str> {
-        self.desc.as_deref()
+        self.desc.as_deref().filter(|desc| !desc.is_empty())
     }
 
     /// The type name DSPy prints (`str`, `int`, `list[str]`, `Literal['a', 'b']`, `Person`).
@@ -546,6 +642,48 @@ pub enum SignatureError {
         /// The repeated name.
         name: String,
     },
+    /// No field has this name.
+    #[error("the signature has no field `{name}`")]
+    UnknownField {
+        /// The name asked for.
+        name: String,
+    },
+}
+
+/// DSPy's `infer_prefix`: `camelCase`, `snake_case` and `text2number` names as title-case words
+/// (`Camel Case`, `Snake Case`, `Text 2 Number`), acronyms kept (`HTMLParser` -> `HTML Parser`).
+fn infer_prefix(name: &str) -> String {
+    use std::sync::LazyLock;
+    static RULES: LazyLock<[regex::Regex; 4]> = LazyLock::new(|| {
+        [
+            r"(.)([A-Z][a-z]+)",
+            r"([a-z0-9])([A-Z])",
+            r"([a-zA-Z])(\d)",
+            r"(\d)([a-zA-Z])",
+        ]
+        .map(|rule| regex::Regex::new(rule).expect("a valid pattern"))
+    });
+    let mut text = name.to_owned();
+    for rule in RULES.iter() {
+        text = rule.replace_all(&text, "${1}_${2}").into_owned();
+    }
+    text.split('_')
+        .map(|word| {
+            let cased = word.chars().any(char::is_alphabetic);
+            if cased && !word.chars().any(char::is_lowercase) {
+                word.to_owned()
+            } else {
+                let mut chars = word.chars();
+                chars.next().map_or_else(String::new, |first| {
+                    first
+                        .to_uppercase()
+                        .chain(chars.flat_map(char::to_lowercase))
+                        .collect()
+                })
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[doc(hidden)]
@@ -562,3 +700,25 @@ pub fn field_of<T: SignatureField + ?Sized + 'static>(name: &str) -> Field {
 )]
 pub trait SignatureField: JsonSchema {}
 impl<T: JsonSchema + ?Sized> SignatureField for T {}
+
+#[cfg(test)]
+mod tests {
+    use super::infer_prefix;
+
+    #[test]
+    fn prefixes_are_inferred_as_dspy_infers_them() {
+        // Expected values printed by DSPy's `infer_prefix`.
+        for (name, prefix) in [
+            ("camelCaseText", "Camel Case Text"),
+            ("snake_case_text", "Snake Case Text"),
+            ("text2number", "Text 2 Number"),
+            ("HTMLParser", "HTML Parser"),
+            ("next_tool_args", "Next Tool Args"),
+            ("question", "Question"),
+            ("_private", " Private"),
+            ("tool_name_0", "Tool Name 0"),
+        ] {
+            assert_eq!(infer_prefix(name), prefix, "{name}");
+        }
+    }
+}

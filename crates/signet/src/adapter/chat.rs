@@ -80,12 +80,7 @@ impl Adapter for ChatAdapter {
         true
     }
 
-    fn format(
-        &self,
-        signature: &DynSignature,
-        demos: &[Fields],
-        inputs: &Fields,
-    ) -> Vec<Message> {
+    fn format(&self, signature: &DynSignature, demos: &[Fields], inputs: &Fields) -> Vec<Message> {
         super::format_messages(&templates::CHAT_FORMAT, signature, demos, inputs)
     }
 

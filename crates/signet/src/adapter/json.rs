@@ -91,12 +91,7 @@ impl Adapter for JsonAdapter {
         AdapterName::Json
     }
 
-    fn format(
-        &self,
-        signature: &DynSignature,
-        demos: &[Fields],
-        inputs: &Fields,
-    ) -> Vec<Message> {
+    fn format(&self, signature: &DynSignature, demos: &[Fields], inputs: &Fields) -> Vec<Message> {
         let format = if self.constrained {
             &templates::JSON_CONSTRAINED_FORMAT
         } else {

@@ -51,12 +51,7 @@ impl Adapter for XmlAdapter {
         AdapterName::Xml
     }
 
-    fn format(
-        &self,
-        signature: &DynSignature,
-        demos: &[Fields],
-        inputs: &Fields,
-    ) -> Vec<Message> {
+    fn format(&self, signature: &DynSignature, demos: &[Fields], inputs: &Fields) -> Vec<Message> {
         super::format_messages(&XML_FORMAT, signature, demos, inputs)
     }
 

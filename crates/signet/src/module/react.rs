@@ -40,7 +40,7 @@ use prompt::step_signatures;
 pub const FINISH: &str = "finish";
 
 /// The typed result of a ReAct run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReActOutput<O> {
     /// The outputs.
     pub output: O,
@@ -69,8 +69,8 @@ pub enum ReActMode {
 pub struct ReActCore {
     signature: DynSignature,
     tools: Vec<Arc<dyn Tool>>,
-    step: Predictor,
-    extract: Predictor,
+    pub(in crate::module) step: Predictor,
+    pub(in crate::module) extract: Predictor,
     limits: Limits,
     truncation: Arc<dyn TruncationPolicy>,
     mode: ReActMode,
@@ -179,6 +179,9 @@ impl ReActCore {
             .collect();
         let (step_signature, parse_signature) = step_signatures(&self.signature, &tools);
         let mut restricted = self.clone();
+        // The same predictors (their calls belong to this agent's trace), fewer tools.
+        restricted.step = self.step.same_identity_clone();
+        restricted.extract = self.extract.same_identity_clone();
         restricted.step.signature = step_signature;
         restricted.step.parse_as = Some(parse_signature);
         restricted.tools = tools;
@@ -542,14 +545,9 @@ impl ReActCore {
                 .map_err(|error| ReActError::new(error, &trajectory, usage))?
                 .lm;
             let chat_markers = adapter.marks_fields();
-            streamed = self
-                .extract
-                .clone()
-                .with_lm(Arc::new(answer_stream::AnswerStream::new(
-                    lm,
-                    events.clone(),
-                    chat_markers,
-                )));
+            streamed = self.extract.same_identity_clone().with_lm(Arc::new(
+                answer_stream::AnswerStream::new(lm, events.clone(), chat_markers),
+            ));
             &streamed
         } else {
             &self.extract

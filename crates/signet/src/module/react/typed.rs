@@ -18,7 +18,7 @@ use crate::tool::Tool;
 /// ReAct over the typed signature `S`: `S::Input` in, [`ReActOutput<S::Output>`] out.
 #[derive(Debug, Clone)]
 pub struct ReAct<S: Signature> {
-    core: ReActCore,
+    pub(in crate::module) core: ReActCore,
     _signature: std::marker::PhantomData<fn() -> S>,
 }
 

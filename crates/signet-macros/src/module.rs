@@ -1,0 +1,175 @@
+//! `#[derive(Module)]`: walk a program's predictors through its fields, with DSPy's paths.
+
+use darling::FromMeta;
+use darling::ast::NestedMeta;
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Attribute, Data, DeriveInput, Fields, Meta, Path};
+
+use crate::errors::{Errors, expand_with};
+
+/// `#[module(...)]` on the struct.
+#[derive(Debug, Default, FromMeta)]
+struct ModuleOptions {
+    /// Path of the `signet` crate, when renamed.
+    #[darling(rename = "crate")]
+    krate: Option<Path>,
+}
+
+/// `#[module(...)]` on a field.
+#[derive(Debug, Default, FromMeta)]
+struct FieldOptions {
+    /// Not a module: no predictors to walk (a lookup table, a setting).
+    skip: bool,
+}
+
+pub fn expand(item: TokenStream) -> TokenStream {
+    match syn::parse2::<DeriveInput>(item) {
+        Ok(input) => {
+            let fallback = fallback(&input);
+            expand_with(expand_derive(&input), fallback)
+        }
+        Err(error) => error.into_compile_error(),
+    }
+}
+
+fn options<T: FromMeta + Default>(attrs: &[Attribute]) -> syn::Result<T> {
+    let mut found = None;
+    for attr in attrs.iter().filter(|a| a.path().is_ident("module")) {
+        let list = match &attr.meta {
+            Meta::List(list) => NestedMeta::parse_meta_list(list.tokens.clone())?,
+            other => {
+                return Err(syn::Error::new_spanned(
+                    other,
+                    "expected `#[module(...)]`, e.g. `#[module(skip)]`",
+                ));
+            }
+        };
+        if found.is_some() {
+            return Err(syn::Error::new_spanned(
+                attr,
+                "`#[module(...)]` is given twice",
+            ));
+        }
+        found = Some(T::from_list(&list)?);
+    }
+    Ok(found.unwrap_or_default())
+}
+
+fn krate(input: &DeriveInput) -> TokenStream {
+    options::<ModuleOptions>(&input.attrs)
+        .ok()
+        .and_then(|o| o.krate)
+        .map_or_else(|| quote!(::signet), |path| quote!(#path))
+}
+
+fn expand_derive(input: &DeriveInput) -> syn::Result<TokenStream> {
+    let mut errors = Errors::default();
+    errors.take(options::<ModuleOptions>(&input.attrs));
+    if !input.generics.params.is_empty() {
+        errors.at(
+            &input.generics,
+            "#[derive(Module)] does not support generic structs: name the modules' types",
+        );
+    }
+    let fields = match &input.data {
+        Data::Struct(data) => match &data.fields {
+            Fields::Named(named) => named.named.iter().collect::<Vec<_>>(),
+            Fields::Unit => Vec::new(),
+            Fields::Unnamed(_) => {
+                errors.at(
+                    &input.ident,
+                    "#[derive(Module)] needs named fields: a predictor's path is its field's name",
+                );
+                Vec::new()
+            }
+        },
+        _ => {
+            errors.at(&input.ident, "#[derive(Module)] applies to structs only");
+            Vec::new()
+        }
+    };
+    let mut walked = Vec::new();
+    for field in fields {
+        let Some(options) = errors.take(options::<FieldOptions>(&field.attrs)) else {
+            continue;
+        };
+        if !options.skip {
+            walked.push(field);
+        }
+    }
+    errors.finish()?;
+
+    let krate = krate(input);
+    let ident = &input.ident;
+    let krate_ref = &krate;
+    let walk = |mutable: bool| {
+        walked.iter().map(move |field| {
+            let krate = krate_ref;
+            let name = field.ident.as_ref().expect("named").to_string();
+            let member = &field.ident;
+            let ty = &field.ty;
+            let (reference, method) = if mutable {
+                (quote!(&mut self.#member), quote!(predictors_of_mut))
+            } else {
+                (quote!(&self.#member), quote!(predictors_of))
+            };
+            // Spanned at the field's type: a type that is not a module is reported there.
+            let call = quote_spanned!(ty.span()=> __signet::#method::<#ty>(#reference));
+            quote!(all.extend(#krate::module::prefixed(#name.to_owned(), #call));)
+        })
+    };
+    let shared: Vec<TokenStream> = walk(false).collect();
+    let exclusive: Vec<TokenStream> = walk(true).collect();
+    Ok(quote! {
+        #[doc(hidden)]
+        const _: () = {
+            use #krate::__private as __signet;
+
+            #[automatically_derived]
+            impl #krate::module::Predictors for #ident {
+                fn named_predictors(
+                    &self,
+                ) -> ::std::vec::Vec<(::std::string::String, &#krate::module::Predictor)> {
+                    let mut all = ::std::vec::Vec::new();
+                    #(#shared)*
+                    all
+                }
+
+                fn named_predictors_mut(
+                    &mut self,
+                ) -> ::std::vec::Vec<(::std::string::String, &mut #krate::module::Predictor)> {
+                    let mut all = ::std::vec::Vec::new();
+                    #(#exclusive)*
+                    all
+                }
+            }
+        };
+    })
+}
+
+/// On error: an empty `Predictors` impl, so code that uses the program still compiles and the user
+/// sees only the real error.
+fn fallback(input: &DeriveInput) -> TokenStream {
+    if !input.generics.params.is_empty() {
+        return TokenStream::new();
+    }
+    let krate = krate(input);
+    let ident = &input.ident;
+    quote! {
+        #[automatically_derived]
+        impl #krate::module::Predictors for #ident {
+            fn named_predictors(
+                &self,
+            ) -> ::std::vec::Vec<(::std::string::String, &#krate::module::Predictor)> {
+                ::std::vec::Vec::new()
+            }
+            fn named_predictors_mut(
+                &mut self,
+            ) -> ::std::vec::Vec<(::std::string::String, &mut #krate::module::Predictor)> {
+                ::std::vec::Vec::new()
+            }
+        }
+    }
+}

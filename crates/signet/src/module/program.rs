@@ -1,0 +1,348 @@
+//! Programs: the [`Module`] trait every module and user program implements, and the
+//! [`Predictors`] walk that lets optimizers read and set each predictor's demos and instructions.
+
+use std::future::Future;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::{ChainOfThought, Predict, Predictor, ReAct, ReActCore, ReActError, Reasoned};
+use crate::adapter::Fields;
+use crate::signature::Signature;
+
+/// Every predictor inside a program, by DSPy's path: `self` for a lone `Predict`, `predict` inside
+/// a `ChainOfThought`, `react` and `extract.predict` inside a `ReAct`, `field.sub` for a module
+/// held in a field, `field[0]` and `field['key']` for modules in a `Vec` or a map — the keys of a
+/// saved program, the names an optimizer reports.
+///
+/// `#[derive(Module)]` implements it for a struct whose fields are modules.
+///
+/// ```
+/// use signet::module::{ChainOfThought, Predictors};
+/// # #[derive(signet::Signature)]
+/// # struct Ask { #[input] question: String, #[output] answer: String }
+/// let cot = ChainOfThought::<Ask>::new();
+/// let names: Vec<String> = cot.named_predictors().into_iter().map(|(name, _)| name).collect();
+/// assert_eq!(names, ["predict"]);
+/// ```
+pub trait Predictors {
+    /// Each predictor with its path, in a stable order.
+    fn named_predictors(&self) -> Vec<(String, &Predictor)>;
+
+    /// Each predictor with its path, to change.
+    fn named_predictors_mut(&mut self) -> Vec<(String, &mut Predictor)>;
+
+    /// The program's state in DSPy's `program.save()` format (see [`save`](Self::save)).
+    fn dump_state(&self) -> Value {
+        super::saved::dump(self)
+    }
+
+    /// Applies a state in DSPy's format to every predictor: demos, instructions, field
+    /// descriptions and prefixes. The whole state is checked first; on an error nothing changes.
+    fn load_state(&mut self, state: &Value) -> Result<(), super::StateError> {
+        super::saved::load(self, state)
+    }
+
+    /// The saved program's text, byte for byte what DSPy's `program.save("program.json")`
+    /// writes for the same state.
+    fn to_saved_json(&self) -> String {
+        super::saved::to_text(&self.dump_state())
+    }
+
+    /// Saves the program's demos, instructions and field descriptions as DSPy's
+    /// `program.save(path)` does (JSON): Python's `program.load(path)` reads the file, and so does
+    /// [`load`](Self::load).
+    ///
+    /// ```
+    /// use signet::module::{ChainOfThought, Predictors};
+    /// # #[derive(signet::Signature)]
+    /// # struct Ask { #[input] question: String, #[output] answer: String }
+    /// let mut cot = ChainOfThought::<Ask>::new();
+    /// cot.named_predictors_mut()[0].1.set_instructions("Think, then answer in one word.");
+    /// let path = std::env::temp_dir().join("signet-doc-cot.json");
+    /// cot.save(&path).unwrap();
+    ///
+    /// let mut loaded = ChainOfThought::<Ask>::new();
+    /// loaded.load(&path).unwrap();
+    /// assert_eq!(loaded.predictor().instructions(), "Think, then answer in one word.");
+    /// ```
+    fn save(&self, path: impl AsRef<std::path::Path>) -> Result<(), super::StateError>
+    where
+        Self: Sized,
+    {
+        super::saved::write(path.as_ref(), &self.to_saved_json())
+    }
+
+    /// Loads a program saved by [`save`](Self::save) or by DSPy's `program.save(path)` into this
+    /// program, which must have the same predictors (built by the same code: names, types and
+    /// tools are not in the file).
+    fn load(&mut self, path: impl AsRef<std::path::Path>) -> Result<(), super::StateError>
+    where
+        Self: Sized,
+    {
+        let state = super::saved::read(path.as_ref())?;
+        self.load_state(&state)
+    }
+
+    /// Loads a saved program from its text (see [`load`](Self::load)).
+    fn load_json(&mut self, text: &str) -> Result<(), super::StateError> {
+        let state = super::saved::from_text("the saved program", text)?;
+        self.load_state(&state)
+    }
+}
+
+/// A program: a typed input in, a typed output out, predictors inside. `Predict`,
+/// `ChainOfThought` and `ReAct` implement it; implement it for a program of your own (its
+/// predictors walked by `#[derive(Module)]`) and Evaluate and the optimizers take it like any
+/// module.
+///
+/// ```
+/// use signet::lm::ScriptedLm;
+/// use signet::module::Module;
+/// use signet::prelude::*;
+///
+/// /// Answer.
+/// #[derive(Signature)]
+/// struct Ask { #[input] question: String, #[output] answer: String }
+///
+/// /// Two steps: a draft, then a check.
+/// #[derive(Module)]
+/// struct DraftThenCheck {
+///     draft: Predict<Ask>,
+///     check: ChainOfThought<Ask>,
+/// }
+///
+/// impl Module for DraftThenCheck {
+///     type Input = AskInput;
+///     type Output = AskOutput;
+///     type Error = signet::Error;
+///
+///     async fn call(&self, input: AskInput) -> Result<AskOutput, signet::Error> {
+///         let draft = self.draft.call(input).await?;
+///         let checked = self.check.call(AskInput { question: format!("Is {} right?", draft.answer) }).await?;
+///         Ok(checked.output)
+///     }
+/// }
+///
+/// let program = DraftThenCheck { draft: Predict::new(), check: ChainOfThought::new() };
+/// let names: Vec<String> = program.named_predictors().into_iter().map(|(n, _)| n).collect();
+/// assert_eq!(names, ["draft", "check.predict"]);
+/// ```
+pub trait Module: Predictors + Send + Sync {
+    /// What the program takes.
+    type Input: Serialize + DeserializeOwned + Send + Sync + 'static;
+    /// What it returns.
+    type Output: Serialize + Send + Sync + 'static;
+    /// Why it fails.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// Runs the program on `input`.
+    fn call(
+        &self,
+        input: Self::Input,
+    ) -> impl Future<Output = Result<Self::Output, Self::Error>> + Send;
+
+    /// [`call`](Self::call) from sync code (see [`crate::blocking`] for the rule).
+    fn call_blocking(&self, input: Self::Input) -> Result<Self::Output, Self::Error>
+    where
+        Self: Sized,
+        Self::Error: From<crate::blocking::BlockingError>,
+    {
+        crate::blocking::block_on(self.call(input))?
+    }
+
+    /// The output's field values, for metrics and demos: by default the output serialized as a
+    /// JSON object.
+    fn output_fields(output: &Self::Output) -> Fields {
+        match serde_json::to_value(output) {
+            Ok(Value::Object(map)) => map,
+            Ok(other) => std::iter::once(("output".to_owned(), other)).collect(),
+            Err(_) => Fields::new(),
+        }
+    }
+}
+
+/// `prefix` joined with a sub-path as DSPy joins them: `self` (a lone predictor) is `prefix`
+/// itself, an index follows directly (`steps[0]`), anything else after a dot (`answer.predict`).
+///
+/// ```
+/// use signet::module::join_path;
+/// assert_eq!(join_path("answer", "self".into()), "answer");
+/// assert_eq!(join_path("steps", "[1].predict".into()), "steps[1].predict");
+/// assert_eq!(join_path("answer", "predict".into()), "answer.predict");
+/// ```
+pub fn join_path(prefix: &str, sub: String) -> String {
+    if sub == "self" {
+        prefix.to_owned()
+    } else if sub.starts_with('[') {
+        format!("{prefix}{sub}")
+    } else {
+        format!("{prefix}.{sub}")
+    }
+}
+
+impl Predictors for Predictor {
+    fn named_predictors(&self) -> Vec<(String, &Predictor)> {
+        vec![("self".to_owned(), self)]
+    }
+
+    fn named_predictors_mut(&mut self) -> Vec<(String, &mut Predictor)> {
+        vec![("self".to_owned(), self)]
+    }
+}
+
+impl<S: Signature> Predictors for Predict<S> {
+    fn named_predictors(&self) -> Vec<(String, &Predictor)> {
+        vec![("self".to_owned(), &self.inner)]
+    }
+
+    fn named_predictors_mut(&mut self) -> Vec<(String, &mut Predictor)> {
+        vec![("self".to_owned(), &mut self.inner)]
+    }
+}
+
+impl<S: Signature> Module for Predict<S> {
+    type Input = S::Input;
+    type Output = S::Output;
+    type Error = crate::Error;
+
+    fn call(
+        &self,
+        input: S::Input,
+    ) -> impl Future<Output = Result<S::Output, crate::Error>> + Send {
+        Predict::call(self, input)
+    }
+}
+
+impl<S: Signature> Predictors for ChainOfThought<S> {
+    fn named_predictors(&self) -> Vec<(String, &Predictor)> {
+        vec![("predict".to_owned(), &self.inner)]
+    }
+
+    fn named_predictors_mut(&mut self) -> Vec<(String, &mut Predictor)> {
+        vec![("predict".to_owned(), &mut self.inner)]
+    }
+}
+
+impl<S: Signature> Module for ChainOfThought<S> {
+    type Input = S::Input;
+    type Output = Reasoned<S::Output>;
+    type Error = crate::Error;
+
+    fn call(
+        &self,
+        input: S::Input,
+    ) -> impl Future<Output = Result<Reasoned<S::Output>, crate::Error>> + Send {
+        ChainOfThought::call(self, input)
+    }
+}
+
+impl Predictors for ReActCore {
+    fn named_predictors(&self) -> Vec<(String, &Predictor)> {
+        vec![
+            ("react".to_owned(), &self.step),
+            ("extract.predict".to_owned(), &self.extract),
+        ]
+    }
+
+    fn named_predictors_mut(&mut self) -> Vec<(String, &mut Predictor)> {
+        vec![
+            ("react".to_owned(), &mut self.step),
+            ("extract.predict".to_owned(), &mut self.extract),
+        ]
+    }
+}
+
+impl<S: Signature> Predictors for ReAct<S> {
+    fn named_predictors(&self) -> Vec<(String, &Predictor)> {
+        self.core.named_predictors()
+    }
+
+    fn named_predictors_mut(&mut self) -> Vec<(String, &mut Predictor)> {
+        self.core.named_predictors_mut()
+    }
+}
+
+impl<S: Signature> Module for ReAct<S> {
+    type Input = S::Input;
+    type Output = super::ReActOutput<S::Output>;
+    type Error = ReActError;
+
+    fn call(
+        &self,
+        input: S::Input,
+    ) -> impl Future<Output = Result<Self::Output, ReActError>> + Send {
+        ReAct::call(self, input)
+    }
+
+    /// The outputs' fields (the trajectory and usage are not outputs).
+    fn output_fields(output: &Self::Output) -> Fields {
+        match serde_json::to_value(&output.output) {
+            Ok(Value::Object(map)) => map,
+            _ => Fields::new(),
+        }
+    }
+}
+
+/// Predictors of a module held in an `Option`: the module's, when there is one.
+impl<M: Predictors> Predictors for Option<M> {
+    fn named_predictors(&self) -> Vec<(String, &Predictor)> {
+        self.as_ref()
+            .map(Predictors::named_predictors)
+            .unwrap_or_default()
+    }
+
+    fn named_predictors_mut(&mut self) -> Vec<(String, &mut Predictor)> {
+        self.as_mut()
+            .map(Predictors::named_predictors_mut)
+            .unwrap_or_default()
+    }
+}
+
+/// Predictors of modules in a list: `[0]`, `[1].predict`, ...
+impl<M: Predictors> Predictors for Vec<M> {
+    fn named_predictors(&self) -> Vec<(String, &Predictor)> {
+        self.iter()
+            .enumerate()
+            .flat_map(|(i, m)| prefixed(format!("[{i}]"), m.named_predictors()))
+            .collect()
+    }
+
+    fn named_predictors_mut(&mut self) -> Vec<(String, &mut Predictor)> {
+        self.iter_mut()
+            .enumerate()
+            .flat_map(|(i, m)| prefixed(format!("[{i}]"), m.named_predictors_mut()))
+            .collect()
+    }
+}
+
+/// Predictors of modules in a map, in key order: `['fr']`, `['fr'].predict`, ...
+impl<M: Predictors> Predictors for std::collections::BTreeMap<String, M> {
+    fn named_predictors(&self) -> Vec<(String, &Predictor)> {
+        self.iter()
+            .flat_map(|(k, m)| prefixed(format!("['{k}']"), m.named_predictors()))
+            .collect()
+    }
+
+    fn named_predictors_mut(&mut self) -> Vec<(String, &mut Predictor)> {
+        self.iter_mut()
+            .flat_map(|(k, m)| prefixed(format!("['{k}']"), m.named_predictors_mut()))
+            .collect()
+    }
+}
+
+/// The paths of `predictors` under `prefix` (see [`join_path`]).
+pub fn prefixed<P>(prefix: String, predictors: Vec<(String, P)>) -> Vec<(String, P)> {
+    predictors
+        .into_iter()
+        .map(|(sub, p)| (join_path(&prefix, sub), p))
+        .collect()
+}
+
+/// `ReActError` for a blocking call that could not run.
+impl From<crate::blocking::BlockingError> for ReActError {
+    fn from(error: crate::blocking::BlockingError) -> Self {
+        ReActError::before_start(crate::Error::Blocking(error))
+    }
+}

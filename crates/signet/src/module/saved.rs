@@ -1,0 +1,444 @@
+//! Saved programs in DSPy's `program.save("program.json")` format: each predictor's demos,
+//! instructions and field descriptions, keyed by its path, so a program optimized in Python runs
+//! here and one optimized here loads in Python.
+//!
+//! The rules are DSPy 3.4.1's:
+//! * a lone predictor (a top-level `Predict`) is saved flat; every other program is an object
+//!   keyed by predictor path (`predict`, `react`, `extract.predict`, `steps[0]`, `by_lang['fr']`)
+//!   plus `metadata.dependency_versions`;
+//! * per predictor: `traces`, `train`, `demos` (every key of every demo kept), `signature`
+//!   (`instructions`, and `fields`: `{prefix, description}` for the inputs then the outputs),
+//!   `fields` when the file has per-field decisions, and `lm`;
+//! * loading reads each of the program's paths (a missing one is an error naming it; extra keys
+//!   are ignored), applies field descriptions and prefixes **by position** as DSPy does, and
+//!   changes nothing unless the whole file is valid.
+//!
+//! Field names, types, tools and the LM are not in the file: the program that loads it is built
+//! by code, with the same shape. A saved `lm` is kept (and saved again) but never turned into an
+//! LM — a file does not choose where requests go; set the LM in code.
+
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use super::Predictor;
+use crate::adapter::Fields;
+
+/// Why a saved program could not be read, written or applied. Nothing is changed when loading
+/// fails.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateError {
+    /// The file could not be read or written.
+    #[error("cannot {action} {path}: {source}")]
+    Io {
+        /// `read` or `write`.
+        action: &'static str,
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The text is not JSON.
+    #[error("{origin} is not valid JSON: {message}")]
+    Json {
+        /// The file (or `the saved state`).
+        origin: String,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// A key the program needs is not in the file: a predictor path (the file comes from a
+    /// program of another shape) or a key of a predictor's state.
+    #[error("the saved program has no `{key}` (was it saved from a program of another shape?)")]
+    Missing {
+        /// The path of the missing key (`answer.predict`, `react.signature`).
+        key: String,
+    },
+    /// A key holds the wrong kind of value.
+    #[error("`{at}` in the saved program should be {expected}, but it is {found}")]
+    Invalid {
+        /// Where (`react.demos[2]`, `predict.signature.fields[1].prefix`).
+        at: String,
+        /// What was expected.
+        expected: &'static str,
+        /// What is there (shortened).
+        found: String,
+    },
+    /// The file uses a form DSPy itself no longer loads.
+    #[error("`{at}`: {reason}")]
+    Unsupported {
+        /// Where.
+        at: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// What a predictor keeps from a loaded file only to save it again: DSPy's `traces` and `train`
+/// (always empty in practice), its per-field decisions, and the saved LM settings.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Carried {
+    traces: Option<Value>,
+    train: Option<Value>,
+    decisions: Option<Value>,
+    lm: Option<Value>,
+}
+
+/// The versions DSPy 3.4.1 on Python 3.11 writes, so that Python loads Signet's files without a
+/// version warning.
+const DEPENDENCY_VERSIONS: [(&str, &str); 3] = [
+    ("python", "3.11"),
+    ("dspy", "3.4.1"),
+    ("cloudpickle", "3.1"),
+];
+
+/// LM settings DSPy drops from a loaded file unless told to trust it: they would send requests
+/// (and keys) somewhere the file chooses.
+const UNSAFE_LM_KEYS: [&str; 3] = ["api_base", "base_url", "model_list"];
+
+impl Predictor {
+    /// This predictor's state in DSPy's format (`traces`, `train`, `demos`, `signature`,
+    /// [`fields`], `lm`).
+    ///
+    /// ```
+    /// use signet::module::Predictor;
+    /// let mut qa = Predictor::new("question -> answer".parse().unwrap());
+    /// qa.set_instructions("Answer in one word.");
+    /// let state = qa.state();
+    /// assert_eq!(state["signature"]["instructions"], "Answer in one word.");
+    /// assert_eq!(state["signature"]["fields"][1], serde_json::json!({"prefix": "Answer:", "description": "${answer}"}));
+    /// ```
+    pub fn state(&self) -> Value {
+        let fields: Vec<Value> = self
+            .signature
+            .fields()
+            .map(|f| json!({"prefix": f.prefix(), "description": f.saved_desc()}))
+            .collect();
+        let mut state = Map::new();
+        let empty = || Value::Array(Vec::new());
+        state.insert(
+            "traces".into(),
+            self.carried.traces.clone().unwrap_or_else(empty),
+        );
+        state.insert(
+            "train".into(),
+            self.carried.train.clone().unwrap_or_else(empty),
+        );
+        state.insert(
+            "demos".into(),
+            Value::Array(self.demos.iter().cloned().map(Value::Object).collect()),
+        );
+        state.insert(
+            "signature".into(),
+            json!({"instructions": self.signature.instructions(), "fields": fields}),
+        );
+        if let Some(decisions) = &self.carried.decisions {
+            state.insert("fields".into(), decisions.clone());
+        }
+        state.insert("lm".into(), self.carried.lm.clone().unwrap_or(Value::Null));
+        Value::Object(state)
+    }
+
+    /// Applies a state saved by [`state`](Self::state) or by DSPy: demos, instructions, field
+    /// descriptions and prefixes (by position). On an error nothing changes.
+    pub fn restore(&mut self, state: &Value) -> Result<(), StateError> {
+        let parsed = PredictorState::read("", state)?;
+        parsed.apply(self);
+        Ok(())
+    }
+
+    /// The LM settings a loaded file saved for this predictor (DSPy's `lm` state: model,
+    /// temperature, ..), without `api_base`, `base_url` and `model_list`. Signet keeps them to save
+    /// them again; it never builds an LM from a file.
+    pub fn saved_lm(&self) -> Option<&Value> {
+        self.carried.lm.as_ref()
+    }
+}
+
+/// One predictor's state, checked.
+struct PredictorState {
+    traces: Option<Value>,
+    train: Option<Value>,
+    demos: Option<Vec<Fields>>,
+    instructions: String,
+    fields: Vec<(String, String)>,
+    decisions: Option<Value>,
+    lm: Option<Value>,
+}
+
+impl PredictorState {
+    /// Reads the state at `at` (a predictor path, or empty for a flat file).
+    fn read(at: &str, state: &Value) -> Result<PredictorState, StateError> {
+        let key = |k: &str| {
+            if at.is_empty() {
+                k.to_owned()
+            } else {
+                format!("{at}.{k}")
+            }
+        };
+        let object = state
+            .as_object()
+            .ok_or_else(|| invalid(at, "an object", state))?;
+        if object.contains_key("extended_signature") {
+            return Err(StateError::Unsupported {
+                at: key("extended_signature"),
+                reason: "files saved by DSPy 2.5 and older keep ChainOfThought's signature there; \
+                         DSPy 2.6+ does not load them either — save the program again with a newer DSPy"
+                    .into(),
+            });
+        }
+        let signature = object.get("signature").ok_or_else(|| StateError::Missing {
+            key: key("signature"),
+        })?;
+        let signature_at = key("signature");
+        let signature = signature
+            .as_object()
+            .ok_or_else(|| invalid(&signature_at, "an object", signature))?;
+        let instructions = match signature.get("instructions") {
+            Some(Value::String(text)) => text.clone(),
+            Some(other) => {
+                return Err(invalid(
+                    &format!("{signature_at}.instructions"),
+                    "a string",
+                    other,
+                ));
+            }
+            None => {
+                return Err(StateError::Missing {
+                    key: format!("{signature_at}.instructions"),
+                });
+            }
+        };
+        let fields_at = format!("{signature_at}.fields");
+        let fields = match signature.get("fields") {
+            Some(Value::Array(fields)) => fields
+                .iter()
+                .enumerate()
+                .map(|(i, field)| {
+                    let at = format!("{fields_at}[{i}]");
+                    let text = |name: &str| match field.get(name) {
+                        Some(Value::String(text)) => Ok(text.clone()),
+                        Some(other) => Err(invalid(&format!("{at}.{name}"), "a string", other)),
+                        None => Err(StateError::Missing {
+                            key: format!("{at}.{name}"),
+                        }),
+                    };
+                    Ok((text("prefix")?, text("description")?))
+                })
+                .collect::<Result<Vec<_>, StateError>>()?,
+            Some(other) => return Err(invalid(&fields_at, "a list", other)),
+            None => return Err(StateError::Missing { key: fields_at }),
+        };
+        let demos = match object.get("demos") {
+            None => None,
+            Some(Value::Array(demos)) => Some(
+                demos
+                    .iter()
+                    .enumerate()
+                    .map(|(i, demo)| match demo {
+                        Value::Object(map) => Ok(map.clone()),
+                        other => Err(invalid(
+                            &format!("{}[{i}]", key("demos")),
+                            "an object",
+                            other,
+                        )),
+                    })
+                    .collect::<Result<Vec<_>, StateError>>()?,
+            ),
+            Some(other) => return Err(invalid(&key("demos"), "a list", other)),
+        };
+        let lm = match object.get("lm") {
+            None => return Err(StateError::Missing { key: key("lm") }),
+            Some(Value::Null) => None,
+            Some(Value::Object(settings)) => Some(Value::Object(safe_lm_settings(at, settings))),
+            Some(other) => return Err(invalid(&key("lm"), "an object or null", other)),
+        };
+        Ok(PredictorState {
+            traces: object.get("traces").cloned(),
+            train: object.get("train").cloned(),
+            demos,
+            instructions,
+            fields,
+            decisions: object.get("fields").cloned(),
+            lm,
+        })
+    }
+
+    fn apply(self, predictor: &mut Predictor) {
+        let count = predictor.signature.fields().count();
+        if count != self.fields.len() {
+            tracing::warn!(
+                signature = predictor.signature.name(),
+                fields = count,
+                saved = self.fields.len(),
+                "the saved program lists another number of fields than the signature has; \
+                 descriptions and prefixes were applied by position, as DSPy applies them"
+            );
+        }
+        predictor.set_instructions(self.instructions);
+        predictor.signature.apply_saved_fields(
+            self.fields
+                .iter()
+                .map(|(prefix, desc)| (prefix.as_str(), desc.as_str())),
+        );
+        if let Some(demos) = self.demos {
+            predictor.demos = demos;
+        }
+        predictor.carried = Carried {
+            traces: self.traces,
+            train: self.train,
+            decisions: self.decisions,
+            lm: self.lm,
+        };
+    }
+}
+
+/// The LM settings without the keys DSPy drops from untrusted files (with DSPy's warning).
+fn safe_lm_settings(at: &str, settings: &Map<String, Value>) -> Map<String, Value> {
+    let dropped: Vec<&str> = UNSAFE_LM_KEYS
+        .into_iter()
+        .filter(|k| settings.contains_key(*k))
+        .collect();
+    if !dropped.is_empty() {
+        tracing::warn!(
+            predictor = at,
+            ?dropped,
+            "ignoring LM settings that choose where requests go in a loaded program"
+        );
+    }
+    settings
+        .iter()
+        .filter(|(k, _)| !UNSAFE_LM_KEYS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn invalid(at: &str, expected: &'static str, found: &Value) -> StateError {
+    let mut text = found.to_string();
+    if text.len() > 80 {
+        let cut = (0..=77)
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
+        text.truncate(cut);
+        text.push_str("...");
+    }
+    StateError::Invalid {
+        at: if at.is_empty() {
+            "(the whole file)".to_owned()
+        } else {
+            at.to_owned()
+        },
+        expected,
+        found: text,
+    }
+}
+
+/// Whether a program is saved flat: DSPy saves a lone top-level `Predict` without a key.
+fn is_flat<P>(predictors: &[(String, P)]) -> bool {
+    matches!(predictors, [(name, _)] if name == "self")
+}
+
+/// The state of every predictor of `predictors`, in DSPy's layout (see the [module docs](self)).
+pub(super) fn dump<P: super::Predictors + ?Sized>(program: &P) -> Value {
+    let predictors = program.named_predictors();
+    let mut state = if is_flat(&predictors) {
+        match predictors[0].1.state() {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        }
+    } else {
+        predictors
+            .iter()
+            .map(|(path, predictor)| (path.clone(), predictor.state()))
+            .collect()
+    };
+    let versions: Map<String, Value> = DEPENDENCY_VERSIONS
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), json!(v)))
+        .collect();
+    state.insert(
+        "metadata".into(),
+        json!({ "dependency_versions": versions }),
+    );
+    Value::Object(state)
+}
+
+/// Applies `state` to every predictor of `program`, after checking all of it.
+pub(super) fn load<P: super::Predictors + ?Sized>(
+    program: &mut P,
+    state: &Value,
+) -> Result<(), StateError> {
+    if !state.is_object() {
+        return Err(invalid("", "an object", state));
+    }
+    if let Some(saved) = state
+        .pointer("/metadata/dependency_versions/dspy")
+        .and_then(Value::as_str)
+        .filter(|v| *v != DEPENDENCY_VERSIONS[1].1)
+    {
+        tracing::warn!(
+            saved,
+            read_as = DEPENDENCY_VERSIONS[1].1,
+            "the program was saved by another DSPy version than the one whose format Signet reads"
+        );
+    }
+    let mut predictors = program.named_predictors_mut();
+    let flat = is_flat(&predictors);
+    let mut parsed = Vec::with_capacity(predictors.len());
+    for (path, _) in &predictors {
+        let entry = if flat {
+            state
+        } else {
+            state
+                .get(path)
+                .ok_or_else(|| StateError::Missing { key: path.clone() })?
+        };
+        parsed.push(PredictorState::read(if flat { "" } else { path }, entry)?);
+    }
+    for ((_, predictor), state) in predictors.iter_mut().zip(parsed) {
+        state.apply(predictor);
+    }
+    Ok(())
+}
+
+/// `state` as DSPy writes it: two-space indents, raw UTF-8, a final newline.
+pub(super) fn to_text(state: &Value) -> String {
+    let mut out = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"  ");
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
+    // Writing a `Value` to memory cannot fail.
+    let _ = state.serialize(&mut serializer);
+    let mut text = String::from_utf8(out).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// Reads a saved program's text.
+pub(super) fn from_text(origin: &str, text: &str) -> Result<Value, StateError> {
+    serde_json::from_str(text).map_err(|e| StateError::Json {
+        origin: origin.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+/// Writes `text` to `path`.
+pub(super) fn write(path: &Path, text: &str) -> Result<(), StateError> {
+    std::fs::write(path, text).map_err(|source| StateError::Io {
+        action: "write",
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// Reads the file at `path`.
+pub(super) fn read(path: &Path) -> Result<Value, StateError> {
+    let text = std::fs::read_to_string(path).map_err(|source| StateError::Io {
+        action: "read",
+        path: path.display().to_string(),
+        source,
+    })?;
+    from_text(&path.display().to_string(), &text)
+}
