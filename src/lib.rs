@@ -39,3 +39,79 @@ struct LocalModelsGuide;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/mcp.md")]
 struct McpGuide;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/README.md")]
+struct GuideIntroduction;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/getting-started.md")]
+struct GettingStarted;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/tutorial-extraction.md")]
+struct TutorialExtraction;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/tutorial-agent.md")]
+struct TutorialAgent;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/tutorial-mcp.md")]
+struct TutorialMcp;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/tutorial-sse.md")]
+struct TutorialSse;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/optimize.md")]
+struct OptimizeGuide;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/evaluate.md")]
+struct EvaluateGuide;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/howto-providers.md")]
+struct HowtoProviders;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/howto-tracing.md")]
+struct HowtoTracing;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/howto-caching.md")]
+struct HowtoCaching;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/howto-tool-context.md")]
+struct HowtoToolContext;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/howto-cancellation.md")]
+struct HowtoCancellation;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/howto-sync.md")]
+struct HowtoSync;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/howto-concurrency.md")]
+struct HowtoConcurrency;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/reliability.md")]
+struct ReliabilityGuide;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/performance.md")]
+struct PerformanceGuide;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/dspy.md")]
+struct DspyGuide;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/not-implemented.md")]
+struct NotImplementedGuide;
