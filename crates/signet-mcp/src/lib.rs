@@ -1,5 +1,8 @@
 //! # signet-mcp
 //!
+//! The user guide (getting started, tutorials, how-to pages and reference) is in the repository:
+//! <https://github.com/signet-rs/signet/tree/main/docs>.
+//!
 //! The [Model Context Protocol](https://modelcontextprotocol.io) bridge for Signet, on the official
 //! Rust SDK ([`rmcp`]), both ways:
 //!

@@ -1,5 +1,8 @@
 //! # Signet
 //!
+//! The user guide (getting started, tutorials, how-to pages and reference) is in the repository:
+//! <https://github.com/signet-rs/signet/tree/main/docs>.
+//!
 //! Typed, fast, tool-using language-model programs in Rust, in the style of Python's DSPy: declare
 //! *what* a step does with a typed [`Signature`], give it [`Tool`]s, and let modules do the prompting,
 //! parsing and tool loop.
