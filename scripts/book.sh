@@ -24,7 +24,7 @@ command -v python3 >/dev/null 2>&1 || { say "error: python3 is not installed"; e
 if [ -x "$MDBOOK" ] && "$MDBOOK" --version 2>/dev/null | grep -qF "v${MDBOOK_VERSION}"; then
   say "mdbook ${MDBOOK_VERSION} found in $ROOT"
 else
-  say "installing mdbook ${MDBOOK_VERSION} into $ROOT (cargo install --locked; a few minutes, once)"
+  say "installing mdbook ${MDBOOK_VERSION} into $ROOT (cargo install --locked: about 80 s on 2 cores, once)"
   started=$(date +%s)
   mkdir -p "$ROOT"
   # One install at a time (CI jobs or two shells may start together).
