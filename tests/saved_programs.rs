@@ -48,7 +48,8 @@ fn pipeline() -> Pipeline {
 
 fn tuned() -> Pipeline {
     let mut program = pipeline();
-    let demo = json!({"augmented": true, "question": "Where is the Louvre?", "query": "louvre location"});
+    let demo =
+        json!({"augmented": true, "question": "Where is the Louvre?", "query": "louvre location"});
     program
         .generate
         .predictor_mut()
@@ -98,7 +99,10 @@ fn a_lone_predict_is_saved_flat() {
     let qa = Predict::<GenQuery>::new();
     let state = qa.dump_state();
     assert!(state.get("self").is_none());
-    assert_eq!(state["signature"]["instructions"], "Write a search query for the question.");
+    assert_eq!(
+        state["signature"]["instructions"],
+        "Write a search query for the question."
+    );
     assert!(state["metadata"].is_object());
 }
 
@@ -127,9 +131,16 @@ fn a_missing_predictor_is_named_and_nothing_changes() {
     let mut program = pipeline();
     let before = program.to_saved_json();
     let err = program.load_state(&state).unwrap_err();
-    assert!(matches!(&err, StateError::Missing { key } if key == "steps[1]"), "{err}");
+    assert!(
+        matches!(&err, StateError::Missing { key } if key == "steps[1]"),
+        "{err}"
+    );
     assert!(err.to_string().contains("`steps[1]`"), "{err}");
-    assert_eq!(program.to_saved_json(), before, "a failed load changed the program");
+    assert_eq!(
+        program.to_saved_json(),
+        before,
+        "a failed load changed the program"
+    );
 }
 
 #[test]
@@ -151,11 +162,19 @@ fn wrong_values_say_where_they_are() {
     );
 
     let mut state = tuned().dump_state();
-    state["generate"].as_object_mut().unwrap().shift_remove("lm");
+    state["generate"]
+        .as_object_mut()
+        .unwrap()
+        .shift_remove("lm");
     let err = pipeline().load_state(&state).unwrap_err();
-    assert!(matches!(&err, StateError::Missing { key } if key == "generate.lm"), "{err}");
+    assert!(
+        matches!(&err, StateError::Missing { key } if key == "generate.lm"),
+        "{err}"
+    );
 
-    let err = Predict::<GenQuery>::new().load_state(&json!([1, 2])).unwrap_err();
+    let err = Predict::<GenQuery>::new()
+        .load_state(&json!([1, 2]))
+        .unwrap_err();
     assert!(err.to_string().contains("should be an object"), "{err}");
 }
 
@@ -166,7 +185,9 @@ fn legacy_files_and_bad_json_are_errors() {
     let err = Predict::<GenQuery>::new().load_state(&state).unwrap_err();
     assert!(matches!(err, StateError::Unsupported { .. }), "{err}");
 
-    let err = Predict::<GenQuery>::new().load_json("{\"traces\": [],\n oops").unwrap_err();
+    let err = Predict::<GenQuery>::new()
+        .load_json("{\"traces\": [],\n oops")
+        .unwrap_err();
     assert!(
         matches!(&err, StateError::Json { message, .. } if message.contains("line 2")),
         "{err}"
@@ -174,7 +195,10 @@ fn legacy_files_and_bad_json_are_errors() {
     let err = Predict::<GenQuery>::new()
         .load("/no/such/dir/program.json")
         .unwrap_err();
-    assert!(matches!(err, StateError::Io { action: "read", .. }), "{err}");
+    assert!(
+        matches!(err, StateError::Io { action: "read", .. }),
+        "{err}"
+    );
 }
 
 #[test]
@@ -217,9 +241,17 @@ fn descriptions_and_prefixes_apply_by_position_as_in_dspy() {
     assert_eq!(
         fields,
         [
-            ("question".into(), Some("Background facts".into()), "Context:".into()),
+            (
+                "question".into(),
+                Some("Background facts".into()),
+                "Context:".into()
+            ),
             // `${question}` on the field `context` is text, shown as it is.
-            ("context".into(), Some("${question}".into()), "Question:".into()),
+            (
+                "context".into(),
+                Some("${question}".into()),
+                "Question:".into()
+            ),
             ("answer".into(), None, "Answer:".into()),
         ]
     );
@@ -242,7 +274,9 @@ fn descriptions_and_prefixes_apply_by_position_as_in_dspy() {
 fn a_loaded_program_prompts_with_its_demos_and_instructions() {
     let mut program = pipeline();
     program.load_json(&tuned().to_saved_json()).unwrap();
-    let lm = std::sync::Arc::new(ScriptedLm::texts(["[[ ## query ## ]]\neiffel tower height"]));
+    let lm = std::sync::Arc::new(ScriptedLm::texts([
+        "[[ ## query ## ]]\neiffel tower height",
+    ]));
     let generate = program.generate.with_lm(lm.clone());
     let out = generate
         .call_blocking(GenQueryInput {
@@ -251,8 +285,15 @@ fn a_loaded_program_prompts_with_its_demos_and_instructions() {
         .unwrap();
     assert_eq!(out.query, "eiffel tower height");
     let messages = &lm.requests()[0].messages;
-    assert!(messages[0].content.ends_with("Tuned instructions for generate."));
-    assert_eq!(messages[1].content, "[[ ## question ## ]]\nWhere is the Louvre?");
+    assert!(
+        messages[0]
+            .content
+            .ends_with("Tuned instructions for generate.")
+    );
+    assert_eq!(
+        messages[1].content,
+        "[[ ## question ## ]]\nWhere is the Louvre?"
+    );
     assert_eq!(messages.len(), 4);
 }
 

@@ -1,4 +1,4 @@
-//! Compile-fail tests: every misuse of `#[tool]` and `#[derive(Signature)]` is reported on the
+//! Compile-fail tests: every misuse of `#[tool]`, `#[derive(Signature)]` and `#[derive(Module)]` is reported on the
 //! offending span with a message that says what to do. The expected messages are the `.stderr`
 //! snapshots next to each case (regenerate with `TRYBUILD=overwrite cargo test --test ui`).
 
@@ -7,4 +7,5 @@ fn ui() {
     let cases = trybuild::TestCases::new();
     cases.compile_fail("tests/ui/signature/*.rs");
     cases.compile_fail("tests/ui/tool/*.rs");
+    cases.compile_fail("tests/ui/module/*.rs");
 }

@@ -3,7 +3,7 @@
 use darling::FromMeta;
 use darling::ast::NestedMeta;
 use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned};
+use quote::{ToTokens, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Attribute, Data, DeriveInput, Fields, Meta, Path};
 
@@ -21,6 +21,7 @@ struct ModuleOptions {
 #[derive(Debug, Default, FromMeta)]
 struct FieldOptions {
     /// Not a module: no predictors to walk (a lookup table, a setting).
+    #[darling(default)]
     skip: bool,
 }
 
@@ -67,12 +68,6 @@ fn krate(input: &DeriveInput) -> TokenStream {
 fn expand_derive(input: &DeriveInput) -> syn::Result<TokenStream> {
     let mut errors = Errors::default();
     errors.take(options::<ModuleOptions>(&input.attrs));
-    if !input.generics.params.is_empty() {
-        errors.at(
-            &input.generics,
-            "#[derive(Module)] does not support generic structs: name the modules' types",
-        );
-    }
     let fields = match &input.data {
         Data::Struct(data) => match &data.fields {
             Fields::Named(named) => named.named.iter().collect::<Vec<_>>(),
@@ -103,6 +98,20 @@ fn expand_derive(input: &DeriveInput) -> syn::Result<TokenStream> {
 
     let krate = krate(input);
     let ident = &input.ident;
+    // A field whose type uses the struct's type parameters (`ReAct<S>`) is a module when its
+    // parameters allow: say so in the impl's bounds. Other fields are checked at their type.
+    let params: Vec<&syn::Ident> = input.generics.type_params().map(|p| &p.ident).collect();
+    let mut generics = input.generics.clone();
+    for field in &walked {
+        if mentions(field.ty.to_token_stream(), &params) {
+            let ty = &field.ty;
+            generics
+                .make_where_clause()
+                .predicates
+                .push(syn::parse_quote!(#ty: #krate::module::Predictors));
+        }
+    }
+    let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
     let krate_ref = &krate;
     let walk = |mutable: bool| {
         walked.iter().map(move |field| {
@@ -128,7 +137,7 @@ fn expand_derive(input: &DeriveInput) -> syn::Result<TokenStream> {
             use #krate::__private as __signet;
 
             #[automatically_derived]
-            impl #krate::module::Predictors for #ident {
+            impl #impl_generics #krate::module::Predictors for #ident #ty_generics #where_clause {
                 fn named_predictors(
                     &self,
                 ) -> ::std::vec::Vec<(::std::string::String, &#krate::module::Predictor)> {
@@ -146,6 +155,15 @@ fn expand_derive(input: &DeriveInput) -> syn::Result<TokenStream> {
                 }
             }
         };
+    })
+}
+
+/// Whether `tokens` name one of `params`.
+fn mentions(tokens: TokenStream, params: &[&syn::Ident]) -> bool {
+    tokens.into_iter().any(|token| match token {
+        proc_macro2::TokenTree::Ident(ident) => params.iter().any(|p| **p == ident),
+        proc_macro2::TokenTree::Group(group) => mentions(group.stream(), params),
+        _ => false,
     })
 }
 

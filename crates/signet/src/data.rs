@@ -377,6 +377,20 @@ impl Dataset {
     }
 }
 
+/// A dataset is a slice of examples: `&dataset` goes wherever `&[Example]` does.
+impl std::ops::Deref for Dataset {
+    type Target = [Example];
+    fn deref(&self) -> &[Example] {
+        &self.examples
+    }
+}
+
+impl AsRef<[Example]> for Dataset {
+    fn as_ref(&self) -> &[Example] {
+        &self.examples
+    }
+}
+
 impl Index<usize> for Dataset {
     type Output = Example;
     fn index(&self, index: usize) -> &Example {

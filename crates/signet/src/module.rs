@@ -40,7 +40,8 @@ mod tool_loop;
 pub use react::{
     Approval, ApprovalRequest, Approver, DropOldest, FINISH, KeepFirst, Limits, Observation, ReAct,
     ReActCore, ReActError, ReActEvent, ReActMode, ReActOutput, ReActRun, RunFailure, SlidingWindow,
-    Step, StopReason, Summarize, Trajectory, TruncationPolicy, UserMessage, tool_listing,
+    Step, StopReason, Summarize, TOOL_TURNS, Trajectory, TruncationPolicy, UserMessage,
+    tool_listing,
 };
 
 use crate::adapter::{self, Adapter, ChatAdapter, Fields};
@@ -405,11 +406,37 @@ impl Predictor {
 }
 
 /// A typed predictor for the signature `S`: `S::Input` in, `S::Output` out.
-#[derive(Debug, Clone)]
 pub struct Predict<S: Signature> {
     inner: Predictor,
     _signature: PhantomData<fn() -> S>,
 }
+
+/// `Clone` and `Debug` for a typed module whatever its signature type (derives would require
+/// them of the signature struct).
+macro_rules! typed_module_impls {
+    ($module:ident, $field:ident) => {
+        impl<S: Signature> Clone for $module<S> {
+            fn clone(&self) -> Self {
+                $module {
+                    $field: self.$field.clone(),
+                    _signature: std::marker::PhantomData,
+                }
+            }
+        }
+
+        impl<S: Signature> std::fmt::Debug for $module<S> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_tuple(stringify!($module))
+                    .field(&self.$field)
+                    .finish()
+            }
+        }
+    };
+}
+pub(crate) use typed_module_impls;
+
+typed_module_impls!(Predict, inner);
+typed_module_impls!(ChainOfThought, inner);
 
 impl<S: Signature> Default for Predict<S> {
     fn default() -> Self {
@@ -494,7 +521,6 @@ pub struct Reasoned<T> {
 }
 
 /// DSPy's `ChainOfThought`: `Predict` with a `reasoning` output before the signature's outputs.
-#[derive(Debug, Clone)]
 pub struct ChainOfThought<S: Signature> {
     inner: Predictor,
     _signature: PhantomData<fn() -> S>,

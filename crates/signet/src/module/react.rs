@@ -17,6 +17,7 @@ mod typed;
 
 pub use error::{ReActError, RunFailure};
 pub use events::ReActEvent;
+pub use native::TOOL_TURNS;
 pub use prompt::tool_listing;
 pub use trajectory::{Observation, Step, StopReason, Trajectory, UserMessage};
 pub use truncation::{DropOldest, KeepFirst, SlidingWindow, Summarize, TruncationPolicy};
@@ -38,6 +39,9 @@ use prompt::step_signatures;
 
 /// The name of the tool that ends the loop.
 pub const FINISH: &str = "finish";
+
+/// What `finish` returns (DSPy's text).
+const FINISH_OBSERVATION: &str = "Completed.";
 
 /// The typed result of a ReAct run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -229,6 +233,7 @@ impl ReActCore {
         match call_structured(lm, &request).await {
             Ok(selected) => {
                 *usage += selected.usage;
+                crate::trace::record_usage(selected.usage);
                 let chosen: Vec<String> = selected.value["tools"]
                     .as_array()
                     .map(|a| {
@@ -654,7 +659,7 @@ impl ReActCore {
     /// Runs the chosen tool; every failure becomes an observation the model can act on.
     async fn observe(&self, name: &str, args: &Value, thought: &str) -> Observation {
         if name == FINISH {
-            return Observation::Output(json!("Completed."));
+            return Observation::Output(json!(FINISH_OBSERVATION));
         }
         let Some(tool) = self.tools.iter().find(|t| t.name() == name) else {
             let names: Vec<&str> = self

@@ -100,7 +100,7 @@ const UNSAFE_LM_KEYS: [&str; 3] = ["api_base", "base_url", "model_list"];
 
 impl Predictor {
     /// This predictor's state in DSPy's format (`traces`, `train`, `demos`, `signature`,
-    /// [`fields`], `lm`).
+    /// `fields` when the file had per-field decisions, `lm`).
     ///
     /// ```
     /// use signet::module::Predictor;

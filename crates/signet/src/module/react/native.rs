@@ -6,9 +6,13 @@ use serde_json::{Map, Value, json};
 
 use super::events::stop_early;
 use super::{
-    Emitter, FINISH, FINISH_POSTPONED, Interrupts, Observation, ReActCore, ReActError, ReActEvent,
-    ReActRun, Step, StopReason, Trajectory,
+    Emitter, FINISH, FINISH_OBSERVATION, FINISH_POSTPONED, Interrupts, Observation, ReActCore,
+    ReActError, ReActEvent, ReActRun, Step, StopReason, Trajectory,
 };
+
+/// The key of a native demo's tool turns: a list of turns, each a list of calls
+/// `{"name", "args", "observation"}` (the final `finish` is implied by the demo's outputs).
+pub const TOOL_TURNS: &str = "tool_turns";
 use crate::adapter::{Adapter, Fields, templates};
 use crate::lm::{LmError, LmRequest, Message, ToolCall, ToolChoice, Usage};
 use crate::module::{CallConfig, Error, Resolved};
@@ -46,7 +50,12 @@ impl ReActCore {
             let completion = match lm.complete(&request).await {
                 Ok(completion) => completion,
                 Err(LmError::ContextWindowExceeded { message }) => {
-                    usage.lm_calls += 1;
+                    let refused = Usage {
+                        lm_calls: 1,
+                        ..Usage::default()
+                    };
+                    usage += refused;
+                    crate::trace::record_usage(refused);
                     truncations += 1;
                     let truncated = self.truncation.truncate(&mut trajectory).await;
                     if truncations > 3 || truncated.is_err() {
@@ -62,11 +71,13 @@ impl ReActCore {
                 Err(error) => return Err(ReActError::new(Error::Lm(error), &trajectory, usage)),
             };
             usage += completion.usage;
+            crate::trace::record_usage(completion.usage);
             if completion.tool_calls.is_empty() {
                 // A text answer is the final answer.
                 let text = completion.text.clone().unwrap_or_default();
                 match adapter.parse(&self.signature, &text) {
                     Ok(outputs) => {
+                        self.record_native_run(inputs, &trajectory, &outputs);
                         return Ok(ReActRun {
                             outputs,
                             reasoning: completion.reasoning,
@@ -140,6 +151,7 @@ impl ReActCore {
             }
             match finished {
                 Some(Some(outputs)) => {
+                    self.record_native_run(inputs, &trajectory, &outputs);
                     return Ok(ReActRun {
                         outputs,
                         reasoning: None,
@@ -164,17 +176,124 @@ impl ReActCore {
                 },
             );
         }
-        self.extract(inputs, trajectory, adapter.as_ref(), call, usage, events)
-            .await
+        let run = self
+            .extract(inputs, trajectory, adapter.as_ref(), call, usage, events)
+            .await?;
+        self.record_native_run(inputs, &run.trajectory, &run.outputs);
+        Ok(run)
     }
 
-    /// The system and user messages of the user's signature, with a note on using the tools.
+    /// The system message of the user's signature with a note on using the tools, the native
+    /// demos as earlier conversations, then the user message.
     fn base_messages(&self, adapter: &dyn Adapter, inputs: &Fields) -> Vec<Message> {
         let mut messages = adapter.format(&self.signature, &[], inputs);
         if let Some(system) = messages.first_mut() {
             system.content.push_str(&templates::native_tools_note());
         }
+        let demos = self.native_demo_messages(adapter);
+        let at = 1.min(messages.len());
+        messages.splice(at..at, demos);
         messages
+    }
+
+    /// The step predictor's native demos (those with [`TOOL_TURNS`]) as conversations: the
+    /// demo's inputs as a user message, each turn's calls and results, then `finish` with the
+    /// demo's outputs. Text-mode demos are not shown in native mode.
+    fn native_demo_messages(&self, adapter: &dyn Adapter) -> Vec<Message> {
+        let mut messages = Vec::new();
+        for (d, demo) in self.step.demos().iter().enumerate() {
+            let Some(Value::Array(turns)) = demo.get(TOOL_TURNS) else {
+                continue;
+            };
+            let inputs: Fields = self
+                .signature
+                .inputs()
+                .iter()
+                .filter_map(|f| demo.get(f.name()).map(|v| (f.name().to_owned(), v.clone())))
+                .collect();
+            if let Some(user) = adapter.format(&self.signature, &[], &inputs).pop() {
+                messages.push(user);
+            }
+            let mut n = 0;
+            let mut id = || {
+                n += 1;
+                format!("demo{d}_call_{n}")
+            };
+            for turn in turns {
+                let calls: Vec<(String, &Value)> = turn
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|call| (id(), call))
+                    .collect();
+                messages.push(Message::assistant_tool_calls(
+                    calls
+                        .iter()
+                        .map(|(id, call)| {
+                            ToolCall::new(
+                                id,
+                                call["name"].as_str().unwrap_or_default(),
+                                call["args"].to_string(),
+                            )
+                        })
+                        .collect(),
+                ));
+                for (id, call) in &calls {
+                    let observation = match &call["observation"] {
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    };
+                    messages.push(Message::tool_result(id, observation));
+                }
+            }
+            let outputs: Map<String, Value> = self
+                .signature
+                .outputs()
+                .iter()
+                .filter_map(|f| demo.get(f.name()).map(|v| (f.name().to_owned(), v.clone())))
+                .collect();
+            let finish = id();
+            messages.push(Message::assistant_tool_calls(vec![ToolCall::new(
+                &finish,
+                FINISH,
+                Value::Object(outputs).to_string(),
+            )]));
+            messages.push(Message::tool_result(finish, FINISH_OBSERVATION));
+        }
+        messages
+    }
+
+    /// Records a native run for optimizers: one call of the step predictor whose inputs are the
+    /// run's and whose outputs are its tool turns and final outputs (a native demo).
+    fn record_native_run(&self, inputs: &Fields, trajectory: &Trajectory, outputs: &Fields) {
+        let mut turns: Vec<Vec<Value>> = Vec::new();
+        let mut last_turn = None;
+        for step in trajectory.steps.iter().filter(|s| s.tool_name != FINISH) {
+            let call = json!({
+                "name": step.tool_name,
+                "args": step.tool_args,
+                "observation": step.observation.as_value(),
+            });
+            match turns.last_mut() {
+                Some(turn) if last_turn == Some(step.turn) => turn.push(call),
+                _ => turns.push(vec![call]),
+            }
+            last_turn = Some(step.turn);
+        }
+        let own_inputs: Fields = self
+            .signature
+            .inputs()
+            .iter()
+            .filter_map(|f| {
+                inputs
+                    .get(f.name())
+                    .map(|v| (f.name().to_owned(), v.clone()))
+            })
+            .collect();
+        let mut recorded = Fields::new();
+        recorded.insert(TOOL_TURNS.to_owned(), json!(turns));
+        recorded.extend(outputs.clone());
+        crate::trace::record_call(self.step.id(), &own_inputs, &recorded);
     }
 
     /// `finish`, whose optional arguments are the outputs.

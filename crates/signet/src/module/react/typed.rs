@@ -16,11 +16,12 @@ use crate::signature::Signature;
 use crate::tool::Tool;
 
 /// ReAct over the typed signature `S`: `S::Input` in, [`ReActOutput<S::Output>`] out.
-#[derive(Debug, Clone)]
 pub struct ReAct<S: Signature> {
     pub(in crate::module) core: ReActCore,
     _signature: std::marker::PhantomData<fn() -> S>,
 }
+
+crate::module::typed_module_impls!(ReAct, core);
 
 impl<S: Signature> Default for ReAct<S> {
     fn default() -> Self {

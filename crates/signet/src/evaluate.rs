@@ -1,0 +1,345 @@
+//! Evaluation: run a program over a dev set, score every output with a [`Metric`], and report
+//! the average, each example's result, the LM usage and where time went — DSPy's `Evaluate`,
+//! concurrent by default and honest about failures (a failed example scores 0 and keeps its
+//! typed error; the report says how many failed and why).
+//!
+//! ```
+//! use serde_json::json;
+//! use signet::data::Dataset;
+//! use signet::evaluate::{Evaluate, exact_match};
+//! use signet::lm::ScriptedLm;
+//! use signet::prelude::*;
+//!
+//! /// Answer with one word.
+//! #[derive(Signature)]
+//! struct Ask { #[input] question: String, #[output] answer: String }
+//!
+//! let devset = Dataset::from_jsonl_str(
+//!     "{\"question\": \"Capital of France?\", \"answer\": \"Paris\"}\n\
+//!      {\"question\": \"Capital of Japan?\", \"answer\": \"Tokyo\"}\n",
+//!     &["question"],
+//! ).unwrap();
+//! let program = Predict::<Ask>::new().with_lm(ScriptedLm::texts([
+//!     "[[ ## answer ## ]]\nParis",
+//!     "[[ ## answer ## ]]\nKyoto",
+//! ]));
+//! let report = Evaluate::new(&devset, exact_match("answer"))
+//!     .with_concurrency(1)
+//!     .run_blocking(&program)
+//!     .unwrap();
+//! assert_eq!(report.score, 50.0);
+//! assert_eq!(report.passed(), 1);
+//! assert_eq!(report.results[1].fields()["answer"], "Kyoto");
+//! ```
+
+mod metric;
+mod progress;
+mod report;
+
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
+
+use futures::{FutureExt, StreamExt, stream};
+
+use crate::adapter::Fields;
+use crate::data::Example;
+use crate::lm::Usage;
+use crate::module::Module;
+use crate::trace::Trace;
+
+pub(crate) use metric::Borrowed;
+pub use metric::{
+    FieldMatch, Metric, Predicted, Score, WithTrace, exact_match, f1, normalize_text, with_trace,
+};
+pub use progress::Progress;
+pub use report::{ExampleError, ExampleResult, Report};
+
+/// Runs a program over examples and scores it (see the [module docs](self)).
+pub struct Evaluate<'d, M> {
+    examples: &'d [Example],
+    metric: M,
+    concurrency: usize,
+    progress: Progress,
+    max_errors: Option<usize>,
+    failure_score: f64,
+    keep_traces: bool,
+}
+
+/// Why an evaluation stopped before scoring every example.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EvaluateError<O> {
+    /// More examples failed than allowed ([`with_max_errors`](Evaluate::with_max_errors)); the
+    /// report holds what finished.
+    #[error(
+        "{errors} examples failed (more than the {max_errors} allowed); the first error: {first}"
+    )]
+    TooManyErrors {
+        /// How many failed.
+        errors: usize,
+        /// The limit.
+        max_errors: usize,
+        /// The first failure, in words.
+        first: String,
+        /// The examples that finished.
+        report: Box<Report<O>>,
+    },
+    /// The blocking entry point could not run (see [`crate::blocking`]).
+    #[error(transparent)]
+    Blocking(#[from] crate::blocking::BlockingError),
+}
+
+impl<'d, M> Evaluate<'d, M> {
+    /// An evaluation of `examples` (a [`Dataset`](crate::data::Dataset), a `Vec` or a slice of
+    /// [`Example`]s) with `metric`. Defaults: 8 examples at a time, progress on a terminal, no
+    /// error limit, failures scored 0.
+    pub fn new(examples: &'d (impl AsRef<[Example]> + ?Sized), metric: M) -> Evaluate<'d, M> {
+        Evaluate {
+            examples: examples.as_ref(),
+            metric,
+            concurrency: 8,
+            progress: Progress::Auto,
+            max_errors: None,
+            failure_score: 0.0,
+            keep_traces: false,
+        }
+    }
+
+    /// How many examples run at once (at least 1). Each runs the whole program; its LM calls
+    /// and tools overlap with the other examples'.
+    pub fn with_concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+
+    /// How progress is shown (see [`Progress`]).
+    pub fn with_progress(mut self, progress: Progress) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    /// Stops with [`EvaluateError::TooManyErrors`] once more than `n` examples have failed (a
+    /// dead endpoint fails fast instead of scoring 0 on every example).
+    pub fn with_max_errors(mut self, n: usize) -> Self {
+        self.max_errors = Some(n);
+        self
+    }
+
+    /// The score a failed example gets (default 0).
+    pub fn with_failure_score(mut self, score: f64) -> Self {
+        self.failure_score = score;
+        self
+    }
+
+    /// Keeps each example's trace (its predictor calls) in the report, and shows it to the
+    /// metric: what optimizers use.
+    pub fn with_traces(mut self, keep: bool) -> Self {
+        self.keep_traces = keep;
+        self
+    }
+
+    /// Runs `program` on every example and scores the outputs.
+    pub async fn run<P>(&self, program: &P) -> Result<Report<P::Output>, EvaluateError<P::Output>>
+    where
+        P: Module,
+        M: Metric<P::Output>,
+    {
+        self.run_until(program, std::future::pending::<()>()).await
+    }
+
+    /// [`run`](Self::run), stopped early when `cancel` completes: examples still running are
+    /// dropped (their LM requests cancelled), finished ones are reported, and the report says it
+    /// was cancelled.
+    pub async fn run_until<P>(
+        &self,
+        program: &P,
+        cancel: impl std::future::Future<Output = ()>,
+    ) -> Result<Report<P::Output>, EvaluateError<P::Output>>
+    where
+        P: Module,
+        M: Metric<P::Output>,
+    {
+        let started = Instant::now();
+        let bar = progress::Bar::new(self.progress, self.examples.len());
+        let runs = stream::iter(self.examples.iter().enumerate())
+            .map(|(index, example)| self.run_one(program, index, example))
+            .buffer_unordered(self.concurrency)
+            .take_until(cancel);
+        let mut runs = std::pin::pin!(runs);
+        let mut results: Vec<ExampleResult<P::Output>> = Vec::with_capacity(self.examples.len());
+        let mut errors = 0;
+        while let Some(result) = runs.next().await {
+            if result.error.is_some() {
+                errors += 1;
+            }
+            bar.record(result.score.value, result.error.is_some());
+            results.push(result);
+            if let Some(max_errors) = self.max_errors
+                && errors > max_errors
+            {
+                bar.finish();
+                results.sort_by_key(|r| r.index);
+                let first = results
+                    .iter()
+                    .find_map(|r| r.error.as_ref().map(ToString::to_string))
+                    .unwrap_or_default();
+                let report = Report::new(results, self.examples.len(), started.elapsed(), false);
+                return Err(EvaluateError::TooManyErrors {
+                    errors,
+                    max_errors,
+                    first,
+                    report: Box::new(report),
+                });
+            }
+        }
+        let cancelled = runs.is_stopped() && results.len() < self.examples.len();
+        bar.finish();
+        results.sort_by_key(|r| r.index);
+        Ok(Report::new(
+            results,
+            self.examples.len(),
+            started.elapsed(),
+            cancelled,
+        ))
+    }
+
+    /// [`run`](Self::run) from sync code (see [`crate::blocking`] for the rule).
+    pub fn run_blocking<P>(
+        &self,
+        program: &P,
+    ) -> Result<Report<P::Output>, EvaluateError<P::Output>>
+    where
+        P: Module,
+        M: Metric<P::Output>,
+    {
+        crate::blocking::block_on(self.run(program))?
+    }
+
+    async fn run_one<P>(
+        &self,
+        program: &P,
+        index: usize,
+        example: &Example,
+    ) -> ExampleResult<P::Output>
+    where
+        P: Module,
+        M: Metric<P::Output>,
+    {
+        let started = Instant::now();
+        let failed =
+            |error: ExampleError, usage: Usage, trace: Trace, elapsed: Duration| ExampleResult {
+                index,
+                example: example.clone(),
+                output: None,
+                fields: Fields::new(),
+                score: Score::new(self.failure_score),
+                error: Some(error),
+                usage,
+                trace,
+                elapsed,
+            };
+        let input = match input_of::<P>(example) {
+            Ok(input) => input,
+            Err(error) => return failed(error, Usage::default(), Trace::new(), started.elapsed()),
+        };
+        let (outcome, record) = crate::trace::recorded(catch_panic(program.call(input))).await;
+        let elapsed = started.elapsed();
+        let trace = if self.keep_traces {
+            record.trace
+        } else {
+            Trace::new()
+        };
+        let output = match outcome {
+            Ok(Ok(output)) => output,
+            Ok(Err(error)) => {
+                let error = ExampleError::Program {
+                    message: error.to_string(),
+                    source: std::sync::Arc::new(error),
+                };
+                return failed(error, record.usage, trace, elapsed);
+            }
+            Err(message) => {
+                return failed(
+                    ExampleError::Panicked { message },
+                    record.usage,
+                    trace,
+                    elapsed,
+                );
+            }
+        };
+        let fields = P::output_fields(&output);
+        let predicted = Predicted {
+            output: &output,
+            fields: &fields,
+            trace: self.keep_traces.then_some(&trace),
+        };
+        let scored =
+            std::panic::catch_unwind(AssertUnwindSafe(|| self.metric.score(example, &predicted)));
+        let (score, error) = match scored {
+            Ok(score) if score.value.is_finite() => (score, None),
+            Ok(score) => (
+                Score::new(self.failure_score),
+                Some(ExampleError::Metric {
+                    message: format!("the metric returned {}, not a finite number", score.value),
+                }),
+            ),
+            Err(panic) => (
+                Score::new(self.failure_score),
+                Some(ExampleError::Metric {
+                    message: format!("the metric panicked: {}", panic_text(&*panic)),
+                }),
+            ),
+        };
+        ExampleResult {
+            index,
+            example: example.clone(),
+            output: Some(output),
+            fields,
+            score,
+            error,
+            usage: record.usage,
+            trace,
+            elapsed,
+        }
+    }
+}
+
+/// The program's typed input from an example's inputs.
+pub(crate) fn input_of<P: Module>(example: &Example) -> Result<P::Input, ExampleError> {
+    if example.input_keys().is_empty() {
+        return Err(ExampleError::Input {
+            message: "the example marks no inputs: call `with_inputs([..])` on it, or name the \
+                      input keys when loading the dataset"
+                .into(),
+        });
+    }
+    example
+        .input_as::<P::Input>()
+        .map_err(|error| ExampleError::Input {
+            message: format!(
+                "its inputs do not fit `{}`: {}",
+                std::any::type_name::<P::Input>(),
+                std::error::Error::source(&error)
+                    .map_or_else(|| error.to_string(), ToString::to_string)
+            ),
+        })
+}
+
+/// A panic payload's message.
+pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".to_owned())
+}
+
+/// Runs `future`, turning a panic into an error message (for user code called by optimizers).
+pub(crate) async fn catch_panic<T>(
+    future: impl std::future::Future<Output = T>,
+) -> Result<T, String> {
+    AssertUnwindSafe(future)
+        .catch_unwind()
+        .await
+        .map_err(|panic| panic_text(&*panic))
+}

@@ -1,0 +1,180 @@
+//! Optimizers: compile a program into better demos, as DSPy's teleprompters do, with DSPy's
+//! choices (the same seeds pick the same examples as Python's `random.Random`), concurrent runs,
+//! and a report of what happened.
+//!
+//! * [`LabeledFewShot`]: `k` training examples as demos on every predictor (no LM calls).
+//! * [`BootstrapFewShot`]: runs a teacher (the program itself, with labeled demos) on training
+//!   examples; every run the metric accepts gives each predictor a demo of what it was given and
+//!   what it answered. Works for any program: intermediate steps get demos although only the
+//!   final output has a label.
+//! * [`BootstrapFewShotWithRandomSearch`]: several bootstrapped candidates (zero-shot,
+//!   labeled-only, then bootstrap runs on reshuffled training sets), each scored on a validation
+//!   set; the best wins.
+//!
+//! A compiled program saves in DSPy's format ([`save`](crate::module::Predictors::save)) and
+//! loads in Python, and the other way round.
+//!
+//! ```
+//! use signet::data::{Dataset, Example};
+//! use signet::evaluate::exact_match;
+//! use signet::lm::ScriptedLm;
+//! use signet::optimize::BootstrapFewShot;
+//! use signet::prelude::*;
+//!
+//! /// Answer with one word.
+//! #[derive(Signature)]
+//! struct Ask { #[input] question: String, #[output] answer: String }
+//!
+//! let trainset: Dataset = [("2 + 2?", "4"), ("3 + 3?", "6")]
+//!     .into_iter()
+//!     .map(|(q, a)| Example::new(serde_json::json!({"question": q, "answer": a})).with_inputs(["question"]))
+//!     .collect();
+//! let student = Predict::<Ask>::new()
+//!     .with_lm(ScriptedLm::texts(["[[ ## answer ## ]]\n4", "[[ ## answer ## ]]\n7"]));
+//! let compiled = BootstrapFewShot::new(exact_match("answer"))
+//!     .with_max_labeled_demos(0)
+//!     .with_concurrency(1)
+//!     .compile_blocking(&student, &trainset)
+//!     .unwrap();
+//! let demos = compiled.program.predictor().demos();
+//! assert_eq!(demos.len(), 1);
+//! assert_eq!(demos[0]["augmented"], true);
+//! assert_eq!(demos[0]["answer"], "4");
+//! assert_eq!(compiled.report.bootstrapped, 1);
+//! ```
+
+mod bootstrap;
+mod random_search;
+
+use std::sync::Arc;
+
+use crate::adapter::Fields;
+use crate::data::{Example, PyRandom};
+use crate::evaluate::ExampleError;
+use crate::module::Predictors;
+
+pub use bootstrap::{BootstrapFewShot, BootstrapReport};
+pub use random_search::{BootstrapFewShotWithRandomSearch, Candidate, SearchReport};
+
+/// A compiled program and what the optimizer did to get it.
+#[derive(Debug, Clone)]
+pub struct Compiled<P, R> {
+    /// The program with its new demos (and instructions, for instruction optimizers).
+    pub program: P,
+    /// What happened.
+    pub report: R,
+}
+
+/// Why an optimizer stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OptimizeError {
+    /// Too many training runs failed (see `with_max_errors`): the LM is likely unreachable or
+    /// misconfigured.
+    #[error("{errors} training runs failed (the limit is {max_errors}); the first error: {first}")]
+    TooManyErrors {
+        /// How many failed.
+        errors: usize,
+        /// The limit.
+        max_errors: usize,
+        /// The first failure.
+        first: ExampleError,
+    },
+    /// The teacher is not shaped like the student.
+    #[error("the teacher does not match the student: {reason}")]
+    TeacherMismatch {
+        /// What differs.
+        reason: String,
+    },
+    /// No candidate program was evaluated (the search's `restrict` matched no seed).
+    #[error("no candidate program was evaluated: {reason}")]
+    NoCandidates {
+        /// Why.
+        reason: String,
+    },
+    /// The blocking entry point could not run (see [`crate::blocking`]).
+    #[error(transparent)]
+    Blocking(#[from] crate::blocking::BlockingError),
+}
+
+/// DSPy's `LabeledFewShot`: `k` training examples (inputs and labels) as demos on every
+/// predictor, sampled as Python's `random.Random(0).sample` samples them (or the first `k`, with
+/// [`without_sampling`](Self::without_sampling)). No LM calls.
+///
+/// ```
+/// use signet::data::Example;
+/// use signet::optimize::LabeledFewShot;
+/// use signet::prelude::*;
+/// # #[derive(Signature)]
+/// # struct Ask { #[input] question: String, #[output] answer: String }
+/// let trainset: Vec<Example> = (0..10)
+///     .map(|i| Example::new(serde_json::json!({"question": format!("{i} + {i}?"), "answer": (2 * i).to_string()})).with_inputs(["question"]))
+///     .collect();
+/// let program = LabeledFewShot::new(4).compile(&Predict::<Ask>::new(), &trainset);
+/// let picked: Vec<&str> = program.predictor().demos().iter().map(|d| d["question"].as_str().unwrap()).collect();
+/// assert_eq!(picked, ["6 + 6?", "9 + 9?", "0 + 0?", "2 + 2?"]); // Python: Random(0).sample(range(10), 4) == [6, 9, 0, 2]
+/// ```
+#[derive(Debug, Clone)]
+pub struct LabeledFewShot {
+    k: usize,
+    sample: bool,
+}
+
+impl LabeledFewShot {
+    /// `k` demos per predictor (DSPy's default is 16).
+    pub fn new(k: usize) -> LabeledFewShot {
+        LabeledFewShot { k, sample: true }
+    }
+
+    /// Takes the first `k` examples instead of a seeded sample.
+    pub fn without_sampling(mut self) -> LabeledFewShot {
+        self.sample = false;
+        self
+    }
+
+    /// A copy of `student` whose predictors have `k` labeled demos each (their earlier demos
+    /// dropped; instructions and LMs kept).
+    pub fn compile<P: Predictors + Clone>(&self, student: &P, trainset: &[Example]) -> P {
+        let mut program = reset_copy(student);
+        if trainset.is_empty() {
+            return program;
+        }
+        let mut random = PyRandom::new(0);
+        let k = self.k.min(trainset.len());
+        for (_, predictor) in program.named_predictors_mut() {
+            let picked: Vec<&Example> = if self.sample {
+                random
+                    .sample_indices(trainset.len(), k)
+                    .into_iter()
+                    .map(|i| &trainset[i])
+                    .collect()
+            } else {
+                trainset[..k].iter().collect()
+            };
+            predictor.set_demos(picked.into_iter().map(|e| e.values().clone()).collect());
+        }
+        program
+    }
+}
+
+/// A copy of `program` with every predictor's demos cleared (DSPy's `reset_copy`; instructions,
+/// settings and LMs are kept).
+pub fn reset_copy<P: Predictors + Clone>(program: &P) -> P {
+    let mut copy = program.clone();
+    for (_, predictor) in copy.named_predictors_mut() {
+        predictor.set_demos(Vec::new());
+    }
+    copy
+}
+
+/// A demo from a run: `augmented: true` first, as DSPy writes bootstrapped demos, then the
+/// predictor's inputs and outputs.
+fn augmented(entry: &crate::trace::TraceEntry) -> Fields {
+    let mut demo = Fields::new();
+    demo.insert("augmented".into(), serde_json::Value::Bool(true));
+    demo.extend(entry.demo());
+    demo
+}
+
+/// The LM a teacher runs with, when it differs from the student's.
+type TeacherLm = Option<Arc<dyn crate::lm::Lm>>;

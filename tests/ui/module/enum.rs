@@ -1,0 +1,9 @@
+use signet::Module;
+
+#[derive(Module)]
+enum Program {
+    Fast,
+    Slow,
+}
+
+fn main() {}

@@ -1,0 +1,18 @@
+use signet::prelude::*;
+
+/// Answer.
+#[derive(Signature)]
+struct Ask {
+    #[input]
+    question: String,
+    #[output]
+    answer: String,
+}
+
+#[derive(Module)]
+struct Program {
+    answer: Predict<Ask>,
+    cache: std::collections::HashMap<String, String>,
+}
+
+fn main() {}
