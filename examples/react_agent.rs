@@ -13,8 +13,13 @@
 //! 135M-parameter model cannot follow a text format, so every reply is schema-constrained: the
 //! agent runs in native mode, each turn a list of tool calls that name real tools with arguments
 //! that follow their schemas (`signet_local::LlamaCpp::lm`), and any other call is
-//! `JsonAdapter::constrained`. It is a very small model: expect valid, typed steps, not good
-//! judgement (see docs/local-models.md for measured completion rates).
+//! `JsonAdapter::constrained`. On that model every turn calls a tool (the answer is a `finish`
+//! call).
+//!
+//! The agent is the compiled one: `examples/travel_agent.json`, saved by
+//! `examples/optimize_travel.rs` in DSPy's program format, holds demos — the model's own
+//! successful runs on training questions — which take SmolLM2-135M from no completed travel task
+//! to most of them (docs/optimize.md has the measured figures).
 
 use std::io::Write;
 use std::sync::Arc;
@@ -22,6 +27,9 @@ use std::sync::Arc;
 use futures::StreamExt;
 use signet::adapter::Adapter;
 use signet::prelude::*;
+
+/// The compiled agent's state (demos), in DSPy's `program.save()` format.
+const COMPILED: &str = include_str!("travel_agent.json");
 
 #[path = "shared/travel.rs"]
 mod travel;
@@ -36,7 +44,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or_else(|| QUESTION.to_owned());
     let api_key = std::env::var("OPENAI_API_KEY").is_ok_and(|k| !k.trim().is_empty());
 
-    let (lm, adapter, server): (Arc<dyn Lm>, Arc<dyn Adapter>, _) = if api_key {
+    let (lm, adapter, server, small): (Arc<dyn Lm>, Arc<dyn Adapter>, _, bool) = if api_key {
         let model = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".to_owned());
         let lm = OpenAiLm::builder(model).build()?;
         eprintln!(
@@ -44,23 +52,27 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             lm.model(),
             lm.base_url()
         );
-        (Arc::new(lm), Arc::new(ChatAdapter::new()), None)
+        (Arc::new(lm), Arc::new(ChatAdapter::new()), None, false)
     } else {
         eprintln!("model: SmolLM2-135M-Instruct, served locally (no OPENAI_API_KEY set)");
         let local = signet_local::LlamaCpp::smollm2();
         let server = local.serve().await?;
         eprintln!("server: {}", server.base_url());
         let lm = local.lm(&server)?;
-        (lm, Arc::new(JsonAdapter::constrained()), Some(server))
+        (lm, Arc::new(JsonAdapter::constrained()), Some(server), true)
     };
 
     let notes = Arc::new(Notes::default());
-    let agent = ReAct::<Travel>::new()
+    let mut agent = ReAct::<Travel>::new()
         .tools(travel::tools(&notes))
         .with_lm(lm)
         .with_adapter(adapter)
+        .with_required_tool_calls(small)
         .with_limits(Limits::default().max_iters(5))
         .with_options(LmOptions::new().temperature(0.0).max_tokens(400));
+    agent.load_json(COMPILED)?;
+    let demos = agent.named_predictors()[0].1.demos().len();
+    eprintln!("agent: compiled, {demos} demos (examples/travel_agent.json)");
 
     println!("question: {question}\n");
     let mut events = agent.stream(TravelInput { question });

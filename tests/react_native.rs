@@ -163,6 +163,64 @@ async fn finish_with_outputs_ends_the_run() {
     );
 }
 
+/// Answer briefly.
+#[derive(Signature)]
+struct Brief {
+    #[input]
+    question: String,
+    #[output(max_length = 20)]
+    answer: String,
+}
+
+#[tokio::test]
+async fn finish_carries_the_outputs_bounds_for_decoding_constraints() {
+    let lm = Arc::new(
+        ScriptedLm::new([calls(&[("c1", "finish", r#"{"answer": "5"}"#)])])
+            .with_capabilities(function_calling()),
+    );
+    ReAct::<Brief>::new()
+        .with_lm(lm.clone())
+        .call(BriefInput {
+            question: "2 + 3?".into(),
+        })
+        .await
+        .unwrap();
+    let finish = lm.requests()[0].tools.last().cloned().unwrap();
+    assert_eq!(
+        finish["function"]["parameters"]["properties"]["answer"],
+        json!({"type": "string", "maxLength": 20})
+    );
+}
+
+#[tokio::test]
+async fn required_tool_calls_make_every_turn_a_call_and_the_answer_a_finish() {
+    let lm = Arc::new(
+        ScriptedLm::new([
+            calls(&[("c1", "add", r#"{"a": 2, "b": 3}"#)]),
+            calls(&[("c2", "finish", r#"{"answer": "5"}"#)]),
+        ])
+        .with_capabilities(function_calling()),
+    );
+    ReAct::<Ask>::new()
+        .tool(AddTool)
+        .with_lm(lm.clone())
+        .with_required_tool_calls(true)
+        .call(AskInput {
+            question: "2 + 3?".into(),
+        })
+        .await
+        .unwrap();
+    let choices: Vec<_> = lm
+        .requests()
+        .iter()
+        .map(|r| r.tool_choice.clone())
+        .collect();
+    assert_eq!(
+        choices,
+        [Some(ToolChoice::Required), Some(ToolChoice::Required)]
+    );
+}
+
 #[tokio::test]
 async fn bad_arguments_and_unknown_tools_are_tool_messages_the_model_can_read() {
     let lm = Arc::new(

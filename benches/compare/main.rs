@@ -1,5 +1,5 @@
-//! The Signet side of `benches/compare/run.sh`: times the Predict and ReAct workloads of
-//! `benches/workloads` with a zero-latency scripted LM, with the same method as
+//! The Signet side of `benches/compare/overhead.sh`: times the Predict and ReAct workloads of
+//! `benches/workloads`, and Evaluate over 100 Predict examples, with a zero-latency scripted LM, with the same method as
 //! `dspy_overhead.py` uses for Python DSPy, and prints one JSON line per workload.
 //!
 //! ```text
@@ -18,6 +18,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use signet::data::Example;
+use signet::evaluate::{Evaluate, Progress, exact_match};
 use signet::lm::{Lm, ScriptedLm};
 
 // Each bench binary uses part of the shared workloads.
@@ -26,8 +28,8 @@ use signet::lm::{Lm, ScriptedLm};
 mod workloads;
 
 use workloads::{
-    CyclingLm, PREDICT_ANSWER, PREDICT_REPLY, REACT_ANSWER, REACT_LM_CALLS, predict, predict_input,
-    react, react_input, react_replies,
+    CyclingLm, PREDICT_ANSWER, PREDICT_QUESTION, PREDICT_REPLY, REACT_ANSWER, REACT_LM_CALLS,
+    predict, predict_input, react, react_input, react_replies,
 };
 
 /// Timing: warm up, pick a batch size so one sample takes about `SAMPLE`, take samples for the
@@ -96,7 +98,33 @@ fn main() {
         agent.call(react_input()).await.unwrap();
     });
     report("react", REACT_LM_CALLS, timing);
+
+    // Evaluate over EVAL_EXAMPLES copies of the Predict workload, defaults as a user gets them
+    // (8 at a time) without a progress display, DSPy's exact-match metric; timed per example.
+    let devset: Vec<Example> = (0..EVAL_EXAMPLES)
+        .map(|_| {
+            Example::new(json!({"question": PREDICT_QUESTION, "answer": PREDICT_ANSWER}))
+                .with_inputs(["question"])
+        })
+        .collect();
+    let evaluate = Evaluate::new(&devset, exact_match("answer")).with_progress(Progress::Off);
+    let timing = time_calls(&runtime, budget, || async {
+        let report = evaluate.run(&predictor).await.unwrap();
+        assert_eq!(report.score, 100.0);
+    });
+    report(
+        "evaluate",
+        1,
+        Timing {
+            median: timing.median / EVAL_EXAMPLES as u32,
+            fastest: timing.fastest / EVAL_EXAMPLES as u32,
+            calls: timing.calls * EVAL_EXAMPLES as u64,
+        },
+    );
 }
+
+/// Examples per Evaluate run in the `evaluate` workload (`dspy_overhead.py` uses the same).
+const EVAL_EXAMPLES: usize = 100;
 
 struct Timing {
     median: Duration,

@@ -12,7 +12,7 @@ pub struct Travel {
     #[input]
     pub question: String,
     /// A short answer with the numbers the tools gave.
-    #[output]
+    #[output(max_length = 200)]
     pub answer: String,
 }
 
@@ -25,14 +25,26 @@ pub fn eur_to_nok(amount: f64) -> f64 {
 /// Get tomorrow's forecast for a city.
 #[tool]
 pub async fn forecast(city: String) -> Result<String, String> {
-    match city.trim().to_lowercase().as_str() {
-        "oslo" => Ok("4 °C, light rain".into()),
-        "bergen" => Ok("7 °C, heavy rain".into()),
-        "tromsø" | "tromso" => Ok("-3 °C, snow".into()),
-        other => Err(format!(
-            "no forecast for `{other}`; known cities: Oslo, Bergen, Tromsø"
-        )),
-    }
+    let forecast = match city.trim().to_lowercase().as_str() {
+        "oslo" => "4 °C, light rain",
+        "bergen" => "7 °C, heavy rain",
+        "tromsø" | "tromso" => "-3 °C, snow",
+        "lillehammer" => "-1 °C, clear",
+        "stavanger" => "8 °C, wind",
+        "trondheim" => "3 °C, cloudy",
+        "bodø" | "bodo" => "1 °C, sleet",
+        "ålesund" | "alesund" => "6 °C, showers",
+        "kristiansand" => "9 °C, sunny",
+        "narvik" => "-2 °C, snow showers",
+        "hammerfest" => "-5 °C, snow",
+        other => {
+            return Err(format!(
+                "no forecast for `{other}`; known cities: Oslo, Bergen, Tromsø, Lillehammer, \
+                 Stavanger, Trondheim, Bodø, Ålesund, Kristiansand, Narvik, Hammerfest"
+            ));
+        }
+    };
+    Ok(forecast.into())
 }
 
 /// The traveller's notes, shared by the tools below.

@@ -38,10 +38,6 @@ use crate::signature::DynSignature;
 /// Field values by name: inputs, outputs, or a demo holding both.
 pub type Fields = Map<String, Value>;
 
-/// The former name of [`Fields`].
-#[deprecated(note = "renamed `Fields`; `signet::data::Example` is a dataset record")]
-pub type Example = Fields;
-
 /// Which adapter produced a prompt or read a reply; printed as DSPy's class name.
 ///
 /// ```
@@ -133,7 +129,8 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
 pub enum ParseError {
     /// Some output fields were not found in the reply.
     #[error(
-        "{adapter} could not find the output fields {missing:?} in the LM response (found {found:?}); response: {response:?}"
+        "{adapter} could not find the output fields {missing:?} in the LM response (found {found:?}); response: {}",
+        excerpt(response)
     )]
     MissingFields {
         /// The adapter.
@@ -162,7 +159,10 @@ pub enum ParseError {
         reason: String,
     },
     /// The reply holds no JSON object (JSON format).
-    #[error("{adapter}: the LM response is not a JSON object: {response:?}")]
+    #[error(
+        "{adapter}: the LM response is not a JSON object: {}",
+        excerpt(response)
+    )]
     NotAnObject {
         /// The adapter.
         adapter: AdapterName,
@@ -170,7 +170,10 @@ pub enum ParseError {
         response: String,
     },
     /// The reply is not well-formed (XML format).
-    #[error("{adapter}: the LM response is not well-formed: {message}; response: {response:?}")]
+    #[error(
+        "{adapter}: the LM response is not well-formed: {message}; response: {}",
+        excerpt(response)
+    )]
     Malformed {
         /// The adapter.
         adapter: AdapterName,
@@ -185,6 +188,18 @@ pub enum ParseError {
         /// The adapter.
         adapter: AdapterName,
     },
+}
+
+/// A reply as an error message shows it: quoted, and cut after 400 characters with a note of how
+/// much was left out (the error's `response` field keeps all of it).
+fn excerpt(response: &str) -> String {
+    const SHOWN: usize = 400;
+    let total = response.chars().count();
+    if total <= SHOWN {
+        return format!("{response:?}");
+    }
+    let start: String = response.chars().take(SHOWN).collect();
+    format!("{start:?} ... ({} more characters)", total - SHOWN)
 }
 
 /// Shared and boxed adapters (`Arc<dyn Adapter>`, `Box<A>`) are adapters themselves: every

@@ -51,6 +51,7 @@ pub(crate) use metric::Borrowed;
 pub use metric::{
     FieldMatch, Metric, Predicted, Score, WithTrace, exact_match, f1, normalize_text, with_trace,
 };
+pub(crate) use progress::Bar;
 pub use progress::Progress;
 pub use report::{ExampleError, ExampleResult, Report};
 
@@ -160,7 +161,8 @@ impl<'d, M> Evaluate<'d, M> {
         M: Metric<P::Output>,
     {
         let started = Instant::now();
-        let bar = progress::Bar::new(self.progress, self.examples.len());
+        let bar = progress::Bar::new(self.progress, "evaluate", self.examples.len());
+        let mut sum = 0.0;
         let runs = stream::iter(self.examples.iter().enumerate())
             .map(|(index, example)| self.run_one(program, index, example))
             .buffer_unordered(self.concurrency)
@@ -172,7 +174,9 @@ impl<'d, M> Evaluate<'d, M> {
             if result.error.is_some() {
                 errors += 1;
             }
-            bar.record(result.score.value, result.error.is_some());
+            sum += result.score.value;
+            let done = results.len() + 1;
+            bar.advance(|| progress::average_line(sum, done, errors));
             results.push(result);
             if let Some(max_errors) = self.max_errors
                 && errors > max_errors
@@ -242,7 +246,12 @@ impl<'d, M> Evaluate<'d, M> {
             Ok(input) => input,
             Err(error) => return failed(error, Usage::default(), Trace::new(), started.elapsed()),
         };
-        let (outcome, record) = crate::trace::recorded(catch_panic(program.call(input))).await;
+        let run = catch_panic(program.call(input));
+        let (outcome, record) = if self.keep_traces {
+            crate::trace::recorded(run).await
+        } else {
+            crate::trace::usage_of(run).await
+        };
         let elapsed = started.elapsed();
         let trace = if self.keep_traces {
             record.trace

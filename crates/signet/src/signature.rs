@@ -451,6 +451,53 @@ pub enum Constraint {
 }
 
 impl Constraint {
+    /// Adds the constraint to a JSON schema of the value, as pydantic writes it (`minimum`,
+    /// `exclusiveMaximum`, `maxLength` for a string or `maxItems` for a list, `multipleOf`): what a
+    /// decoding constraint enforces. DSPy never sends constraints in a schema; Signet adds them
+    /// only where the schema is its own (native ReAct's `finish`).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use signet::signature::Constraint;
+    /// let mut schema = json!({"type": "string"});
+    /// Constraint::MaxLength(200).apply_to(&mut schema);
+    /// assert_eq!(schema, json!({"type": "string", "maxLength": 200}));
+    /// let mut schema = json!({"type": "array", "items": {"type": "integer"}});
+    /// Constraint::MinLength(1).apply_to(&mut schema);
+    /// assert_eq!(schema["minItems"], 1);
+    /// let mut schema = json!({"anyOf": [{"type": "array"}, {"type": "null"}]});
+    /// Constraint::MaxLength(3).apply_to(&mut schema);
+    /// assert_eq!(schema["maxItems"], 3);
+    /// ```
+    pub fn apply_to(&self, schema: &mut Value) {
+        // A list, or an optional list (`anyOf` with an array branch, `"type": ["array", "null"]`).
+        let is_array = |schema: &Value| match schema.get("type") {
+            Some(Value::String(t)) => t == "array",
+            Some(Value::Array(types)) => types.iter().any(|t| t == "array"),
+            _ => false,
+        };
+        let list = is_array(schema)
+            || ["anyOf", "oneOf"].iter().any(|key| {
+                schema
+                    .get(*key)
+                    .and_then(Value::as_array)
+                    .is_some_and(|branches| branches.iter().any(is_array))
+            });
+        let Value::Object(map) = schema else {
+            return;
+        };
+        let (key, value) = match self {
+            Constraint::Gt(v) => ("exclusiveMinimum", v.clone()),
+            Constraint::Ge(v) => ("minimum", v.clone()),
+            Constraint::Lt(v) => ("exclusiveMaximum", v.clone()),
+            Constraint::Le(v) => ("maximum", v.clone()),
+            Constraint::MinLength(n) => (if list { "minItems" } else { "minLength" }, (*n).into()),
+            Constraint::MaxLength(n) => (if list { "maxItems" } else { "maxLength" }, (*n).into()),
+            Constraint::MultipleOf(v) => ("multipleOf", v.clone()),
+        };
+        map.insert(key.to_owned(), value);
+    }
+
     /// The text DSPy prints for it: `greater than or equal to: 0.0`, with the bound as Python
     /// prints it.
     pub fn describe(&self) -> String {

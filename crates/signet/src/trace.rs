@@ -72,34 +72,61 @@ pub struct Record {
     pub usage: Usage,
 }
 
+/// A record being written: the record, and whether predictor calls are wanted (usage always is).
+struct Recording {
+    record: Record,
+    calls: bool,
+}
+
 tokio::task_local! {
-    static RECORD: RefCell<Record>;
+    static RECORD: RefCell<Recording>;
 }
 
 /// Runs `future`, recording the predictor calls and LM usage it makes, and returns both.
 pub async fn recorded<F: Future>(future: F) -> (F::Output, Record) {
-    let (output, record) = RECORD
-        .scope(RefCell::new(Record::default()), async move {
+    record(future, true).await
+}
+
+/// Runs `future`, recording its LM usage only (the trace stays empty): cheaper when no one reads
+/// the calls.
+pub(crate) async fn usage_of<F: Future>(future: F) -> (F::Output, Record) {
+    record(future, false).await
+}
+
+async fn record<F: Future>(future: F, calls: bool) -> (F::Output, Record) {
+    let recording = Recording {
+        record: Record::default(),
+        calls,
+    };
+    RECORD
+        .scope(RefCell::new(recording), async move {
             let output = future.await;
-            let record = RECORD.with(|r| std::mem::take(&mut *r.borrow_mut()));
+            let record = RECORD.with(|r| std::mem::take(&mut r.borrow_mut().record));
             (output, record)
         })
-        .await;
-    (output, record)
+        .await
 }
 
 /// Adds a predictor call to the run's record, if it is being recorded.
 pub(crate) fn record_call(predictor: PredictorId, inputs: &Fields, outputs: &Fields) {
     let _ = RECORD.try_with(|r| {
-        r.borrow_mut().trace.push(TraceEntry {
-            predictor,
-            inputs: inputs.clone(),
-            outputs: outputs.clone(),
-        });
+        let mut recording = r.borrow_mut();
+        if recording.calls {
+            recording.record.trace.push(TraceEntry {
+                predictor,
+                inputs: inputs.clone(),
+                outputs: outputs.clone(),
+            });
+        }
     });
+}
+
+/// Whether predictor calls are being recorded (to skip building an entry no one keeps).
+pub(crate) fn recording_calls() -> bool {
+    RECORD.try_with(|r| r.borrow().calls).unwrap_or(false)
 }
 
 /// Adds LM usage to the run's record, if it is being recorded.
 pub(crate) fn record_usage(usage: Usage) {
-    let _ = RECORD.try_with(|r| r.borrow_mut().usage += usage);
+    let _ = RECORD.try_with(|r| r.borrow_mut().record.usage += usage);
 }

@@ -22,10 +22,11 @@ pub enum Progress {
     Off,
 }
 
-/// The running tally and how it is shown.
-pub(super) struct Bar {
+/// Progress shown as work finishes: a bar, or a line every tenth of the way.
+pub(crate) struct Bar {
     shown: Shown,
-    tally: Mutex<Tally>,
+    label: &'static str,
+    count: Mutex<Count>,
     total: usize,
 }
 
@@ -36,20 +37,21 @@ enum Shown {
 }
 
 #[derive(Default)]
-struct Tally {
+struct Count {
     done: usize,
-    sum: f64,
-    errors: usize,
     logged_tenths: usize,
 }
 
 impl Bar {
-    pub(super) fn new(progress: Progress, total: usize) -> Bar {
+    /// Progress over `total` items, lines prefixed with `label`.
+    pub(crate) fn new(progress: Progress, label: &'static str, total: usize) -> Bar {
         let terminal = std::io::stderr().is_terminal();
         let shown = match progress {
             Progress::Off => Shown::Off,
-            Progress::Lines => return Bar::lines(total, Box::new(std::io::stderr())),
-            Progress::Auto if !terminal => return Bar::lines(total, Box::new(std::io::stderr())),
+            Progress::Lines => return Bar::lines(label, total, Box::new(std::io::stderr())),
+            Progress::Auto if !terminal => {
+                return Bar::lines(label, total, Box::new(std::io::stderr()));
+            }
             Progress::Auto | Progress::Bar => {
                 let bar =
                     ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
@@ -63,52 +65,44 @@ impl Bar {
         };
         Bar {
             shown,
-            tally: Mutex::new(Tally::default()),
+            label,
+            count: Mutex::new(Count::default()),
             total,
         }
     }
 
     /// Progress as lines written to `sink`.
-    fn lines(total: usize, sink: Box<dyn Write + Send>) -> Bar {
+    fn lines(label: &'static str, total: usize, sink: Box<dyn Write + Send>) -> Bar {
         Bar {
             shown: Shown::Lines(Mutex::new(sink)),
-            tally: Mutex::new(Tally::default()),
+            label,
+            count: Mutex::new(Count::default()),
             total,
         }
     }
 
-    /// Counts one finished example.
-    pub(super) fn record(&self, score: f64, failed: bool) {
-        let mut tally = self.tally.lock().unwrap_or_else(|e| e.into_inner());
-        tally.done += 1;
-        tally.sum += score;
-        tally.errors += usize::from(failed);
-        let message = format!(
-            "Average Metric: {:.2} / {} ({:.1}%){}",
-            tally.sum,
-            tally.done,
-            100.0 * tally.sum / tally.done as f64,
-            if tally.errors > 0 {
-                format!(", {} failed", tally.errors)
-            } else {
-                String::new()
-            }
-        );
+    /// One more item done; `message` says where things stand.
+    pub(crate) fn advance(&self, message: impl FnOnce() -> String) {
+        let mut count = self.count.lock().unwrap_or_else(|e| e.into_inner());
+        count.done += 1;
         match &self.shown {
             Shown::Bar(bar) => {
-                bar.set_message(message);
+                bar.set_message(message());
                 bar.inc(1);
             }
             Shown::Lines(sink) => {
-                let tenths = tally.done * 10 / self.total.max(1);
-                if tenths > tally.logged_tenths || tally.done == self.total {
-                    tally.logged_tenths = tenths;
+                let tenths = count.done * 10 / self.total.max(1);
+                if tenths > count.logged_tenths || count.done == self.total {
+                    count.logged_tenths = tenths;
                     let mut sink = sink.lock().unwrap_or_else(|e| e.into_inner());
-                    // Progress is best effort: a closed stderr does not stop the evaluation.
+                    // Progress is best effort: a closed stderr does not stop the work.
                     let _ = writeln!(
                         sink,
-                        "evaluate: {}/{} done, {message}",
-                        tally.done, self.total
+                        "{}: {}/{} done, {}",
+                        self.label,
+                        count.done,
+                        self.total,
+                        message()
                     );
                 }
             }
@@ -117,11 +111,24 @@ impl Bar {
     }
 
     /// Leaves the final state on screen.
-    pub(super) fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Shown::Bar(bar) = &self.shown {
             bar.finish();
         }
     }
+}
+
+/// DSPy's running average line: `Average Metric: 9.00 / 12 (75.0%)`, with the failures.
+pub(super) fn average_line(sum: f64, done: usize, failed: usize) -> String {
+    format!(
+        "Average Metric: {sum:.2} / {done} ({:.1}%){}",
+        100.0 * sum / done.max(1) as f64,
+        if failed > 0 {
+            format!(", {failed} failed")
+        } else {
+            String::new()
+        }
+    )
 }
 
 #[cfg(test)]
@@ -146,9 +153,12 @@ mod tests {
     #[test]
     fn lines_come_every_tenth_and_at_the_end() {
         let sink = Shared::default();
-        let bar = Bar::lines(25, Box::new(sink.clone()));
+        let bar = Bar::lines("evaluate", 25, Box::new(sink.clone()));
+        let (mut sum, mut failed) = (0.0, 0);
         for i in 0..25 {
-            bar.record(if i % 2 == 0 { 1.0 } else { 0.0 }, i == 3);
+            sum += if i % 2 == 0 { 1.0 } else { 0.0 };
+            failed += usize::from(i == 3);
+            bar.advance(|| average_line(sum, i + 1, failed));
         }
         let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
         let lines: Vec<&str> = text.lines().collect();

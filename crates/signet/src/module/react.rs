@@ -80,6 +80,7 @@ pub struct ReActCore {
     mode: ReActMode,
     approver: Option<Approver>,
     selection_threshold: usize,
+    require_tool_calls: bool,
 }
 
 /// A request to run a tool that needs a person's approval (`#[tool(confirm)]`).
@@ -141,6 +142,7 @@ impl ReActCore {
             mode: ReActMode::Auto,
             approver: None,
             selection_threshold: 12,
+            require_tool_calls: false,
         }
     }
 
@@ -191,6 +193,15 @@ impl ReActCore {
         restricted.tools = tools;
         restricted.selection_threshold = usize::MAX;
         restricted
+    }
+
+    /// In native mode, every turn must call a tool — the answer is a `finish` call with the
+    /// outputs (`tool_choice: "required"` instead of `"auto"`). For small models that otherwise
+    /// write an answer before using any tool; `finish` is always offered, so no run is forced
+    /// to call a tool it does not need. Text mode is unchanged.
+    pub fn with_required_tool_calls(mut self, required: bool) -> Self {
+        self.require_tool_calls = required;
+        self
     }
 
     /// Picks the tools relevant to `inputs` (see [`with_tool_selection_threshold`](Self::with_tool_selection_threshold)).

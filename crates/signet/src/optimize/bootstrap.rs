@@ -8,7 +8,7 @@ use futures::{StreamExt, stream};
 use super::{Compiled, LabeledFewShot, OptimizeError, TeacherLm, augmented, reset_copy};
 use crate::adapter::Fields;
 use crate::data::{Example, PyRandom};
-use crate::evaluate::{ExampleError, Metric, Predicted, catch_panic, input_of};
+use crate::evaluate::{Bar, ExampleError, Metric, Predicted, Progress, catch_panic, input_of};
 use crate::lm::{Lm, Usage};
 use crate::module::Module;
 use crate::trace::{PredictorId, Trace};
@@ -34,6 +34,7 @@ pub struct BootstrapFewShot<M> {
     pub(super) max_errors: usize,
     pub(super) concurrency: usize,
     pub(super) teacher_lm: TeacherLm,
+    pub(super) progress: Progress,
 }
 
 /// What a bootstrap did.
@@ -67,7 +68,15 @@ impl<M> BootstrapFewShot<M> {
             max_errors: 10,
             concurrency: 8,
             teacher_lm: None,
+            progress: Progress::Auto,
         }
+    }
+
+    /// How progress is shown: a bar on a terminal, otherwise a line every tenth of the
+    /// training set (see [`Progress`]).
+    pub fn with_progress(mut self, progress: Progress) -> Self {
+        self.progress = progress;
+        self
     }
 
     /// Accepts a run when its score is at least `threshold`.
@@ -177,10 +186,18 @@ impl<M> BootstrapFewShot<M> {
                 .map(|(index, example)| self.bootstrap_example(&teacher, index, example))
                 .buffered(self.concurrency);
             let mut runs = std::pin::pin!(runs);
+            let bar = Bar::new(self.progress, "bootstrap", trainset.len());
             while report.bootstrapped < self.max_bootstrapped_demos {
                 let Some(outcome) = runs.next().await else {
                     break;
                 };
+                let accepted = report.bootstrapped + usize::from(outcome.demos.is_some());
+                bar.advance(|| {
+                    format!(
+                        "{accepted} of {} demos bootstrapped",
+                        self.max_bootstrapped_demos
+                    )
+                });
                 report.examples_tried += 1;
                 report.attempts += outcome.attempts;
                 report.usage += outcome.usage;
@@ -202,6 +219,7 @@ impl<M> BootstrapFewShot<M> {
                     }
                 }
             }
+            bar.finish();
         }
         // The examples that did not bootstrap, shuffled as DSPy shuffles them, are the labeled
         // demos' pool.

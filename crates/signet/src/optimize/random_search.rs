@@ -146,9 +146,10 @@ impl<M> BootstrapFewShotWithRandomSearch<M> {
         self
     }
 
-    /// How each candidate's evaluation shows progress.
+    /// How each bootstrap and evaluation shows progress.
     pub fn with_progress(mut self, progress: Progress) -> Self {
         self.progress = progress;
+        self.bootstrap = self.bootstrap.with_progress(progress);
         self
     }
 
@@ -301,6 +302,7 @@ impl<M> BootstrapFewShot<M> {
             max_errors: self.max_errors,
             concurrency: self.concurrency,
             teacher_lm: self.teacher_lm.clone(),
+            progress: self.progress,
         }
     }
 }

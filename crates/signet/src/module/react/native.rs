@@ -42,7 +42,11 @@ impl ReActCore {
             let mut request = LmRequest::new(conversation(&base, &trajectory));
             request.options = self.step.options().clone();
             request.tools = tools.clone();
-            request.tool_choice = Some(ToolChoice::Auto);
+            request.tool_choice = Some(if self.require_tool_calls {
+                ToolChoice::Required
+            } else {
+                ToolChoice::Auto
+            });
             request.parallel_tool_calls = Some(true);
             self.limits
                 .check_lm_calls(&usage)
@@ -263,9 +267,50 @@ impl ReActCore {
         messages
     }
 
+    /// A native demo's [`TOOL_TURNS`] value for calls you write yourself: each turn's calls run
+    /// through the agent's tools (argument checks and errors as in a run), their results recorded.
+    /// Put it on a training example with its outputs (`with_label(TOOL_TURNS, ..)`): labeled demos
+    /// that show a teacher how the tools are used, for a model too small to find out alone.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use signet::module::ReActCore;
+    /// use signet::tool::FnTool;
+    ///
+    /// let add = FnTool::builder("add")
+    ///     .description("Add two integers.")
+    ///     .schema(json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}))
+    ///     .sync_fn(|args| Ok::<_, String>(json!(args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0))));
+    /// let agent = ReActCore::new("question -> answer".parse().unwrap()).tool(add);
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let turns = agent.demo_turns([vec![("add", json!({"a": 2, "b": 3}))]]).await;
+    /// assert_eq!(turns, json!([[{"name": "add", "args": {"a": 2, "b": 3}, "observation": 5}]]));
+    /// # });
+    /// ```
+    pub async fn demo_turns<'n>(
+        &self,
+        turns: impl IntoIterator<Item = Vec<(&'n str, Value)>>,
+    ) -> Value {
+        let mut recorded = Vec::new();
+        for turn in turns {
+            let mut calls = Vec::new();
+            for (name, args) in turn {
+                let observation = self.observe(name, &args, "").await;
+                calls.push(
+                    json!({"name": name, "args": args, "observation": observation.as_value()}),
+                );
+            }
+            recorded.push(Value::Array(calls));
+        }
+        Value::Array(recorded)
+    }
+
     /// Records a native run for optimizers: one call of the step predictor whose inputs are the
     /// run's and whose outputs are its tool turns and final outputs (a native demo).
     fn record_native_run(&self, inputs: &Fields, trajectory: &Trajectory, outputs: &Fields) {
+        if !crate::trace::recording_calls() {
+            return;
+        }
         let mut turns: Vec<Vec<Value>> = Vec::new();
         let mut last_turn = None;
         for step in trajectory.steps.iter().filter(|s| s.tool_name != FINISH) {
@@ -303,6 +348,10 @@ impl ReActCore {
             let mut schema = crate::schema::inline_refs(field.schema());
             if let (Value::Object(map), Some(desc)) = (&mut schema, field.desc()) {
                 map.insert("description".to_owned(), json!(desc));
+            }
+            // The field's bounds, so a decoding constraint keeps the answer within them.
+            for constraint in field.constraints() {
+                constraint.apply_to(&mut schema);
             }
             properties.insert(field.name().to_owned(), schema);
         }

@@ -76,6 +76,9 @@ impl<S: Signature> ReAct<S> {
         fn with_mode(mode: ReActMode);
         /// Above this many tools (default 12) a first call selects the relevant ones.
         fn with_tool_selection_threshold(threshold: usize);
+        /// Native mode: every turn calls a tool, the answer is `finish` (see
+        /// [`ReActCore::with_required_tool_calls`]).
+        fn with_required_tool_calls(required: bool);
     }
 
     /// Asks `approver` before running tools that require confirmation (`#[tool(confirm)]`).
@@ -86,6 +89,14 @@ impl<S: Signature> ReAct<S> {
     {
         self.core = self.core.with_approver(approver);
         self
+    }
+
+    /// A native demo's tool turns for calls you write yourself (see [`ReActCore::demo_turns`]).
+    pub async fn demo_turns<'n>(
+        &self,
+        turns: impl IntoIterator<Item = Vec<(&'n str, serde_json::Value)>>,
+    ) -> serde_json::Value {
+        self.core.demo_turns(turns).await
     }
 
     /// The untyped loop inside.
