@@ -6,38 +6,10 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use signet::data::{Dataset, Example};
+use signet::data::Example;
 use signet::evaluate::{Evaluate, EvaluateError, ExampleError, Progress, exact_match};
 use signet::prelude::*;
-use support::{Ask, AskInput, AskOutput, RuleLm, field_in};
-
-/// `n` questions `"i + i?"` labelled `2i`.
-fn sums(n: usize) -> Dataset {
-    (0..n)
-        .map(|i| {
-            Example::new(json!({"question": format!("{i} + {i}?"), "answer": (2 * i).to_string()}))
-                .with_inputs(["question"])
-        })
-        .collect()
-}
-
-/// The number before ` + ` in a question.
-fn operand(message: &str) -> Option<usize> {
-    field_in(message, "question")?
-        .split(' ')
-        .next()?
-        .parse()
-        .ok()
-}
-
-/// Right for operands `right` accepts, off by one otherwise.
-fn answers(right: impl Fn(usize) -> bool) -> impl Fn(&str) -> Option<String> {
-    move |message| {
-        let i = operand(message)?;
-        let value = if right(i) { 2 * i } else { 2 * i + 1 };
-        Some(format!("[[ ## answer ## ]]\n{value}"))
-    }
-}
+use support::{Ask, AskInput, AskOutput, RuleLm, answers, operand, sums};
 
 #[tokio::test]
 async fn scores_are_averaged_and_each_result_is_kept_in_order() {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use signet::adapter::Fields;
-use signet::data::{Dataset, Example};
+use signet::data::Example;
 use signet::evaluate::{Progress, exact_match};
 use signet::lm::{ScriptedLm, ScriptedReply};
 use signet::module::{Predictors, TOOL_TURNS};
@@ -16,34 +16,7 @@ use signet::optimize::{
     BootstrapFewShot, BootstrapFewShotWithRandomSearch, LabeledFewShot, OptimizeError,
 };
 use signet::prelude::*;
-use support::{Ask, AskInput, AskOutput, RuleLm, field_in};
-
-/// `n` questions `"i + i?"` labelled `2i`.
-fn sums(n: usize) -> Dataset {
-    (0..n)
-        .map(|i| {
-            Example::new(json!({"question": format!("{i} + {i}?"), "answer": (2 * i).to_string()}))
-                .with_inputs(["question"])
-        })
-        .collect()
-}
-
-fn operand(message: &str) -> Option<usize> {
-    field_in(message, "question")?
-        .split(' ')
-        .next()?
-        .parse()
-        .ok()
-}
-
-/// Right for operands `right` accepts, off by one otherwise.
-fn answers(right: impl Fn(usize) -> bool) -> impl Fn(&str) -> Option<String> {
-    move |message| {
-        let i = operand(message)?;
-        let value = if right(i) { 2 * i } else { 2 * i + 1 };
-        Some(format!("[[ ## answer ## ]]\n{value}"))
-    }
-}
+use support::{Ask, AskInput, AskOutput, RuleLm, answers, field_in, operand, sums};
 
 fn questions(demos: &[Fields]) -> Vec<&str> {
     demos

@@ -132,3 +132,33 @@ pub fn field_in<'a>(message: &'a str, name: &str) -> Option<&'a str> {
     let rest = &message[start..];
     Some(rest.split("\n\n").next().unwrap_or(rest))
 }
+
+/// `n` questions `"i + i?"` labelled `2i`, as a dataset.
+pub fn sums(n: usize) -> signet::data::Dataset {
+    (0..n)
+        .map(|i| {
+            signet::data::Example::new(
+                serde_json::json!({"question": format!("{i} + {i}?"), "answer": (2 * i).to_string()}),
+            )
+            .with_inputs(["question"])
+        })
+        .collect()
+}
+
+/// The number before ` + ` in a [`sums`] question.
+pub fn operand(message: &str) -> Option<usize> {
+    field_in(message, "question")?
+        .split(' ')
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Replies to [`sums`] questions: right for operands `right` accepts, off by one otherwise.
+pub fn answers(right: impl Fn(usize) -> bool) -> impl Fn(&str) -> Option<String> {
+    move |message| {
+        let i = operand(message)?;
+        let value = if right(i) { 2 * i } else { 2 * i + 1 };
+        Some(format!("[[ ## answer ## ]]\n{value}"))
+    }
+}
