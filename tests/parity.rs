@@ -409,6 +409,17 @@ fn compare_calls(recorded: &[Value], sent: &[LmRequest]) -> Result<(), Skip> {
                 i + 1
             ));
         }
+        // A structured-outputs schema goes to the provider as text: its key order is part of it.
+        let (want_format, got_format) = (
+            want_kwargs["response_format"].to_string(),
+            got_kwargs["response_format"].to_string(),
+        );
+        if want_format != got_format {
+            return fail(format!(
+                "call {} response_format key order: recorded {want_format}, Signet {got_format}",
+                i + 1
+            ));
+        }
     }
     Ok(())
 }
@@ -534,7 +545,8 @@ fn tool_descriptor(tool: &Value) -> Result<Value, Skip> {
 }
 
 fn adapter_for(recorded: &Value, parallel: Option<bool>) -> Result<Arc<dyn Adapter>, Skip> {
-    let class = recorded["class"].as_str().unwrap_or_default();
+    // No adapter recorded (none configured): DSPy's default, a `ChatAdapter()`.
+    let class = recorded["class"].as_str().unwrap_or("ChatAdapter");
     let fallback = recorded["use_json_adapter_fallback"]
         .as_bool()
         .unwrap_or(true);
@@ -556,7 +568,9 @@ fn adapter_for(recorded: &Value, parallel: Option<bool>) -> Result<Arc<dyn Adapt
                 .with_parallel_tool_calls(parallel),
         )),
         "XMLAdapter" => {
-            let xml = XmlAdapter::new();
+            let xml = XmlAdapter::new()
+                .with_native_function_calling(native.unwrap_or(false))
+                .with_parallel_tool_calls(parallel);
             Ok(Arc::new(if fallback {
                 xml
             } else {

@@ -380,6 +380,22 @@ fn format_demos(render: &Format, signature: &DynSignature, demos: &[Fields]) -> 
     messages
 }
 
+/// Whether a value of this schema may be None (DSPy's `annotation_allows_none`): a `null` type, or
+/// a union with a `null` branch.
+pub(crate) fn allows_none(schema: &Value) -> bool {
+    match schema.get("type") {
+        Some(Value::String(t)) if t == "null" => return true,
+        Some(Value::Array(types)) if types.iter().any(|t| t == "null") => return true,
+        _ => {}
+    }
+    ["anyOf", "oneOf"].iter().any(|key| {
+        schema
+            .get(*key)
+            .and_then(Value::as_array)
+            .is_some_and(|branches| branches.iter().any(allows_none))
+    })
+}
+
 /// All outputs parsed, or [`ParseError::MissingFields`].
 pub(crate) fn check_complete(
     adapter: AdapterName,
@@ -387,6 +403,14 @@ pub(crate) fn check_complete(
     fields: Fields,
     response: &str,
 ) -> Result<Fields, ParseError> {
+    let mut fields = fields;
+    // DSPy's `apply_output_field_defaults`: a missing output whose type admits None
+    // (`Optional[int]`, `str | None`) is None rather than missing.
+    for f in signature.outputs() {
+        if !fields.contains_key(f.name()) && allows_none(f.schema()) {
+            fields.insert(f.name().to_owned(), Value::Null);
+        }
+    }
     let missing: Vec<String> = signature
         .outputs()
         .iter()
@@ -396,7 +420,6 @@ pub(crate) fn check_complete(
     if missing.is_empty() {
         // Outputs in signature order.
         let mut ordered = Map::new();
-        let mut fields = fields;
         for f in signature.outputs() {
             if let Some(v) = fields.remove(f.name()) {
                 ordered.insert(f.name().to_owned(), v);

@@ -132,9 +132,15 @@ impl Adapter for ChatAdapter {
     }
 
     fn fallback(&self) -> Option<Box<dyn Adapter>> {
-        // DSPy falls back to a default `JSONAdapter()`, whatever this adapter's settings.
-        self.json_fallback
-            .then(|| Box::new(super::JsonAdapter::new()) as Box<dyn Adapter>)
+        // DSPy's `_make_json_adapter_fallback`: a `JSONAdapter` with this adapter's native
+        // function calling and parallel tool calls settings.
+        self.json_fallback.then(|| {
+            Box::new(
+                super::JsonAdapter::new()
+                    .with_native_function_calling(self.native_function_calling)
+                    .with_parallel_tool_calls(self.parallel_tool_calls),
+            ) as Box<dyn Adapter>
+        })
     }
 
     fn native_function_calling(&self) -> bool {
@@ -173,6 +179,93 @@ fn parse_one(text: &str) -> Result<Fields, ParseError> {
 mod tests {
     use super::*;
     use serde_json::{Value, json};
+
+    /// A signature with tools in and tool calls out (DSPy's `list[dspy.Tool]` / `dspy.ToolCalls`).
+    fn tool_signature() -> DynSignature {
+        use crate::adapter::{ToolCalls, Tools};
+        use crate::signature::Field;
+        DynSignature::new("ToolSig")
+            .with_instructions("Use the tools.")
+            .with_input(Field::str("question"))
+            .with_input(Field::of::<Tools>("tools"))
+            .with_output(Field::str("answer"))
+            .with_output(Field::of::<ToolCalls>("tool_calls"))
+    }
+
+    fn add_tool() -> Value {
+        json!({"type": "function", "function": {"name": "add", "description": "Add two integers.",
+            "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"]}}})
+    }
+
+    #[test]
+    fn a_missing_optional_output_is_none() {
+        let sig = DynSignature::parse("q -> answer, maybe: Optional[int]").unwrap();
+        let parsed = ChatAdapter::new()
+            .parse(&sig, "[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]")
+            .unwrap();
+        assert_eq!(
+            Value::Object(parsed),
+            json!({"answer": "Paris", "maybe": null})
+        );
+    }
+
+    #[test]
+    fn tools_and_tool_calls_in_the_prompt_as_dspy_writes_them() {
+        let inputs: Fields = json!({"question": "2 + 3?", "tools": [add_tool()]})
+            .as_object()
+            .cloned()
+            .unwrap();
+        let messages = ChatAdapter::new().format(&tool_signature(), &[], &inputs);
+        // The type description of `ToolCalls` on its own line; the field's line keeps its space.
+        assert!(messages[0].content.contains(
+            "2. `tool_calls` (ToolCalls): \n    Type description of ToolCalls: Tool calls must be a JSON \
+             object with `tool_calls`, a list of calls. Each call must include `name` and `args`. \
+             Example: {\"tool_calls\": [{\"name\": \"search\", \"args\": {\"query\": \"cats\"}}]}\n"
+        ));
+        // Tools are listed as DSPy's `str(tool)`, in a JSON list.
+        assert!(messages[1].content.contains(
+            "[[ ## tools ## ]]\n[\"add, whose description is <desc>Add two integers.</desc>. It takes \
+             arguments {'a': {'type': 'integer'}, 'b': {'type': 'integer'}}.\"]"
+        ));
+        assert!(messages[1].content.contains(
+            "`[[ ## tool_calls ## ]]` (must be a JSON object like {\"tool_calls\": [{\"name\": \"...\", \
+             \"args\": {...}}]})"
+        ));
+    }
+
+    #[test]
+    fn tool_calls_written_as_text_have_a_null_id() {
+        let parsed = ChatAdapter::new()
+            .parse(
+                &tool_signature(),
+                "[[ ## answer ## ]]\nx\n\n[[ ## tool_calls ## ]]\n{\"tool_calls\": [{\"name\": \"add\", \
+                 \"args\": {\"a\": 1}}]}",
+            )
+            .unwrap();
+        assert_eq!(
+            serde_json::to_string(&parsed["tool_calls"]).unwrap(),
+            r#"{"tool_calls":[{"id":null,"name":"add","args":{"a":1}}]}"#
+        );
+    }
+
+    #[test]
+    fn the_json_fallback_keeps_the_function_calling_settings() {
+        let chat = ChatAdapter::new()
+            .with_native_function_calling(true)
+            .with_parallel_tool_calls(false);
+        let fallback = chat.fallback().unwrap();
+        assert_eq!(fallback.name(), AdapterName::Json);
+        assert!(fallback.native_function_calling());
+        assert_eq!(fallback.parallel_tool_calls(), Some(false));
+        // A Chat adapter without native calling falls back to a JSON adapter without it too.
+        assert!(
+            !ChatAdapter::new()
+                .fallback()
+                .unwrap()
+                .native_function_calling()
+        );
+    }
 
     #[test]
     fn parses_markers_in_any_order_and_ignores_unknown_ones() {

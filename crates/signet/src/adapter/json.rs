@@ -192,6 +192,12 @@ fn constrained_format(
 
 /// The structured-outputs schema of the outputs (DSPy's `DSPyProgramOutputs` model), or `None` when a
 /// field is an open-ended mapping, which structured outputs cannot express.
+///
+/// Byte for byte what DSPy sends: pydantic's `model_json_schema()` of a model whose fields are the
+/// outputs, then DSPy's `enforce_required`. So a named type (a model, an enum: a schema with a
+/// `title`) is a `$ref` into `$defs`; every object's keys are sorted, except `properties`, which keep
+/// the declaration order; and `required` / `additionalProperties` are set on every object with
+/// properties, in place where pydantic already wrote them, else appended.
 pub(crate) fn structured_output_schema(signature: &DynSignature) -> Option<Value> {
     let mut properties = Map::new();
     let mut defs = Map::new();
@@ -207,23 +213,82 @@ pub(crate) fn structured_output_schema(signature: &DynSignature) -> Option<Value
             if let Some(Value::Object(d)) = map.remove("$defs") {
                 defs.extend(d);
             }
-            if !map.contains_key("$ref") || map.len() > 1 {
+            let named = map.get("title").and_then(Value::as_str).map(str::to_owned);
+            let is_class = map.contains_key("properties") || map.contains_key("enum");
+            if let (Some(name), true) = (named, is_class) {
+                // A model or enum class: pydantic puts it under `$defs` and refers to it.
+                defs.insert(name.clone(), Value::Object(std::mem::take(map)));
+                map.insert("$ref".to_owned(), json!(format!("#/$defs/{name}")));
+            } else if !map.contains_key("$ref") || map.len() > 1 {
                 map.entry("title")
                     .or_insert_with(|| json!(title_of(field.name())));
             }
         }
         properties.insert(field.name().to_owned(), schema);
     }
+    let required: Vec<Value> = properties.keys().map(|k| json!(k)).collect();
     let mut root = json!({
         "type": "object",
         "properties": properties,
+        "required": required,
         "title": "DSPyProgramOutputs",
+        "additionalProperties": false,
     });
     if !defs.is_empty() {
         root["$defs"] = Value::Object(defs);
     }
+    let mut root = pydantic_ordered(&root, None);
     enforce_required(&mut root);
     Some(root)
+}
+
+/// A schema with its keys in the order pydantic writes them: every object sorted by key, except the
+/// maps under `properties` (declaration order) and `default` (the value as given). A field's schema
+/// reaches Signet in DSPy's display order (all keys sorted), which no longer has the declaration
+/// order of properties; the required ones come first, in `required`'s order (the declaration order),
+/// then the others.
+fn pydantic_ordered(schema: &Value, parent: Option<&str>) -> Value {
+    match schema {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            match parent {
+                Some("default") => {}
+                Some("properties") => {}
+                _ => keys.sort(),
+            }
+            let required: Vec<&str> = map
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let mut out = Map::new();
+            for key in keys {
+                let mut value = pydantic_ordered(&map[key], Some(key));
+                if key == "properties"
+                    && parent != Some("properties")
+                    && let Value::Object(props) = &mut value
+                {
+                    let mut ordered = Map::new();
+                    for name in &required {
+                        if let Some(v) = props.shift_remove(*name) {
+                            ordered.insert((*name).to_owned(), v);
+                        }
+                    }
+                    ordered.extend(std::mem::take(props));
+                    *props = ordered;
+                }
+                out.insert(key.clone(), value);
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) if parent != Some("default") => Value::Array(
+            items
+                .iter()
+                .map(|item| pydantic_ordered(item, None))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 fn title_of(name: &str) -> String {
@@ -261,5 +326,99 @@ fn enforce_required(schema: &mut Value) {
         if let Some(Value::Object(defs)) = map.get_mut(key) {
             defs.values_mut().for_each(enforce_required);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::signature::Field;
+
+    #[test]
+    fn a_missing_optional_output_is_none() {
+        let sig = DynSignature::parse("q -> answer, maybe: Optional[int]").unwrap();
+        let parsed = JsonAdapter::new()
+            .parse(&sig, r#"{"answer": "Paris"}"#)
+            .unwrap();
+        assert_eq!(
+            Value::Object(parsed),
+            json!({"answer": "Paris", "maybe": null})
+        );
+    }
+
+    #[test]
+    fn tool_calls_and_tools_in_the_prompt_as_dspy_writes_them() {
+        use crate::adapter::{ToolCalls, Tools};
+        let sig = DynSignature::new("ToolSig")
+            .with_input(Field::str("question"))
+            .with_input(Field::of::<Tools>("tools"))
+            .with_output(Field::str("answer"))
+            .with_output(Field::of::<ToolCalls>("tool_calls"));
+        let inputs: Fields = json!({"question": "2 + 3?", "tools": []})
+            .as_object()
+            .cloned()
+            .unwrap();
+        let messages = JsonAdapter::new().format(&sig, &[], &inputs);
+        assert!(messages[0].content.contains(
+            "2. `tool_calls` (ToolCalls): \n    Type description of ToolCalls: Tool calls must be"
+        ));
+        assert!(messages[1].content.ends_with(
+            "`answer`, then `tool_calls` (must be a JSON object like {\"tool_calls\": [{\"name\": \
+             \"...\", \"args\": {...}}]})."
+        ));
+        // Text tool calls get DSPy's `id: None`.
+        let parsed = JsonAdapter::new()
+            .parse(
+                &sig,
+                r#"{"answer": "x", "tool_calls": {"tool_calls": [{"name": "add", "args": {}}]}}"#,
+            )
+            .unwrap();
+        assert_eq!(parsed["tool_calls"]["tool_calls"][0]["id"], Value::Null);
+    }
+
+    #[test]
+    fn structured_schema_is_pydantics_byte_for_byte() {
+        // A model as DSPy records its schema (type first, keys sorted), an enum and an optional.
+        let address = json!({"type": "object", "properties": {
+                "city": {"type": "string", "description": "City name", "title": "City"},
+                "street": {"type": "string", "title": "Street"}},
+            "required": ["street", "city"], "title": "Address"});
+        let person = json!({"type": "object", "$defs": {"Address": address},
+            "properties": {"address": {"$ref": "#/$defs/Address"}, "age": {"type": "integer", "title": "Age"},
+                "name": {"type": "string", "title": "Name"},
+                "nicknames": {"type": "array", "default": [], "items": {"type": "string"}, "title": "Nicknames"}},
+            "required": ["name", "age", "address"], "title": "Person"});
+        let sig = DynSignature::new("S")
+            .with_input(Field::str("text"))
+            .with_output(Field::from_schema("person", person).with_type_name("Person"))
+            .with_output(
+                Field::from_schema(
+                    "level",
+                    json!({"type": "string", "enum": ["low", "high"], "title": "Level"}),
+                )
+                .with_type_name("Level"),
+            )
+            .with_output(Field::from_schema(
+                "note",
+                json!({"anyOf": [{"type": "string"}, {"type": "null"}]}),
+            ));
+        let schema = structured_output_schema(&sig).unwrap();
+        assert_eq!(
+            schema.to_string(),
+            concat!(
+                r##"{"$defs":{"Address":{"properties":{"street":{"title":"Street","type":"string"},"##,
+                r##""city":{"description":"City name","title":"City","type":"string"}},"##,
+                r##""required":["street","city"],"title":"Address","type":"object","additionalProperties":false},"##,
+                r##""Level":{"enum":["low","high"],"title":"Level","type":"string"},"##,
+                r##""Person":{"properties":{"name":{"title":"Name","type":"string"},"##,
+                r##""age":{"title":"Age","type":"integer"},"address":{"$ref":"#/$defs/Address"},"##,
+                r##""nicknames":{"default":[],"items":{"type":"string"},"title":"Nicknames","type":"array"}},"##,
+                r##""required":["name","age","address","nicknames"],"title":"Person","type":"object","##,
+                r##""additionalProperties":false}},"additionalProperties":false,"##,
+                r##""properties":{"person":{"$ref":"#/$defs/Person"},"level":{"$ref":"#/$defs/Level"},"##,
+                r##""note":{"anyOf":[{"type":"string"},{"type":"null"}],"title":"Note"}},"##,
+                r##""required":["person","level","note"],"title":"DSPyProgramOutputs","type":"object"}"##
+            )
+        );
     }
 }

@@ -9,7 +9,7 @@
 use serde_json::{Map, Value};
 
 use super::python::{json_dumps, py_str};
-use crate::signature::{DynSignature, Field};
+use crate::signature::{DynSignature, Field, FieldKind};
 
 /// The marker that ends a Chat-format reply.
 pub(crate) const COMPLETED_MARKER: &str = "[[ ## completed ## ]]";
@@ -48,6 +48,11 @@ pub(crate) fn field_descriptions(signature: &DynSignature) -> String {
     )
 }
 
+/// `dspy.ToolCalls.description()`.
+const TOOL_CALLS_DESCRIPTION: &str = "Tool calls must be a JSON object with `tool_calls`, a list of \
+    calls. Each call must include `name` and `args`. Example: {\"tool_calls\": [{\"name\": \
+    \"search\", \"args\": {\"query\": \"cats\"}}]}";
+
 fn field_list(fields: &[Field]) -> String {
     let lines: Vec<String> = fields
         .iter()
@@ -57,8 +62,17 @@ fn field_list(fields: &[Field]) -> String {
                 .constraints_text()
                 .map(|text| format!("\nConstraints: {text}"))
                 .unwrap_or_default();
+            // DSPy appends the description of a DSPy type (`ToolCalls`) to the field's own, on a
+            // line of its own: the field's line then keeps the space after its colon.
+            let type_description = match f.kind() {
+                FieldKind::ToolCalls => format!(
+                    "\n    Type description of {}: {TOOL_CALLS_DESCRIPTION}",
+                    f.type_name()
+                ),
+                _ => String::new(),
+            };
             format!(
-                "{}. `{}` ({}): {}{constraints}",
+                "{}. `{}` ({}): {}{type_description}{constraints}",
                 i + 1,
                 f.name(),
                 f.type_name(),
@@ -149,11 +163,51 @@ fn type_note(field: &Field) -> Option<String> {
 /// A field's value as it appears in a prompt. A `str` field given a list is rendered as DSPy's
 /// numbered list of «quoted» items; containers as JSON; scalars as Python prints them.
 pub(crate) fn field_value(field: &Field, value: &Value) -> String {
+    if field.kind() == FieldKind::Tools {
+        // DSPy serializes a `dspy.Tool` as its listing (`str(tool)`): a list of tools is a JSON
+        // list of listings, one tool its listing as it is.
+        let listed = match value {
+            Value::Array(items) => Value::Array(
+                items
+                    .iter()
+                    .map(|item| tool_listing(item).map_or_else(|| item.clone(), Value::String))
+                    .collect(),
+            ),
+            other => tool_listing(other).map_or_else(|| other.clone(), Value::String),
+        };
+        return py_str(&listed);
+    }
     if field.is_text() {
         text_value(value)
     } else {
         py_str(value)
     }
+}
+
+/// DSPy's `str(tool)` for a tool given as an OpenAI function descriptor (`{"type": "function",
+/// "function": {name, description, parameters}}`, or the inner object):
+/// `NAME, whose description is <desc>DESC</desc>. It takes arguments {ARGS}.`
+fn tool_listing(descriptor: &Value) -> Option<String> {
+    let function = descriptor.get("function").unwrap_or(descriptor);
+    let name = function.get("name")?.as_str()?;
+    let description = function
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let args = function
+        .get("parameters")
+        .and_then(|p| p.get("properties"))
+        .cloned()
+        .unwrap_or_else(|| Value::Object(Map::new()));
+    let desc = if description.is_empty() {
+        ".".to_owned()
+    } else {
+        format!(", whose description is <desc>{description}</desc>.").replace('\n', "  ")
+    };
+    Some(format!(
+        "{name}{desc} It takes arguments {}.",
+        crate::schema::python_repr(&args)
+    ))
 }
 
 /// A value of a `str` field as it appears in a prompt: a list as DSPy's numbered list of «quoted»
@@ -228,6 +282,11 @@ pub(crate) fn user_message(
 }
 
 fn type_info(field: &Field) -> String {
+    if field.kind() == FieldKind::ToolCalls {
+        // DSPy's Chat and JSON reminders spell out the shape of `ToolCalls`.
+        return r#" (must be a JSON object like {"tool_calls": [{"name": "...", "args": {...}}]})"#
+            .to_owned();
+    }
     if field.is_text() {
         String::new()
     } else {

@@ -9,6 +9,39 @@ use crate::signature::Field;
 
 /// Parses a field value written as text (Chat and XML formats).
 pub fn parse_text(field: &Field, text: &str) -> Result<Value, String> {
+    parse_text_value(field, text).map(|value| typed(field, value))
+}
+
+/// A parsed value as DSPy's type holds it: a `ToolCalls` value's calls always have an `id` (None
+/// when the model wrote the calls as text), keys in the order `ToolCalls.ToolCall` declares them
+/// (`id`, `name`, `args`).
+fn typed(field: &Field, value: Value) -> Value {
+    if field.kind() != crate::signature::FieldKind::ToolCalls {
+        return value;
+    }
+    let mut value = value;
+    if let Some(calls) = value.get_mut("tool_calls").and_then(Value::as_array_mut) {
+        for call in calls.iter_mut() {
+            if let Value::Object(map) = call {
+                let mut ordered = Map::new();
+                ordered.insert(
+                    "id".to_owned(),
+                    map.shift_remove("id").unwrap_or(Value::Null),
+                );
+                for key in ["name", "args"] {
+                    if let Some(v) = map.shift_remove(key) {
+                        ordered.insert(key.to_owned(), v);
+                    }
+                }
+                ordered.extend(std::mem::take(map));
+                *map = ordered;
+            }
+        }
+    }
+    value
+}
+
+fn parse_text_value(field: &Field, text: &str) -> Result<Value, String> {
     if field.is_text() {
         return Ok(Value::String(text.to_owned()));
     }
@@ -40,7 +73,7 @@ pub fn parse_json(field: &Field, value: &Value) -> Result<Value, String> {
     }
     match value {
         Value::String(text) if !accepts_str_and_null(field.schema()) => parse_text(field, text),
-        other => coerce(other, field.schema(), field.schema()),
+        other => coerce(other, field.schema(), field.schema()).map(|value| typed(field, value)),
     }
 }
 

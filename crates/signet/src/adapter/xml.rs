@@ -23,6 +23,8 @@ use crate::signature::{DynSignature, Field};
 #[derive(Debug, Clone, Copy)]
 pub struct XmlAdapter {
     json_fallback: bool,
+    native_function_calling: bool,
+    parallel_tool_calls: Option<bool>,
 }
 
 impl Default for XmlAdapter {
@@ -36,7 +38,24 @@ impl XmlAdapter {
     pub fn new() -> XmlAdapter {
         XmlAdapter {
             json_fallback: true,
+            native_function_calling: false,
+            parallel_tool_calls: None,
         }
+    }
+
+    /// Send `tools` inputs as the LM's native tools and read its tool calls into a `ToolCalls`
+    /// output, when the LM supports function calling (DSPy's `use_native_function_calling`, off by
+    /// default for XML as for Chat).
+    pub fn with_native_function_calling(mut self, on: bool) -> Self {
+        self.native_function_calling = on;
+        self
+    }
+
+    /// Ask the provider for (or against) parallel tool calls when native function calling is
+    /// active; `None` (the default) leaves the provider's default.
+    pub fn with_parallel_tool_calls(mut self, parallel: impl Into<Option<bool>>) -> Self {
+        self.parallel_tool_calls = parallel.into();
+        self
     }
 
     /// Fail on an unparseable reply instead of retrying once in the JSON format.
@@ -122,8 +141,23 @@ impl Adapter for XmlAdapter {
     }
 
     fn fallback(&self) -> Option<Box<dyn Adapter>> {
-        self.json_fallback
-            .then(|| Box::new(super::JsonAdapter::new()) as Box<dyn Adapter>)
+        // DSPy's `_make_json_adapter_fallback` (inherited from `ChatAdapter`): a `JSONAdapter`
+        // with this adapter's native function calling and parallel tool calls settings.
+        self.json_fallback.then(|| {
+            Box::new(
+                super::JsonAdapter::new()
+                    .with_native_function_calling(self.native_function_calling)
+                    .with_parallel_tool_calls(self.parallel_tool_calls),
+            ) as Box<dyn Adapter>
+        })
+    }
+
+    fn native_function_calling(&self) -> bool {
+        self.native_function_calling
+    }
+
+    fn parallel_tool_calls(&self) -> Option<bool> {
+        self.parallel_tool_calls
     }
 }
 
@@ -541,6 +575,63 @@ fn elements_to_value(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_missing_optional_output_is_none() {
+        let sig = DynSignature::parse("q -> answer, maybe: Optional[int]").unwrap();
+        let parsed = XmlAdapter::new()
+            .parse(&sig, "<answer>Paris</answer>")
+            .unwrap();
+        assert_eq!(
+            Value::Object(parsed),
+            json!({"answer": "Paris", "maybe": null})
+        );
+    }
+
+    #[test]
+    fn tools_and_tool_calls_in_the_prompt_as_dspy_writes_them() {
+        use crate::adapter::{ToolCalls, Tools};
+        use crate::signature::Field;
+        let sig = DynSignature::new("ToolSig")
+            .with_input(Field::str("question"))
+            .with_input(Field::of::<Tools>("tools"))
+            .with_output(Field::str("answer"))
+            .with_output(Field::of::<ToolCalls>("tool_calls"));
+        let tool = json!({"type": "function", "function": {"name": "lookup", "description": "",
+            "parameters": {"type": "object", "properties": {"name": {"type": "string"}}}}});
+        let inputs: Fields = json!({"question": "Alice?", "tools": [tool]})
+            .as_object()
+            .cloned()
+            .unwrap();
+        let messages = XmlAdapter::new().format(&sig, &[], &inputs);
+        assert!(messages[0].content.contains(
+            "2. `tool_calls` (ToolCalls): \n    Type description of ToolCalls: Tool calls must be"
+        ));
+        assert!(messages[1].content.contains(
+            "<tools>\n[\"lookup. It takes arguments {'name': {'type': 'string'}}.\"]\n</tools>"
+        ));
+    }
+
+    #[test]
+    fn native_function_calling_and_the_json_fallback() {
+        let xml = XmlAdapter::new();
+        assert!(!xml.native_function_calling());
+        assert_eq!(xml.parallel_tool_calls(), None);
+        let xml = xml
+            .with_native_function_calling(true)
+            .with_parallel_tool_calls(true);
+        assert!(xml.native_function_calling());
+        let fallback = xml.fallback().unwrap();
+        assert_eq!(fallback.name(), AdapterName::Json);
+        assert!(fallback.native_function_calling());
+        assert_eq!(fallback.parallel_tool_calls(), Some(true));
+        assert!(
+            !XmlAdapter::new()
+                .fallback()
+                .unwrap()
+                .native_function_calling()
+        );
+    }
 
     #[test]
     fn malformed_xml_is_a_parse_error() {

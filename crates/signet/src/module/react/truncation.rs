@@ -21,7 +21,11 @@ pub trait TruncationPolicy: Send + Sync + std::fmt::Debug {
 
 const NOTHING_LEFT: &str = "the trajectory has no tool call left to drop";
 
-/// Drops the oldest step (DSPy's behaviour).
+const ONE_STEP: &str = "the trajectory is too long so your prompt exceeded the context window, \
+    but the trajectory cannot be truncated because it only has one tool call";
+
+/// Drops the oldest step (DSPy's behaviour): a trajectory of one step (or none) cannot be
+/// truncated, as DSPy's `truncate_trajectory` refuses at four keys or fewer.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DropOldest;
 
@@ -29,6 +33,8 @@ impl TruncationPolicy for DropOldest {
     fn truncate<'a>(&'a self, trajectory: &'a mut Trajectory) -> BoxFuture<'a, Result<(), String>> {
         let result = if trajectory.steps.is_empty() {
             Err(NOTHING_LEFT.to_owned())
+        } else if trajectory.steps.len() == 1 {
+            Err(ONE_STEP.to_owned())
         } else {
             trajectory.steps.remove(0);
             Ok(())
@@ -159,5 +165,40 @@ impl TruncationPolicy for Summarize {
             }
         }
         .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(index: usize) -> Step {
+        Step {
+            index,
+            thought: format!("thought {index}"),
+            tool_name: "add".to_owned(),
+            tool_args: json!({}),
+            observation: Observation::Output(json!(index)),
+            call_id: None,
+            turn: index,
+            elapsed: std::time::Duration::ZERO,
+        }
+    }
+
+    #[tokio::test]
+    async fn drop_oldest_keeps_the_last_step_as_dspy() {
+        let mut trajectory = Trajectory {
+            steps: vec![step(0), step(1)],
+            ..Trajectory::default()
+        };
+        DropOldest.truncate(&mut trajectory).await.unwrap();
+        assert_eq!(trajectory.steps.len(), 1);
+        assert_eq!(trajectory.steps[0].index, 1);
+        // One tool call (four keys in DSPy's trajectory) cannot be truncated.
+        let error = DropOldest.truncate(&mut trajectory).await.unwrap_err();
+        assert!(error.contains("only has one tool call"), "{error}");
+        assert_eq!(trajectory.steps.len(), 1);
+        trajectory.steps.clear();
+        assert!(DropOldest.truncate(&mut trajectory).await.is_err());
     }
 }
