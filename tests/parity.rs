@@ -17,7 +17,8 @@ use signet::lm::{
     ToolChoice,
 };
 use signet::module::{
-    CallConfig, Error, Limits, Predictor, Predictors, ReActCore, RunFailure, with_reasoning,
+    CallConfig, Error, Limits, Predictor, Predictors, ReActCore, ReActMode, RunFailure,
+    with_reasoning,
 };
 use signet::signature::{Constraint, FieldKind};
 use signet::tool::FnTool;
@@ -311,6 +312,9 @@ fn kwargs(request: &LmRequest) -> Value {
         }
         None => {}
     }
+    for (key, value) in &request.extra {
+        out.insert(key.clone(), value.clone());
+    }
     if let Value::Object(options) = serde_json::to_value(&request.options).unwrap() {
         for (key, value) in options {
             // f32 settings as the decimals they were written as (0.3, not 0.30000001192092896).
@@ -587,6 +591,7 @@ async fn run_module(fixture: &Value) -> Result<(), Skip> {
         "Predict" => false,
         "ChainOfThought" => true,
         "ReAct" => return run_react(fixture).await,
+        "ReActV2" => return run_react_v2(fixture).await,
         other => {
             return Err(Skip::Unsupported(format!(
                 "module {other} is not implemented"
@@ -1189,4 +1194,218 @@ fn run_user_module(
         None => return fail("no calls recorded"),
     };
     compare_result(&fixture["result"], &result)
+}
+
+/// A tool of a ReActV2 fixture: its recorded description, answering with the results the recorded
+/// run saw, in order (an error result as the tool's error, without DSPy's prefix).
+struct ReplayTool {
+    spec: signet::tool::ToolSpec,
+    results: Mutex<VecDeque<(Value, bool)>>,
+}
+
+impl signet::Tool for ReplayTool {
+    fn spec(&self) -> &signet::tool::ToolSpec {
+        &self.spec
+    }
+
+    fn call(&self, _args: Value) -> signet::tool::ToolFuture<'_> {
+        let next = self.results.lock().unwrap().pop_front();
+        let name = signet::Tool::name(self).to_owned();
+        Box::pin(async move {
+            match next {
+                Some((value, false)) => Ok(value),
+                Some((value, true)) => {
+                    let text = value.as_str().unwrap_or_default();
+                    let prefix = format!("Execution error in {name}: ");
+                    Err(signet::ToolError::Failed {
+                        message: text.strip_prefix(&prefix).unwrap_or(text).to_owned(),
+                        tool: name,
+                    })
+                }
+                None => Err(signet::ToolError::Failed {
+                    message: format!("no recorded result left for {name}"),
+                    tool: name,
+                }),
+            }
+        })
+    }
+}
+
+/// Python tracebacks in error results reduced to their last line, without the exception's class
+/// name (`Execution error in add: \nTraceback ..\nValueError: msg` -> `Execution error in add:
+/// msg`), in raw text and in JSON-escaped text.
+fn scrub_tracebacks(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("Execution error in ") {
+        let after = &rest[start..];
+        let Some(colon) = after.find(": ") else {
+            break;
+        };
+        out.push_str(&rest[..start + colon + 2]);
+        let body = &after[colon + 2..];
+        let (segment, tail, newline) = if let Some(escaped) = body.strip_prefix("\\n") {
+            let end = unescaped_quote(escaped).unwrap_or(escaped.len());
+            (&escaped[..end], &escaped[end..], "\\n")
+        } else if let Some(raw) = body.strip_prefix('\n') {
+            (raw, "", "\n")
+        } else {
+            let end = unescaped_quote(body).unwrap_or(body.len());
+            (&body[..end], &body[end..], "\n")
+        };
+        let last = segment.rsplit(newline).next().unwrap_or(segment);
+        out.push_str(without_exception_class(last));
+        rest = tail;
+    }
+    out.push_str(rest);
+    out
+}
+
+fn unescaped_quote(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+fn without_exception_class(line: &str) -> &str {
+    if let Some((class, message)) = line.split_once(": ")
+        && !class.is_empty()
+        && class
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        && (class.ends_with("Error") || class.ends_with("Exception"))
+    {
+        return message;
+    }
+    line
+}
+
+/// ReActV2 fixtures: the history mode of `ReActCore`, tools replaying the recorded results.
+async fn run_react_v2(fixture: &Value) -> Result<(), Skip> {
+    let r2 = &fixture["react_v2"];
+    let calls = fixture["calls"].as_array().cloned().unwrap_or_default();
+    let mut results: HashMap<String, VecDeque<(Value, bool)>> = HashMap::new();
+    for event in fixture["result"]["history"]["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        for result in event["tool_calls"]["tool_call_results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            results
+                .entry(result["name"].as_str().unwrap_or_default().to_owned())
+                .or_default()
+                .push_back((result["value"].clone(), result["is_error"] == json!(true)));
+        }
+    }
+    let mut tools: Vec<Arc<dyn signet::Tool>> = Vec::new();
+    for tool in r2["tools"].as_array().into_iter().flatten() {
+        let name = tool["name"].as_str().unwrap_or_default().to_owned();
+        if name == signet::module::SUBMIT {
+            continue;
+        }
+        let args = tool["args"].clone();
+        let required: Vec<Value> = args
+            .as_object()
+            .map(|a| {
+                a.iter()
+                    .filter(|(_, v)| v.get("default").is_none())
+                    .map(|(k, _)| json!(k))
+                    .collect()
+            })
+            .unwrap_or_default();
+        tools.push(Arc::new(ReplayTool {
+            spec: signet::tool::ToolSpec::new(
+                &name,
+                tool["desc"].as_str().unwrap_or_default(),
+                json!({"type": "object", "properties": args, "required": required}),
+            ),
+            results: Mutex::new(results.remove(&name).unwrap_or_default()),
+        }));
+    }
+    let config = module_config(&calls)?;
+    let adapter = adapter_for(&fixture["adapter"], config.parallel_tool_calls)?;
+    let replies: Vec<Value> = calls.iter().map(|c| c["reply"].clone()).collect();
+    let lm = scripted(&replies, capabilities(&fixture["lm_capabilities"]));
+    let core = ReActCore::new(signature(&fixture["signature"], false))
+        .tools(tools)
+        .with_mode(ReActMode::History)
+        .with_limits(Limits::default().max_iters(r2["max_iters"].as_u64().unwrap_or(20) as usize))
+        .with_options(config.options)
+        .with_adapter(adapter)
+        .with_lm(lm.clone());
+    let inputs = decode_inputs(&fixture["inputs"])?;
+    let result = core.forward(&inputs, &CallConfig::default()).await;
+    let scrub_calls = |calls: &[Value]| -> Vec<Value> {
+        let mut calls = calls.to_vec();
+        for call in &mut calls {
+            for message in call["messages"].as_array_mut().into_iter().flatten() {
+                if let Some(text) = message["content"].as_str() {
+                    message["content"] = json!(scrub_tracebacks(text));
+                }
+            }
+        }
+        calls
+    };
+    let sent: Vec<LmRequest> = lm
+        .requests()
+        .into_iter()
+        .map(|mut r| {
+            for m in &mut r.messages {
+                m.content = scrub_tracebacks(&m.content);
+            }
+            r
+        })
+        .collect();
+    compare_calls(&scrub_calls(&calls), &sent)?;
+    let outputs = result
+        .clone()
+        .map(|run| run.outputs)
+        .map_err(|e| match e.reason {
+            RunFailure::Call(error) => error,
+            other => Error::InvalidSignature {
+                message: other.to_string(),
+            },
+        });
+    compare_result(&fixture["result"], &outputs)?;
+    let Ok(run) = result else {
+        return Ok(());
+    };
+    let want_reason = fixture["result"]["termination_reason"].as_str();
+    let got_reason = if run.trajectory.stopped_early.is_some() {
+        "forced_submit"
+    } else {
+        "submit"
+    };
+    if want_reason != Some(got_reason) {
+        return fail(format!(
+            "termination: DSPy {want_reason:?}, Signet {got_reason}"
+        ));
+    }
+    let mut want = decode(&fixture["result"]["history"]["messages"]);
+    for event in want.as_array_mut().into_iter().flatten() {
+        for result in event["tool_calls"]["tool_call_results"]
+            .as_array_mut()
+            .into_iter()
+            .flatten()
+        {
+            result.as_object_mut().map(|r| r.shift_remove("value_type"));
+        }
+    }
+    let want = scrub_tracebacks(&want.to_string());
+    let got = scrub_tracebacks(&json!(run.trajectory.history).to_string());
+    if want != got {
+        return fail(format!("history: DSPy {want}, Signet {got}"));
+    }
+    Ok(())
 }

@@ -18,7 +18,7 @@ pub(crate) mod templates;
 pub mod value;
 mod xml;
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 pub use chat::ChatAdapter;
 pub use json::JsonAdapter;
@@ -33,7 +33,7 @@ pub(crate) fn xml_assistant_message(signature: &DynSignature, outputs: &Fields) 
 use crate::lm::{
     Capabilities, Completion, Lm, LmOptions, LmRequest, Message, ResponseFormat, Usage,
 };
-use crate::signature::DynSignature;
+use crate::signature::{DynSignature, Field};
 
 /// Field values by name: inputs, outputs, or a demo holding both.
 pub type Fields = Map<String, Value>;
@@ -295,6 +295,7 @@ pub(crate) fn format_messages(
     signature: &DynSignature,
     demos: &[Fields],
     inputs: &Fields,
+    native: bool,
 ) -> Vec<Message> {
     let system = signature.rendered(render.name, render.system);
     let mut messages = vec![Message::system(system.as_ref())];
@@ -318,6 +319,10 @@ pub(crate) fn format_messages(
                 if !user.is_empty() {
                     messages.push(Message::user(user));
                 }
+                if let Some((name, calls)) = history_tool_calls(turn) {
+                    history_tool_turn(render, &without, turn, name, calls, native, &mut messages);
+                    continue;
+                }
                 messages.push(Message::assistant((render.assistant)(&without, turn, None)));
             }
             (render.user)(&without, inputs, "", true)
@@ -328,6 +333,125 @@ pub(crate) fn format_messages(
         messages.push(Message::user(current));
     }
     messages
+}
+
+/// The first value of a history turn that holds tool calls (an object with `tool_calls`), as DSPy's
+/// `_tool_calls_from_message` finds it.
+fn history_tool_calls(turn: &Fields) -> Option<(&str, &Map<String, Value>)> {
+    turn.iter().find_map(|(name, value)| match value {
+        Value::Object(calls) if calls.contains_key("tool_calls") => Some((name.as_str(), calls)),
+        _ => None,
+    })
+}
+
+/// A history turn with tool calls, as DSPy renders it: natively (an assistant message with
+/// `tool_calls`, then one `tool` message per result) when the adapter uses native function calling,
+/// otherwise the calls in the assistant message and their results in a user message
+/// (`tool_call_results`).
+fn history_tool_turn(
+    render: &Format,
+    signature: &DynSignature,
+    turn: &Fields,
+    field: &str,
+    calls: &Map<String, Value>,
+    native: bool,
+    messages: &mut Vec<Message>,
+) {
+    let call_list: Vec<&Value> = calls
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .map(|c| c.iter().collect())
+        .unwrap_or_default();
+    let mut results: Option<Vec<&Value>> = calls
+        .get("tool_call_results")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().collect());
+    if native {
+        let mut content_signature = signature.clone();
+        for output in signature.outputs() {
+            let absent = turn.get(output.name()).is_none_or(Value::is_null);
+            if output.kind() == crate::signature::FieldKind::ToolCalls || absent {
+                content_signature = content_signature.without_field(output.name());
+            }
+        }
+        let content = if content_signature.outputs().is_empty() {
+            String::new()
+        } else {
+            (render.assistant)(&content_signature, turn, None)
+        };
+        if let Some(found) = &results {
+            let call_ids: Vec<Option<&str>> = call_list.iter().map(|c| c["id"].as_str()).collect();
+            let result_ids: Vec<Option<&str>> =
+                found.iter().map(|r| r["call_id"].as_str()).collect();
+            if call_ids != result_ids || call_ids.iter().any(|id| id.is_none_or(str::is_empty)) {
+                results = None;
+            }
+        }
+        if !content.is_empty() || results.is_some() {
+            let mut assistant = Message::assistant(content);
+            if results.is_some() {
+                assistant.tool_calls = call_list
+                    .iter()
+                    .map(|c| {
+                        crate::lm::ToolCall::new(
+                            c["id"].as_str().unwrap_or_default(),
+                            c["name"].as_str().unwrap_or_default(),
+                            python::json_dumps(&c["args"], None),
+                        )
+                    })
+                    .collect();
+            }
+            messages.push(assistant);
+        }
+        for result in results.into_iter().flatten() {
+            let content = match &result["value"] {
+                Value::String(text) => text.clone(),
+                other => python::json_dumps(other, None),
+            };
+            messages.push(Message::tool_result(
+                result["call_id"].as_str().unwrap_or_default(),
+                content,
+            ));
+        }
+        return;
+    }
+    let mut values = turn.clone();
+    if results.is_some() {
+        // The calls as the model wrote them; their results follow in a message of their own.
+        let without_results: Vec<Value> = call_list
+            .iter()
+            .map(|c| json!({"name": c["name"], "args": c["args"]}))
+            .collect();
+        values.insert(field.to_owned(), json!({"tool_calls": without_results}));
+    }
+    let assistant = (render.assistant)(signature, &values, None);
+    if !assistant.is_empty() {
+        messages.push(Message::assistant(assistant));
+    }
+    if let Some(results) = results {
+        let results: Vec<Value> = results
+            .iter()
+            .map(|r| {
+                json!({"call_id": r["call_id"], "name": r["name"], "value": r["value"],
+                       "is_error": r["is_error"].as_bool().unwrap_or(false)})
+            })
+            .collect();
+        let results_signature = DynSignature::new("ToolCallResults").with_input(
+            Field::from_schema("tool_call_results", json!({"type": "object"}))
+                .with_type_name("ToolCallResults"),
+        );
+        let mut values = Fields::new();
+        values.insert(
+            "tool_call_results".to_owned(),
+            json!({ "tool_call_results": results }),
+        );
+        messages.push(Message::user((render.user)(
+            &results_signature,
+            &values,
+            "",
+            false,
+        )));
+    }
 }
 
 /// Demos as user/assistant message pairs: incomplete demos (some fields missing, but at least one
@@ -481,6 +605,8 @@ pub async fn run_parsing_as(
         demos,
         inputs,
         options,
+        tool_choice: None,
+        extra: None,
     };
     run_counting(adapter, lm, &call, &mut Usage::default()).await
 }
@@ -531,6 +657,10 @@ pub(crate) struct Call<'a> {
     pub(crate) demos: &'a [Fields],
     pub(crate) inputs: &'a Fields,
     pub(crate) options: &'a LmOptions,
+    /// A tool choice for calls that send tools natively (dropped otherwise, as DSPy drops it).
+    pub(crate) tool_choice: Option<crate::lm::ToolChoice>,
+    /// Extra top-level request fields.
+    pub(crate) extra: Option<&'a Map<String, Value>>,
 }
 
 async fn attempt(
@@ -555,6 +685,14 @@ async fn attempt(
         if request.parallel_tool_calls.is_some() {
             request.tool_choice = Some(crate::lm::ToolChoice::Auto);
         }
+        if let Some(choice) = &call.tool_choice {
+            request.tool_choice = Some(choice.clone());
+        }
+    }
+    if let Some(extra) = call.extra {
+        request
+            .extra
+            .extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
     let completion = lm.complete(&request).await?;
     *usage += completion.usage;

@@ -59,6 +59,12 @@ pub enum Error {
     /// A blocking call could not run (see [`crate::blocking`]).
     #[error(transparent)]
     Blocking(#[from] crate::blocking::BlockingError),
+    /// The module cannot do what was asked in its configuration (say which and what to use).
+    #[error("not supported: {what}")]
+    Unsupported {
+        /// What was asked, and what to do instead.
+        what: String,
+    },
 }
 
 impl Error {

@@ -39,9 +39,9 @@ mod tool_loop;
 
 pub use react::{
     Approval, ApprovalRequest, Approver, DropOldest, FINISH, KeepFirst, Limits, Observation, ReAct,
-    ReActCore, ReActError, ReActEvent, ReActMode, ReActOutput, ReActRun, RunFailure, SlidingWindow,
-    Step, StopReason, Summarize, TOOL_TURNS, Trajectory, TruncationPolicy, UserMessage,
-    tool_listing,
+    ReActCore, ReActError, ReActEvent, ReActMode, ReActOutput, ReActRun, RunFailure, SUBMIT,
+    SlidingWindow, Step, StopReason, Summarize, TOOL_TURNS, Trajectory, TruncationPolicy,
+    UserMessage, tool_listing,
 };
 
 use crate::adapter::{self, Adapter, ChatAdapter, Fields};
@@ -394,6 +394,8 @@ impl Predictor {
             demos: &self.demos,
             inputs,
             options: &self.options,
+            tool_choice: None,
+            extra: None,
         };
         let reply = adapter::run_counting(adapter.as_ref(), lm.as_ref(), &adapted, usage).await?;
         Ok(Prediction {

@@ -81,7 +81,13 @@ impl Adapter for ChatAdapter {
     }
 
     fn format(&self, signature: &DynSignature, demos: &[Fields], inputs: &Fields) -> Vec<Message> {
-        super::format_messages(&templates::CHAT_FORMAT, signature, demos, inputs)
+        super::format_messages(
+            &templates::CHAT_FORMAT,
+            signature,
+            demos,
+            inputs,
+            self.native_function_calling,
+        )
     }
 
     fn parse(&self, signature: &DynSignature, text: &str) -> Result<Fields, ParseError> {

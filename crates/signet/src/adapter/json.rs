@@ -97,7 +97,13 @@ impl Adapter for JsonAdapter {
         } else {
             &templates::JSON_FORMAT
         };
-        super::format_messages(format, signature, demos, inputs)
+        super::format_messages(
+            format,
+            signature,
+            demos,
+            inputs,
+            self.native_function_calling,
+        )
     }
 
     fn configure(

@@ -71,7 +71,13 @@ impl Adapter for XmlAdapter {
     }
 
     fn format(&self, signature: &DynSignature, demos: &[Fields], inputs: &Fields) -> Vec<Message> {
-        super::format_messages(&XML_FORMAT, signature, demos, inputs)
+        super::format_messages(
+            &XML_FORMAT,
+            signature,
+            demos,
+            inputs,
+            self.native_function_calling,
+        )
     }
 
     fn parse(&self, signature: &DynSignature, text: &str) -> Result<Fields, ParseError> {

@@ -448,6 +448,7 @@ impl OpenAiLm {
     /// request.response_format = Some(ResponseFormat::JsonObject);
     /// request.tool_choice = Some(ToolChoice::Function("add".into()));
     /// request.extra.insert("top_k".into(), json!(40));
+    /// request.extra.insert("reasoning_effort".into(), json!(null)); // null: not sent
     /// assert_eq!(lm.request_body(&request, false), json!({
     ///     "model": "m",
     ///     "messages": [{"role": "user", "content": "hi"}],
@@ -506,8 +507,10 @@ impl OpenAiLm {
                 body.insert("stream_options".into(), json!({"include_usage": true}));
             }
         }
-        // Extra fields go last and win: they are the escape hatch for server extensions.
-        for (key, value) in &request.extra {
+        // Extra fields go last and win: they are the escape hatch for server extensions. A null
+        // one is not sent, as LiteLLM drops `None` parameters (DSPy's forced submit passes
+        // `reasoning_effort=None`).
+        for (key, value) in request.extra.iter().filter(|(_, v)| !v.is_null()) {
             body.insert(key.clone(), value.clone());
         }
         Value::Object(body)

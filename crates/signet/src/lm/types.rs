@@ -310,7 +310,8 @@ pub struct LmRequest {
     /// Whether the model may call several tools in one reply.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel_tool_calls: Option<bool>,
-    /// Extra top-level fields sent as given (server extensions).
+    /// Extra top-level fields sent as given (server extensions); `OpenAiLm` leaves out those
+    /// whose value is `null`.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub extra: Map<String, Value>,
 }

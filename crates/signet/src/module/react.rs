@@ -9,6 +9,7 @@
 mod answer_stream;
 mod error;
 mod events;
+mod history;
 mod native;
 mod prompt;
 mod trajectory;
@@ -17,6 +18,7 @@ mod typed;
 
 pub use error::{ReActError, RunFailure};
 pub use events::ReActEvent;
+pub use history::SUBMIT;
 pub use native::TOOL_TURNS;
 pub use prompt::tool_listing;
 pub use trajectory::{Observation, Step, StopReason, Trajectory, UserMessage};
@@ -66,6 +68,12 @@ pub enum ReActMode {
     Text,
     /// Native function calling: tools sent as `tools=`, calls of one reply run concurrently.
     Native,
+    /// DSPy's `dspy.ReActV2`: one predictor over a conversation history. Each turn the model
+    /// writes `next_thought` and calls any number of tools; the outputs are the arguments of a
+    /// built-in `submit` tool (forced with `tool_choice` after `max_iters` turns). Tools travel
+    /// natively or as text according to the adapter (`with_native_function_calling`), and every
+    /// earlier turn is re-sent as chat messages. See `docs/react.md`.
+    History,
 }
 
 /// The untyped ReAct loop over a run-time signature.
@@ -355,7 +363,8 @@ impl ReActCore {
     /// [`stream`](Self::stream), with a channel for follow-up messages while the run is in
     /// progress. Messages are added between iterations — in native mode after the tool results, so
     /// the tool-message order stays valid — several at once combined into one; a `finish` chosen
-    /// while messages wait is postponed so the model can address them.
+    /// while messages wait is postponed so the model can address them. Not in
+    /// [`ReActMode::History`]: that run fails at once with [`Error::Unsupported`].
     pub fn stream_with_interrupts<'a>(
         &'a self,
         inputs: Fields,
@@ -421,6 +430,16 @@ impl ReActCore {
                 return Ok(run);
             }
         }
+        if self.mode == ReActMode::History {
+            if interrupts.enabled() {
+                return Err(ReActError::before_start(Error::Unsupported {
+                    what: "follow-up messages (stream_with_interrupts) in history mode; use the \
+                           text or native mode for them"
+                        .to_owned(),
+                }));
+            }
+            return self.forward_history(inputs, resolved, events).await;
+        }
         let native = match self.mode {
             ReActMode::Auto if !resolved.lm.capabilities().function_calling => {
                 let model = resolved.lm.model().to_owned();
@@ -433,7 +452,7 @@ impl ReActCore {
                 false
             }
             ReActMode::Auto | ReActMode::Native => true,
-            ReActMode::Text => false,
+            ReActMode::Text | ReActMode::History => false,
         };
         if native {
             return self

@@ -44,6 +44,13 @@ pub enum RunFailure {
         /// What the provider and the truncation policy reported.
         message: String,
     },
+    /// In history mode, the forced `submit` did not produce the outputs (no `submit` call, or
+    /// one whose arguments were not valid).
+    #[error("{message}")]
+    NoFinalOutputs {
+        /// DSPy's message, with the `submit` errors.
+        message: String,
+    },
     /// The run reached its limit of LM calls ([`Limits::max_lm_calls`](super::Limits::max_lm_calls)).
     #[error("the run reached its limit of {limit} LM calls")]
     LmCallLimit {

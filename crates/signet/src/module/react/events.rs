@@ -201,6 +201,11 @@ impl Interrupts {
         }
     }
 
+    /// Whether the caller can send messages during the run.
+    pub(super) fn enabled(&self) -> bool {
+        self.receiver.is_some()
+    }
+
     /// Whether messages are waiting.
     pub(super) fn pending(&mut self) -> bool {
         if let Some(receiver) = &mut self.receiver {

@@ -127,6 +127,11 @@ pub struct Trajectory {
     /// then extracted from the steps so far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_early: Option<StopReason>,
+    /// In [history mode](super::ReActMode::History), the conversation as DSPy's `ReActV2` keeps it:
+    /// one event per turn (the inputs on the first, `next_thought`, `tool_calls` with their
+    /// `tool_call_results`, and the outputs on the last).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<Fields>,
 }
 
 /// Why a ReAct loop stopped before the model finished (the outputs are then extracted from the
@@ -161,6 +166,12 @@ pub enum StopReason {
     ContextWindow {
         /// What the provider reported.
         message: String,
+    },
+    /// In history mode, the model made no tool call in a turn.
+    #[error("turn {turn} made no tool call")]
+    NoToolCalls {
+        /// The turn.
+        turn: usize,
     },
     /// The steps ([`Limits::max_iters`](super::Limits::max_iters)) were used up.
     #[error("the step limit was reached (max_iters = {max_iters}) before the model finished")]
