@@ -768,15 +768,7 @@ async fn run_react_loaded(fixture: &Value, saved: Option<&str>) -> Result<(), Sk
             continue;
         }
         let args = tool["args"].clone();
-        let required: Vec<Value> = args
-            .as_object()
-            .map(|a| {
-                a.iter()
-                    .filter(|(_, v)| v.get("default").is_none())
-                    .map(|(k, _)| json!(k))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let required = required_args(&args);
         let queue = Arc::new(Mutex::new(
             observations.get(&name).cloned().unwrap_or_default(),
         ));
@@ -1315,15 +1307,7 @@ async fn run_react_v2(fixture: &Value) -> Result<(), Skip> {
             continue;
         }
         let args = tool["args"].clone();
-        let required: Vec<Value> = args
-            .as_object()
-            .map(|a| {
-                a.iter()
-                    .filter(|(_, v)| v.get("default").is_none())
-                    .map(|(k, _)| json!(k))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let required = required_args(&args);
         tools.push(Arc::new(ReplayTool {
             spec: signet::tool::ToolSpec::new(
                 &name,
@@ -1408,4 +1392,16 @@ async fn run_react_v2(fixture: &Value) -> Result<(), Skip> {
         return fail(format!("history: DSPy {want}, Signet {got}"));
     }
     Ok(())
+}
+
+/// The names of a recorded tool's arguments that have no default.
+fn required_args(args: &Value) -> Vec<Value> {
+    args.as_object()
+        .map(|a| {
+            a.iter()
+                .filter(|(_, v)| v.get("default").is_none())
+                .map(|(k, _)| json!(k))
+                .collect()
+        })
+        .unwrap_or_default()
 }

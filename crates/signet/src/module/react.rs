@@ -212,6 +212,19 @@ impl ReActCore {
         self
     }
 
+    /// The signature's inputs among `inputs`, in signature order.
+    fn own_inputs(&self, inputs: &Fields) -> Fields {
+        self.signature
+            .inputs()
+            .iter()
+            .filter_map(|f| {
+                inputs
+                    .get(f.name())
+                    .map(|v| (f.name().to_owned(), v.clone()))
+            })
+            .collect()
+    }
+
     /// Picks the tools relevant to `inputs` (see [`with_tool_selection_threshold`](Self::with_tool_selection_threshold)).
     async fn select_tools(
         &self,

@@ -49,16 +49,7 @@ impl ReActCore {
         let signature = self.history_signature();
         let mut tools: Vec<Value> = self.tools.iter().map(|t| t.to_openai_function()).collect();
         tools.push(self.submit_descriptor());
-        let mut pending: Fields = self
-            .signature
-            .inputs()
-            .iter()
-            .filter_map(|f| {
-                inputs
-                    .get(f.name())
-                    .map(|v| (f.name().to_owned(), v.clone()))
-            })
-            .collect();
+        let mut pending: Fields = self.own_inputs(inputs);
         let mut history: Vec<(usize, Fields)> = Vec::new();
         let mut trajectory = Trajectory::default();
         let mut usage = Usage::default();

@@ -325,16 +325,7 @@ impl ReActCore {
             }
             last_turn = Some(step.turn);
         }
-        let own_inputs: Fields = self
-            .signature
-            .inputs()
-            .iter()
-            .filter_map(|f| {
-                inputs
-                    .get(f.name())
-                    .map(|v| (f.name().to_owned(), v.clone()))
-            })
-            .collect();
+        let own_inputs: Fields = self.own_inputs(inputs);
         let mut recorded = Fields::new();
         recorded.insert(TOOL_TURNS.to_owned(), json!(turns));
         recorded.extend(outputs.clone());
