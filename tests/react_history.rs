@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use signet::adapter::ChatAdapter;
+use signet::adapter::{ChatAdapter, XmlAdapter};
 use signet::lm::{Capabilities, Completion, Role, ScriptedLm, ToolCall, ToolChoice};
 use signet::module::{Limits, Observation, ReAct, ReActMode, RunFailure, StopReason};
 use signet::{Signature, tool};
@@ -233,4 +233,49 @@ async fn follow_up_messages_are_refused_in_history_mode() {
         other => panic!("expected a failure, got {other:?}"),
     }
     assert!(lm.requests().is_empty());
+}
+
+/// DSPy's `XMLAdapter._uses_nested_xml` excludes its own models (`ToolCalls` is a `dspy.` model):
+/// the `tool_calls` output keeps the `{tool_calls}` placeholder with the JSON-schema note, no nested
+/// XML skeleton, and the model's tool calls are read from JSON inside `<tool_calls>`.
+#[tokio::test(flavor = "current_thread")]
+async fn xml_adapter_writes_tool_calls_as_json_not_nested_xml() {
+    let xml_turn = |thought: &str, calls: &str| {
+        Completion::text(format!(
+            "<next_thought>\n{thought}\n</next_thought>\n<tool_calls>\n{calls}\n</tool_calls>"
+        ))
+    };
+    let lm = Arc::new(ScriptedLm::new([
+        xml_turn(
+            "Add.",
+            r#"{"tool_calls": [{"name": "add", "args": {"a": 2, "b": 3}}, {"name": "add", "args": {"a": 5, "b": 4}}]}"#,
+        ),
+        xml_turn(
+            "Done.",
+            r#"{"tool_calls": [{"name": "submit", "args": {"answer": 9}}]}"#,
+        ),
+    ]));
+    let out = ReAct::<Ask>::new()
+        .tool(AddTool)
+        .with_mode(ReActMode::History)
+        .with_adapter(XmlAdapter::new())
+        .with_lm(lm.clone())
+        .call(input())
+        .await
+        .unwrap();
+    assert_eq!(out.output.answer, 9);
+    let requests = lm.requests();
+    let system = &requests[0].messages[0].content;
+    assert!(
+        system.contains(
+            "<tool_calls>\n{tool_calls}        # note: the value you produce must adhere"
+        )
+    );
+    assert!(!system.contains("<item>"));
+    let user = &requests[0].messages[1].content;
+    assert!(user.ends_with("wrapped in XML tags `<next_thought>`, then `<tool_calls>`."));
+    let assistant = &requests[1].messages[2].content;
+    assert!(assistant.contains(
+        "<tool_calls>\n{\"tool_calls\": [{\"name\": \"add\", \"args\": {\"a\": 2, \"b\": 3}}"
+    ));
 }

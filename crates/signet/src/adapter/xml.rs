@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use super::python::{py_str, strip};
 use super::{Adapter, AdapterName, Fields, ParseError, templates, value};
 use crate::lm::Message;
-use crate::signature::{DynSignature, Field};
+use crate::signature::{DynSignature, Field, FieldKind};
 
 /// DSPy's `XMLAdapter`: the Chat adapter's messages with `<field>` tags instead of markers. Lists,
 /// maps and structs are written and read as nested XML (`<names><item>..</item></names>`). Falls
@@ -351,8 +351,16 @@ fn is_xml_name(name: &str) -> bool {
         && chars.all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
-/// Whether an output is written as nested XML: lists, maps and structs (also when optional).
+/// Whether an output is written as nested XML: lists, maps and structs (also when optional), but not
+/// DSPy's own types (`ToolCalls`, `History`, `list[Tool]`: models from a `dspy.` module), which keep
+/// the `{name}` placeholder with the JSON-schema note and are written as JSON.
 fn uses_nested_xml(field: &Field) -> bool {
+    if matches!(
+        field.kind(),
+        FieldKind::ToolCalls | FieldKind::History | FieldKind::Tools
+    ) {
+        return false;
+    }
     let schema = field.schema();
     let inner = match schema.get("anyOf").and_then(Value::as_array) {
         Some(branches) => {
