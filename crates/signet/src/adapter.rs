@@ -507,17 +507,7 @@ fn format_demos(render: &Format, signature: &DynSignature, demos: &[Fields]) -> 
 /// Whether a value of this schema may be None (DSPy's `annotation_allows_none`): a `null` type, or
 /// a union with a `null` branch.
 pub(crate) fn allows_none(schema: &Value) -> bool {
-    match schema.get("type") {
-        Some(Value::String(t)) if t == "null" => return true,
-        Some(Value::Array(types)) if types.iter().any(|t| t == "null") => return true,
-        _ => {}
-    }
-    ["anyOf", "oneOf"].iter().any(|key| {
-        schema
-            .get(*key)
-            .and_then(Value::as_array)
-            .is_some_and(|branches| branches.iter().any(allows_none))
-    })
+    crate::schema::admits_type(schema, "null")
 }
 
 /// All outputs parsed, or [`ParseError::MissingFields`].

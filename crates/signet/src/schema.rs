@@ -368,6 +368,23 @@ fn pydantic_title(name: &str) -> String {
     out
 }
 
+/// Whether a value of JSON type `ty` fits the schema: its `type` (a name or a list of names) is
+/// `ty`, or a branch of its `anyOf` / `oneOf` union admits it (`Optional[list[int]]` admits
+/// `"array"` and `"null"`).
+pub(crate) fn admits_type(schema: &Value, ty: &str) -> bool {
+    let own = match schema.get("type") {
+        Some(Value::String(t)) => t == ty,
+        Some(Value::Array(types)) => types.iter().any(|t| t == ty),
+        _ => false,
+    };
+    own || ["anyOf", "oneOf"].iter().any(|key| {
+        schema
+            .get(*key)
+            .and_then(Value::as_array)
+            .is_some_and(|branches| branches.iter().any(|b| admits_type(b, ty)))
+    })
+}
+
 /// The Python-style name DSPy prints for a field's type, read off its JSON schema.
 ///
 /// | schema | name |

@@ -471,18 +471,7 @@ impl Constraint {
     /// ```
     pub fn apply_to(&self, schema: &mut Value) {
         // A list, or an optional list (`anyOf` with an array branch, `"type": ["array", "null"]`).
-        let is_array = |schema: &Value| match schema.get("type") {
-            Some(Value::String(t)) => t == "array",
-            Some(Value::Array(types)) => types.iter().any(|t| t == "array"),
-            _ => false,
-        };
-        let list = is_array(schema)
-            || ["anyOf", "oneOf"].iter().any(|key| {
-                schema
-                    .get(*key)
-                    .and_then(Value::as_array)
-                    .is_some_and(|branches| branches.iter().any(is_array))
-            });
+        let list = crate::schema::admits_type(schema, "array");
         let Value::Object(map) = schema else {
             return;
         };

@@ -138,14 +138,8 @@ impl Adapter for ChatAdapter {
     }
 
     fn fallback(&self) -> Option<Box<dyn Adapter>> {
-        // DSPy's `_make_json_adapter_fallback`: a `JSONAdapter` with this adapter's native
-        // function calling and parallel tool calls settings.
         self.json_fallback.then(|| {
-            Box::new(
-                super::JsonAdapter::new()
-                    .with_native_function_calling(self.native_function_calling)
-                    .with_parallel_tool_calls(self.parallel_tool_calls),
-            ) as Box<dyn Adapter>
+            super::JsonAdapter::fallback_for(self.native_function_calling, self.parallel_tool_calls)
         })
     }
 

@@ -31,6 +31,19 @@ impl Default for JsonAdapter {
 }
 
 impl JsonAdapter {
+    /// DSPy's `_make_json_adapter_fallback`: the `JSONAdapter` that the Chat and XML adapters
+    /// fall back to, with their native function calling and parallel tool calls settings.
+    pub(crate) fn fallback_for(
+        native_function_calling: bool,
+        parallel_tool_calls: Option<bool>,
+    ) -> Box<dyn Adapter> {
+        Box::new(
+            JsonAdapter::new()
+                .with_native_function_calling(native_function_calling)
+                .with_parallel_tool_calls(parallel_tool_calls),
+        )
+    }
+
     /// The JSON adapter, with native function calling on (as DSPy's `JSONAdapter`).
     pub fn new() -> JsonAdapter {
         JsonAdapter {
