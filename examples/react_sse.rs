@@ -2,7 +2,9 @@
 //! show thoughts, tool calls and the answer as they happen.
 //!
 //! `cargo run --example react_sse`, then `curl -N 'http://127.0.0.1:3000/ask?question=2%2B3'`.
-//! The agent runs on a scripted model here; give it any `Lm`.
+//! `cargo run --example react_sse history` serves the same agent in history mode (DSPy's
+//! `ReActV2`: several tool calls per turn, the answer given through `submit`). The agent runs on a
+//! scripted model here; give it any `Lm`.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -67,6 +69,15 @@ async fn ask(
     Sse::new(stream.map(Ok))
 }
 
+/// The scripted model used by the example and its test, in history mode: both additions in one
+/// turn, then `submit`.
+pub fn scripted_history_lm() -> ScriptedLm {
+    ScriptedLm::texts([
+        "[[ ## next_thought ## ]]\nAdd both pairs at once.\n\n[[ ## tool_calls ## ]]\n{\"tool_calls\": [{\"name\": \"add\", \"args\": {\"a\": 2, \"b\": 3}}, {\"name\": \"add\", \"args\": {\"a\": 4, \"b\": 5}}]}\n\n[[ ## completed ## ]]",
+        "[[ ## next_thought ## ]]\nDone.\n\n[[ ## tool_calls ## ]]\n{\"tool_calls\": [{\"name\": \"submit\", \"args\": {\"answer\": \"5 and 9\"}}]}\n\n[[ ## completed ## ]]",
+    ])
+}
+
 /// The scripted model used by the example and its test.
 pub fn scripted_lm() -> ScriptedLm {
     ScriptedLm::texts([
@@ -78,12 +89,13 @@ pub fn scripted_lm() -> ScriptedLm {
 #[allow(dead_code)]
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let agent = Arc::new(
-        ReAct::<Ask>::new()
-            .tool(AddTool)
-            .with_lm(scripted_lm())
-            .with_mode(ReActMode::Text),
-    );
+    let agent = ReAct::<Ask>::new().tool(AddTool);
+    let agent = Arc::new(match std::env::args().nth(1).as_deref() {
+        Some("history") => agent
+            .with_lm(scripted_history_lm())
+            .with_mode(ReActMode::History),
+        _ => agent.with_lm(scripted_lm()).with_mode(ReActMode::Text),
+    });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
     println!(
         "listening on http://{}/ask?question=...",

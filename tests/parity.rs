@@ -5,7 +5,9 @@
 //! runs and saved programs, copied into the repository so that a clone checks itself), or from the
 //! folders `$SIGNET_PARITY_FIXTURES` names instead (separated by `:`; every fixture family may be in
 //! any of them). Each fixture prints one line — `pass`, `FAIL` with the first difference, or
-//! `unsupported` with the reason — and the run ends with `N passed, M failed, K unsupported`.
+//! `unsupported` with the reason; runs that differ from their recording only in a deliberate way
+//! ([`BY_DESIGN`]) follow as `differs (by design: <reason>)` lines, and the run ends with
+//! `N passed, D differ by design, M failed, K unsupported`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,8 +30,101 @@ use std::sync::Mutex;
 
 enum Outcome {
     Pass,
+    /// Passes once the listed deliberate differences ([`BY_DESIGN`]) are taken into account.
+    ByDesign(Vec<&'static str>),
     Fail(String),
     Unsupported(String),
+}
+
+/// A behaviour where Signet differs from DSPy 3.4.1 on purpose (each is documented with its reason
+/// in `docs/dspy.md`, "Deliberate differences").
+struct ByDesign {
+    /// What differs, and why; printed as `differs (by design: <reason>)`.
+    reason: &'static str,
+    /// How the difference is recognised: rewrites what DSPy recorded into what Signet does on
+    /// purpose, anywhere in a fixture; returns whether anything changed.
+    rewrite: fn(&mut Value) -> bool,
+}
+
+/// The deliberate differences. A fixture that fails as recorded is run again with every rewrite
+/// applied; if it then passes, the runner prints the reasons of the rewrites that changed it.
+const BY_DESIGN: &[ByDesign] = &[
+    ByDesign {
+        reason: "a tool's error observation is its message, not a Python traceback",
+        rewrite: |fixture| {
+            rewrite_strings(
+                fixture,
+                &|text| text.contains("Traceback (most recent call last)"),
+                &scrub_tracebacks,
+            )
+        },
+    },
+    ByDesign {
+        reason: "an assistant message that only calls tools has content \"\", not null (llama.cpp rejects null)",
+        rewrite: |fixture| {
+            rewrite_objects(fixture, &mut |object| {
+                let target = object.get("role") == Some(&json!("assistant"))
+                    && object.get("content") == Some(&Value::Null);
+                if target {
+                    object.insert("content".into(), json!(""));
+                }
+                target
+            })
+        },
+    },
+    ByDesign {
+        reason: "a tool result message names its call by `tool_call_id` only (the OpenAI API defines no `name` on it)",
+        rewrite: |fixture| {
+            rewrite_objects(fixture, &mut |object| {
+                object.get("role") == Some(&json!("tool"))
+                    && object.contains_key("tool_call_id")
+                    && object.shift_remove("name").is_some()
+            })
+        },
+    },
+];
+
+/// Applies `rewrite` to every string of `value` that `matches`; returns whether one changed.
+fn rewrite_strings(
+    value: &mut Value,
+    matches: &dyn Fn(&str) -> bool,
+    rewrite: &dyn Fn(&str) -> String,
+) -> bool {
+    match value {
+        Value::String(text) if matches(text) => {
+            let new = rewrite(text);
+            let changed = new != *text;
+            *text = new;
+            changed
+        }
+        Value::Array(items) => items.iter_mut().fold(false, |changed, item| {
+            rewrite_strings(item, matches, rewrite) | changed
+        }),
+        Value::Object(object) => object.values_mut().fold(false, |changed, item| {
+            rewrite_strings(item, matches, rewrite) | changed
+        }),
+        _ => false,
+    }
+}
+
+/// Applies `rewrite` to every object in `value` (outermost first); returns whether one changed.
+fn rewrite_objects(
+    value: &mut Value,
+    rewrite: &mut dyn FnMut(&mut Map<String, Value>) -> bool,
+) -> bool {
+    match value {
+        Value::Array(items) => items.iter_mut().fold(false, |changed, item| {
+            rewrite_objects(item, rewrite) | changed
+        }),
+        Value::Object(object) => {
+            let mut changed = rewrite(object);
+            for item in object.values_mut() {
+                changed |= rewrite_objects(item, rewrite);
+            }
+            changed
+        }
+        _ => false,
+    }
 }
 
 fn fixture_dirs() -> Vec<PathBuf> {
@@ -68,7 +163,8 @@ fn dspy_parity() {
         .enable_all()
         .build()
         .unwrap();
-    let (mut passed, mut failed, mut unsupported) = (0, 0, 0);
+    let (mut passed, mut by_design, mut failed, mut unsupported) = (0, 0, 0, 0);
+    let mut differing = Vec::new();
     for path in &paths {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let outcome = match std::fs::read_to_string(path).map(|t| serde_json::from_str::<Value>(&t))
@@ -82,6 +178,10 @@ fn dspy_parity() {
                 passed += 1;
                 println!("pass         {name}");
             }
+            Outcome::ByDesign(reasons) => {
+                by_design += 1;
+                differing.push((name, reasons));
+            }
             Outcome::Fail(why) => {
                 failed += 1;
                 println!("FAIL         {name}: {why}");
@@ -92,14 +192,65 @@ fn dspy_parity() {
             }
         }
     }
-    println!("parity: {passed} passed, {failed} failed, {unsupported} unsupported");
+    // Deliberate differences apart, so that a reader sees them together with their reasons.
+    for (name, reasons) in &differing {
+        for reason in reasons {
+            println!("differs      {name} (by design: {reason})");
+        }
+    }
+    println!(
+        "parity: {passed} passed, {by_design} differ by design, {failed} failed, {unsupported} unsupported"
+    );
     assert_eq!(
         failed, 0,
         "{failed} parity fixture(s) failed (see the lines above)"
     );
 }
 
+/// Runs a fixture as recorded; if it fails, again with the deliberate differences rewritten.
 async fn run_fixture(fixture: &Value) -> Outcome {
+    let why = match run_family(fixture).await {
+        Outcome::Fail(why) => why,
+        other => return other,
+    };
+    let rewritten = |rules: &[&ByDesign]| {
+        let mut fixture = fixture.clone();
+        let changed: Vec<&'static str> = rules
+            .iter()
+            .filter(|rule| (rule.rewrite)(&mut fixture))
+            .map(|rule| rule.reason)
+            .collect();
+        (fixture, changed)
+    };
+    let mut rules: Vec<&ByDesign> = BY_DESIGN.iter().collect();
+    let (all, changed) = rewritten(&rules);
+    rules.retain(|rule| changed.contains(&rule.reason));
+    if rules.is_empty() {
+        return Outcome::Fail(why);
+    }
+    match run_family(&all).await {
+        Outcome::Pass => {}
+        Outcome::Fail(rest) => {
+            return Outcome::Fail(format!("{rest} (beyond the deliberate differences)"));
+        }
+        other => return other,
+    }
+    // Name only the differences the run needs: drop each rule the run passes without.
+    let mut i = 0;
+    while i < rules.len() {
+        let mut others = rules.clone();
+        others.remove(i);
+        if matches!(run_family(&rewritten(&others).0).await, Outcome::Pass) {
+            rules = others;
+        } else {
+            i += 1;
+        }
+    }
+    Outcome::ByDesign(rules.iter().map(|rule| rule.reason).collect())
+}
+
+/// Runs a fixture by its family.
+async fn run_family(fixture: &Value) -> Outcome {
     if fixture.get("cases").is_some() {
         return run_parse_cases(fixture).await;
     }
@@ -385,23 +536,35 @@ fn compare_calls(recorded: &[Value], sent: &[LmRequest]) -> Result<(), Skip> {
             ));
         }
         for (j, (want, got)) in messages.iter().zip(&request.messages).enumerate() {
-            let role = serde_json::to_value(got.role).unwrap();
-            if want["role"] != role {
+            let got = message_json(got);
+            if want["role"] != got["role"] {
                 return fail(format!(
                     "call {} message {}: role {} vs {}",
                     i + 1,
                     j + 1,
                     want["role"],
-                    role
+                    got["role"]
                 ));
             }
-            let want = want["content"].as_str().unwrap_or_default();
-            if want != got.content {
+            if want["content"] != got["content"] {
                 return fail(format!(
                     "call {} message {}: {}",
                     i + 1,
                     j + 1,
-                    first_difference(want, &got.content)
+                    match (want["content"].as_str(), got["content"].as_str()) {
+                        (Some(want), Some(got)) => first_difference(want, got),
+                        _ => format!(
+                            "content DSPy {} / Signet {}",
+                            want["content"], got["content"]
+                        ),
+                    }
+                ));
+            }
+            if *want != got {
+                return fail(format!(
+                    "call {} message {}: DSPy {want} / Signet {got}",
+                    i + 1,
+                    j + 1
                 ));
             }
         }
@@ -426,6 +589,28 @@ fn compare_calls(recorded: &[Value], sent: &[LmRequest]) -> Result<(), Skip> {
         }
     }
     Ok(())
+}
+
+/// A message as it goes to an OpenAI-compatible provider, in the shape DSPy records.
+fn message_json(message: &signet::lm::Message) -> Value {
+    let mut object = Map::new();
+    object.insert("role".into(), serde_json::to_value(message.role).unwrap());
+    object.insert("content".into(), json!(message.content));
+    if !message.tool_calls.is_empty() {
+        let calls = message
+            .tool_calls
+            .iter()
+            .map(|call| {
+                json!({"id": call.id, "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments}})
+            })
+            .collect();
+        object.insert("tool_calls".into(), Value::Array(calls));
+    }
+    if let Some(id) = &message.tool_call_id {
+        object.insert("tool_call_id".into(), json!(id));
+    }
+    Value::Object(object)
 }
 
 fn first_difference(want: &str, got: &str) -> String {
@@ -1189,7 +1374,7 @@ fn run_user_module(
 }
 
 /// A tool of a ReActV2 fixture: its recorded description, answering with the results the recorded
-/// run saw, in order (an error result as the tool's error, without DSPy's prefix).
+/// run saw, in order (an error result as the tool's error message, without DSPy's prefix).
 struct ReplayTool {
     spec: signet::tool::ToolSpec,
     results: Mutex<VecDeque<(Value, bool)>>,
@@ -1207,10 +1392,11 @@ impl signet::Tool for ReplayTool {
             match next {
                 Some((value, false)) => Ok(value),
                 Some((value, true)) => {
-                    let text = value.as_str().unwrap_or_default();
+                    // What a Rust tool reports: the error's message (no traceback).
+                    let text = scrub_tracebacks(value.as_str().unwrap_or_default());
                     let prefix = format!("Execution error in {name}: ");
                     Err(signet::ToolError::Failed {
-                        message: text.strip_prefix(&prefix).unwrap_or(text).to_owned(),
+                        message: text.strip_prefix(&prefix).unwrap_or(&text).to_owned(),
                         tool: name,
                     })
                 }
@@ -1330,28 +1516,7 @@ async fn run_react_v2(fixture: &Value) -> Result<(), Skip> {
         .with_lm(lm.clone());
     let inputs = decode_inputs(&fixture["inputs"])?;
     let result = core.forward(&inputs, &CallConfig::default()).await;
-    let scrub_calls = |calls: &[Value]| -> Vec<Value> {
-        let mut calls = calls.to_vec();
-        for call in &mut calls {
-            for message in call["messages"].as_array_mut().into_iter().flatten() {
-                if let Some(text) = message["content"].as_str() {
-                    message["content"] = json!(scrub_tracebacks(text));
-                }
-            }
-        }
-        calls
-    };
-    let sent: Vec<LmRequest> = lm
-        .requests()
-        .into_iter()
-        .map(|mut r| {
-            for m in &mut r.messages {
-                m.content = scrub_tracebacks(&m.content);
-            }
-            r
-        })
-        .collect();
-    compare_calls(&scrub_calls(&calls), &sent)?;
+    compare_calls(&calls, &lm.requests())?;
     let outputs = result
         .clone()
         .map(|run| run.outputs)
@@ -1377,17 +1542,12 @@ async fn run_react_v2(fixture: &Value) -> Result<(), Skip> {
         ));
     }
     let mut want = decode(&fixture["result"]["history"]["messages"]);
-    for event in want.as_array_mut().into_iter().flatten() {
-        for result in event["tool_calls"]["tool_call_results"]
-            .as_array_mut()
-            .into_iter()
-            .flatten()
-        {
-            result.as_object_mut().map(|r| r.shift_remove("value_type"));
-        }
-    }
-    let want = scrub_tracebacks(&want.to_string());
-    let got = scrub_tracebacks(&json!(run.trajectory.history).to_string());
+    // The recorder notes each tool result's Python type (`value_type`) beside its JSON value: an
+    // encoding of the fixture, not part of DSPy's history.
+    rewrite_objects(&mut want, &mut |object| {
+        object.contains_key("call_id") && object.shift_remove("value_type").is_some()
+    });
+    let got = json!(run.trajectory.history);
     if want != got {
         return fail(format!("history: DSPy {want}, Signet {got}"));
     }
