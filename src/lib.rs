@@ -109,6 +109,10 @@ struct ReliabilityGuide;
 struct PerformanceGuide;
 
 #[cfg(doctest)]
+#[doc = include_str!("../docs/bfcl.md")]
+struct BfclGuide;
+
+#[cfg(doctest)]
 #[doc = include_str!("../docs/dspy.md")]
 struct DspyGuide;
 

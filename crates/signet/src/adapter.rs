@@ -11,7 +11,7 @@
 
 mod chat;
 mod json;
-mod native;
+pub(crate) mod native;
 pub(crate) mod python;
 pub(crate) mod templates;
 #[doc(hidden)]
@@ -96,6 +96,20 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
         capabilities: Capabilities,
     ) {
         let _ = (signature, request, capabilities);
+    }
+
+    /// [`configure`](Self::configure) with the call's input values, for formats that depend on
+    /// them. The default ignores the inputs; [`JsonAdapter::constrained`] uses the tools input to
+    /// tie each tool call of a `ToolCalls` output to its function's argument schema.
+    fn configure_call(
+        &self,
+        signature: &DynSignature,
+        inputs: &Fields,
+        request: &mut LmRequest,
+        capabilities: Capabilities,
+    ) {
+        let _ = inputs;
+        self.configure(signature, request, capabilities);
     }
 
     /// `values` rendered as a user message renders text (`str`) inputs, in order (ReAct renders
@@ -231,6 +245,15 @@ macro_rules! forward_adapter {
                 capabilities: Capabilities,
             ) {
                 (**self).configure(signature, request, capabilities)
+            }
+            fn configure_call(
+                &self,
+                signature: &DynSignature,
+                inputs: &Fields,
+                request: &mut LmRequest,
+                capabilities: Capabilities,
+            ) {
+                (**self).configure_call(signature, inputs, request, capabilities)
             }
             fn fallback(&self) -> Option<Box<dyn Adapter>> {
                 (**self).fallback()
@@ -665,7 +688,12 @@ async fn attempt(
     let format_signature = native.as_ref().map_or(signature, |n| &n.processed);
     let mut request = LmRequest::new(adapter.format(format_signature, call.demos, call.inputs));
     request.options = call.options.clone();
-    adapter.configure(format_signature, &mut request, lm.capabilities());
+    adapter.configure_call(
+        format_signature,
+        call.inputs,
+        &mut request,
+        lm.capabilities(),
+    );
     if format_override.is_some() {
         request.response_format = format_override;
     }

@@ -2,9 +2,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Adapter, AdapterName, Fields, ParseError, templates, value};
+use super::{Adapter, AdapterName, Fields, ParseError, native, templates, value};
 use crate::lm::{Capabilities, LmRequest, Message, ResponseFormat};
-use crate::signature::DynSignature;
+use crate::signature::{DynSignature, FieldKind};
 
 /// DSPy's `JSONAdapter`: the same field descriptions as the Chat format, outputs requested as one
 /// JSON object. With an LM that supports structured outputs the output schema is sent as
@@ -143,6 +143,35 @@ impl Adapter for JsonAdapter {
         };
     }
 
+    fn configure_call(
+        &self,
+        signature: &DynSignature,
+        inputs: &Fields,
+        request: &mut LmRequest,
+        capabilities: Capabilities,
+    ) {
+        self.configure(signature, request, capabilities);
+        if !self.constrained || signature.output_schema().is_some() {
+            return;
+        }
+        let Some(schema) = tool_calls_schema(signature, inputs) else {
+            return;
+        };
+        match &mut request.response_format {
+            Some(ResponseFormat::Raw(raw)) => raw["schema"] = schema,
+            Some(ResponseFormat::JsonSchema {
+                schema: sent,
+                strict,
+                ..
+            }) => {
+                // Branches per function are not always valid in strict mode.
+                *sent = schema;
+                *strict = false;
+            }
+            _ => {}
+        }
+    }
+
     fn native_function_calling(&self) -> bool {
         self.native_function_calling
     }
@@ -174,6 +203,60 @@ impl Adapter for JsonAdapter {
         }
         super::check_complete(self.name(), signature, fields, text)
     }
+}
+
+/// For constrained mode, when the tools are listed in the prompt: the outputs' schema with the
+/// `ToolCalls` output's calls tied to the offered functions — each call names one function and
+/// its `args` follow that function's schema. `None` without a `ToolCalls` output or tool
+/// descriptors in the inputs.
+fn tool_calls_schema(signature: &DynSignature, inputs: &Fields) -> Option<Value> {
+    let calls_field = signature
+        .outputs()
+        .iter()
+        .find(|f| f.kind() == FieldKind::ToolCalls)?;
+    let tools_field = signature
+        .inputs()
+        .iter()
+        .find(|f| f.kind() == FieldKind::Tools)?;
+    let branches: Vec<Value> = native::descriptors(inputs.get(tools_field.name()))?
+        .iter()
+        .filter_map(|descriptor| {
+            let name = native::descriptor_name(descriptor)?;
+            Some(json!({
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "enum": [name]},
+                    "args": native::descriptor_parameters(descriptor),
+                },
+                "required": ["name", "args"],
+                "additionalProperties": false,
+            }))
+        })
+        .collect();
+    if branches.is_empty() {
+        return None;
+    }
+    let mut properties = Map::new();
+    for field in signature.outputs() {
+        let schema = if field.name() == calls_field.name() {
+            json!({
+                "type": "object",
+                "properties": {"tool_calls": {"type": "array", "items": {"anyOf": branches}}},
+                "required": ["tool_calls"],
+                "additionalProperties": false,
+            })
+        } else {
+            crate::schema::inline_refs(field.schema())
+        };
+        properties.insert(field.name().to_owned(), schema);
+    }
+    let required: Vec<Value> = properties.keys().map(|k| json!(k)).collect();
+    Some(json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    }))
 }
 
 /// The response format of constrained mode (see [`JsonAdapter::constrained`]): the signature's own
@@ -363,6 +446,50 @@ mod tests {
             Value::Object(parsed),
             json!({"answer": "Paris", "maybe": null})
         );
+    }
+
+    #[test]
+    fn constrained_tool_calls_follow_the_offered_functions() {
+        use crate::adapter::{ToolCalls, Tools};
+        let sig = DynSignature::new("Call")
+            .with_input(Field::str("question"))
+            .with_input(Field::of::<Tools>("tools"))
+            .with_output(Field::of::<ToolCalls>("tool_calls"));
+        let add = json!({"type": "function", "function": {"name": "add", "description": "Add.",
+            "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}});
+        let inputs: Fields = json!({"question": "2 + 3?", "tools": [add]})
+            .as_object()
+            .cloned()
+            .unwrap();
+        let mut request = LmRequest::default();
+        let local = Capabilities::default().with_json_object_schema(true);
+        JsonAdapter::constrained().configure_call(&sig, &inputs, &mut request, local);
+        let Some(ResponseFormat::Raw(format)) = &request.response_format else {
+            panic!("{:?}", request.response_format)
+        };
+        let call = &format["schema"]["properties"]["tool_calls"]["properties"]["tool_calls"]["items"]
+            ["anyOf"][0];
+        assert_eq!(
+            call["properties"]["name"],
+            json!({"type": "string", "enum": ["add"]})
+        );
+        assert_eq!(call["properties"]["args"]["required"], json!(["a"]));
+
+        // Structured outputs get the same schema, not strict; without tools nothing changes.
+        let mut request = LmRequest::default();
+        let api = Capabilities::default().with_response_schema(true);
+        JsonAdapter::constrained().configure_call(&sig, &inputs, &mut request, api);
+        let Some(ResponseFormat::JsonSchema { schema, strict, .. }) = &request.response_format
+        else {
+            panic!("{:?}", request.response_format)
+        };
+        assert!(!strict);
+        assert_eq!(schema, &format["schema"]);
+        let mut plain = LmRequest::default();
+        JsonAdapter::new().configure_call(&sig, &inputs, &mut plain, local);
+        let mut unconstrained = LmRequest::default();
+        JsonAdapter::new().configure(&sig, &mut unconstrained, local);
+        assert_eq!(plain.response_format, unconstrained.response_format);
     }
 
     #[test]

@@ -46,17 +46,62 @@ impl JsonSchema for Tools {
     }
 }
 
+/// The tool descriptors of a tools input's value: a list of them, or one.
+pub(crate) fn descriptors(value: Option<&Value>) -> Option<Vec<Value>> {
+    match value? {
+        Value::Array(items) => Some(items.clone()),
+        one @ Value::Object(_) => Some(vec![one.clone()]),
+        _ => None,
+    }
+}
+
+/// The name of an OpenAI function descriptor (`{"type": "function", "function": {"name", ..}}`,
+/// or a bare function object).
+pub(crate) fn descriptor_name(descriptor: &Value) -> Option<&str> {
+    descriptor
+        .pointer("/function/name")
+        .or_else(|| descriptor.get("name"))
+        .and_then(Value::as_str)
+}
+
+/// The argument schema of a function descriptor, `$ref`s inlined (an open object when it has none).
+pub(crate) fn descriptor_parameters(descriptor: &Value) -> Value {
+    descriptor
+        .pointer("/function/parameters")
+        .or_else(|| descriptor.get("parameters"))
+        .map(crate::schema::inline_refs)
+        .unwrap_or_else(|| serde_json::json!({"type": "object"}))
+}
+
 /// The value of a tool-calls output field: the calls the model made, with their ids.
+///
+/// A reply without tool calls leaves the field `null` in the outputs (as DSPy does); a typed
+/// output reads `null` as no calls.
 ///
 /// ```
 /// use signet::adapter::ToolCalls;
 /// let field = signet::Field::of::<ToolCalls>("tool_calls");
 /// assert_eq!(field.type_name(), "ToolCalls");
+/// let none: ToolCalls = serde_json::from_value(serde_json::Value::Null).unwrap();
+/// assert!(none.tool_calls.is_empty());
 /// ```
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
 pub struct ToolCalls {
     /// The calls, in the order the model made them.
     pub tool_calls: Vec<ToolCallRecord>,
+}
+
+impl<'de> Deserialize<'de> for ToolCalls {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Calls {
+            tool_calls: Vec<ToolCallRecord>,
+        }
+        let calls = Option::<Calls>::deserialize(deserializer)?;
+        Ok(ToolCalls {
+            tool_calls: calls.map(|c| c.tool_calls).unwrap_or_default(),
+        })
+    }
 }
 
 /// One tool call in a [`ToolCalls`] value.
@@ -112,18 +157,15 @@ pub(crate) fn prepare(
             ),
         });
     };
-    let tools = match inputs.get(input.name()) {
-        Some(Value::Array(items)) => items.clone(),
-        Some(one @ Value::Object(_)) => vec![one.clone()],
-        other => {
-            return Err(Error::InvalidSignature {
-                message: format!(
-                    "input `{}` must hold tool descriptors ({{\"type\": \"function\", ..}}), got {}",
-                    input.name(),
-                    other.map_or_else(|| "nothing".to_owned(), ToString::to_string)
-                ),
-            });
-        }
+    let given = inputs.get(input.name());
+    let Some(tools) = descriptors(given) else {
+        return Err(Error::InvalidSignature {
+            message: format!(
+                "input `{}` must hold tool descriptors ({{\"type\": \"function\", ..}}), got {}",
+                input.name(),
+                given.map_or_else(|| "nothing".to_owned(), ToString::to_string)
+            ),
+        });
     };
     let processed = signature
         .without_field(output.name())

@@ -9,7 +9,7 @@ use super::{
     Capabilities, Completion, FinishReason, Lm, LmError, LmRequest, ResponseFormat, StreamEvent,
     ToolCall, ToolChoice,
 };
-use crate::schema::inline_refs;
+use crate::adapter::native::{descriptor_name, descriptor_parameters};
 
 /// Makes any [`Lm`] that supports schema-constrained replies call tools natively, however small
 /// its model.
@@ -125,14 +125,6 @@ fn offers_tools(request: &LmRequest) -> bool {
     !request.tools.is_empty() && request.tool_choice != Some(ToolChoice::None)
 }
 
-/// The name of an OpenAI function descriptor (`{"type": "function", "function": {"name", ..}}`).
-fn tool_name(descriptor: &Value) -> Option<&str> {
-    descriptor
-        .pointer("/function/name")
-        .or_else(|| descriptor.get("name"))
-        .and_then(Value::as_str)
-}
-
 /// The schema of a reply to `request`: a list of at most `max_calls` calls, or (with `auto`) the
 /// answer.
 fn reply_schema(request: &LmRequest, max_calls: usize) -> Result<Value, LmError> {
@@ -142,17 +134,13 @@ fn reply_schema(request: &LmRequest, max_calls: usize) -> Result<Value, LmError>
     };
     let mut branches = Vec::new();
     for descriptor in &request.tools {
-        let Some(name) = tool_name(descriptor) else {
+        let Some(name) = descriptor_name(descriptor) else {
             continue;
         };
         if only.is_some_and(|only| only != name) {
             continue;
         }
-        let parameters = descriptor
-            .pointer("/function/parameters")
-            .or_else(|| descriptor.get("parameters"))
-            .map(inline_refs)
-            .unwrap_or_else(|| json!({"type": "object"}));
+        let parameters = descriptor_parameters(descriptor);
         branches.push(json!({
             "type": "object",
             "properties": {"name": {"type": "string", "enum": [name]}, "arguments": parameters},

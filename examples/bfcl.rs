@@ -1,0 +1,439 @@
+//! Signet on BFCL (the Berkeley Function Calling Leaderboard): answers exported BFCL questions in
+//! one or more modes and writes the calls in the form BFCL's own checker scores. Run through
+//! `benches/bfcl/run.sh`, which installs BFCL's data and checker, exports the questions, runs this
+//! and prints the scored table:
+//!
+//! ```text
+//! bash benches/bfcl/run.sh --categories simple_python,irrelevance --limit 20 --modes native,constrained
+//! ```
+//!
+//! Directly: `cargo run --example bfcl -- --questions Q.jsonl --results R.jsonl [--modes
+//! native,chat,json,xml,constrained] [--model local|api] [--concurrency N] [--train T.jsonl
+//! --demos K]`. `--model api` uses any OpenAI-compatible endpoint from `OPENAI_API_KEY`,
+//! `OPENAI_BASE_URL` and `OPENAI_MODEL`. With `--train`, each mode is also compiled with
+//! `BootstrapFewShot` on the training questions (a demo is kept when its calls match BFCL's
+//! possible answers) and the compiled program answers the questions again as mode
+//! `<mode>+bootstrap`.
+//!
+//! Every question is one `Predict<FunctionCall>` call — the request and the functions (`Tools`)
+//! in, the calls (`ToolCalls`) out — so the modes differ only in how Signet sends the functions
+//! and reads the calls:
+//!
+//! | mode | adapter | functions sent as |
+//! |---|---|---|
+//! | `native` | Chat, native function calling | `tools=` (the local model gets them through `ConstrainedToolCalls`) |
+//! | `chat` | Chat | the prompt, calls read from `[[ ## tool_calls ## ]]` |
+//! | `json` | JSON | the prompt, calls read from the JSON reply |
+//! | `xml` | XML | the prompt, calls read from `<tool_calls>` |
+//! | `constrained` | `JsonAdapter::constrained()` | the prompt, and the decoding schema ties each call to one function's arguments |
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt;
+use serde_json::{Map, Value, json};
+use signet::adapter::{Adapter, ChatAdapter, JsonAdapter, ToolCalls, Tools, XmlAdapter};
+use signet::data::Example;
+use signet::lm::{Lm, LmOptions, OpenAiLm};
+use signet::module::{CallConfig, Error, Predict};
+use signet::optimize::BootstrapFewShot;
+use signet::prelude::*;
+
+/// Fulfil the user's request by calling the given functions, with argument values taken from the
+/// request. Make several calls when the request asks for several things. When none of the
+/// functions fits the request, make no call.
+#[derive(Signature)]
+pub struct FunctionCall {
+    #[input]
+    pub question: String,
+    #[input]
+    pub tools: Tools,
+    #[output]
+    pub tool_calls: ToolCalls,
+}
+
+const MODES: [&str; 5] = ["native", "chat", "json", "xml", "constrained"];
+
+pub fn adapter(mode: &str) -> Result<Arc<dyn Adapter>, String> {
+    Ok(match mode {
+        "native" => Arc::new(ChatAdapter::new().with_native_function_calling(true)),
+        "chat" => Arc::new(ChatAdapter::new()),
+        "json" => Arc::new(JsonAdapter::new().with_native_function_calling(false)),
+        "xml" => Arc::new(XmlAdapter::new()),
+        "constrained" => Arc::new(JsonAdapter::constrained()),
+        other => return Err(format!("unknown mode `{other}`; the modes are {MODES:?}")),
+    })
+}
+
+/// The program of one mode.
+pub fn program(mode: &str, lm: Arc<dyn Lm>) -> Result<Predict<FunctionCall>, String> {
+    Ok(Predict::<FunctionCall>::new()
+        .with_adapter(adapter(mode)?)
+        .with_lm(lm)
+        .with_options(LmOptions::new().temperature(0.0).max_tokens(512)))
+}
+
+/// A BFCL parameter schema as JSON Schema: BFCL writes Python's type names (`dict`, `float`,
+/// `tuple`, `any`) where JSON Schema has `object`, `number`, `array`; `any` becomes `string`, as in
+/// BFCL's own conversion for function-calling models (its answers for `any` are strings).
+pub fn json_schema(bfcl: &Value) -> Value {
+    let Value::Object(map) = bfcl else {
+        return bfcl.clone();
+    };
+    let mut out = Map::new();
+    for (key, value) in map {
+        match key.as_str() {
+            "type" => match value.as_str() {
+                Some("dict") => {
+                    out.insert("type".into(), json!("object"));
+                }
+                Some("float") => {
+                    out.insert("type".into(), json!("number"));
+                }
+                Some("tuple") => {
+                    out.insert("type".into(), json!("array"));
+                }
+                Some("any") => {
+                    out.insert("type".into(), json!("string"));
+                }
+                _ => {
+                    out.insert(key.clone(), value.clone());
+                }
+            },
+            "properties" => {
+                let properties = value
+                    .as_object()
+                    .map(|p| {
+                        p.iter()
+                            .map(|(name, schema)| (name.clone(), json_schema(schema)))
+                            .collect::<Map<String, Value>>()
+                    })
+                    .unwrap_or_default();
+                out.insert(key.clone(), Value::Object(properties));
+            }
+            "items" | "additionalProperties" => {
+                out.insert(key.clone(), json_schema(value));
+            }
+            _ => {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+/// OpenAI function names allow letters, digits, `_` and `-`; BFCL's have dots (`math.factorial`).
+pub fn wire_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// One exported question, ready for Signet: the inputs, and the wire names back to BFCL's.
+pub struct Question {
+    pub id: String,
+    pub category: String,
+    pub input: FunctionCallInput,
+    pub names: HashMap<String, String>,
+    /// BFCL's possible answers (`null` where the right answer is no call).
+    pub ground_truth: Value,
+}
+
+pub fn question(line: &str) -> Result<Question, String> {
+    let record: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    let id = record["id"].as_str().ok_or("no `id`")?.to_owned();
+    let category = record["category"].as_str().unwrap_or_default().to_owned();
+    let messages = record["messages"].as_array().ok_or("no `messages`")?;
+    let text: Vec<String> = messages
+        .iter()
+        .map(|m| {
+            let content = m["content"].as_str().unwrap_or_default();
+            if messages.len() == 1 {
+                content.to_owned()
+            } else {
+                format!("{}: {content}", m["role"].as_str().unwrap_or("user"))
+            }
+        })
+        .collect();
+    let mut names = HashMap::new();
+    let mut tools = Vec::new();
+    for function in record["functions"].as_array().ok_or("no `functions`")? {
+        let name = function["name"]
+            .as_str()
+            .ok_or("a function without a name")?;
+        let wire = wire_name(name);
+        names.insert(wire.clone(), name.to_owned());
+        tools.push(json!({
+            "type": "function",
+            "function": {
+                "name": wire,
+                "description": function["description"],
+                "parameters": json_schema(&function["parameters"]),
+            }
+        }));
+    }
+    Ok(Question {
+        id,
+        category,
+        input: FunctionCallInput {
+            question: text.join("\n"),
+            tools: Tools(tools),
+        },
+        names,
+        ground_truth: record["ground_truth"].clone(),
+    })
+}
+
+/// Runs one question; the result line BFCL's scorer reads (`calls` null when the reply could not
+/// be read as calls).
+pub async fn answer(
+    program: &Predict<FunctionCall>,
+    q: &Question,
+    mode: &str,
+    model: &str,
+) -> Value {
+    let start = Instant::now();
+    let result = program
+        .call_full(q.input.clone(), &CallConfig::default())
+        .await;
+    let seconds = start.elapsed().as_secs_f64();
+    let mut line = json!({"id": q.id, "category": q.category, "mode": mode, "model": model,
+        "seconds": seconds, "prompt_tokens": 0, "completion_tokens": 0, "calls": null});
+    match result {
+        Ok((output, prediction)) => {
+            line["prompt_tokens"] = json!(prediction.usage.prompt_tokens);
+            line["completion_tokens"] = json!(prediction.usage.completion_tokens);
+            let calls: Vec<Value> = output
+                .tool_calls
+                .tool_calls
+                .iter()
+                .map(|call| {
+                    let name = q.names.get(&call.name).unwrap_or(&call.name);
+                    json!({ name: call.args })
+                })
+                .collect();
+            line["calls"] = json!(calls);
+        }
+        Err(Error::Parse(error)) => {
+            line["error"] = json!(format!("unparseable reply: {error}"));
+            line["error_kind"] = json!("parse");
+        }
+        Err(error) => {
+            line["error"] = json!(error.to_string());
+            line["error_kind"] = json!("lm");
+        }
+    }
+    line
+}
+
+/// A training example for the optimizer: the inputs, and BFCL's possible answers as the label.
+pub fn example(q: &Question) -> Example {
+    Example::new(json!({
+        "question": q.input.question,
+        "tools": q.input.tools,
+        "ground_truth": q.ground_truth,
+    }))
+    .with_inputs(["question", "tools"])
+}
+
+/// Whether `calls` match BFCL's possible answers `truth` (`null`: no call is right), the way its
+/// checker reads them: the same number of calls, each matching a different answer by function
+/// name, every argument given one of its possible values, every argument without `""` among its
+/// values given. Used to pick demos while compiling; the reported scores are the checker's own.
+pub fn matches(truth: &Value, calls: &ToolCalls) -> bool {
+    let Some(answers) = truth.as_array() else {
+        return calls.tool_calls.is_empty();
+    };
+    if answers.len() != calls.tool_calls.len() {
+        return false;
+    }
+    let mut used = vec![false; calls.tool_calls.len()];
+    answers.iter().all(|answer| {
+        let Some((name, args)) = answer.as_object().and_then(|a| a.iter().next()) else {
+            return false;
+        };
+        let found = calls.tool_calls.iter().enumerate().position(|(i, call)| {
+            !used[i] && call.name == wire_name(name) && arguments_match(args, &call.args)
+        });
+        found.map(|i| used[i] = true).is_some()
+    })
+}
+
+fn arguments_match(possible: &Value, given: &Value) -> bool {
+    let (Some(possible), Some(given)) = (possible.as_object(), given.as_object()) else {
+        return false;
+    };
+    let optional = |values: &Value| values.as_array().is_some_and(|v| v.contains(&json!("")));
+    given.keys().all(|k| possible.contains_key(k))
+        && possible.iter().all(|(key, values)| match given.get(key) {
+            None => optional(values),
+            Some(value) => values
+                .as_array()
+                .is_some_and(|v| v.iter().any(|want| same_value(want, value))),
+        })
+}
+
+fn same_value(want: &Value, got: &Value) -> bool {
+    match (want, got) {
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        (Value::String(a), Value::String(b)) => a.trim().eq_ignore_ascii_case(b.trim()),
+        _ => want == got,
+    }
+}
+
+struct Args {
+    questions: String,
+    results: String,
+    modes: Vec<String>,
+    model: String,
+    concurrency: Option<usize>,
+    train: Option<String>,
+    demos: usize,
+}
+
+fn args() -> Result<Args, String> {
+    let mut args = Args {
+        questions: String::new(),
+        results: String::new(),
+        modes: vec!["native".into()],
+        model: "local".into(),
+        concurrency: None,
+        train: None,
+        demos: 2,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
+        let number = |text: String| {
+            text.parse::<usize>()
+                .map_err(|_| format!("{flag}: not a number: {text}"))
+        };
+        match flag.as_str() {
+            "--questions" => args.questions = value()?,
+            "--results" => args.results = value()?,
+            "--modes" => args.modes = value()?.split(',').map(str::to_owned).collect(),
+            "--model" => args.model = value()?,
+            "--concurrency" => args.concurrency = Some(number(value()?)?),
+            "--train" => args.train = Some(value()?),
+            "--demos" => args.demos = number(value()?)?,
+            other => return Err(format!("unknown argument `{other}`")),
+        }
+    }
+    if args.questions.is_empty() || args.results.is_empty() {
+        return Err("--questions FILE and --results FILE are required".into());
+    }
+    for mode in &args.modes {
+        adapter(mode)?;
+    }
+    Ok(args)
+}
+
+/// The questions of an exported file, one per line.
+fn read_questions(path: &str) -> Result<Vec<Question>, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
+    std::io::BufReader::new(file)
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| line.as_ref().map_or(true, |l| !l.trim().is_empty()))
+        .map(|(n, line)| {
+            question(&line.map_err(|e| e.to_string())?)
+                .map_err(|e| format!("{path} line {}: {e}", n + 1))
+        })
+        .collect()
+}
+
+/// Answers every question with `program`, `concurrency` at a time, in order.
+async fn answer_all(
+    program: &Predict<FunctionCall>,
+    questions: &[Question],
+    mode: &str,
+    model: &str,
+    concurrency: usize,
+) -> Vec<Value> {
+    let start = Instant::now();
+    let lines: Vec<Value> = futures::stream::iter(questions)
+        .map(|q| answer(program, q, mode, model))
+        .buffered(concurrency)
+        .collect()
+        .await;
+    let read = lines.iter().filter(|l| !l["calls"].is_null()).count();
+    eprintln!(
+        "{mode}: {} questions in {:.1} s, {read} replies read as calls",
+        lines.len(),
+        start.elapsed().as_secs_f64()
+    );
+    lines
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = args().map_err(|e| format!("bfcl: {e}"))?;
+    let questions = read_questions(&args.questions)?;
+    let train = match &args.train {
+        Some(path) => read_questions(path)?,
+        None => Vec::new(),
+    };
+
+    // The model: SmolLM2-135M served locally, or any OpenAI-compatible endpoint.
+    let (lm, model, _server, concurrency): (Arc<dyn Lm>, String, _, usize) =
+        match args.model.as_str() {
+            "local" => {
+                let local = signet_local::LlamaCpp::smollm2();
+                let server = local.serve().await?;
+                (
+                    local.lm(&server)?,
+                    "SmolLM2-135M".to_owned(),
+                    Some(server),
+                    1,
+                )
+            }
+            "api" => {
+                let name = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".into());
+                let lm = OpenAiLm::builder(name.clone()).build()?;
+                (Arc::new(lm), name, None, 8)
+            }
+            other => return Err(format!("bfcl: --model is `local` or `api`, not `{other}`").into()),
+        };
+    let concurrency = args.concurrency.unwrap_or(concurrency);
+    let mut out = std::fs::File::create(&args.results)?;
+    for mode in &args.modes {
+        let zero_shot = program(mode, lm.clone())?;
+        let mut lines = answer_all(&zero_shot, &questions, mode, &model, concurrency).await;
+        if !train.is_empty() {
+            let trainset: Vec<Example> = train.iter().map(example).collect();
+            let metric = |example: &Example, output: &FunctionCallOutput| {
+                matches(
+                    example.get("ground_truth").unwrap_or(&Value::Null),
+                    &output.tool_calls,
+                )
+            };
+            let compiled = BootstrapFewShot::new(metric)
+                .with_max_bootstrapped_demos(args.demos)
+                .with_max_labeled_demos(0)
+                .with_concurrency(concurrency)
+                .compile(&zero_shot, &trainset)
+                .await?;
+            eprintln!(
+                "{mode}+bootstrap: {} demos from {} training questions",
+                compiled.program.predictor().demos().len(),
+                compiled.report.examples_tried
+            );
+            let label = format!("{mode}+bootstrap");
+            lines.extend(
+                answer_all(&compiled.program, &questions, &label, &model, concurrency).await,
+            );
+        }
+        for line in &lines {
+            writeln!(out, "{line}")?;
+        }
+    }
+    Ok(())
+}

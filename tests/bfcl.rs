@@ -1,0 +1,229 @@
+//! The BFCL harness (`examples/bfcl.rs`) on a scripted model: BFCL's parameter types become JSON
+//! Schema, dotted names travel as wire names and come back, and each mode's reply becomes the
+//! result line BFCL's checker reads — calls, no call, or `null` for an unreadable reply.
+
+#[path = "../examples/bfcl.rs"]
+#[allow(dead_code)]
+mod bfcl;
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use signet::adapter::ToolCalls;
+use signet::lm::{Capabilities, Completion, ScriptedLm, ToolCall};
+use signet::module::Predict;
+
+const LINE: &str = r#"{"id": "parallel_0", "category": "parallel", "messages": [{"role": "user", "content": "Play Taylor Swift for 20 minutes and Maroon 5 for 15."}], "functions": [{"name": "spotify.play", "description": "Play an artist.", "parameters": {"type": "dict", "properties": {"artist": {"type": "string"}, "duration": {"type": "integer"}}, "required": ["artist", "duration"]}}]}"#;
+
+fn predictor(mode: &str, lm: ScriptedLm) -> (Predict<bfcl::FunctionCall>, Arc<ScriptedLm>) {
+    let lm = Arc::new(lm);
+    (bfcl::program(mode, lm.clone()).unwrap(), lm)
+}
+
+#[test]
+fn bfcl_types_become_json_schema() {
+    let schema = bfcl::json_schema(&json!({
+        "type": "dict",
+        "properties": {
+            "ratio": {"type": "float", "description": "A ratio."},
+            "point": {"type": "tuple", "items": {"type": "float"}},
+            "anything": {"type": "any"},
+            "nested": {"type": "dict", "properties": {"names": {"type": "array", "items": {"type": "string"}}}},
+            "unit": {"type": "string", "enum": ["m", "km"], "default": "m"}
+        },
+        "required": ["ratio"]
+    }));
+    assert_eq!(
+        schema,
+        json!({
+            "type": "object",
+            "properties": {
+                "ratio": {"type": "number", "description": "A ratio."},
+                "point": {"type": "array", "items": {"type": "number"}},
+                "anything": {"type": "string"},
+                "nested": {"type": "object", "properties": {"names": {"type": "array", "items": {"type": "string"}}}},
+                "unit": {"type": "string", "enum": ["m", "km"], "default": "m"}
+            },
+            "required": ["ratio"]
+        })
+    );
+    assert_eq!(bfcl::wire_name("math.factorial"), "math_factorial");
+}
+
+#[tokio::test]
+async fn text_modes_read_calls_and_restore_dotted_names() {
+    let question = bfcl::question(LINE).unwrap();
+    assert_eq!(
+        question.input.tools.0[0]["function"]["name"],
+        "spotify_play"
+    );
+    let calls = r#"{"tool_calls": [{"name": "spotify_play", "args": {"artist": "Taylor Swift", "duration": 20}}, {"name": "spotify_play", "args": {"artist": "Maroon 5", "duration": 15}}]}"#;
+    let want = json!([
+        {"spotify.play": {"artist": "Taylor Swift", "duration": 20}},
+        {"spotify.play": {"artist": "Maroon 5", "duration": 15}}
+    ]);
+    for (mode, reply) in [
+        (
+            "chat",
+            format!("[[ ## tool_calls ## ]]\n{calls}\n\n[[ ## completed ## ]]"),
+        ),
+        ("json", format!("{{\"tool_calls\": {calls}}}")),
+        ("xml", format!("<tool_calls>\n{calls}\n</tool_calls>")),
+        ("constrained", format!("{{\"tool_calls\": {calls}}}")),
+    ] {
+        let (predictor, lm) = predictor(mode, ScriptedLm::texts([reply]));
+        let line = bfcl::answer(&predictor, &question, mode, "scripted").await;
+        assert_eq!(line["calls"], want, "{mode}: {line}");
+        assert_eq!(line["id"], "parallel_0");
+        // The functions are in the prompt, under their wire names.
+        assert!(
+            lm.requests()[0].messages[1]
+                .content
+                .contains("spotify_play"),
+            "{mode}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn native_mode_sends_tools_and_reads_calls_or_no_call() {
+    let question = bfcl::question(LINE).unwrap();
+    let native = Capabilities::default().with_function_calling(true);
+    let (predictor, lm) = predictor(
+        "native",
+        ScriptedLm::new([
+            Completion::tool_calls(vec![ToolCall::new(
+                "call_0",
+                "spotify_play",
+                r#"{"artist": "Taylor Swift", "duration": 20}"#,
+            )]),
+            Completion::text("None of these functions can do that."),
+        ])
+        .with_capabilities(native),
+    );
+    let line = bfcl::answer(&predictor, &question, "native", "scripted").await;
+    assert_eq!(
+        line["calls"],
+        json!([{"spotify.play": {"artist": "Taylor Swift", "duration": 20}}])
+    );
+    assert_eq!(
+        lm.requests()[0].tools[0]["function"]["name"],
+        "spotify_play"
+    );
+    // A text answer is no call: what BFCL's irrelevance categories want.
+    let line = bfcl::answer(&predictor, &question, "native", "scripted").await;
+    assert_eq!(line["calls"], json!([]), "{line}");
+}
+
+#[tokio::test]
+async fn an_unreadable_reply_is_null_calls_with_the_parse_error() {
+    let question = bfcl::question(LINE).unwrap();
+    // The Chat adapter retries once in JSON; both replies are unreadable.
+    let (predictor, _) = predictor("chat", ScriptedLm::texts(["I would play music.", "Sure!"]));
+    let line = bfcl::answer(&predictor, &question, "chat", "scripted").await;
+    assert_eq!(line["calls"], Value::Null);
+    assert_eq!(line["error_kind"], "parse");
+    assert!(
+        line["error"]
+            .as_str()
+            .unwrap()
+            .contains("unparseable reply"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_bad_question_line_says_what_is_missing() {
+    assert_eq!(bfcl::question("{}").err().unwrap(), "no `id`");
+    let no_name = r#"{"id": "x", "messages": [], "functions": [{"description": "d"}]}"#;
+    assert_eq!(
+        bfcl::question(no_name).err().unwrap(),
+        "a function without a name"
+    );
+    assert!(
+        bfcl::question("not json")
+            .err()
+            .unwrap()
+            .starts_with("not JSON")
+    );
+}
+
+fn calls(value: Value) -> ToolCalls {
+    serde_json::from_value(json!({ "tool_calls": value })).unwrap()
+}
+
+#[test]
+fn the_demo_metric_reads_possible_answers_as_bfcl_does() {
+    let truth = json!([
+        {"spotify.play": {"artist": ["Taylor Swift"], "duration": [20]}},
+        {"spotify.play": {"artist": ["Maroon 5"], "duration": [15], "device": ["", "phone"]}}
+    ]);
+    let both = |first: i64| {
+        calls(json!([
+            {"name": "spotify_play", "args": {"artist": "maroon 5", "duration": 15.0}},
+            {"name": "spotify_play", "args": {"artist": "Taylor Swift", "duration": first}}
+        ]))
+    };
+    // Any order, numbers by value, strings without case, an optional argument left out.
+    assert!(bfcl::matches(&truth, &both(20)));
+    assert!(!bfcl::matches(&truth, &both(21)), "a wrong value");
+    let one = calls(
+        json!([{"name": "spotify_play", "args": {"artist": "Taylor Swift", "duration": 20}}]),
+    );
+    assert!(!bfcl::matches(&truth, &one), "a missing call");
+    let extra = calls(
+        json!([{"name": "spotify_play", "args": {"artist": "Taylor Swift", "duration": 20, "loud": true}}]),
+    );
+    assert!(
+        !bfcl::matches(&json!([truth[0]]), &extra),
+        "an argument BFCL does not list"
+    );
+    let missing = calls(json!([{"name": "spotify_play", "args": {"artist": "Taylor Swift"}}]));
+    assert!(
+        !bfcl::matches(&json!([truth[0]]), &missing),
+        "a required argument left out"
+    );
+    // No possible answers: making no call is right.
+    assert!(bfcl::matches(&Value::Null, &calls(json!([]))));
+    assert!(!bfcl::matches(&Value::Null, &one));
+}
+
+#[tokio::test]
+async fn bootstrapping_keeps_the_questions_answered_right_as_demos() {
+    let right = bfcl::question(&LINE.replace(
+        r#""functions""#,
+        r#""ground_truth": [{"spotify.play": {"artist": ["Taylor Swift"], "duration": [20]}}], "functions""#,
+    ))
+    .unwrap();
+    let mut wrong = bfcl::question(&LINE.replace("parallel_0", "parallel_1")).unwrap();
+    wrong.ground_truth = json!([{"spotify.play": {"artist": ["Maroon 5"], "duration": [15]}}]);
+    let reply = |artist: &str, duration: u32| {
+        format!(
+            "[[ ## tool_calls ## ]]\n{{\"tool_calls\": [{{\"name\": \"spotify_play\", \"args\": {{\"artist\": \"{artist}\", \"duration\": {duration}}}}}]}}\n\n[[ ## completed ## ]]"
+        )
+    };
+    let (student, _) = predictor(
+        "chat",
+        ScriptedLm::texts([reply("Taylor Swift", 20), reply("Maroon 5", 99)]),
+    );
+    let trainset: Vec<_> = [&right, &wrong].into_iter().map(bfcl::example).collect();
+    let metric = |example: &signet::data::Example, output: &bfcl::FunctionCallOutput| {
+        bfcl::matches(
+            &example.get("ground_truth").cloned().unwrap_or_default(),
+            &output.tool_calls,
+        )
+    };
+    let compiled = signet::optimize::BootstrapFewShot::new(metric)
+        .with_max_labeled_demos(0)
+        .with_max_rounds(1)
+        .with_concurrency(1)
+        .compile(&student, &trainset)
+        .await
+        .unwrap();
+    let demos = compiled.program.predictor().demos();
+    assert_eq!(demos.len(), 1, "{demos:?}");
+    assert_eq!(
+        demos[0]["tool_calls"]["tool_calls"][0]["args"]["artist"],
+        "Taylor Swift"
+    );
+}
