@@ -275,7 +275,7 @@ async fn predict_with_tools_runs_tool_calls_until_the_model_answers() {
             ("a", "2.1"),
             (
                 "b",
-                "Error: tool `population` failed: unknown city Atlantis"
+                "Execution error in population: tool `population` failed: unknown city Atlantis"
             )
         ]
     );
@@ -311,7 +311,114 @@ async fn predict_with_tools_is_bounded_and_needs_function_calling() {
         .forward(json!({"question": "?"}).as_object().unwrap())
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::InvalidSignature { .. }), "{err}");
+    assert!(matches!(err, Error::Unsupported { .. }), "{err}");
+}
+
+/// Delete a city's records.
+#[signet::tool(confirm)]
+fn delete_city(city: String) -> String {
+    DELETED.lock().unwrap().push(city.clone());
+    format!("deleted {city}")
+}
+
+static DELETED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// What the model read back for each call of a two-call script (a tool call, then an answer).
+async fn tool_messages(qa: Predict<QA>, lm: &ScriptedLm) -> Vec<String> {
+    qa.call(ask("?")).await.unwrap();
+    lm.requests()[1]
+        .messages
+        .iter()
+        .filter(|m| m.role == signet::lm::Role::Tool)
+        .map(|m| m.content.clone())
+        .collect()
+}
+
+fn deleting(city: &str) -> Arc<ScriptedLm> {
+    use signet::lm::ToolCall;
+    Arc::new(
+        ScriptedLm::new([
+            Completion::tool_calls(vec![ToolCall::new(
+                "c",
+                "delete_city",
+                format!(r#"{{"city": "{city}"}}"#),
+            )]),
+            Completion::text(chat("Done.")),
+        ])
+        .with_capabilities(function_calling()),
+    )
+}
+
+#[tokio::test]
+async fn a_confirm_tool_never_runs_under_predict_without_approval() {
+    use signet::module::{Approval, ApprovalRequest};
+    // No approver: denied, and the model is told so.
+    let lm = deleting("Nowhere");
+    let qa = Predict::<QA>::new()
+        .with_lm(lm.clone())
+        .tool(DeleteCityTool);
+    assert_eq!(
+        tool_messages(qa, &lm).await,
+        [
+            "Execution error in delete_city: this call needs a person's approval and was denied: no one is available to approve it"
+        ]
+    );
+
+    // An approver that refuses, with its reason; one that approves, and sees the call.
+    let lm = deleting("Rome");
+    let qa = Predict::<QA>::new()
+        .with_lm(lm.clone())
+        .tool(DeleteCityTool)
+        .with_approver(|_| async { Approval::Deny(Some("not today".into())) });
+    assert!(tool_messages(qa, &lm).await[0].ends_with("was denied: not today"));
+    assert!(DELETED.lock().unwrap().is_empty(), "no call ran unapproved");
+
+    let lm = deleting("Paris");
+    let qa = Predict::<QA>::new()
+        .with_lm(lm.clone())
+        .tool(DeleteCityTool)
+        .with_approver(|request: ApprovalRequest| async move {
+            assert_eq!(request.tool, "delete_city");
+            assert_eq!(request.args, json!({"city": "Paris"}));
+            Approval::Approve
+        });
+    assert_eq!(tool_messages(qa, &lm).await, ["deleted Paris"]);
+    assert_eq!(*DELETED.lock().unwrap(), ["Paris"]);
+}
+
+/// Never answers.
+#[signet::tool]
+async fn hang() -> String {
+    std::future::pending::<()>().await;
+    unreachable!()
+}
+
+#[tokio::test]
+async fn predict_tool_calls_have_a_time_limit() {
+    use signet::module::Limits;
+    use std::time::Duration;
+    assert_eq!(
+        Limits::default().tool_timeout,
+        Some(Duration::from_secs(60)),
+        "every loop has a default limit"
+    );
+    use signet::lm::ToolCall;
+    let lm = Arc::new(
+        ScriptedLm::new([
+            Completion::tool_calls(vec![ToolCall::new("h", "hang", "{}")]),
+            Completion::text(chat("It hung.")),
+        ])
+        .with_capabilities(function_calling()),
+    );
+    let qa = Predict::<QA>::new()
+        .with_lm(lm.clone())
+        .tool(HangTool)
+        .with_tool_limits(Limits::default().tool_timeout(Duration::from_millis(20)));
+    let messages = tool_messages(qa, &lm).await;
+    assert!(
+        messages[0].starts_with("Execution error in hang:") && messages[0].contains("20ms"),
+        "{messages:?}"
+    );
 }
 
 #[tokio::test]

@@ -36,6 +36,7 @@ mod program;
 mod react;
 mod saved;
 mod tool_loop;
+mod tool_runner;
 
 pub use react::{
     Approval, ApprovalRequest, Approver, DropOldest, FINISH, KeepFirst, Limits, Observation, ReAct,
@@ -169,6 +170,8 @@ pub struct Predictor {
     options: LmOptions,
     tools: Vec<Arc<dyn crate::Tool>>,
     max_tool_turns: usize,
+    approver: Option<react::Approver>,
+    tool_limits: react::Limits,
     carried: saved::Carried,
 }
 
@@ -206,6 +209,8 @@ impl Predictor {
             options: self.options.clone(),
             tools: self.tools.clone(),
             max_tool_turns: self.max_tool_turns,
+            approver: self.approver.clone(),
+            tool_limits: self.tool_limits,
             carried: self.carried.clone(),
         }
     }
@@ -222,6 +227,8 @@ impl Predictor {
             options: LmOptions::default(),
             tools: Vec::new(),
             max_tool_turns: 10,
+            approver: None,
+            tool_limits: react::Limits::default(),
             carried: saved::Carried::default(),
         }
     }
@@ -469,6 +476,19 @@ impl<S: Signature> Predict<S> {
         fn tools(tools: impl IntoIterator<Item = impl crate::Tool + 'static>);
         /// The most tool-call rounds before the call fails (see [`Predictor::with_max_tool_turns`]).
         fn with_max_tool_turns(turns: usize);
+        /// Tool call time limit, output size and concurrency (see [`Predictor::with_tool_limits`]).
+        fn with_tool_limits(limits: Limits);
+    }
+
+    /// Asks `approver` before running a `#[tool(confirm)]` tool; without one such tools are never
+    /// run (see [`Predictor::with_approver`]).
+    pub fn with_approver<F, Fut>(mut self, approver: F) -> Self
+    where
+        F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Approval> + Send + 'static,
+    {
+        self.inner = self.inner.with_approver(approver);
+        self
     }
 
     /// Complete examples as few-shot demos.

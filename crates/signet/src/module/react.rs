@@ -35,7 +35,7 @@ use super::{CallConfig, Error, Predictor, with_reasoning};
 use crate::adapter::{Adapter, Fields};
 use crate::lm::{Lm, LmError, LmOptions, Usage};
 use crate::signature::{DynSignature, Field};
-use crate::tool::{Tool, ToolError};
+use crate::tool::Tool;
 use events::{Emitter, FINISH_POSTPONED, Interrupts, millis, stop_early};
 use prompt::step_signatures;
 
@@ -290,8 +290,7 @@ impl ReActCore {
         F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = Approval> + Send + 'static,
     {
-        use futures::FutureExt;
-        self.approver = Some(Arc::new(move |request| approver(request).boxed()));
+        self.approver = Some(super::tool_runner::approver(approver));
         self
     }
 
@@ -704,51 +703,18 @@ impl ReActCore {
         if name == FINISH {
             return Observation::Output(json!(FINISH_OBSERVATION));
         }
-        let Some(tool) = self.tools.iter().find(|t| t.name() == name) else {
-            let names: Vec<&str> = self
-                .tools
-                .iter()
-                .map(|t| t.name())
-                .chain([FINISH])
-                .collect();
-            return Observation::Error(format!(
-                "Execution error in {name}: there is no tool named `{name}`; the tools are: {}",
-                names.join(", ")
-            ));
-        };
-        if tool.requires_confirmation() {
-            let request = ApprovalRequest {
-                tool: name.to_owned(),
-                args: args.clone(),
-                thought: thought.to_owned(),
-            };
-            let approval = match &self.approver {
-                Some(approver) => approver(request).await,
-                None => Approval::Deny(Some("no one is available to approve it".to_owned())),
-            };
-            if let Approval::Deny(reason) = approval {
-                let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
-                return Observation::Error(format!(
-                    "Execution error in {name}: this call needs a person's approval and was denied{reason}"
-                ));
-            }
-        }
-        let call = tool.call(args.clone());
-        let result = match self.limits.tool_timeout {
-            Some(limit) => match tokio::time::timeout(limit, call).await {
-                Ok(result) => result,
-                Err(_) => Err(ToolError::Timeout {
-                    tool: name.to_owned(),
-                    elapsed: limit,
-                }),
-            },
-            None => call.await,
-        };
-        let observation = match result {
-            Ok(value) => Observation::Output(value),
-            Err(error) => Observation::Error(format!("Execution error in {name}: {error}")),
-        };
-        observation.limited_to(self.limits.max_observation_chars)
+        self.tool_runner().run(name, args, thought).await
+    }
+
+    /// The run's tool runner: these tools, `finish`, the approver and the limits.
+    pub(super) fn tool_runner(&self) -> super::tool_runner::ToolRunner<'_> {
+        super::tool_runner::ToolRunner::new(
+            &self.tools,
+            &[FINISH],
+            self.approver.as_ref(),
+            self.limits.tool_timeout,
+            self.limits.max_observation_chars,
+        )
     }
 
     /// When the model passed the outputs to `finish` and they parse into the output types, they are
@@ -808,7 +774,7 @@ pub struct Limits {
     pub max_lm_calls: u32,
     /// A time limit for each tool call; a call that exceeds it becomes an observation the model
     /// reads (async tools are cancelled; a sync tool's thread finishes in the background). Default
-    /// none.
+    /// 60 seconds (as the MCP client's); `None` waits for ever.
     pub tool_timeout: Option<Duration>,
     /// The longest observation (in characters of its text) sent back to the model; longer tool
     /// outputs are cut, with a marker saying how much was left out, and the whole output is kept in
@@ -823,7 +789,7 @@ impl Default for Limits {
         Limits {
             max_iters: 20,
             max_lm_calls: 100,
-            tool_timeout: None,
+            tool_timeout: Some(Duration::from_secs(60)),
             max_observation_chars: 20_000,
             max_concurrent_tools: 8,
         }
@@ -846,6 +812,12 @@ impl Limits {
     /// At most `timeout` per tool call.
     pub fn tool_timeout(mut self, timeout: Duration) -> Self {
         self.tool_timeout = Some(timeout);
+        self
+    }
+
+    /// No time limit on tool calls: a tool that never returns holds the run for ever.
+    pub fn no_tool_timeout(mut self) -> Self {
+        self.tool_timeout = None;
         self
     }
 

@@ -1,8 +1,10 @@
 //! `Predict` with tools: native tool calls run (concurrently) until the model answers.
 
-use futures::future::join_all;
+use futures::StreamExt;
 use serde_json::Value;
 
+use super::react::{Approval, ApprovalRequest, Limits};
+use super::tool_runner::ToolRunner;
 use super::{CallConfig, Error, Prediction, Predictor, Resolved};
 use crate::adapter::Fields;
 use crate::lm::{LmRequest, Message, ToolCall, ToolChoice, Usage};
@@ -30,6 +32,25 @@ impl Predictor {
         self
     }
 
+    /// Asks `approver` before running a tool that requires confirmation (`#[tool(confirm)]`), as
+    /// ReAct does. Without an approver such tools are never run: the model is told the call was
+    /// denied.
+    pub fn with_approver<F, Fut>(mut self, approver: F) -> Self
+    where
+        F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Approval> + Send + 'static,
+    {
+        self.approver = Some(super::tool_runner::approver(approver));
+        self
+    }
+
+    /// The limits on tool calls, as in ReAct: `tool_timeout` (default 60 s),
+    /// `max_observation_chars` and `max_concurrent_tools` apply; the others are ReAct's.
+    pub fn with_tool_limits(mut self, limits: Limits) -> Self {
+        self.tool_limits = limits;
+        self
+    }
+
     pub(super) async fn forward_with_tools(
         &self,
         inputs: &Fields,
@@ -37,10 +58,10 @@ impl Predictor {
     ) -> Result<Prediction, Error> {
         let Resolved { lm, adapter } = self.resolve(call)?;
         if !lm.capabilities().function_calling {
-            return Err(Error::InvalidSignature {
-                message: format!(
-                    "tools were given but the LM `{}` does not support native function calling; use ReAct \
-                     for text-mode tool use",
+            return Err(Error::Unsupported {
+                what: format!(
+                    "tools were given but the LM `{}` does not declare native function calling; use \
+                     ReAct for text-mode tool use",
                     lm.model()
                 ),
             });
@@ -66,7 +87,24 @@ impl Predictor {
                     adapter: adapter.name(),
                 });
             }
-            let results = join_all(completion.tool_calls.iter().map(|c| self.run_tool(c))).await;
+            let runner = ToolRunner::new(
+                &self.tools,
+                &[],
+                self.approver.as_ref(),
+                self.tool_limits.tool_timeout,
+                self.tool_limits.max_observation_chars,
+            );
+            // Concurrently, at most `max_concurrent_tools` at a time; results in call order.
+            let thought = completion.text.as_deref().unwrap_or_default();
+            let calls: Vec<_> = completion
+                .tool_calls
+                .iter()
+                .map(|call| run_tool(&runner, call, thought))
+                .collect();
+            let results: Vec<String> = futures::stream::iter(calls)
+                .buffered(self.tool_limits.max_concurrent_tools.max(1))
+                .collect()
+                .await;
             let mut assistant = Message::assistant_tool_calls(completion.tool_calls.clone());
             assistant.content = completion.text.clone().unwrap_or_default();
             messages.push(assistant);
@@ -78,30 +116,18 @@ impl Predictor {
             turns: self.max_tool_turns,
         })
     }
+}
 
-    /// One tool call's result as the `tool` message reads it; failures are described, not raised.
-    async fn run_tool(&self, call: &ToolCall) -> String {
-        let Some(tool) = self.tools.iter().find(|t| t.name() == call.name) else {
-            let names: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+/// One tool call's result as the `tool` message reads it; failures are described, not raised.
+async fn run_tool(runner: &ToolRunner<'_>, call: &ToolCall, thought: &str) -> String {
+    let args = match call.args() {
+        Ok(args) => args,
+        Err(e) => {
             return format!(
-                "Error: there is no tool named `{}`; the tools are: {}",
-                call.name,
-                names.join(", ")
+                "Execution error in {}: the arguments are not valid JSON ({e}): {}",
+                call.name, call.arguments
             );
-        };
-        let args = match call.args() {
-            Ok(args) => args,
-            Err(e) => {
-                return format!(
-                    "Error: the arguments are not valid JSON ({e}): {}",
-                    call.arguments
-                );
-            }
-        };
-        match tool.call(args).await {
-            Ok(Value::String(text)) => text,
-            Ok(value) => value.to_string(),
-            Err(error) => format!("Error: {error}"),
         }
-    }
+    };
+    runner.run(&call.name, &args, thought).await.as_text()
 }
