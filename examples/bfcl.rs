@@ -25,7 +25,7 @@
 //! | `chat` | Chat | the prompt, calls read from `[[ ## tool_calls ## ]]` |
 //! | `json` | JSON | the prompt, calls read from the JSON reply |
 //! | `xml` | XML | the prompt, calls read from `<tool_calls>` |
-//! | `constrained` | `JsonAdapter::constrained()` | the prompt, and the decoding schema ties each call to one function's arguments |
+//! | `constrained` | `JsonAdapter::constrained().with_max_tool_calls(4)` | the prompt, and the decoding schema ties each call to one function's arguments |
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -54,6 +54,9 @@ pub struct FunctionCall {
     pub tool_calls: ToolCalls,
 }
 
+/// The most calls constrained mode allows in one reply.
+pub const MAX_CALLS: usize = 4;
+
 const MODES: [&str; 5] = ["native", "chat", "json", "xml", "constrained"];
 
 pub fn adapter(mode: &str) -> Result<Arc<dyn Adapter>, String> {
@@ -62,7 +65,9 @@ pub fn adapter(mode: &str) -> Result<Arc<dyn Adapter>, String> {
         "chat" => Arc::new(ChatAdapter::new()),
         "json" => Arc::new(JsonAdapter::new().with_native_function_calling(false)),
         "xml" => Arc::new(XmlAdapter::new()),
-        "constrained" => Arc::new(JsonAdapter::constrained()),
+        // Up to 4 calls: all but 6 of BFCL's 2,351 single-turn AST answers have at most 4, and
+        // unbounded, a small model repeats a call until the token limit cuts the reply off.
+        "constrained" => Arc::new(JsonAdapter::constrained().with_max_tool_calls(MAX_CALLS)),
         other => return Err(format!("unknown mode `{other}`; the modes are {MODES:?}")),
     })
 }

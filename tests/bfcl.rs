@@ -227,3 +227,230 @@ async fn bootstrapping_keeps_the_questions_answered_right_as_demos() {
         "Taylor Swift"
     );
 }
+
+/// BFCL's data and checker, installed into the cache by the project's script (seconds once
+/// cached): the venv's python.
+fn bfcl_python() -> String {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = std::process::Command::new("bash")
+        .arg(format!("{root}/benches/bfcl/install.sh"))
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "benches/bfcl/install.sh failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    stdout.lines().last().expect("the python path").to_owned()
+}
+
+fn bfcl_py(python: &str, args: &[&str]) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/bfcl/bfcl.py");
+    let out = std::process::Command::new(python)
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "bfcl.py {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+const SINGLE_TURN: &str = "simple_python,simple_java,simple_javascript,multiple,parallel,\
+parallel_multiple,irrelevance,live_simple,live_multiple,live_parallel,live_parallel_multiple,\
+live_irrelevance,live_relevance";
+
+#[test]
+fn every_bfcl_function_converts_to_a_schema_signet_accepts() {
+    use signet::adapter::{Adapter, JsonAdapter};
+    use signet::lm::{Capabilities, LmRequest, ResponseFormat};
+    let python = bfcl_python();
+    let dir = std::env::temp_dir().join(format!("signet-bfcl-all-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("all.jsonl");
+    bfcl_py(
+        &python,
+        &[
+            "export",
+            "--categories",
+            SINGLE_TURN,
+            "--out",
+            file.to_str().unwrap(),
+        ],
+    );
+    let signature = <bfcl::FunctionCall as signet::Signature>::signature();
+    let local = Capabilities::default().with_json_object_schema(true);
+    let (mut questions, mut functions) = (0, 0);
+    for (n, line) in std::fs::read_to_string(&file).unwrap().lines().enumerate() {
+        let question = bfcl::question(line).unwrap_or_else(|e| panic!("line {}: {e}", n + 1));
+        for tool in &question.input.tools.0 {
+            let parameters = &tool["function"]["parameters"];
+            jsonschema::validator_for(parameters).unwrap_or_else(|e| {
+                panic!(
+                    "{}: {} does not compile: {e}",
+                    question.id, tool["function"]["name"]
+                )
+            });
+            functions += 1;
+        }
+        // The decoding schema of constrained mode for the whole question compiles too.
+        let inputs = serde_json::to_value(&question.input).unwrap();
+        let mut request = LmRequest::default();
+        JsonAdapter::constrained().configure_call(
+            signature,
+            inputs.as_object().unwrap(),
+            &mut request,
+            local,
+        );
+        let Some(ResponseFormat::Raw(format)) = &request.response_format else {
+            panic!("{}: no decoding schema", question.id)
+        };
+        jsonschema::validator_for(&format["schema"]).unwrap_or_else(|e| {
+            panic!("{}: the decoding schema does not compile: {e}", question.id)
+        });
+        questions += 1;
+    }
+    println!(
+        "{functions} BFCL functions in {questions} questions convert to schemas Signet accepts"
+    );
+    assert!(
+        questions > 3000,
+        "every single-turn category was exported: {questions}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[tokio::test]
+async fn a_reply_in_each_mode_scores_as_bfcl_says() {
+    let python = bfcl_python();
+    let dir = std::env::temp_dir().join(format!("signet-bfcl-modes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let questions = dir.join("q.jsonl");
+    // parallel_0 of BFCL: two calls of one function whose name has a dot.
+    bfcl_py(
+        &python,
+        &[
+            "export",
+            "--categories",
+            "parallel",
+            "--limit",
+            "1",
+            "--seed",
+            "0",
+            "--out",
+            questions.to_str().unwrap(),
+        ],
+    );
+    let line = std::fs::read_to_string(&questions).unwrap();
+    let question = bfcl::question(line.trim()).unwrap();
+    // The first accepted value of every argument BFCL lists, under the wire name.
+    let right: Vec<Value> = question
+        .ground_truth
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|call| {
+            let (name, args) = call.as_object().unwrap().iter().next().unwrap();
+            let args: serde_json::Map<String, Value> = args
+                .as_object()
+                .unwrap()
+                .iter()
+                .filter(|(_, values)| values[0] != "")
+                .map(|(k, values)| (k.clone(), values[0].clone()))
+                .collect();
+            json!({"name": bfcl::wire_name(name), "args": args})
+        })
+        .collect();
+    let mut wrong = right.clone();
+    let first_arg = wrong[0]["args"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    wrong[0]["args"][&first_arg] = json!("certainly not this");
+    let mut results = String::new();
+    for (label, calls) in [("right", &right), ("wrong", &wrong)] {
+        let calls = json!({"tool_calls": calls});
+        for mode in ["chat", "json", "xml", "constrained"] {
+            let reply = match mode {
+                "chat" => format!("[[ ## tool_calls ## ]]\n{calls}\n\n[[ ## completed ## ]]"),
+                "xml" => format!("<tool_calls>\n{calls}\n</tool_calls>"),
+                _ => json!({"tool_calls": calls}).to_string(),
+            };
+            let (program, _) = predictor(mode, ScriptedLm::texts([reply]));
+            let line =
+                bfcl::answer(&program, &question, &format!("{mode}-{label}"), "scripted").await;
+            results.push_str(&format!("{line}\n"));
+        }
+        let native: Vec<ToolCall> = calls["tool_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                ToolCall::new(
+                    format!("call_{i}"),
+                    c["name"].as_str().unwrap(),
+                    c["args"].to_string(),
+                )
+            })
+            .collect();
+        let (program, _) = predictor(
+            "native",
+            ScriptedLm::new([Completion::tool_calls(native)])
+                .with_capabilities(Capabilities::default().with_function_calling(true)),
+        );
+        let line = bfcl::answer(&program, &question, &format!("native-{label}"), "scripted").await;
+        results.push_str(&format!("{line}\n"));
+    }
+    let results_file = dir.join("r.jsonl");
+    std::fs::write(&results_file, results).unwrap();
+    let summary_file = dir.join("summary.json");
+    bfcl_py(
+        &python,
+        &[
+            "score",
+            "--questions",
+            questions.to_str().unwrap(),
+            "--results",
+            results_file.to_str().unwrap(),
+            "--out",
+            summary_file.to_str().unwrap(),
+        ],
+    );
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary_file).unwrap()).unwrap();
+    let text = summary.to_string();
+    for mode in ["chat", "json", "xml", "constrained", "native"] {
+        for (label, want) in [("right", true), ("wrong", false)] {
+            let row = format!("{mode}-{label}");
+            let valid = verdict(&summary, &row);
+            assert_eq!(valid, Some(want), "{row}: {text}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Whether BFCL's checker found the one question of `mode` right, from the scorer's summary.
+fn verdict(summary: &Value, mode: &str) -> Option<bool> {
+    fn find(value: &Value, mode: &str) -> Option<bool> {
+        match value {
+            Value::Object(map) => {
+                if map.get("mode").and_then(Value::as_str) == Some(mode)
+                    && let Some(valid) = map.get("valid").and_then(Value::as_bool)
+                {
+                    return Some(valid);
+                }
+                map.values().find_map(|v| find(v, mode))
+            }
+            Value::Array(items) => items.iter().find_map(|v| find(v, mode)),
+            _ => None,
+        }
+    }
+    find(summary, mode)
+}

@@ -22,6 +22,7 @@ pub struct JsonAdapter {
     native_function_calling: bool,
     constrained: bool,
     parallel_tool_calls: Option<bool>,
+    max_tool_calls: Option<usize>,
 }
 
 impl Default for JsonAdapter {
@@ -50,6 +51,7 @@ impl JsonAdapter {
             native_function_calling: true,
             constrained: false,
             parallel_tool_calls: None,
+            max_tool_calls: None,
         }
     }
 
@@ -76,12 +78,27 @@ impl JsonAdapter {
             native_function_calling: false,
             constrained: true,
             parallel_tool_calls: None,
+            max_tool_calls: None,
         }
     }
 
     /// Whether tools are sent natively for signatures with a `ToolCalls` output.
     pub fn with_native_function_calling(mut self, on: bool) -> Self {
         self.native_function_calling = on;
+        self
+    }
+
+    /// In constrained mode, at most `n` calls in a `ToolCalls` output listed in the prompt (the
+    /// decoding schema's `maxItems`): small models otherwise repeat a call until the token limit
+    /// cuts the reply off. No bound by default.
+    ///
+    /// ```
+    /// use signet::adapter::JsonAdapter;
+    /// let adapter = JsonAdapter::constrained().with_max_tool_calls(4);
+    /// # let _ = adapter;
+    /// ```
+    pub fn with_max_tool_calls(mut self, n: usize) -> Self {
+        self.max_tool_calls = Some(n);
         self
     }
 
@@ -154,7 +171,7 @@ impl Adapter for JsonAdapter {
         if !self.constrained || signature.output_schema().is_some() {
             return;
         }
-        let Some(schema) = tool_calls_schema(signature, inputs) else {
+        let Some(schema) = tool_calls_schema(signature, inputs, self.max_tool_calls) else {
             return;
         };
         match &mut request.response_format {
@@ -209,7 +226,11 @@ impl Adapter for JsonAdapter {
 /// `ToolCalls` output's calls tied to the offered functions — each call names one function and
 /// its `args` follow that function's schema. `None` without a `ToolCalls` output or tool
 /// descriptors in the inputs.
-fn tool_calls_schema(signature: &DynSignature, inputs: &Fields) -> Option<Value> {
+fn tool_calls_schema(
+    signature: &DynSignature,
+    inputs: &Fields,
+    max_calls: Option<usize>,
+) -> Option<Value> {
     let calls_field = signature
         .outputs()
         .iter()
@@ -239,9 +260,13 @@ fn tool_calls_schema(signature: &DynSignature, inputs: &Fields) -> Option<Value>
     let mut properties = Map::new();
     for field in signature.outputs() {
         let schema = if field.name() == calls_field.name() {
+            let mut calls = json!({"type": "array", "items": {"anyOf": branches}});
+            if let Some(n) = max_calls {
+                calls["maxItems"] = json!(n);
+            }
             json!({
                 "type": "object",
-                "properties": {"tool_calls": {"type": "array", "items": {"anyOf": branches}}},
+                "properties": {"tool_calls": calls},
                 "required": ["tool_calls"],
                 "additionalProperties": false,
             })
@@ -474,6 +499,19 @@ mod tests {
             json!({"type": "string", "enum": ["add"]})
         );
         assert_eq!(call["properties"]["args"]["required"], json!(["a"]));
+        let calls = &format["schema"]["properties"]["tool_calls"]["properties"]["tool_calls"];
+        assert_eq!(calls.get("maxItems"), None, "no bound by default");
+        let mut bounded = LmRequest::default();
+        JsonAdapter::constrained()
+            .with_max_tool_calls(3)
+            .configure_call(&sig, &inputs, &mut bounded, local);
+        let Some(ResponseFormat::Raw(bounded)) = &bounded.response_format else {
+            panic!()
+        };
+        assert_eq!(
+            bounded["schema"]["properties"]["tool_calls"]["properties"]["tool_calls"]["maxItems"],
+            3
+        );
 
         // Structured outputs get the same schema, not strict; without tools nothing changes.
         let mut request = LmRequest::default();
