@@ -39,10 +39,11 @@ mod tool_loop;
 mod tool_runner;
 
 pub use react::{
-    Approval, ApprovalRequest, Approver, DropOldest, FINISH, KeepFirst, Limits, Observation, ReAct,
-    ReActCore, ReActError, ReActEvent, ReActMode, ReActOutput, ReActRun, RunFailure, SUBMIT,
-    SlidingWindow, Step, StopReason, Summarize, TOOL_TURNS, Trajectory, TruncationPolicy,
-    UserMessage, tool_listing,
+    Approval, ApprovalRequest, Approver, Decision, DropOldest, FINISH, KeepFirst, Limits,
+    Observation, PendingCall, ReAct, ReActCore, ReActError, ReActEvent, ReActMode, ReActOutput,
+    ReActRun, ResumeError, RunFailure, RunOutcome, STATE_FORMAT, SUBMIT, SlidingWindow, Step,
+    StopReason, Summarize, SuspendedRun, TOOL_TURNS, Trajectory, TruncationPolicy, UserMessage,
+    Waiting, tool_listing,
 };
 
 use crate::adapter::{self, Adapter, ChatAdapter, Fields};

@@ -210,23 +210,41 @@ pub trait ToolBox: Send + Sync + 'static {
 ///
 /// A return type whose last path segment is `Result` (`Result<T, E>`, `io::Result<T>`,
 /// `anyhow::Result<T>`) goes through [`result_output`](returns::result_output): `Ok` becomes the
-/// output, `Err` (any `E: Display`) becomes [`ToolError::Failed`]. Any other type goes through
+/// output, `Err` (any `E: Display`) becomes [`ToolError::Failed`] — unless `E` is [`ToolError`]
+/// itself, which is kept as it is (so a body can return [`ToolError::needs_input`]). Any other type goes through
 /// [`plain_output`](returns::plain_output) and must be `Serialize`.
 #[doc(hidden)]
 pub mod returns {
     use super::*;
 
-    /// `Ok` -> JSON, `Err` -> [`ToolError::Failed`].
-    pub fn result_output<T: Serialize, E: Display>(
+    /// `Ok` -> JSON, `Err` -> [`ToolError::Failed`] (a [`ToolError`] is kept, named after `tool`).
+    pub fn result_output<T: Serialize, E: Display + 'static>(
         tool: &str,
         value: Result<T, E>,
     ) -> Result<Value, ToolError> {
         match value {
             Ok(v) => plain_output(tool, v),
-            Err(e) => Err(ToolError::Failed {
+            Err(e) => Err(tool_error(tool, e)),
+        }
+    }
+
+    /// A body's error as a [`ToolError`]: a `ToolError` as it is (its tool named `tool` when the
+    /// body left the name empty), anything else as [`ToolError::Failed`] with its text.
+    pub fn tool_error<E: Display + 'static>(tool: &str, error: E) -> ToolError {
+        let any: &dyn std::any::Any = &error;
+        match any.downcast_ref::<ToolError>() {
+            Some(ToolError::NeedsInput {
+                tool: name,
+                question,
+            }) if name.is_empty() => ToolError::NeedsInput {
                 tool: tool.to_owned(),
-                message: e.to_string(),
-            }),
+                question: question.clone(),
+            },
+            Some(kept) => kept.clone(),
+            None => ToolError::Failed {
+                tool: tool.to_owned(),
+                message: error.to_string(),
+            },
         }
     }
 

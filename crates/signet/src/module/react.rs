@@ -12,6 +12,8 @@ mod events;
 mod history;
 mod native;
 mod prompt;
+mod suspend;
+mod text;
 mod trajectory;
 mod truncation;
 mod typed;
@@ -21,6 +23,9 @@ pub use events::ReActEvent;
 pub use history::SUBMIT;
 pub use native::TOOL_TURNS;
 pub use prompt::tool_listing;
+pub use suspend::{
+    Decision, PendingCall, ResumeError, RunOutcome, STATE_FORMAT, SuspendedRun, Waiting,
+};
 pub use trajectory::{Observation, Step, StopReason, Trajectory, UserMessage};
 pub use truncation::{DropOldest, KeepFirst, SlidingWindow, Summarize, TruncationPolicy};
 pub use typed::ReAct;
@@ -36,8 +41,9 @@ use crate::adapter::{Adapter, Fields};
 use crate::lm::{Lm, LmError, LmOptions, Usage};
 use crate::signature::{DynSignature, Field};
 use crate::tool::Tool;
-use events::{Emitter, FINISH_POSTPONED, Interrupts, millis, stop_early};
+use events::{Emitter, FINISH_POSTPONED, Interrupts, millis};
 use prompt::step_signatures;
+use suspend::Start;
 
 /// The name of the tool that ends the loop.
 pub const FINISH: &str = "finish";
@@ -347,19 +353,70 @@ impl ReActCore {
         &self.step
     }
 
-    /// Runs the loop on `inputs`; the outputs are field values.
+    /// Runs the loop on `inputs`; the outputs are field values. A `#[tool(confirm)]` tool runs
+    /// only when the [approver](Self::with_approver) approves it (the model reads a denial when
+    /// there is none); for a run that waits for a person instead, see [`start`](Self::start).
     pub async fn forward(
         &self,
         inputs: &Fields,
         call: &CallConfig,
     ) -> Result<ReActRun, ReActError> {
-        self.run(
-            inputs,
-            call,
-            &Emitter::default(),
-            &mut Interrupts::default(),
-        )
-        .await
+        let outcome = self
+            .run(
+                inputs,
+                call,
+                &Emitter::default(),
+                &mut Interrupts::default(),
+                Start::Fresh { resumable: false },
+            )
+            .await?;
+        match outcome {
+            RunOutcome::Finished(run) => Ok(run),
+            // A run that is not resumable does not suspend; should one, it is an error, not a
+            // silent stop.
+            RunOutcome::Suspended(state) => Err(ReActError::new(
+                Error::Unsupported {
+                    what: "a run that waits for a person in `forward`; use `start`".to_owned(),
+                },
+                &state.trajectory,
+                state.usage,
+            )),
+        }
+    }
+
+    /// Runs the loop on `inputs`, suspending where a person is needed: at a `#[tool(confirm)]`
+    /// tool when no [approver](Self::with_approver) is set, and at a tool that returns
+    /// [`ToolError::NeedsInput`](crate::ToolError::NeedsInput). A suspended run is
+    /// [`RunOutcome::Suspended`] with a [`SuspendedRun`] that serialises to JSON; go on with
+    /// [`resume`](Self::resume), here or in another process. Text and native modes (not
+    /// [`ReActMode::History`]: [`Error::Unsupported`]).
+    pub async fn start(
+        &self,
+        inputs: &Fields,
+        call: &CallConfig,
+    ) -> Result<RunOutcome<ReActRun>, ReActError> {
+        let start = Start::Fresh { resumable: true };
+        let mut interrupts = Interrupts::default();
+        self.run(inputs, call, &Emitter::default(), &mut interrupts, start)
+            .await
+    }
+
+    /// Goes on with a suspended run: `decisions` pairs each pending call's
+    /// [id](PendingCall::id) with a [`Decision`]. The agent must be built as the one that
+    /// suspended (same signature, tools and settings; [`ResumeError::StaleState`] otherwise); it
+    /// may be in another process. The run may suspend again.
+    pub async fn resume(
+        &self,
+        state: SuspendedRun,
+        decisions: impl IntoIterator<Item = (String, Decision)>,
+        call: &CallConfig,
+    ) -> Result<RunOutcome<ReActRun>, ReActError> {
+        let (inputs, start) = self
+            .resume_start(state, decisions)
+            .map_err(|error| *error)?;
+        let mut interrupts = Interrupts::default();
+        self.run(&inputs, call, &Emitter::default(), &mut interrupts, start)
+            .await
     }
 
     /// Runs the loop and yields its events as they happen, ending with [`ReActEvent::Done`] or
@@ -369,7 +426,39 @@ impl ReActCore {
         inputs: Fields,
         call: CallConfig,
     ) -> futures::stream::BoxStream<'a, ReActEvent> {
-        self.stream_inner(inputs, call, Interrupts::default())
+        let start = Start::Fresh { resumable: false };
+        self.stream_inner(inputs, call, Interrupts::default(), start)
+    }
+
+    /// [`start`](Self::start) as a stream of events; a run that waits for a person ends with
+    /// [`ReActEvent::Suspended`].
+    pub fn stream_start<'a>(
+        &'a self,
+        inputs: Fields,
+        call: CallConfig,
+    ) -> futures::stream::BoxStream<'a, ReActEvent> {
+        let start = Start::Fresh { resumable: true };
+        self.stream_inner(inputs, call, Interrupts::default(), start)
+    }
+
+    /// [`resume`](Self::resume) as a stream of events (a state that cannot be resumed is one
+    /// [`ReActEvent::Failed`]).
+    pub fn stream_resume<'a>(
+        &'a self,
+        state: SuspendedRun,
+        decisions: impl IntoIterator<Item = (String, Decision)>,
+        call: CallConfig,
+    ) -> futures::stream::BoxStream<'a, ReActEvent> {
+        use futures::StreamExt;
+        match self.resume_start(state, decisions) {
+            Ok((inputs, start)) => self.stream_inner(inputs, call, Interrupts::default(), start),
+            Err(error) => futures::stream::once(async move {
+                ReActEvent::Failed {
+                    error: Arc::new(*error),
+                }
+            })
+            .boxed(),
+        }
     }
 
     /// [`stream`](Self::stream), with a channel for follow-up messages while the run is in
@@ -383,7 +472,32 @@ impl ReActCore {
         call: CallConfig,
         interrupts: tokio::sync::mpsc::UnboundedReceiver<String>,
     ) -> futures::stream::BoxStream<'a, ReActEvent> {
-        self.stream_inner(inputs, call, Interrupts::new(Some(interrupts)))
+        self.stream_inner(
+            inputs,
+            call,
+            Interrupts::new(Some(interrupts)),
+            Start::Fresh { resumable: false },
+        )
+    }
+
+    /// The inputs and start of a resumed run, once the state is checked against this agent.
+    fn resume_start(
+        &self,
+        state: SuspendedRun,
+        decisions: impl IntoIterator<Item = (String, Decision)>,
+    ) -> Result<(Fields, Start), Box<ReActError>> {
+        match state.check(self, decisions) {
+            Ok(decided) => {
+                let inputs = state.inputs.clone();
+                let state = Box::new(state);
+                Ok((inputs, Start::Resume { state, decided }))
+            }
+            Err(error) => Err(Box::new(ReActError::new(
+                error,
+                &state.trajectory,
+                state.usage,
+            ))),
+        }
     }
 
     fn stream_inner<'a>(
@@ -391,19 +505,26 @@ impl ReActCore {
         inputs: Fields,
         call: CallConfig,
         mut interrupts: Interrupts,
+        start: Start,
     ) -> futures::stream::BoxStream<'a, ReActEvent> {
         use futures::StreamExt;
         let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
         let emitter = Emitter(Some(sender));
         let run = async move {
             let started = Instant::now();
-            let event = match self.run(&inputs, &call, &emitter, &mut interrupts).await {
-                Ok(run) => ReActEvent::Done {
+            let outcome = self
+                .run(&inputs, &call, &emitter, &mut interrupts, start)
+                .await;
+            let event = match outcome {
+                Ok(RunOutcome::Finished(run)) => ReActEvent::Done {
                     output: run.outputs,
                     reasoning: run.reasoning,
                     trajectory: run.trajectory,
                     usage: run.usage,
                     elapsed_ms: millis(started.elapsed()),
+                },
+                Ok(RunOutcome::Suspended(state)) => ReActEvent::Suspended {
+                    state: Box::new(state),
                 },
                 Err(error) => ReActEvent::Failed {
                     error: Arc::new(error),
@@ -416,32 +537,91 @@ impl ReActCore {
         futures::stream::select(driver, events).boxed()
     }
 
+    /// The run; a state it suspends with carries this agent's fingerprint.
     async fn run(
         &self,
         inputs: &Fields,
         call: &CallConfig,
         events: &Emitter,
         interrupts: &mut Interrupts,
-    ) -> Result<ReActRun, ReActError> {
+        start: Start,
+    ) -> Result<RunOutcome<ReActRun>, ReActError> {
+        Ok(
+            match self
+                .run_unstamped(inputs, call, events, interrupts, start)
+                .await?
+            {
+                RunOutcome::Suspended(mut state) => {
+                    state.fingerprint = self.fingerprint();
+                    state.signature = self.signature.name().to_owned();
+                    RunOutcome::Suspended(state)
+                }
+                finished => finished,
+            },
+        )
+    }
+
+    async fn run_unstamped(
+        &self,
+        inputs: &Fields,
+        call: &CallConfig,
+        events: &Emitter,
+        interrupts: &mut Interrupts,
+        start: Start,
+    ) -> Result<RunOutcome<ReActRun>, ReActError> {
         let resolved = self.step.resolve(call).map_err(ReActError::before_start)?;
-        if self.tools.len() > self.selection_threshold {
-            let mut usage = Usage::default();
-            let selected = self
-                .select_tools(resolved.lm.as_ref(), inputs, &mut usage)
-                .await;
-            if let Some(names) = selected {
-                events.emit(ReActEvent::ToolsSelected {
-                    names: names.clone(),
-                });
-                let mut run = Box::pin(
-                    self.restricted_to(&names)
-                        .run(inputs, call, events, interrupts),
-                )
-                .await?;
-                run.usage += usage;
-                return Ok(run);
+        let (selected, usage) = match &start {
+            Start::Resume { state, .. } => (state.selected_tools.clone(), Usage::default()),
+            Start::Fresh { .. } if self.tools.len() > self.selection_threshold => {
+                let mut usage = Usage::default();
+                let selected = self
+                    .select_tools(resolved.lm.as_ref(), inputs, &mut usage)
+                    .await;
+                if let Some(names) = &selected {
+                    events.emit(ReActEvent::ToolsSelected {
+                        names: names.clone(),
+                    });
+                }
+                (selected, usage)
             }
+            Start::Fresh { .. } => (None, Usage::default()),
+        };
+        if let Some(names) = selected {
+            let outcome = Box::pin(
+                self.restricted_to(&names)
+                    .run_selected(inputs, call, resolved, events, interrupts, start),
+            )
+            .await
+            .map_err(|mut error| {
+                error.usage += usage;
+                error
+            })?;
+            return Ok(match outcome {
+                RunOutcome::Finished(mut run) => {
+                    run.usage += usage;
+                    RunOutcome::Finished(run)
+                }
+                RunOutcome::Suspended(mut state) => {
+                    state.usage += usage;
+                    state.selected_tools = Some(names);
+                    RunOutcome::Suspended(state)
+                }
+            });
         }
+        self.run_selected(inputs, call, resolved, events, interrupts, start)
+            .await
+    }
+
+    /// The run once the tools are chosen: history, native or text mode.
+    async fn run_selected(
+        &self,
+        inputs: &Fields,
+        call: &CallConfig,
+        resolved: super::Resolved,
+        events: &Emitter,
+        interrupts: &mut Interrupts,
+        start: Start,
+    ) -> Result<RunOutcome<ReActRun>, ReActError> {
         if self.mode == ReActMode::History {
             if interrupts.enabled() {
                 return Err(ReActError::before_start(Error::Unsupported {
@@ -450,10 +630,19 @@ impl ReActCore {
                         .to_owned(),
                 }));
             }
-            return self.forward_history(inputs, resolved, events).await;
+            if start.resumable() {
+                return Err(ReActError::before_start(Error::Unsupported {
+                    what: "suspending and resuming a run in history mode; use the text or native \
+                           mode for runs that wait for a person"
+                        .to_owned(),
+                }));
+            }
+            let run = self.forward_history(inputs, resolved, events).await?;
+            return Ok(RunOutcome::Finished(run));
         }
-        let native = match self.mode {
-            ReActMode::Auto if !resolved.lm.capabilities().function_calling => {
+        let native = match (&start, self.mode) {
+            (Start::Resume { state, .. }, _) => state.native,
+            (_, ReActMode::Auto) if !resolved.lm.capabilities().function_calling => {
                 let model = resolved.lm.model().to_owned();
                 tracing::warn!(
                     %model,
@@ -463,112 +652,16 @@ impl ReActCore {
                 events.emit(ReActEvent::TextMode { model });
                 false
             }
-            ReActMode::Auto | ReActMode::Native => true,
-            ReActMode::Text | ReActMode::History => false,
+            (_, ReActMode::Auto | ReActMode::Native) => true,
+            (_, ReActMode::Text | ReActMode::History) => false,
         };
         if native {
-            return self
-                .forward_native(inputs, call, resolved, events, interrupts)
-                .await;
-        }
-        let adapter = resolved.adapter;
-        let mut trajectory = Trajectory::default();
-        let mut usage = Usage::default();
-        let mut finished_outputs = None;
-        let mut finished = false;
-        for index in 0..self.limits.max_iters {
-            events.emit(ReActEvent::StepStarted { turn: index });
-            interrupts.inject(&mut trajectory, events);
-            let prediction = match self
-                .call_with_truncation(
-                    &self.step,
-                    inputs,
-                    &mut trajectory,
-                    adapter.as_ref(),
-                    call,
-                    &mut usage,
-                )
+            self.forward_native(inputs, call, resolved, events, interrupts, start)
                 .await
-            {
-                Ok(prediction) => prediction,
-                Err(RunFailure::TrajectoryTooLong { message }) => {
-                    stop_early(
-                        &mut trajectory,
-                        events,
-                        StopReason::ContextWindow { message },
-                    );
-                    break;
-                }
-                Err(RunFailure::Call(Error::Parse(error))) => {
-                    // As DSPy: a step that cannot be read ends the loop; the extractor still runs.
-                    stop_early(
-                        &mut trajectory,
-                        events,
-                        StopReason::UnreadableStep {
-                            step: index,
-                            error: error.to_string(),
-                        },
-                    );
-                    break;
-                }
-                Err(failure) => return Err(ReActError::new(failure, &trajectory, usage)),
-            };
-            let thought = as_text(&prediction["next_thought"]);
-            let tool_name = as_text(&prediction["next_tool_name"]);
-            let tool_args = prediction
-                .get("next_tool_args")
-                .cloned()
-                .unwrap_or(Value::Null);
-            events.emit(ReActEvent::Thought {
-                turn: index,
-                text: thought.clone(),
-            });
-            let (observation, elapsed) = self
-                .observe_with_events(index, &tool_name, &tool_args, &thought, events)
-                .await;
-            let postponed = tool_name == FINISH && interrupts.pending();
-            let observation = if postponed {
-                Observation::Output(json!(FINISH_POSTPONED))
-            } else {
-                observation
-            };
-            if tool_name == FINISH && !postponed {
-                finished_outputs = self.outputs_from_finish(&tool_args);
-            }
-            trajectory.steps.push(Step {
-                index,
-                thought,
-                tool_name: tool_name.clone(),
-                tool_args,
-                observation,
-                call_id: None,
-                turn: index,
-                elapsed,
-            });
-            if tool_name == FINISH && !postponed {
-                finished = true;
-                break;
-            }
+        } else {
+            self.forward_text(inputs, call, resolved, events, interrupts, start)
+                .await
         }
-        if !finished && trajectory.stopped_early.is_none() {
-            stop_early(
-                &mut trajectory,
-                events,
-                StopReason::MaxIters {
-                    max_iters: self.limits.max_iters,
-                },
-            );
-        }
-        if let Some(outputs) = finished_outputs {
-            return Ok(ReActRun {
-                outputs,
-                reasoning: None,
-                trajectory,
-                usage,
-            });
-        }
-        self.extract(inputs, trajectory, adapter.as_ref(), call, usage, events)
-            .await
     }
 
     /// The extractor (ChainOfThought over the inputs and the trajectory) produces the outputs.
@@ -670,7 +763,9 @@ impl ReActCore {
         })
     }
 
-    /// [`observe`](Self::observe) inside a tracing span, with start and finish events.
+    /// One tool call inside a tracing span, with start and finish events: attempted (a call that
+    /// waits for a person is `Err` in a resumable run, unattended otherwise) or carried out as a
+    /// person decided.
     async fn observe_with_events(
         &self,
         index: usize,
@@ -678,7 +773,8 @@ impl ReActCore {
         args: &Value,
         thought: &str,
         events: &Emitter,
-    ) -> (Observation, Duration) {
+        how: CallMode<'_>,
+    ) -> Result<(Observation, Duration), Waiting> {
         use tracing::Instrument;
         events.emit(ReActEvent::ToolCallStarted {
             index,
@@ -687,15 +783,30 @@ impl ReActCore {
         });
         let started = Instant::now();
         let span = tracing::info_span!("react.tool_call", tool = name, index);
-        let observation = self.observe(name, args, thought).instrument(span).await;
+        let runner = self.tool_runner();
+        let outcome = async {
+            match how {
+                _ if name == FINISH => Ok(Observation::Output(json!(FINISH_OBSERVATION))),
+                CallMode::Attempt { resumable } => {
+                    match runner.attempt(name, args, thought).await {
+                        Err(waiting) if !resumable => Ok(runner.unattended(name, &waiting)),
+                        outcome => outcome,
+                    }
+                }
+                CallMode::Decided(decision) => runner.decided(name, args, decision).await,
+            }
+        }
+        .instrument(span)
+        .await;
         let elapsed = started.elapsed();
+        let observation = outcome?;
         events.emit(ReActEvent::ToolCallFinished {
             index,
             name: name.to_owned(),
             observation: observation.clone(),
             elapsed_ms: millis(elapsed),
         });
-        (observation, elapsed)
+        Ok((observation, elapsed))
     }
 
     /// Runs the chosen tool; every failure becomes an observation the model can act on.
@@ -728,6 +839,18 @@ impl ReActCore {
         }
         Some(outputs)
     }
+}
+
+/// How one tool call is carried out.
+#[derive(Clone, Copy)]
+enum CallMode<'d> {
+    /// As the model wrote it; in a `resumable` run a call that needs a person waits for one.
+    Attempt {
+        /// Whether the run may suspend.
+        resumable: bool,
+    },
+    /// As a person decided.
+    Decided(&'d Decision),
 }
 
 /// What an untyped ReAct run produced.

@@ -120,14 +120,8 @@ impl Predictor {
 
 /// One tool call's result as the `tool` message reads it; failures are described, not raised.
 async fn run_tool(runner: &ToolRunner<'_>, call: &ToolCall, thought: &str) -> String {
-    let args = match call.args() {
-        Ok(args) => args,
-        Err(e) => {
-            return format!(
-                "Execution error in {}: the arguments are not valid JSON ({e}): {}",
-                call.name, call.arguments
-            );
-        }
-    };
-    runner.run(&call.name, &args, thought).await.as_text()
+    match super::tool_runner::arguments(call) {
+        Ok(args) => runner.run(&call.name, &args, thought).await.as_text(),
+        Err(observation) => observation.as_text(),
+    }
 }

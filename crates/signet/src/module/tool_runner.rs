@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::react::{Approval, ApprovalRequest, Approver, Observation};
+use super::react::{Approval, ApprovalRequest, Approver, Decision, Observation, Waiting};
+use crate::lm::ToolCall;
 use crate::tool::{Tool, ToolError};
 
 /// An [`Approver`] from an async closure.
@@ -54,11 +55,26 @@ impl<'a> ToolRunner<'a> {
         self.tools.iter().find(|t| t.name() == name)
     }
 
-    /// Runs `name` with `args`; every failure becomes an observation the model can act on.
+    /// Runs `name` with `args`; every failure becomes an observation the model can act on — a
+    /// call that needs a person is denied (or its question left unanswered) here.
     /// `thought` is what the model said before the call (shown to the approver).
     pub(crate) async fn run(&self, name: &str, args: &Value, thought: &str) -> Observation {
+        match self.attempt(name, args, thought).await {
+            Ok(observation) => observation,
+            Err(waiting) => self.unattended(name, &waiting),
+        }
+    }
+
+    /// Runs `name` with `args`, or says what person it waits for: a `#[tool(confirm)]` tool when
+    /// there is no approver, a tool that returned [`ToolError::NeedsInput`].
+    pub(crate) async fn attempt(
+        &self,
+        name: &str,
+        args: &Value,
+        thought: &str,
+    ) -> Result<Observation, Waiting> {
         let Some(tool) = self.get(name) else {
-            return Observation::Error(format!(
+            return Ok(Observation::Error(format!(
                 "Execution error in {name}: there is no tool named `{name}`; the tools are: {}",
                 self.tools
                     .iter()
@@ -66,25 +82,63 @@ impl<'a> ToolRunner<'a> {
                     .chain(self.built_ins.iter().copied())
                     .collect::<Vec<_>>()
                     .join(", ")
-            ));
+            )));
         };
         if tool.requires_confirmation() {
+            let Some(approver) = self.approver else {
+                return Err(Waiting::Approval);
+            };
             let request = ApprovalRequest {
                 tool: name.to_owned(),
                 args: args.clone(),
                 thought: thought.to_owned(),
             };
-            let approval = match self.approver {
-                Some(approver) => approver(request).await,
-                None => Approval::Deny(Some("no one is available to approve it".to_owned())),
-            };
-            if let Approval::Deny(reason) = approval {
-                let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
-                return Observation::Error(format!(
-                    "Execution error in {name}: this call needs a person's approval and was denied{reason}"
-                ));
+            if let Approval::Deny(reason) = approver(request).await {
+                return Ok(denied(name, reason.as_deref()));
             }
         }
+        self.execute(tool, name, args).await
+    }
+
+    /// Carries out a person's decision on a call that waited for one.
+    pub(crate) async fn decided(
+        &self,
+        name: &str,
+        args: &Value,
+        decision: &Decision,
+    ) -> Result<Observation, Waiting> {
+        let args = match decision {
+            Decision::Deny(reason) => return Ok(denied(name, reason.as_deref())),
+            Decision::Respond(answer) => {
+                return Ok(Observation::Output(answer.clone()).limited_to(self.max_chars));
+            }
+            Decision::Approve => args,
+            Decision::Edit(edited) => edited,
+        };
+        match self.get(name) {
+            Some(tool) => self.execute(tool, name, args).await,
+            None => self.attempt(name, args, "").await,
+        }
+    }
+
+    /// The observation of a call whose person is not there (a run that cannot wait).
+    pub(crate) fn unattended(&self, name: &str, waiting: &Waiting) -> Observation {
+        match waiting {
+            Waiting::Approval => denied(name, Some("no one is available to approve it")),
+            Waiting::Answer { question } => Observation::Error(format!(
+                "Execution error in {name}: the tool needs a person's answer ({question}) and no \
+                 one is available to give it"
+            )),
+        }
+    }
+
+    /// Calls the tool within the time limit.
+    async fn execute(
+        &self,
+        tool: &Arc<dyn Tool>,
+        name: &str,
+        args: &Value,
+    ) -> Result<Observation, Waiting> {
         let call = tool.call(args.clone());
         let result = match self.timeout {
             Some(limit) => match tokio::time::timeout(limit, call).await {
@@ -98,8 +152,29 @@ impl<'a> ToolRunner<'a> {
         };
         let observation = match result {
             Ok(value) => Observation::Output(value),
+            Err(ToolError::NeedsInput { question, .. }) => {
+                return Err(Waiting::Answer { question });
+            }
             Err(error) => Observation::Error(format!("Execution error in {name}: {error}")),
         };
-        observation.limited_to(self.max_chars)
+        Ok(observation.limited_to(self.max_chars))
     }
+}
+
+/// A native call's arguments, or what the model reads when they are not JSON.
+pub(crate) fn arguments(call: &ToolCall) -> Result<Value, Observation> {
+    call.args().map_err(|error| {
+        Observation::Error(format!(
+            "Execution error in {}: the arguments are not valid JSON ({error}): {}",
+            call.name, call.arguments
+        ))
+    })
+}
+
+/// What the model reads when a person denied the call.
+fn denied(name: &str, reason: Option<&str>) -> Observation {
+    let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
+    Observation::Error(format!(
+        "Execution error in {name}: this call needs a person's approval and was denied{reason}"
+    ))
 }

@@ -81,6 +81,17 @@ pub enum ToolError {
         /// The tool's name.
         tool: String,
     },
+    /// The tool cannot go on without a person's answer to `question` (a body returns it with
+    /// [`ToolError::needs_input`]). A [resumable](crate::module::ReActCore::start) ReAct run
+    /// suspends here and the person's answer becomes the observation; elsewhere the model reads
+    /// that no one was there to answer.
+    #[error("tool `{tool}` needs a person's answer: {question}")]
+    NeedsInput {
+        /// The tool's name (filled in by the tool when the body leaves it empty).
+        tool: String,
+        /// What the person is asked.
+        question: String,
+    },
     /// A tool served elsewhere (for example over MCP) reported an error or could not be reached.
     #[error("tool `{tool}`: {message}")]
     Remote {
@@ -107,7 +118,27 @@ impl ToolError {
             | ToolError::Output { tool, .. }
             | ToolError::InvalidSchema { tool, .. }
             | ToolError::BlockingInAsyncContext { tool }
+            | ToolError::NeedsInput { tool, .. }
             | ToolError::Remote { tool, .. } => tool,
+        }
+    }
+
+    /// The error a tool body returns when it needs a person's answer before it can go on
+    /// ([`NeedsInput`](ToolError::NeedsInput); the tool's name is filled in for you).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use signet::{Tool, ToolError, tool::FnTool};
+    ///
+    /// let ask = FnTool::builder("ask_user")
+    ///     .sync_fn(|_args| Err::<String, _>(ToolError::needs_input("Which account?")));
+    /// let err = ask.call_blocking(json!({})).unwrap_err();
+    /// assert_eq!(err, ToolError::NeedsInput { tool: "ask_user".into(), question: "Which account?".into() });
+    /// ```
+    pub fn needs_input(question: impl Into<String>) -> ToolError {
+        ToolError::NeedsInput {
+            tool: String::new(),
+            question: question.into(),
         }
     }
 }

@@ -133,7 +133,7 @@ impl FnToolBuilder {
         F: Fn(Value) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<T, E>> + Send + 'static,
         T: Serialize,
-        E: Display,
+        E: Display + 'static,
     {
         let name: Arc<str> = self.name.as_str().into();
         self.finish(move |args| {
@@ -168,9 +168,11 @@ impl FnToolBuilder {
         self.schema = typed.args_schema().clone();
         let tool_name = self.name.clone();
         self.sync_fn(move |args| {
-            let args: A = serde_json::from_value(args)
-                .map_err(|e| format!("arguments of `{tool_name}` could not be read: {e}"))?;
-            body(args).map_err(|e| e.to_string())
+            let args: A = serde_json::from_value(args).map_err(|e| ToolError::Failed {
+                tool: tool_name.clone(),
+                message: format!("arguments of `{tool_name}` could not be read: {e}"),
+            })?;
+            body(args).map_err(|e| crate::tool::returns::tool_error(&tool_name, e))
         })
     }
 

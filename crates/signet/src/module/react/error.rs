@@ -51,6 +51,9 @@ pub enum RunFailure {
         /// DSPy's message, with the `submit` errors.
         message: String,
     },
+    /// A suspended run could not be resumed (another agent, a missing decision, ..).
+    #[error("the run cannot be resumed: {0}")]
+    Resume(#[from] super::ResumeError),
     /// The run reached its limit of LM calls ([`Limits::max_lm_calls`](super::Limits::max_lm_calls)).
     #[error("the run reached its limit of {limit} LM calls")]
     LmCallLimit {

@@ -102,6 +102,12 @@ pub enum ReActEvent<O = Fields> {
         /// Wall time of the run, in milliseconds.
         elapsed_ms: u64,
     },
+    /// The run waits for a person (only in [resumable](super::ReActCore::stream_start) runs):
+    /// store the state and resume it with decisions on its pending calls.
+    Suspended {
+        /// Everything the run needs to go on.
+        state: Box<super::SuspendedRun>,
+    },
     /// The run failed; the error carries the steps and usage so far.
     Failed {
         /// What went wrong.
@@ -142,6 +148,7 @@ impl ReActEvent<Fields> {
                 },
             },
             E::Failed { error } => E::Failed { error },
+            E::Suspended { state } => E::Suspended { state },
             E::TextMode { model } => E::TextMode { model },
             E::StepStarted { turn } => E::StepStarted { turn },
             E::Thought { turn, text } => E::Thought { turn, text },

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::events::stop_early;
 use super::{
-    Emitter, Observation, ReActCore, ReActError, ReActEvent, ReActRun, RunFailure, Step,
+    CallMode, Emitter, Observation, ReActCore, ReActError, ReActEvent, ReActRun, RunFailure, Step,
     StopReason, Trajectory,
 };
 use crate::adapter::{self, Fields, History, Tools};
@@ -524,9 +524,16 @@ impl ReActCore {
                 None,
             );
         }
+        let unattended = CallMode::Attempt { resumable: false };
         let (observation, elapsed) = self
-            .observe_with_events(index, name, &call.args, thought, events)
-            .await;
+            .observe_with_events(index, name, &call.args, thought, events, unattended)
+            .await
+            .unwrap_or_else(|waiting| {
+                (
+                    self.tool_runner().unattended(name, &waiting),
+                    Duration::ZERO,
+                )
+            });
         // The tool's own message after DSPy's prefix (as Python's traceback ends with it).
         let observation = match observation {
             Observation::Error(text) => {

@@ -5,9 +5,11 @@ use futures::{StreamExt, stream};
 use serde_json::{Map, Value, json};
 
 use super::events::stop_early;
+use super::suspend::Start;
 use super::{
-    Emitter, FINISH, FINISH_OBSERVATION, FINISH_POSTPONED, Interrupts, Observation, ReActCore,
-    ReActError, ReActEvent, ReActRun, Step, StopReason, Trajectory,
+    CallMode, Emitter, FINISH, FINISH_OBSERVATION, FINISH_POSTPONED, Interrupts, Observation,
+    PendingCall, ReActCore, ReActError, ReActEvent, ReActRun, RunOutcome, Step, StopReason,
+    SuspendedRun, Trajectory, Waiting,
 };
 
 /// The key of a native demo's tool turns: a list of turns, each a list of calls
@@ -26,17 +28,34 @@ impl ReActCore {
         resolved: Resolved,
         events: &Emitter,
         interrupts: &mut Interrupts,
-    ) -> Result<ReActRun, ReActError> {
+        start: Start,
+    ) -> Result<RunOutcome<ReActRun>, ReActError> {
         let Resolved { lm, adapter } = resolved;
         let base = self.base_messages(adapter.as_ref(), inputs);
         let mut tools: Vec<Value> = self.tools.iter().map(|t| t.to_openai_function()).collect();
         tools.push(self.finish_descriptor());
+        let resumable = start.resumable();
         let mut trajectory = Trajectory::default();
         let mut usage = Usage::default();
         let mut truncations = 0;
         let mut turn = 0;
         let mut done = false;
-        while turn < self.limits.max_iters {
+        if let Start::Resume { state, decided } = start {
+            let resumed = match self.carry_out(state, decided, events).await {
+                Ok(resumed) => resumed,
+                Err(state) => return Ok(RunOutcome::Suspended(state)),
+            };
+            (trajectory, usage, turn) = (resumed.trajectory, resumed.usage, resumed.turn);
+            trajectory.steps.extend(resumed.steps);
+            match self.end_of_turn(&mut trajectory, turn, interrupts) {
+                TurnEnd::Answer(outputs) => {
+                    return Ok(self.native_answer(inputs, trajectory, outputs, None, usage));
+                }
+                TurnEnd::Extract => done = true,
+                TurnEnd::Next => turn += 1,
+            }
+        }
+        while !done && turn < self.limits.max_iters {
             events.emit(ReActEvent::StepStarted { turn });
             interrupts.inject(&mut trajectory, events);
             let mut request = LmRequest::new(conversation(&base, &trajectory));
@@ -81,13 +100,10 @@ impl ReActCore {
                 let text = completion.text.clone().unwrap_or_default();
                 match adapter.parse(&self.signature, &text) {
                     Ok(outputs) => {
-                        self.record_native_run(inputs, &trajectory, &outputs);
-                        return Ok(ReActRun {
-                            outputs,
-                            reasoning: completion.reasoning,
-                            trajectory,
-                            usage,
-                        });
+                        let reasoning = completion.reasoning;
+                        return Ok(
+                            self.native_answer(inputs, trajectory, outputs, reasoning, usage)
+                        );
                     }
                     Err(error) => {
                         stop_early(
@@ -117,57 +133,61 @@ impl ReActCore {
             let thought_text = thought.as_deref().unwrap_or("");
             let mut calls = Vec::with_capacity(completion.tool_calls.len());
             for (offset, call) in completion.tool_calls.iter().enumerate() {
-                calls.push(self.observe_call(first_index + offset, call, thought_text, events));
+                calls.push(self.observe_call(
+                    first_index + offset,
+                    call,
+                    thought_text,
+                    events,
+                    resumable,
+                ));
             }
             let observed: Vec<_> = stream::iter(calls)
                 .buffered(self.limits.max_concurrent_tools.max(1))
                 .collect()
                 .await;
-            let mut finished = None;
-            for (offset, (tool_call, (args, observation, elapsed))) in
+            let mut steps = Vec::with_capacity(observed.len());
+            let mut pending = Vec::new();
+            for (offset, (tool_call, (args, observed))) in
                 completion.tool_calls.iter().zip(observed).enumerate()
             {
-                if tool_call.name == FINISH {
-                    finished = Some(self.outputs_from_finish(&args));
+                let index = first_index + offset;
+                let thought = thought.clone().unwrap_or_default();
+                match observed {
+                    Ok((observation, elapsed)) => steps.push(Step {
+                        index,
+                        thought,
+                        tool_name: tool_call.name.clone(),
+                        tool_args: args,
+                        observation,
+                        call_id: Some(tool_call.id.clone()),
+                        turn,
+                        elapsed,
+                    }),
+                    Err(waiting_for) => pending.push(PendingCall {
+                        id: tool_call.id.clone(),
+                        index,
+                        tool: tool_call.name.clone(),
+                        args,
+                        thought,
+                        waiting_for,
+                    }),
                 }
-                trajectory.steps.push(Step {
-                    index: first_index + offset,
-                    thought: thought.clone().unwrap_or_default(),
-                    tool_name: tool_call.name.clone(),
-                    tool_args: args,
-                    observation,
-                    call_id: Some(tool_call.id.clone()),
-                    turn,
-                    elapsed,
-                });
             }
-            if finished.is_some() && interrupts.pending() {
-                // The caller wrote while the model was finishing: let it address the messages.
-                if let Some(step) = trajectory
-                    .steps
-                    .iter_mut()
-                    .rev()
-                    .find(|s| s.tool_name == FINISH)
-                {
-                    step.observation = Observation::Output(json!(FINISH_POSTPONED));
-                }
-                finished = None;
+            if !pending.is_empty() {
+                return Ok(RunOutcome::Suspended(SuspendedRun::new(
+                    true, inputs, trajectory, usage, turn, steps, pending,
+                )));
             }
-            match finished {
-                Some(Some(outputs)) => {
-                    self.record_native_run(inputs, &trajectory, &outputs);
-                    return Ok(ReActRun {
-                        outputs,
-                        reasoning: None,
-                        trajectory,
-                        usage,
-                    });
+            trajectory.steps.extend(steps);
+            match self.end_of_turn(&mut trajectory, turn, interrupts) {
+                TurnEnd::Answer(outputs) => {
+                    return Ok(self.native_answer(inputs, trajectory, outputs, None, usage));
                 }
-                Some(None) => {
+                TurnEnd::Extract => {
                     done = true;
                     break;
                 }
-                None => {}
+                TurnEnd::Next => {}
             }
             turn += 1;
         }
@@ -184,7 +204,54 @@ impl ReActCore {
             .extract(inputs, trajectory, adapter.as_ref(), call, usage, events)
             .await?;
         self.record_native_run(inputs, &run.trajectory, &run.outputs);
-        Ok(run)
+        Ok(RunOutcome::Finished(run))
+    }
+
+    /// After a turn's calls are in the trajectory: a `finish` among them ends the run (with its
+    /// outputs when they are valid, through the extractor otherwise) unless the caller's messages
+    /// wait, which postpones it.
+    fn end_of_turn(
+        &self,
+        trajectory: &mut Trajectory,
+        turn: usize,
+        interrupts: &mut Interrupts,
+    ) -> TurnEnd {
+        let Some(finish) = trajectory
+            .steps
+            .iter_mut()
+            .rev()
+            .take_while(|s| s.turn == turn)
+            .find(|s| s.tool_name == FINISH)
+        else {
+            return TurnEnd::Next;
+        };
+        if interrupts.pending() {
+            // The caller wrote while the model was finishing: let it address the messages.
+            finish.observation = Observation::Output(json!(FINISH_POSTPONED));
+            return TurnEnd::Next;
+        }
+        match self.outputs_from_finish(&finish.tool_args) {
+            Some(outputs) => TurnEnd::Answer(outputs),
+            None => TurnEnd::Extract,
+        }
+    }
+
+    /// The run's result when the model answered (in text, or with `finish`'s outputs).
+    fn native_answer(
+        &self,
+        inputs: &Fields,
+        trajectory: Trajectory,
+        outputs: Fields,
+        reasoning: Option<String>,
+        usage: Usage,
+    ) -> RunOutcome<ReActRun> {
+        self.record_native_run(inputs, &trajectory, &outputs);
+        RunOutcome::Finished(ReActRun {
+            outputs,
+            reasoning,
+            trajectory,
+            usage,
+        })
     }
 
     /// The system message of the user's signature with a note on using the tools, the native
@@ -365,33 +432,39 @@ impl ReActCore {
             .join(", ")
     }
 
-    /// One tool call: its arguments (parsed, or the raw text) and what came back.
+    /// One tool call: its arguments (parsed, or the raw text) and what came back — or, in a
+    /// resumable run, the person it waits for.
     async fn observe_call(
         &self,
         index: usize,
         call: &ToolCall,
         thought: &str,
         events: &Emitter,
-    ) -> (Value, Observation, std::time::Duration) {
-        let args = match call.args() {
+        resumable: bool,
+    ) -> (Value, Result<(Observation, std::time::Duration), Waiting>) {
+        let args = match crate::module::tool_runner::arguments(call) {
             Ok(args) => args,
-            Err(error) => {
-                let observation = Observation::Error(format!(
-                    "Execution error in {}: the arguments are not valid JSON ({error}): {}",
-                    call.name, call.arguments
-                ));
-                return (
-                    Value::String(call.arguments.clone()),
-                    observation,
-                    std::time::Duration::ZERO,
-                );
+            Err(observation) => {
+                let raw = Value::String(call.arguments.clone());
+                return (raw, Ok((observation, std::time::Duration::ZERO)));
             }
         };
-        let (observation, elapsed) = self
-            .observe_with_events(index, &call.name, &args, thought, events)
+        let how = CallMode::Attempt { resumable };
+        let observed = self
+            .observe_with_events(index, &call.name, &args, thought, events, how)
             .await;
-        (args, observation, elapsed)
+        (args, observed)
     }
+}
+
+/// How a native turn ended.
+enum TurnEnd {
+    /// The model goes on.
+    Next,
+    /// `finish` carried valid outputs.
+    Answer(Fields),
+    /// `finish` without valid outputs: the extractor produces them.
+    Extract,
 }
 
 /// The messages for the next turn: the base messages, then each turn's tool calls (one assistant

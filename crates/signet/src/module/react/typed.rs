@@ -6,8 +6,8 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 
 use super::{
-    Approval, ApprovalRequest, Limits, ReActCore, ReActError, ReActEvent, ReActMode, ReActOutput,
-    TruncationPolicy,
+    Approval, ApprovalRequest, Decision, Limits, ReActCore, ReActError, ReActEvent, ReActMode,
+    ReActOutput, RunOutcome, SuspendedRun, TruncationPolicy,
 };
 use crate::adapter::Adapter;
 use crate::lm::Lm;
@@ -139,15 +139,115 @@ impl<S: Signature> ReAct<S> {
     pub async fn call(&self, input: S::Input) -> Result<ReActOutput<S::Output>, ReActError> {
         let inputs = crate::module::to_fields(&input).map_err(ReActError::before_start)?;
         let run = self.core.forward(&inputs, &CallConfig::default()).await?;
-        let output = crate::module::from_fields(&run.outputs)
-            .map_err(|error| ReActError::new(error, &run.trajectory, run.usage))?;
-        Ok(ReActOutput {
-            output,
-            reasoning: run.reasoning,
-            trajectory: run.trajectory,
-            usage: run.usage,
-        })
+        typed_output(run).map_err(|error| *error)
     }
+
+    /// Runs the agent on `input`, suspending where a person is needed (see
+    /// [`ReActCore::start`]): a `#[tool(confirm)]` tool with no approver set, a tool that returns
+    /// [`ToolError::NeedsInput`](crate::ToolError::NeedsInput).
+    ///
+    /// ```
+    /// use signet::prelude::*;
+    /// use signet::module::{Decision, RunOutcome, SuspendedRun};
+    /// use signet::lm::ScriptedLm;
+    ///
+    /// /// Send money.
+    /// #[tool(confirm)]
+    /// fn pay(to: String, amount: u32) -> String { format!("paid {amount} to {to}") }
+    ///
+    /// /// Do what is asked.
+    /// #[derive(Signature)]
+    /// struct Task { #[input] task: String, #[output] report: String }
+    ///
+    /// let agent = |reply: &str| {
+    ///     ReAct::<Task>::new().tool(PayTool).with_mode(ReActMode::Text).with_lm(ScriptedLm::texts([reply]))
+    /// };
+    /// let call_pay = "[[ ## next_thought ## ]]\nPay Ada.\n[[ ## next_tool_name ## ]]\npay\n\
+    ///     [[ ## next_tool_args ## ]]\n{\"to\": \"Ada\", \"amount\": 5}\n[[ ## completed ## ]]";
+    /// let finish = "[[ ## next_thought ## ]]\nDone.\n[[ ## next_tool_name ## ]]\nfinish\n\
+    ///     [[ ## next_tool_args ## ]]\n{\"report\": \"paid\"}\n[[ ## completed ## ]]";
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let RunOutcome::Suspended(state) = agent(call_pay).start(TaskInput { task: "Pay Ada 5".into() }).await.unwrap() else { panic!() };
+    /// assert_eq!(state.pending[0].tool, "pay");
+    /// let saved = serde_json::to_string(&state).unwrap();
+    /// // .. later, perhaps in another process, once someone approved:
+    /// let state: SuspendedRun = serde_json::from_str(&saved).unwrap();
+    /// let decisions = state.decide_all(Decision::Approve);
+    /// let RunOutcome::Finished(done) = agent(finish).resume(state, decisions).await.unwrap() else { panic!() };
+    /// assert_eq!(done.output.report, "paid");
+    /// assert_eq!(done.trajectory.steps[0].observation.as_text(), "paid 5 to Ada");
+    /// # });
+    /// ```
+    pub async fn start(
+        &self,
+        input: S::Input,
+    ) -> Result<RunOutcome<ReActOutput<S::Output>>, ReActError> {
+        let inputs = crate::module::to_fields(&input).map_err(ReActError::before_start)?;
+        let outcome = self.core.start(&inputs, &CallConfig::default()).await?;
+        typed_outcome(outcome).map_err(|error| *error)
+    }
+
+    /// Goes on with a suspended run, with a [`Decision`] per pending call's id (see
+    /// [`ReActCore::resume`]).
+    pub async fn resume(
+        &self,
+        state: SuspendedRun,
+        decisions: impl IntoIterator<Item = (String, Decision)>,
+    ) -> Result<RunOutcome<ReActOutput<S::Output>>, ReActError> {
+        let outcome = self
+            .core
+            .resume(state, decisions, &CallConfig::default())
+            .await?;
+        typed_outcome(outcome).map_err(|error| *error)
+    }
+
+    /// [`start`](Self::start) as a stream of events, ending with [`ReActEvent::Done`],
+    /// [`ReActEvent::Suspended`] or [`ReActEvent::Failed`].
+    pub fn stream_start(&self, input: S::Input) -> BoxStream<'_, ReActEvent<S::Output>> {
+        match crate::module::to_fields(&input) {
+            Ok(inputs) => self
+                .core
+                .stream_start(inputs, CallConfig::default())
+                .map(ReActEvent::typed)
+                .boxed(),
+            Err(error) => failed(error),
+        }
+    }
+
+    /// [`resume`](Self::resume) as a stream of events.
+    pub fn stream_resume(
+        &self,
+        state: SuspendedRun,
+        decisions: impl IntoIterator<Item = (String, Decision)>,
+    ) -> BoxStream<'_, ReActEvent<S::Output>> {
+        self.core
+            .stream_resume(state, decisions, CallConfig::default())
+            .map(ReActEvent::typed)
+            .boxed()
+    }
+}
+
+/// A finished run with its outputs as `O` (boxed error: the callers unbox it).
+fn typed_output<O: serde::de::DeserializeOwned>(
+    run: super::ReActRun,
+) -> Result<ReActOutput<O>, Box<ReActError>> {
+    let output = crate::module::from_fields(&run.outputs)
+        .map_err(|error| Box::new(ReActError::new(error, &run.trajectory, run.usage)))?;
+    Ok(ReActOutput {
+        output,
+        reasoning: run.reasoning,
+        trajectory: run.trajectory,
+        usage: run.usage,
+    })
+}
+
+fn typed_outcome<O: serde::de::DeserializeOwned>(
+    outcome: RunOutcome<super::ReActRun>,
+) -> Result<RunOutcome<ReActOutput<O>>, Box<ReActError>> {
+    Ok(match outcome {
+        RunOutcome::Finished(run) => RunOutcome::Finished(typed_output(run)?),
+        RunOutcome::Suspended(state) => RunOutcome::Suspended(state),
+    })
 }
 
 /// A stream of one event: the run failed before it started.

@@ -1,0 +1,392 @@
+//! Suspending a run at a call that needs a person, and resuming it later, in any process.
+//!
+//! A [resumable run](ReActCore::start) that reaches a `#[tool(confirm)]` tool with no approver
+//! set, or a tool that returns [`ToolError::NeedsInput`](crate::ToolError::NeedsInput), ends as
+//! [`RunOutcome::Suspended`]: a [`SuspendedRun`] that serialises to JSON. Store it anywhere; when
+//! the person has answered, [`ReActCore::resume`] it with a [`Decision`] per pending call, in
+//! this process or another.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::{ReActCore, ReActMode, Step, Trajectory};
+use crate::adapter::Fields;
+use crate::lm::Usage;
+
+/// The version of [`SuspendedRun`]'s layout; a state written by another version is refused.
+pub const STATE_FORMAT: u32 = 1;
+
+/// How a run that can wait for a person ended: finished, or parked until someone decides.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", content = "run", rename_all = "snake_case")]
+// Unboxed on purpose: an outcome is made once per run, and `RunOutcome::Suspended(state)` hands
+// over the state itself (to serialise, or to pass back to `resume`).
+#[allow(clippy::large_enum_variant)]
+pub enum RunOutcome<R> {
+    /// The run finished with its outputs.
+    Finished(R),
+    /// The run waits for decisions on [`SuspendedRun::pending`].
+    Suspended(SuspendedRun),
+}
+
+impl<R> RunOutcome<R> {
+    /// The finished run, or `None` when it is suspended.
+    pub fn finished(self) -> Option<R> {
+        match self {
+            RunOutcome::Finished(run) => Some(run),
+            RunOutcome::Suspended(_) => None,
+        }
+    }
+
+    /// The suspended state, or `None` when the run finished.
+    pub fn suspended(self) -> Option<SuspendedRun> {
+        match self {
+            RunOutcome::Finished(_) => None,
+            RunOutcome::Suspended(state) => Some(state),
+        }
+    }
+}
+
+/// Everything a suspended run needs to go on: the inputs, the steps, the usage so far, the calls
+/// of the current turn that ran and those that wait, and a fingerprint of the agent it ran on.
+/// It serialises to JSON (`serde_json::to_string(&state)`), so a web service can park it in a
+/// database and resume it from a later request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuspendedRun {
+    /// [`STATE_FORMAT`] when it was written.
+    pub format: u32,
+    /// The signature's name (for people reading the state).
+    pub signature: String,
+    /// A digest of the agent's signature, tools and settings; resuming on an agent whose
+    /// fingerprint differs is [`ResumeError::StaleState`].
+    pub fingerprint: String,
+    /// Whether the run used native function calling (else DSPy's text format).
+    pub native: bool,
+    /// The run's inputs.
+    pub inputs: Fields,
+    /// The steps before the current turn.
+    pub trajectory: Trajectory,
+    /// LM usage so far.
+    pub usage: Usage,
+    /// The turn the pending calls belong to.
+    pub turn: usize,
+    /// The calls of this turn that already ran (native mode runs every call of a turn; those
+    /// that need no one run before the run suspends).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settled: Vec<Step>,
+    /// The calls waiting for a person.
+    pub pending: Vec<PendingCall>,
+    /// The tools a first call selected from a large catalogue, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selected_tools: Option<Vec<String>>,
+}
+
+/// A tool call that waits for a person.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingCall {
+    /// The call's id: the provider's in native mode, `step_<index>` in text mode. Decisions
+    /// are given by this id.
+    pub id: String,
+    /// Its step index in the trajectory.
+    pub index: usize,
+    /// The tool.
+    pub tool: String,
+    /// The arguments the model gave.
+    pub args: Value,
+    /// The model's reasoning for the call.
+    pub thought: String,
+    /// What the person is asked.
+    pub waiting_for: Waiting,
+}
+
+/// What a pending call waits for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Waiting {
+    /// Approval to run a `#[tool(confirm)]` tool.
+    Approval,
+    /// An answer to the tool's question ([`ToolError::NeedsInput`](crate::ToolError::NeedsInput)).
+    Answer {
+        /// The question.
+        question: String,
+    },
+}
+
+/// A person's decision on a [`PendingCall`].
+///
+/// ```
+/// use serde_json::json;
+/// use signet::module::Decision;
+/// let decision: Decision = serde_json::from_value(json!({"decision": "edit", "value": {"amount": 10}})).unwrap();
+/// assert_eq!(decision, Decision::Edit(json!({"amount": 10})));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "decision", content = "value", rename_all = "snake_case")]
+pub enum Decision {
+    /// Run the call as the model wrote it.
+    Approve,
+    /// Do not run it; the reason (if any) is shown to the model, worded as an inline denial.
+    Deny(Option<String>),
+    /// Run it with these arguments instead. The trajectory (and what the model sees of its own
+    /// call) shows the arguments that ran.
+    Edit(Value),
+    /// Do not run it: this value is its result (a person's answer to
+    /// [`Waiting::Answer`], or a result supplied by hand).
+    Respond(Value),
+}
+
+/// Why a suspended run could not be resumed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResumeError {
+    /// The agent's signature, tools or settings differ from those the run was suspended on.
+    #[error(
+        "the suspended run was made by a different agent (fingerprint {found}, this agent's is \
+         {expected}): its signature, tools or settings changed"
+    )]
+    StaleState {
+        /// This agent's fingerprint.
+        expected: String,
+        /// The state's.
+        found: String,
+    },
+    /// The state was written by another version of its layout.
+    #[error("the suspended run has state format {found}; this version reads format {expected}")]
+    Format {
+        /// [`STATE_FORMAT`].
+        expected: u32,
+        /// The state's.
+        found: u32,
+    },
+    /// A pending call got no decision.
+    #[error("no decision for pending call `{id}` ({tool})")]
+    MissingDecision {
+        /// The call's id.
+        id: String,
+        /// Its tool.
+        tool: String,
+    },
+    /// A decision names a call that is not pending.
+    #[error("a decision names call `{id}`, which is not pending (pending: {pending})")]
+    UnknownCall {
+        /// The id given.
+        id: String,
+        /// The pending ids, comma-separated.
+        pending: String,
+    },
+}
+
+impl SuspendedRun {
+    /// A run suspended at `turn` (its fingerprint is stamped by the agent's entry point).
+    pub(super) fn new(
+        native: bool,
+        inputs: &Fields,
+        trajectory: Trajectory,
+        usage: Usage,
+        turn: usize,
+        settled: Vec<Step>,
+        pending: Vec<PendingCall>,
+    ) -> SuspendedRun {
+        SuspendedRun {
+            format: STATE_FORMAT,
+            signature: String::new(),
+            fingerprint: String::new(),
+            native,
+            inputs: inputs.clone(),
+            trajectory,
+            usage,
+            turn,
+            settled,
+            pending,
+            selected_tools: None,
+        }
+    }
+
+    /// The same decision for every pending call (by id), for [`ReActCore::resume`].
+    ///
+    /// ```
+    /// use signet::module::{Decision, SuspendedRun};
+    /// # fn show(state: &SuspendedRun) {
+    /// let decisions = state.decide_all(Decision::Approve);
+    /// # }
+    /// ```
+    pub fn decide_all(&self, decision: Decision) -> Vec<(String, Decision)> {
+        self.pending
+            .iter()
+            .map(|call| (call.id.clone(), decision.clone()))
+            .collect()
+    }
+
+    /// Checks the state against `agent` and pairs every pending call with its decision.
+    pub(super) fn check(
+        &self,
+        agent: &ReActCore,
+        decisions: impl IntoIterator<Item = (String, Decision)>,
+    ) -> Result<Vec<(PendingCall, Decision)>, ResumeError> {
+        if self.format != STATE_FORMAT {
+            return Err(ResumeError::Format {
+                expected: STATE_FORMAT,
+                found: self.format,
+            });
+        }
+        let expected = agent.fingerprint();
+        if self.fingerprint != expected {
+            return Err(ResumeError::StaleState {
+                expected,
+                found: self.fingerprint.clone(),
+            });
+        }
+        let mut decisions: HashMap<String, Decision> = decisions.into_iter().collect();
+        let mut paired = Vec::with_capacity(self.pending.len());
+        for call in &self.pending {
+            let decision =
+                decisions
+                    .remove(&call.id)
+                    .ok_or_else(|| ResumeError::MissingDecision {
+                        id: call.id.clone(),
+                        tool: call.tool.clone(),
+                    })?;
+            paired.push((call.clone(), decision));
+        }
+        if let Some(id) = decisions.into_keys().next() {
+            return Err(ResumeError::UnknownCall {
+                id,
+                pending: self
+                    .pending
+                    .iter()
+                    .map(|c| c.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        Ok(paired)
+    }
+}
+
+impl ReActCore {
+    /// A digest of what a resumed run depends on: the signature (name, instructions, fields), the
+    /// tools (name, description, parameters, whether they need confirmation) and the loop's
+    /// settings (mode, step limit, required tool calls).
+    pub fn fingerprint(&self) -> String {
+        let fields = |fields: &[crate::signature::Field]| -> Vec<Value> {
+            fields
+                .iter()
+                .map(|f| json!([f.name(), f.schema()]))
+                .collect()
+        };
+        let tools: Vec<Value> = self
+            .tools
+            .iter()
+            .map(|t| json!([t.to_openai_function(), t.requires_confirmation()]))
+            .collect();
+        let mode = match self.mode {
+            ReActMode::Auto => "auto",
+            ReActMode::Text => "text",
+            ReActMode::Native => "native",
+            ReActMode::History => "history",
+        };
+        let described = json!({
+            "signature": [self.signature.name(), self.signature.instructions(),
+                          fields(self.signature.inputs()), fields(self.signature.outputs())],
+            "tools": tools,
+            "mode": mode,
+            "max_iters": self.limits.max_iters,
+            "require_tool_calls": self.require_tool_calls,
+        });
+        let digest = Sha256::digest(described.to_string().as_bytes());
+        digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// Where a run begins.
+pub(super) enum Start {
+    /// A new run; a `resumable` one suspends at calls that need a person.
+    Fresh {
+        /// Whether it may suspend.
+        resumable: bool,
+    },
+    /// A suspended run, each pending call with its decision.
+    Resume {
+        /// The state it suspended with.
+        state: Box<SuspendedRun>,
+        /// The decisions, in pending order.
+        decided: Vec<(PendingCall, Decision)>,
+    },
+}
+
+impl Start {
+    /// Whether the run may suspend (a resumed run may suspend again).
+    pub(super) fn resumable(&self) -> bool {
+        match self {
+            Start::Fresh { resumable } => *resumable,
+            Start::Resume { .. } => true,
+        }
+    }
+}
+
+/// A resumed run's position: the steps before the turn, the usage, the turn, and the turn's
+/// calls in call order once the decisions are carried out.
+pub(super) struct Resumed {
+    pub(super) trajectory: Trajectory,
+    pub(super) usage: Usage,
+    pub(super) turn: usize,
+    pub(super) steps: Vec<Step>,
+}
+
+impl ReActCore {
+    /// Carries out the decisions on a suspended turn (with the events a run emits for its tool
+    /// calls); a call that waits for a person again suspends the run again.
+    pub(super) async fn carry_out(
+        &self,
+        state: Box<SuspendedRun>,
+        decided: Vec<(PendingCall, Decision)>,
+        events: &super::Emitter,
+    ) -> Result<Resumed, SuspendedRun> {
+        let mut steps = state.settled.clone();
+        let mut pending = Vec::new();
+        for (call, decision) in decided {
+            let args = match &decision {
+                Decision::Edit(edited) => edited.clone(),
+                _ => call.args.clone(),
+            };
+            let how = super::CallMode::Decided(&decision);
+            let observed = self
+                .observe_with_events(call.index, &call.tool, &args, &call.thought, events, how)
+                .await;
+            match observed {
+                Ok((observation, elapsed)) => steps.push(Step {
+                    index: call.index,
+                    thought: call.thought,
+                    tool_name: call.tool,
+                    tool_args: args,
+                    observation,
+                    call_id: state.native.then_some(call.id),
+                    turn: state.turn,
+                    elapsed,
+                }),
+                Err(waiting_for) => pending.push(PendingCall {
+                    args,
+                    waiting_for,
+                    ..call
+                }),
+            }
+        }
+        steps.sort_by_key(|step| step.index);
+        if !pending.is_empty() {
+            return Err(SuspendedRun {
+                settled: steps,
+                pending,
+                ..*state
+            });
+        }
+        Ok(Resumed {
+            trajectory: state.trajectory,
+            usage: state.usage,
+            turn: state.turn,
+            steps,
+        })
+    }
+}
