@@ -525,3 +525,59 @@ async fn a_run_stops_at_its_lm_call_limit_with_the_trajectory() {
         "three steps ran before the limit"
     );
 }
+
+#[tokio::test]
+async fn a_selection_limit_keeps_the_first_tools_named_once_each() {
+    let lm = Arc::new(ScriptedLm::texts([
+        r#"{"tools": ["t3", "t3", "t7", "t1", "t9"]}"#.to_owned(),
+        step("done", "finish", json!({"answer": "ok"})),
+    ]));
+    let agent = ReAct::<Ask>::new()
+        .tools(many_tools(14))
+        .with_tool_selection_limit(2)
+        .with_lm(lm.clone());
+    agent.call(ask()).await.unwrap();
+    let requests = lm.requests();
+    let step_prompt = &requests[1].messages[0].content;
+    assert!(
+        step_prompt.contains("(1) t3,")
+            && step_prompt.contains("(2) t7,")
+            && step_prompt.contains("(3) finish,"),
+        "{step_prompt}"
+    );
+}
+
+#[tokio::test]
+async fn a_call_may_set_its_own_step_limit() {
+    use signet::module::CallConfig;
+    let replies: Vec<String> = (0..2)
+        .map(|_| step("again", "add", json!({"a": 1, "b": 1})))
+        .chain([extract("2")])
+        .collect();
+    let lm = Arc::new(ScriptedLm::texts(replies));
+    let agent = ReAct::<Ask>::new()
+        .tool(AddTool)
+        .with_lm(lm.clone())
+        .with_limits(Limits::default().max_iters(10));
+    let call = CallConfig::new().with_max_iters(2);
+    let out = agent.call_with(ask(), &call).await.unwrap();
+    assert_eq!(out.trajectory.steps.len(), 2);
+    assert_eq!(
+        out.trajectory.stopped_early,
+        Some(StopReason::MaxIters { max_iters: 2 })
+    );
+}
+
+#[tokio::test]
+async fn an_empty_thought_is_the_providers_reasoning_in_text_mode() {
+    let mut thinking = Completion::text(step("", "finish", json!({"answer": "4"})));
+    thinking.reasoning = Some("  2 + 2 is 4, so I can finish.\n".into());
+    let agent = ReAct::<Ask>::new()
+        .with_mode(signet::module::ReActMode::Text)
+        .with_lm(ScriptedLm::new([thinking]));
+    let out = agent.call(ask()).await.unwrap();
+    assert_eq!(
+        out.trajectory.steps[0].thought,
+        "2 + 2 is 4, so I can finish."
+    );
+}

@@ -43,6 +43,7 @@ async fn events_arrive_in_order_and_end_with_done() {
             "tool_call_finished",
             "extracting",
             "answer_delta",
+            "answer_done",
             "done",
         ]
     );
@@ -58,9 +59,15 @@ async fn events_arrive_in_order_and_end_with_done() {
         other => panic!("unexpected {other:?}"),
     }
     match events.last() {
-        Some(ReActEvent::Done { output, usage, .. }) => {
+        Some(ReActEvent::Done {
+            output,
+            usage,
+            iterations,
+            ..
+        }) => {
             assert_eq!(output.answer, "5");
             assert_eq!(usage.lm_calls, 3);
+            assert_eq!(*iterations, 2);
         }
         other => panic!("expected done, got {other:?}"),
     }
@@ -297,4 +304,120 @@ async fn an_explicit_mode_sends_no_text_mode_event() {
         "{events:?}"
     );
     assert!(matches!(events.last(), Some(ReActEvent::Done { .. })));
+}
+
+/// The events after the last tool call: how the answer reached the caller.
+fn answer_events(events: &[ReActEvent<AskOutput>]) -> Vec<serde_json::Value> {
+    let last_tool = events
+        .iter()
+        .rposition(|e| matches!(e, ReActEvent::ToolCallFinished { .. }))
+        .map_or(0, |i| i + 1);
+    events[last_tool..]
+        .iter()
+        .map(|e| {
+            let mut json = serde_json::to_value(e).unwrap();
+            if json["type"] == "done" {
+                json = json!({"type": "done", "iterations": json["iterations"]});
+            }
+            json
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_answer_carried_by_finish_arrives_as_deltas_then_answer_done() {
+    let lm = Arc::new(ScriptedLm::texts([
+        step("add", "add", json!({"a": 2, "b": 3})),
+        step("done", "finish", json!({"answer": "5"})),
+    ]));
+    let agent = ReAct::<Ask>::new()
+        .tool(AddTool)
+        .with_lm(lm)
+        .with_mode(signet::module::ReActMode::Text);
+    let events = all_events(&agent, "2 + 3?").await;
+    assert_eq!(
+        answer_events(&events),
+        [
+            json!({"type": "answer_delta", "field": "answer", "text": "5"}),
+            json!({"type": "answer_done"}),
+            json!({"type": "done", "iterations": 2}),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_native_text_answer_arrives_as_deltas_then_answer_done() {
+    use signet::lm::{Capabilities, Completion, ToolCall};
+    let lm = Arc::new(
+        ScriptedLm::new([
+            Completion::tool_calls(vec![ToolCall::new("c1", "add", r#"{"a": 1, "b": 2}"#)]),
+            Completion::text("[[ ## answer ## ]]\n3"),
+        ])
+        .with_capabilities(Capabilities::default().with_function_calling(true)),
+    );
+    let agent = ReAct::<Ask>::new().tool(AddTool).with_lm(lm);
+    let events = all_events(&agent, "?").await;
+    assert_eq!(
+        answer_events(&events),
+        [
+            json!({"type": "step_started", "turn": 1}),
+            json!({"type": "answer_delta", "field": "answer", "text": "3"}),
+            json!({"type": "answer_done"}),
+            json!({"type": "done", "iterations": 1}),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_streamed_extractor_answer_is_not_repeated_and_ends_with_answer_done() {
+    let lm = Arc::new(ScriptedLm::texts([
+        step("thinking", "finish", json!({})),
+        "[[ ## reasoning ## ]]\nnone\n\n[[ ## answer ## ]]\nfive".to_owned(),
+    ]));
+    let agent = ReAct::<Ask>::new().tool(AddTool).with_lm(lm);
+    let events = all_events(&agent, "?").await;
+    assert_eq!(
+        answer_text(&events),
+        [
+            (Some("reasoning".into()), "none".into()),
+            (Some("answer".into()), "five".into())
+        ]
+    );
+    let done = events
+        .iter()
+        .filter(|e| matches!(e, ReActEvent::AnswerDone))
+        .count();
+    assert_eq!(done, 1);
+    assert!(matches!(&events[events.len() - 2], ReActEvent::AnswerDone));
+}
+
+#[tokio::test]
+async fn selecting_tools_is_announced_before_the_selection_call() {
+    let tools: Vec<Arc<dyn signet::Tool>> = (0..3)
+        .map(|i| {
+            Arc::new(
+                signet::tool::FnTool::builder(format!("tool_{i}"))
+                    .description(format!("Tool number {i}."))
+                    .sync_fn(|_| Ok::<_, String>(json!("ok"))),
+            ) as Arc<dyn signet::Tool>
+        })
+        .collect();
+    let lm = Arc::new(ScriptedLm::texts([
+        r#"{"tools": ["tool_1"]}"#.to_owned(),
+        step("done", "finish", json!({"answer": "ok"})),
+    ]));
+    let agent = ReAct::<Ask>::new()
+        .tools(tools)
+        .with_tool_selection_threshold(2)
+        .with_mode(signet::module::ReActMode::Text)
+        .with_lm(lm);
+    let events = all_events(&agent, "?").await;
+    assert!(
+        matches!(&events[0], ReActEvent::SelectingTools { total: 3 }),
+        "{events:?}"
+    );
+    assert!(
+        matches!(&events[1], ReActEvent::ToolsSelected { names } if names == &["tool_1"]),
+        "{events:?}"
+    );
 }

@@ -50,6 +50,8 @@ async fn an_sse_client_receives_the_event_stream() {
             "thought",
             "tool_call_started",
             "tool_call_finished",
+            "answer_delta",
+            "answer_done",
             "done",
         ]
     );
@@ -58,8 +60,14 @@ async fn an_sse_client_receives_the_event_stream() {
         finished["observation"],
         serde_json::json!({"kind": "output", "value": 5})
     );
-    let done: serde_json::Value = serde_json::from_str(&events[8].data).unwrap();
+    let delta: serde_json::Value = serde_json::from_str(&events[8].data).unwrap();
+    assert_eq!(
+        delta,
+        serde_json::json!({"type": "answer_delta", "field": "answer", "text": "5"})
+    );
+    let done: serde_json::Value = serde_json::from_str(&events[10].data).unwrap();
     assert_eq!(done["output"]["answer"], "5");
+    assert_eq!(done["iterations"], 2);
     assert_eq!(
         done["trajectory"]["steps"].as_array().map(Vec::len),
         Some(2)
@@ -86,6 +94,8 @@ async fn a_history_mode_run_streams_its_turns() {
             "tool_call_finished",
             "step_started",
             "thought",
+            "answer_delta",
+            "answer_done",
             "done",
         ]
     );
@@ -98,7 +108,7 @@ async fn a_history_mode_run_streams_its_turns() {
         .collect();
     sums.sort_by_key(|v| v.as_i64());
     assert_eq!(sums, [5, 9]);
-    let done: serde_json::Value = serde_json::from_str(&events[8].data).unwrap();
+    let done: serde_json::Value = serde_json::from_str(&events[10].data).unwrap();
     assert_eq!(done["output"]["answer"], "5 and 9");
     // Each turn is one history event: the two additions, then `submit`.
     assert_eq!(

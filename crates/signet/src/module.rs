@@ -112,6 +112,9 @@ pub struct CallConfig {
     pub lm: Option<Arc<dyn Lm>>,
     /// The adapter for this call.
     pub adapter: Option<Arc<dyn Adapter>>,
+    /// For a ReAct run: its step limit, in place of the agent's
+    /// [`Limits::max_iters`](react::Limits::max_iters).
+    pub max_iters: Option<usize>,
 }
 
 impl CallConfig {
@@ -129,6 +132,18 @@ impl CallConfig {
     /// Uses `adapter` for this call, unless the module sets its own.
     pub fn with_adapter(mut self, adapter: impl Adapter + 'static) -> Self {
         self.adapter = Some(adapter::shared(adapter));
+        self
+    }
+
+    /// For a ReAct run: at most `n` steps in this call (the agent's
+    /// [`Limits::max_iters`](react::Limits::max_iters) otherwise).
+    ///
+    /// ```
+    /// let call = signet::module::CallConfig::new().with_max_iters(3);
+    /// assert_eq!(call.max_iters, Some(3));
+    /// ```
+    pub fn with_max_iters(mut self, n: usize) -> Self {
+        self.max_iters = Some(n);
         self
     }
 }

@@ -94,6 +94,7 @@ pub struct ReActCore {
     mode: ReActMode,
     approver: Option<Approver>,
     selection_threshold: usize,
+    selection_limit: Option<usize>,
     require_tool_calls: bool,
 }
 
@@ -156,6 +157,7 @@ impl ReActCore {
             mode: ReActMode::Auto,
             approver: None,
             selection_threshold: 12,
+            selection_limit: None,
             require_tool_calls: false,
         }
     }
@@ -186,6 +188,19 @@ impl ReActCore {
     /// tool is used.
     pub fn with_tool_selection_threshold(mut self, threshold: usize) -> Self {
         self.selection_threshold = threshold;
+        self
+    }
+
+    /// Tool selection keeps at most `n` tools (the first `n` the model names; default: as many
+    /// as it names), so a model that names every tool still gets a short list.
+    ///
+    /// ```
+    /// let agent = signet::module::ReActCore::new("question -> answer".parse().unwrap())
+    ///     .with_tool_selection_limit(5);
+    /// # let _ = agent;
+    /// ```
+    pub fn with_tool_selection_limit(mut self, n: usize) -> Self {
+        self.selection_limit = Some(n.max(1));
         self
     }
 
@@ -267,19 +282,23 @@ impl ReActCore {
                 crate::lm::Message::user(task),
             ],
         )
-        .with_description("The names of the tools needed for this task.");
+        .with_description(match self.selection_limit {
+            Some(n) => format!("The names of the tools needed for this task (at most {n})."),
+            None => "The names of the tools needed for this task.".to_owned(),
+        });
         match call_structured(lm, &request).await {
             Ok(selected) => {
                 *usage += selected.usage;
                 crate::trace::record_usage(selected.usage);
-                let chosen: Vec<String> = selected.value["tools"]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|v| v.as_str().map(str::to_owned))
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let mut chosen: Vec<String> = Vec::new();
+                for name in selected.value["tools"].as_array().into_iter().flatten() {
+                    if let Some(name) = name.as_str()
+                        && !chosen.iter().any(|c| c == name)
+                    {
+                        chosen.push(name.to_owned());
+                    }
+                }
+                chosen.truncate(self.selection_limit.unwrap_or(usize::MAX));
                 (!chosen.is_empty()).then_some(chosen)
             }
             Err(error) => {
@@ -509,20 +528,24 @@ impl ReActCore {
     ) -> futures::stream::BoxStream<'a, ReActEvent> {
         use futures::StreamExt;
         let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
-        let emitter = Emitter(Some(sender));
+        let emitter = Emitter::to(sender);
         let run = async move {
             let started = Instant::now();
             let outcome = self
                 .run(&inputs, &call, &emitter, &mut interrupts, start)
                 .await;
             let event = match outcome {
-                Ok(RunOutcome::Finished(run)) => ReActEvent::Done {
-                    output: run.outputs,
-                    reasoning: run.reasoning,
-                    trajectory: run.trajectory,
-                    usage: run.usage,
-                    elapsed_ms: millis(started.elapsed()),
-                },
+                Ok(RunOutcome::Finished(run)) => {
+                    emitter.answer(&run.outputs);
+                    ReActEvent::Done {
+                        iterations: run.trajectory.turns(),
+                        output: run.outputs,
+                        reasoning: run.reasoning,
+                        trajectory: run.trajectory,
+                        usage: run.usage,
+                        elapsed_ms: millis(started.elapsed()),
+                    }
+                }
                 Ok(RunOutcome::Suspended(state)) => ReActEvent::Suspended {
                     state: Box::new(state),
                 },
@@ -573,6 +596,9 @@ impl ReActCore {
         let (selected, usage) = match &start {
             Start::Resume { state, .. } => (state.selected_tools.clone(), Usage::default()),
             Start::Fresh { .. } if self.tools.len() > self.selection_threshold => {
+                events.emit(ReActEvent::SelectingTools {
+                    total: self.tools.len(),
+                });
                 let mut usage = Usage::default();
                 let selected = self
                     .select_tools(resolved.lm.as_ref(), inputs, &mut usage)
@@ -637,7 +663,10 @@ impl ReActCore {
                         .to_owned(),
                 }));
             }
-            let run = self.forward_history(inputs, resolved, events).await?;
+            let max_iters = self.max_iters(call);
+            let run = self
+                .forward_history(inputs, resolved, events, max_iters)
+                .await?;
             return Ok(RunOutcome::Finished(run));
         }
         let native = match (&start, self.mode) {
@@ -702,7 +731,8 @@ impl ReActCore {
                 &mut usage,
             )
             .await
-            .map_err(|failure| ReActError::new(failure, &trajectory, usage))?;
+            .map_err(|failure| ReActError::new(failure, &trajectory, usage))?
+            .outputs;
         let reasoning = outputs.shift_remove("reasoning").map(|r| as_text(&r));
         Ok(ReActRun {
             outputs,
@@ -722,7 +752,7 @@ impl ReActCore {
         adapter: &dyn Adapter,
         call: &CallConfig,
         usage: &mut Usage,
-    ) -> Result<Fields, RunFailure> {
+    ) -> Result<super::Prediction, RunFailure> {
         let mut last = String::new();
         for _ in 0..3 {
             self.limits.check_lm_calls(usage)?;
@@ -742,7 +772,7 @@ impl ReActCore {
             )
             .await
             {
-                Ok(prediction) => return Ok(prediction.outputs),
+                Ok(prediction) => return Ok(prediction),
                 Err(Error::Lm(LmError::ContextWindowExceeded { message })) => {
                     usage.lm_calls += 1;
                     tracing::warn!(
@@ -815,6 +845,11 @@ impl ReActCore {
             return Observation::Output(json!(FINISH_OBSERVATION));
         }
         self.tool_runner().run(name, args, thought).await
+    }
+
+    /// The step limit of a run: the call's, or the agent's.
+    fn max_iters(&self, call: &CallConfig) -> usize {
+        call.max_iters.unwrap_or(self.limits.max_iters)
     }
 
     /// The run's tool runner: these tools, `finish`, the approver and the limits.

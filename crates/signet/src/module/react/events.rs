@@ -60,6 +60,11 @@ pub enum ReActEvent<O = Fields> {
         /// How long it took, in milliseconds.
         elapsed_ms: u64,
     },
+    /// A first call is choosing the relevant tools from a large catalogue of `total`.
+    SelectingTools {
+        /// How many tools the agent has.
+        total: usize,
+    },
     /// A first call picked these tools from a large catalogue; the run offers only them.
     ToolsSelected {
         /// The tools kept.
@@ -89,6 +94,11 @@ pub enum ReActEvent<O = Fields> {
         /// The text.
         text: String,
     },
+    /// The answer is complete: every [`AnswerDelta`](ReActEvent::AnswerDelta) was sent. On every
+    /// answer path — the extractor streams its reply; an answer from `finish`, a native text reply
+    /// or `submit` comes as one delta per output field — then this, then
+    /// [`Done`](ReActEvent::Done).
+    AnswerDone,
     /// The run finished.
     Done {
         /// The outputs.
@@ -101,6 +111,8 @@ pub enum ReActEvent<O = Fields> {
         usage: Usage,
         /// Wall time of the run, in milliseconds.
         elapsed_ms: u64,
+        /// The loop's turns that called tools (`finish` included).
+        iterations: usize,
     },
     /// The run waits for a person (only in [resumable](super::ReActCore::stream_start) runs):
     /// store the state and resume it with decisions on its pending calls.
@@ -135,6 +147,7 @@ impl ReActEvent<Fields> {
                 trajectory,
                 usage,
                 elapsed_ms,
+                iterations,
             } => match crate::module::from_fields::<O>(&output) {
                 Ok(output) => E::Done {
                     output,
@@ -142,6 +155,7 @@ impl ReActEvent<Fields> {
                     trajectory,
                     usage,
                     elapsed_ms,
+                    iterations,
                 },
                 Err(error) => E::Failed {
                     error: std::sync::Arc::new(ReActError::new(error, &trajectory, usage)),
@@ -165,6 +179,8 @@ impl ReActEvent<Fields> {
                 elapsed_ms,
             },
             E::ToolsSelected { names } => E::ToolsSelected { names },
+            E::SelectingTools { total } => E::SelectingTools { total },
+            E::AnswerDone => E::AnswerDone,
             E::UserMessage { text } => E::UserMessage { text },
             E::StoppedEarly { reason } => E::StoppedEarly { reason },
             E::Extracting => E::Extracting,
@@ -173,21 +189,54 @@ impl ReActEvent<Fields> {
     }
 }
 
-/// Where a run's events go (nowhere for plain calls).
+/// Where a run's events go (nowhere for plain calls), and whether the answer was streamed yet.
 #[derive(Clone, Default)]
-pub(crate) struct Emitter(pub(super) Option<tokio::sync::mpsc::UnboundedSender<ReActEvent>>);
+pub(crate) struct Emitter {
+    sender: Option<tokio::sync::mpsc::UnboundedSender<ReActEvent>>,
+    answered: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
 
 impl Emitter {
+    /// An emitter that sends to `sender`.
+    pub(super) fn to(sender: tokio::sync::mpsc::UnboundedSender<ReActEvent>) -> Emitter {
+        Emitter {
+            sender: Some(sender),
+            answered: Default::default(),
+        }
+    }
+
     /// Whether anyone receives the events (a streamed run).
     pub(super) fn listening(&self) -> bool {
-        self.0.is_some()
+        self.sender.is_some()
     }
 
     pub(super) fn emit(&self, event: ReActEvent) {
-        if let Some(sender) = &self.0 {
+        if let Some(sender) = &self.sender {
+            if matches!(event, ReActEvent::AnswerDelta { .. }) {
+                self.answered
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+            }
             // A closed receiver means nobody listens any more: the run goes on regardless.
             let _ = sender.send(event);
         }
+    }
+
+    /// Ends the answer of a finished run: its field values as deltas when none were streamed
+    /// (the answer came from `finish`, a native text reply or `submit`), then `AnswerDone`.
+    pub(super) fn answer(&self, outputs: &Fields) {
+        if !self.answered.load(std::sync::atomic::Ordering::SeqCst) {
+            for (field, value) in outputs {
+                let text = match value {
+                    Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                };
+                self.emit(ReActEvent::AnswerDelta {
+                    field: Some(field.clone()),
+                    text,
+                });
+            }
+        }
+        self.emit(ReActEvent::AnswerDone);
     }
 }
 

@@ -43,6 +43,7 @@ impl ReActCore {
         inputs: &Fields,
         resolved: Resolved,
         events: &Emitter,
+        max_iters: usize,
     ) -> Result<ReActRun, ReActError> {
         self.check_history_names()
             .map_err(ReActError::before_start)?;
@@ -54,7 +55,7 @@ impl ReActCore {
         let mut trajectory = Trajectory::default();
         let mut usage = Usage::default();
         let mut reason = None;
-        for turn in 0..self.limits.max_iters {
+        for turn in 0..max_iters {
             events.emit(ReActEvent::StepStarted { turn });
             let outputs = match self
                 .history_call(
@@ -103,13 +104,11 @@ impl ReActCore {
                 });
             }
         }
-        let reason = reason.unwrap_or(StopReason::MaxIters {
-            max_iters: self.limits.max_iters,
-        });
+        let reason = reason.unwrap_or(StopReason::MaxIters { max_iters });
         let described = break_reason(&reason);
         stop_early(&mut trajectory, events, reason);
         // The forced submit: one more call that must call `submit`.
-        let turn = self.limits.max_iters;
+        let turn = max_iters;
         events.emit(ReActEvent::StepStarted { turn });
         let outputs = self
             .history_call(

@@ -35,6 +35,7 @@ impl ReActCore {
         let mut tools: Vec<Value> = self.tools.iter().map(|t| t.to_openai_function()).collect();
         tools.push(self.finish_descriptor());
         let resumable = start.resumable();
+        let max_iters = self.max_iters(call);
         let mut trajectory = Trajectory::default();
         let mut usage = Usage::default();
         let mut truncations = 0;
@@ -55,7 +56,7 @@ impl ReActCore {
                 TurnEnd::Next => turn += 1,
             }
         }
-        while !done && turn < self.limits.max_iters {
+        while !done && turn < max_iters {
             events.emit(ReActEvent::StepStarted { turn });
             interrupts.inject(&mut trajectory, events);
             let mut request = LmRequest::new(conversation(&base, &trajectory));
@@ -192,13 +193,7 @@ impl ReActCore {
             turn += 1;
         }
         if !done && trajectory.stopped_early.is_none() {
-            stop_early(
-                &mut trajectory,
-                events,
-                StopReason::MaxIters {
-                    max_iters: self.limits.max_iters,
-                },
-            );
+            stop_early(&mut trajectory, events, StopReason::MaxIters { max_iters });
         }
         let run = self
             .extract(inputs, trajectory, adapter.as_ref(), call, usage, events)

@@ -28,6 +28,7 @@ impl ReActCore {
     ) -> Result<RunOutcome<ReActRun>, ReActError> {
         let adapter = resolved.adapter;
         let resumable = start.resumable();
+        let max_iters = self.max_iters(call);
         let (mut trajectory, mut usage, first) = match start {
             Start::Fresh { .. } => (Trajectory::default(), Usage::default(), 0),
             Start::Resume { state, decided } => {
@@ -47,7 +48,7 @@ impl ReActCore {
         };
         let mut finished_outputs = None;
         let mut finished = false;
-        for index in first..self.limits.max_iters {
+        for index in first..max_iters {
             events.emit(ReActEvent::StepStarted { turn: index });
             interrupts.inject(&mut trajectory, events);
             let prediction = match self
@@ -84,12 +85,16 @@ impl ReActCore {
                 }
                 Err(failure) => return Err(ReActError::new(failure, &trajectory, usage)),
             };
-            let thought = as_text(&prediction["next_thought"]);
-            let tool_name = as_text(&prediction["next_tool_name"]);
-            let tool_args = prediction
-                .get("next_tool_args")
-                .cloned()
-                .unwrap_or(Value::Null);
+            let fields = &prediction.outputs;
+            let mut thought = as_text(fields.get("next_thought").unwrap_or(&Value::Null));
+            // A reasoning model may think in `reasoning_content` and leave the field empty.
+            if thought.trim().is_empty()
+                && let Some(reasoning) = &prediction.completion.reasoning
+            {
+                thought = reasoning.trim().to_owned();
+            }
+            let tool_name = as_text(fields.get("next_tool_name").unwrap_or(&Value::Null));
+            let tool_args = fields.get("next_tool_args").cloned().unwrap_or(Value::Null);
             events.emit(ReActEvent::Thought {
                 turn: index,
                 text: thought.clone(),
@@ -144,13 +149,7 @@ impl ReActCore {
             }
         }
         if !finished && trajectory.stopped_early.is_none() {
-            stop_early(
-                &mut trajectory,
-                events,
-                StopReason::MaxIters {
-                    max_iters: self.limits.max_iters,
-                },
-            );
+            stop_early(&mut trajectory, events, StopReason::MaxIters { max_iters });
         }
         if let Some(outputs) = finished_outputs {
             return Ok(RunOutcome::Finished(ReActRun {

@@ -225,6 +225,17 @@ impl Trajectory {
         out
     }
 
+    /// How many of the loop's turns called tools (`finish` included): the last step's turn plus
+    /// one (steps keep their turn when older ones are truncated away), 0 without steps.
+    ///
+    /// ```
+    /// use signet::module::Trajectory;
+    /// assert_eq!(Trajectory::default().turns(), 0);
+    /// ```
+    pub fn turns(&self) -> usize {
+        self.steps.last().map_or(0, |step| step.turn + 1)
+    }
+
     /// Renders the trajectory as the adapter renders input fields (an empty string when empty).
     pub(super) fn render(&self, adapter: &dyn Adapter) -> String {
         adapter.render_text_fields(&self.to_fields())

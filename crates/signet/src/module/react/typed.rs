@@ -76,6 +76,8 @@ impl<S: Signature> ReAct<S> {
         fn with_mode(mode: ReActMode);
         /// Above this many tools (default 12) a first call selects the relevant ones.
         fn with_tool_selection_threshold(threshold: usize);
+        /// Tool selection keeps at most `n` tools (see [`ReActCore::with_tool_selection_limit`]).
+        fn with_tool_selection_limit(n: usize);
         /// Native mode: every turn calls a tool, the answer is `finish` (see
         /// [`ReActCore::with_required_tool_calls`]).
         fn with_required_tool_calls(required: bool);
@@ -135,10 +137,37 @@ impl<S: Signature> ReAct<S> {
         }
     }
 
-    /// Runs the agent on `input`. A failure carries the steps and usage so far.
+    /// Runs the agent on `input`. A failure carries the steps and usage so far. From sync code,
+    /// [`Module::call_blocking`](crate::module::Module::call_blocking) (in the prelude) runs it to
+    /// the end.
+    ///
+    /// ```
+    /// use signet::prelude::*;
+    /// use signet::lm::ScriptedLm;
+    ///
+    /// /// Answer.
+    /// #[derive(Signature)]
+    /// struct Ask { #[input] question: String, #[output] answer: String }
+    ///
+    /// let agent = ReAct::<Ask>::new().with_mode(ReActMode::Text).with_lm(ScriptedLm::texts([
+    ///     "[[ ## next_thought ## ]]\nEasy.\n[[ ## next_tool_name ## ]]\nfinish\n[[ ## next_tool_args ## ]]\n{\"answer\": \"4\"}",
+    /// ]));
+    /// let out = agent.call_blocking(AskInput { question: "2 + 2?".into() }).unwrap();
+    /// assert_eq!(out.output.answer, "4");
+    /// ```
     pub async fn call(&self, input: S::Input) -> Result<ReActOutput<S::Output>, ReActError> {
+        self.call_with(input, &CallConfig::default()).await
+    }
+
+    /// [`call`](Self::call) with per-call settings: the LM, the adapter, the step limit
+    /// ([`CallConfig::with_max_iters`]).
+    pub async fn call_with(
+        &self,
+        input: S::Input,
+        call: &CallConfig,
+    ) -> Result<ReActOutput<S::Output>, ReActError> {
         let inputs = crate::module::to_fields(&input).map_err(ReActError::before_start)?;
-        let run = self.core.forward(&inputs, &CallConfig::default()).await?;
+        let run = self.core.forward(&inputs, call).await?;
         typed_output(run).map_err(|error| *error)
     }
 
