@@ -439,13 +439,14 @@ impl LlamaCpp {
         .await
     }
 
-    /// An [`OpenAiLm`] for `server` with llama.cpp's capabilities (schema-constrained JSON), the
-    /// model's alias, no API key: text and JSON only, no native tool calls.
+    /// An [`OpenAiLm`] for `server` with llama.cpp's capabilities (schema-constrained JSON) and
+    /// the context window of a slot ([`n_ctx`](Self::n_ctx)), the model's alias, no API key: text
+    /// and JSON only, no native tool calls.
     pub fn openai_lm(&self, server: &LocalServer) -> Result<OpenAiLm, LocalError> {
         Ok(OpenAiLm::builder(self.model.alias.clone())
             .base_url(server.base_url())
             .api_key("")
-            .capabilities(Capabilities::llama_cpp())
+            .capabilities(Capabilities::llama_cpp().with_context_window(self.n_ctx))
             .timeout(self.request_timeout)
             .build()?)
     }

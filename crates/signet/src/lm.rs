@@ -26,6 +26,7 @@ mod openai;
 mod retry;
 mod scripted;
 mod scripted_reply;
+mod tokens;
 mod types;
 
 use futures::future::BoxFuture;
@@ -39,6 +40,7 @@ pub use openai::{BuildError, OpenAiLm, OpenAiLmBuilder};
 pub use retry::{RetryLm, RetryPolicy, parse_retry_after};
 pub use scripted::ScriptedLm;
 pub use scripted_reply::ScriptedReply;
+pub use tokens::{CHARS_PER_TOKEN_ESTIMATE, TokenCount, count_prompt_tokens};
 pub use types::{
     Capabilities, Completion, FinishReason, LmError, LmOptions, LmRequest, Message, ResponseFormat,
     Role, StreamAssembler, StreamEvent, ToolCall, ToolChoice, Usage,

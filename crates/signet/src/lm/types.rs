@@ -588,6 +588,9 @@ pub struct Capabilities {
     /// Schema-constrained JSON through the `{"type": "json_object", "schema": ..}` extension
     /// (llama.cpp's server).
     pub json_object_schema: bool,
+    /// The context window of one request in tokens, prompt and reply together, when known.
+    /// ReAct keeps its prompts within it before sending ([context budget](crate::module::Limits::context_window)).
+    pub context_window: Option<u32>,
 }
 
 impl Default for Capabilities {
@@ -598,6 +601,7 @@ impl Default for Capabilities {
             response_schema: false,
             json_object: true,
             json_object_schema: false,
+            context_window: None,
         }
     }
 }
@@ -627,6 +631,17 @@ impl Capabilities {
         self
     }
 
+    /// Sets the context window of one request, in tokens.
+    ///
+    /// ```
+    /// let caps = signet::lm::Capabilities::llama_cpp().with_context_window(8192);
+    /// assert_eq!(caps.context_window, Some(8192));
+    /// ```
+    pub fn with_context_window(mut self, tokens: u32) -> Self {
+        self.context_window = Some(tokens);
+        self
+    }
+
     /// OpenAI's own API: native tools, structured outputs and JSON mode.
     ///
     /// ```
@@ -639,6 +654,7 @@ impl Capabilities {
             response_schema: true,
             json_object: true,
             json_object_schema: false,
+            context_window: None,
         }
     }
 
@@ -660,6 +676,7 @@ impl Capabilities {
             response_schema: true,
             json_object: true,
             json_object_schema: true,
+            context_window: None,
         }
     }
 
@@ -693,6 +710,7 @@ impl Capabilities {
             response_schema: true,
             json_object: true,
             json_object_schema: false,
+            context_window: None,
         }
     }
 
@@ -725,6 +743,7 @@ impl Capabilities {
             response_schema: true,
             json_object: true,
             json_object_schema: false,
+            context_window: None,
         }
     }
 
@@ -758,6 +777,7 @@ impl Capabilities {
             response_schema: true,
             json_object: true,
             json_object_schema: false,
+            context_window: None,
         }
     }
 }

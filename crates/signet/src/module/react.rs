@@ -726,8 +726,11 @@ impl ReActCore {
                 extractor,
                 inputs,
                 &mut trajectory,
-                adapter,
-                call,
+                Where {
+                    adapter,
+                    call,
+                    events,
+                },
                 &mut usage,
             )
             .await
@@ -742,32 +745,53 @@ impl ReActCore {
         })
     }
 
-    /// Runs `predictor` with the trajectory, truncating it (up to 3 times) while it overflows the
-    /// context window.
+    /// Runs `predictor` with the trajectory, keeping it within the prompt budget before the call
+    /// ([`Limits::context_window`]) and truncating it (up to 3 times) while the provider still
+    /// reports the context window exceeded.
     async fn call_with_truncation(
         &self,
         predictor: &Predictor,
         inputs: &Fields,
         trajectory: &mut Trajectory,
-        adapter: &dyn Adapter,
-        call: &CallConfig,
+        at: Where<'_>,
         usage: &mut Usage,
     ) -> Result<super::Prediction, RunFailure> {
-        let mut last = String::new();
-        for _ in 0..3 {
-            self.limits.check_lm_calls(usage)?;
-            let mut with_trajectory = inputs.clone();
-            with_trajectory.insert(
+        let Where {
+            adapter,
+            call,
+            events,
+        } = at;
+        let with_trajectory = |trajectory: &Trajectory| {
+            let mut fields = inputs.clone();
+            fields.insert(
                 "trajectory".to_owned(),
                 Value::String(trajectory.render(adapter)),
             );
+            fields
+        };
+        let lm = predictor.resolve(call).map_err(RunFailure::Call)?.lm;
+        let measure = |trajectory: &Trajectory| {
+            let messages = adapter.format(
+                predictor.signature(),
+                predictor.demos(),
+                &with_trajectory(trajectory),
+            );
+            crate::lm::count_prompt_tokens(lm.model(), &messages, &[]).tokens
+        };
+        let budget = self.prompt_budget(lm.as_ref(), predictor.options());
+        let mut last = String::new();
+        for _ in 0..3 {
+            self.limits.check_lm_calls(usage)?;
+            self.fit_budget(budget, trajectory, events, &measure)
+                .await
+                .map_err(|message| RunFailure::TrajectoryTooLong { message })?;
             let span = tracing::info_span!(
                 "react.lm_call",
                 signature = predictor.signature().name(),
                 steps = trajectory.steps.len()
             );
             match tracing::Instrument::instrument(
-                predictor.forward_counting(&with_trajectory, call, usage),
+                predictor.forward_counting(&with_trajectory(trajectory), call, usage),
                 span,
             )
             .await
@@ -779,7 +803,7 @@ impl ReActCore {
                         "Trajectory exceeded the context window, truncating the oldest tool call information."
                     );
                     last = message;
-                    if let Err(reason) = self.truncation.truncate(trajectory).await {
+                    if let Err(reason) = self.compact(trajectory, events, &measure).await {
                         return Err(RunFailure::TrajectoryTooLong {
                             message: format!("{last}; {reason}"),
                         });
@@ -791,6 +815,81 @@ impl ReActCore {
         Err(RunFailure::TrajectoryTooLong {
             message: format!("the context window was exceeded even after 3 truncations: {last}"),
         })
+    }
+
+    /// The tokens a prompt may take: the context window ([`Limits::context_window`], else the
+    /// LM's [`Capabilities::context_window`](crate::lm::Capabilities::context_window)) less the
+    /// reply's room (`max_tokens` when set, else an eighth of the window); `None` when the window
+    /// is unknown.
+    fn prompt_budget(&self, lm: &dyn Lm, options: &LmOptions) -> Option<usize> {
+        let window = self
+            .limits
+            .context_window
+            .or(lm.capabilities().context_window)? as usize;
+        let reply = options.max_tokens.map_or(window / 8, |t| t as usize);
+        Some(window.saturating_sub(reply))
+    }
+
+    /// Truncates the trajectory (with the run's policy) while the prompt `measure` counts is over
+    /// `budget`, announcing it with a `compacted` event. `Err` says why it still does not fit.
+    async fn fit_budget(
+        &self,
+        budget: Option<usize>,
+        trajectory: &mut Trajectory,
+        events: &Emitter,
+        measure: &(dyn Fn(&Trajectory) -> usize + Sync),
+    ) -> Result<(), String> {
+        let Some(budget) = budget else {
+            return Ok(());
+        };
+        let (tokens_before, steps_before) = (measure(trajectory), trajectory.steps.len());
+        let mut tokens = tokens_before;
+        let mut outcome = Ok(());
+        // Each truncation shortens the trajectory; a policy that stops doing so is stopped too.
+        for _ in 0..=steps_before {
+            if tokens <= budget {
+                break;
+            }
+            if let Err(reason) = self.truncation.truncate(trajectory).await {
+                outcome = Err(format!(
+                    "the prompt needs about {tokens} tokens, more than the {budget} the context \
+                     window leaves it, and {reason}"
+                ));
+                break;
+            }
+            tokens = measure(trajectory);
+        }
+        if outcome.is_ok() && tokens > budget {
+            outcome = Err(format!(
+                "the prompt still needs about {tokens} tokens after truncation, more than the \
+                 {budget} the context window leaves it"
+            ));
+        }
+        if tokens < tokens_before || trajectory.steps.len() < steps_before {
+            events.emit(ReActEvent::Compacted {
+                dropped_steps: steps_before.saturating_sub(trajectory.steps.len()),
+                tokens_before,
+                tokens_after: tokens,
+            });
+        }
+        outcome
+    }
+
+    /// One truncation after the provider refused a prompt, announced with a `compacted` event.
+    async fn compact(
+        &self,
+        trajectory: &mut Trajectory,
+        events: &Emitter,
+        measure: &(dyn Fn(&Trajectory) -> usize + Sync),
+    ) -> Result<(), String> {
+        let (tokens_before, steps_before) = (measure(trajectory), trajectory.steps.len());
+        self.truncation.truncate(trajectory).await?;
+        events.emit(ReActEvent::Compacted {
+            dropped_steps: steps_before.saturating_sub(trajectory.steps.len()),
+            tokens_before,
+            tokens_after: measure(trajectory),
+        });
+        Ok(())
     }
 
     /// One tool call inside a tracing span, with start and finish events: attempted (a call that
@@ -876,6 +975,14 @@ impl ReActCore {
     }
 }
 
+/// Where an LM call of a run happens: the adapter, the call's settings, the run's events.
+#[derive(Clone, Copy)]
+struct Where<'a> {
+    adapter: &'a dyn Adapter,
+    call: &'a CallConfig,
+    events: &'a Emitter,
+}
+
 /// How one tool call is carried out.
 #[derive(Clone, Copy)]
 enum CallMode<'d> {
@@ -940,6 +1047,12 @@ pub struct Limits {
     pub max_observation_chars: usize,
     /// How many tool calls of one native-mode reply run at the same time. Default 8.
     pub max_concurrent_tools: usize,
+    /// The context window of the model, in tokens, when the LM does not report it
+    /// ([`Capabilities::context_window`](crate::lm::Capabilities::context_window)). With a known
+    /// window every step's prompt is counted before it is sent and the trajectory truncated
+    /// (the run's [`TruncationPolicy`]) until it fits, leaving the reply `max_tokens` (or an
+    /// eighth of the window). Default: none (only the provider's refusal triggers truncation).
+    pub context_window: Option<u32>,
 }
 
 impl Default for Limits {
@@ -950,11 +1063,19 @@ impl Default for Limits {
             tool_timeout: Some(Duration::from_secs(60)),
             max_observation_chars: 20_000,
             max_concurrent_tools: 8,
+            context_window: None,
         }
     }
 }
 
 impl Limits {
+    /// Keeps every prompt within a context window of `tokens` (see
+    /// [`context_window`](Self::context_window)).
+    pub fn context_window(mut self, tokens: u32) -> Self {
+        self.context_window = Some(tokens);
+        self
+    }
+
     /// At most `n` steps.
     pub fn max_iters(mut self, n: usize) -> Self {
         self.max_iters = n;

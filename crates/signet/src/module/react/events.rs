@@ -75,6 +75,20 @@ pub enum ReActEvent<O = Fields> {
         /// The messages, joined by blank lines.
         text: String,
     },
+    /// The trajectory was shortened to fit the context window: before a call, when its prompt
+    /// was over the budget ([`Limits::context_window`](super::Limits::context_window)), or after
+    /// the provider refused one. Tokens are counted as
+    /// [`count_prompt_tokens`](crate::lm::count_prompt_tokens) does (exact for OpenAI models,
+    /// estimated otherwise).
+    Compacted {
+        /// How many steps the truncation policy removed (a summary that replaces steps counts as
+        /// one kept).
+        dropped_steps: usize,
+        /// The prompt's tokens before.
+        tokens_before: usize,
+        /// And after.
+        tokens_after: usize,
+    },
     /// The loop stopped before the model finished; the extractor works from the steps so far
     /// (the reason is also kept in [`Trajectory::stopped_early`]).
     StoppedEarly {
@@ -181,6 +195,15 @@ impl ReActEvent<Fields> {
             E::ToolsSelected { names } => E::ToolsSelected { names },
             E::SelectingTools { total } => E::SelectingTools { total },
             E::AnswerDone => E::AnswerDone,
+            E::Compacted {
+                dropped_steps,
+                tokens_before,
+                tokens_after,
+            } => E::Compacted {
+                dropped_steps,
+                tokens_before,
+                tokens_after,
+            },
             E::UserMessage { text } => E::UserMessage { text },
             E::StoppedEarly { reason } => E::StoppedEarly { reason },
             E::Extracting => E::Extracting,

@@ -56,9 +56,25 @@ impl ReActCore {
                 TurnEnd::Next => turn += 1,
             }
         }
+        let measure = |trajectory: &Trajectory| {
+            crate::lm::count_prompt_tokens(lm.model(), &conversation(&base, trajectory), &tools)
+                .tokens
+        };
+        let budget = self.prompt_budget(lm.as_ref(), self.step.options());
         while !done && turn < max_iters {
             events.emit(ReActEvent::StepStarted { turn });
             interrupts.inject(&mut trajectory, events);
+            if let Err(message) = self
+                .fit_budget(budget, &mut trajectory, events, &measure)
+                .await
+            {
+                stop_early(
+                    &mut trajectory,
+                    events,
+                    StopReason::ContextWindow { message },
+                );
+                break;
+            }
             let mut request = LmRequest::new(conversation(&base, &trajectory));
             request.options = self.step.options().clone();
             request.tools = tools.clone();
@@ -81,7 +97,7 @@ impl ReActCore {
                     usage += refused;
                     crate::trace::record_usage(refused);
                     truncations += 1;
-                    let truncated = self.truncation.truncate(&mut trajectory).await;
+                    let truncated = self.compact(&mut trajectory, events, &measure).await;
                     if truncations > 3 || truncated.is_err() {
                         stop_early(
                             &mut trajectory,

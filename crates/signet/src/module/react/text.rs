@@ -9,7 +9,7 @@ use super::suspend::{Resumed, Start};
 use super::{
     CallMode, Emitter, FINISH, FINISH_POSTPONED, Interrupts, Observation, PendingCall, ReActCore,
     ReActError, ReActEvent, ReActRun, RunFailure, RunOutcome, Step, StopReason, SuspendedRun,
-    Trajectory, as_text,
+    Trajectory, Where, as_text,
 };
 use crate::adapter::Fields;
 use crate::lm::Usage;
@@ -56,8 +56,11 @@ impl ReActCore {
                     &self.step,
                     inputs,
                     &mut trajectory,
-                    adapter.as_ref(),
-                    call,
+                    Where {
+                        adapter: adapter.as_ref(),
+                        call,
+                        events,
+                    },
                     &mut usage,
                 )
                 .await
