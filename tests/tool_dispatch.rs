@@ -220,3 +220,51 @@ async fn blocking_entry_point_inside_a_current_thread_runtime_is_a_typed_error()
     // Sync tools need no runtime, so they still work.
     assert!(WhereSyncTool.call_blocking(json!({})).is_ok());
 }
+
+/// How many pages `crawl` had read when it saw its call cancelled (0: not yet).
+static CRAWL_STOPPED_AT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Read pages until done or cancelled.
+#[tool]
+fn crawl() -> Result<String, String> {
+    for page in 1..=400 {
+        if signet::tool::is_cancelled() {
+            CRAWL_STOPPED_AT.store(page, std::sync::atomic::Ordering::SeqCst);
+            return Err("cancelled".into());
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    Ok("read everything".into())
+}
+
+/// Whether the call looked cancelled while it ran to completion.
+#[tool]
+fn cancelled_now() -> bool {
+    signet::tool::is_cancelled()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sync_tool_given_up_sees_is_cancelled_and_can_stop() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let call = CrawlTool.call(json!({}));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(40), call)
+            .await
+            .is_err()
+    );
+    // The thread notices at its next page instead of reading all 400 (2 s).
+    for _ in 0..100 {
+        if CRAWL_STOPPED_AT.load(SeqCst) != 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let stopped = CRAWL_STOPPED_AT.load(SeqCst);
+    assert!((1..100).contains(&stopped), "stopped at page {stopped}");
+    // A call that completes is never cancelled, and outside a call nothing is.
+    assert_eq!(
+        CancelledNowTool.call(json!({})).await.unwrap(),
+        json!(false)
+    );
+    assert!(!signet::tool::is_cancelled());
+}

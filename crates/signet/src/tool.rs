@@ -32,6 +32,7 @@
 //!   blocking would deadlock, so that case is the typed error [`ToolError::BlockingInAsyncContext`].
 
 mod args_schema;
+mod cancel;
 pub(crate) mod dispatch;
 mod error;
 mod func;
@@ -45,6 +46,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use args_schema::ArgsSchema;
+pub use cancel::{CancelToken, is_cancelled};
 use dispatch::block_on_tool;
 pub use error::{ArgError, ArgErrorKind, ToolError};
 pub use func::{FnTool, FnToolBuilder};

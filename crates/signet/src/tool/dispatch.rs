@@ -8,6 +8,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use futures::FutureExt;
 use tokio::runtime::Handle;
 
+use super::cancel::{CancelOnDrop, CancelToken, on_task, on_thread};
 use super::error::ToolError;
 
 /// Runs a sync tool body without blocking the async executor.
@@ -19,7 +20,13 @@ where
     if Handle::try_current().is_err() {
         return run_inline(tool, body);
     }
-    match tokio::task::spawn_blocking(body).await {
+    // Given up before the thread returns (a time limit, a dropped run): the body's
+    // `is_cancelled()` turns true.
+    let token = CancelToken::default();
+    let guard = CancelOnDrop::new(&token);
+    let joined = tokio::task::spawn_blocking(move || on_thread(token, body)).await;
+    guard.finish();
+    match joined {
         Ok(value) => Ok(value),
         Err(e) if e.is_panic() => Err(panicked(tool, e.into_panic())),
         Err(e) => Err(ToolError::Failed {
@@ -42,10 +49,11 @@ pub async fn run_async<Fut>(tool: &str, body: Fut) -> Result<Fut::Output, ToolEr
 where
     Fut: Future,
 {
-    AssertUnwindSafe(body)
-        .catch_unwind()
-        .await
-        .map_err(|payload| panicked(tool, payload))
+    let token = CancelToken::default();
+    let guard = CancelOnDrop::new(&token);
+    let result = on_task(token, AssertUnwindSafe(body).catch_unwind()).await;
+    guard.finish();
+    result.map_err(|payload| panicked(tool, payload))
 }
 
 /// Drives a tool's future to completion from sync code (the crate's rule:
