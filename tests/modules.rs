@@ -442,3 +442,100 @@ async fn wrappers_compose_with_a_shared_lm() {
     // The same question again comes from the cache: the shared LM is not called a third time.
     assert_eq!(qa.call(ask("q")).await.unwrap().answer, "retried");
 }
+
+/// Archive a city's records.
+#[signet::tool(confirm)]
+fn archive_city(city: String) -> String {
+    format!("archived {city}")
+}
+
+/// A round with a free call and a confirm call, then the answer.
+fn archiving(replies: std::ops::Range<usize>) -> Arc<ScriptedLm> {
+    use signet::lm::ToolCall;
+    let all = [
+        Completion::tool_calls(vec![
+            ToolCall::new("p", "population", r#"{"city": "Rome"}"#),
+            ToolCall::new("a", "archive_city", r#"{"city": "Rome"}"#),
+        ]),
+        Completion::text(chat("Archived.")),
+    ];
+    Arc::new(ScriptedLm::new(all[replies].to_vec()).with_capabilities(function_calling()))
+}
+
+/// The archive request started on `lm`, parked at the archive call.
+async fn parked(lm: &Arc<ScriptedLm>) -> signet::module::SuspendedCall {
+    match archiver(lm).start(ask("Archive Rome")).await.unwrap() {
+        signet::module::RunOutcome::Suspended(state) => state,
+        finished => panic!("the archive call waits for approval, got {finished:?}"),
+    }
+}
+
+fn archiver(lm: &Arc<ScriptedLm>) -> Predict<QA> {
+    Predict::<QA>::new()
+        .with_lm(lm.clone())
+        .tool(PopulationTool)
+        .tool(ArchiveCityTool)
+}
+
+#[tokio::test]
+async fn predict_with_tools_suspends_for_a_person_and_resumes_as_an_inline_approval() {
+    use signet::module::{Approval, Decision, RunOutcome, SuspendedCall};
+    let inline_lm = archiving(0..2);
+    let inline = archiver(&inline_lm).with_approver(|_| async { Approval::Approve });
+    let expected = inline.call(ask("Archive Rome")).await.unwrap();
+
+    let first_lm = archiving(0..1);
+    let state = parked(&first_lm).await;
+    assert_eq!(state.pending.len(), 1);
+    assert_eq!(
+        (state.pending[0].id.as_str(), state.pending[0].tool.as_str()),
+        ("a", "archive_city")
+    );
+    assert_eq!(state.settled[0].result, "2.8", "the free call ran");
+    let saved = serde_json::to_string(&state).unwrap();
+    let state: SuspendedCall = serde_json::from_str(&saved).unwrap();
+
+    let second_lm = archiving(1..2);
+    let decisions = state.decide_all(Decision::Approve);
+    let RunOutcome::Finished(answer) = archiver(&second_lm).resume(state, decisions).await.unwrap()
+    else {
+        panic!("the call finishes once approved")
+    };
+    assert_eq!(answer.answer, expected.answer);
+    let requests: Vec<_> = first_lm
+        .requests()
+        .into_iter()
+        .chain(second_lm.requests())
+        .collect();
+    assert_eq!(requests, inline_lm.requests());
+}
+
+#[tokio::test]
+async fn a_suspended_predict_call_takes_edits_and_refuses_another_predictor() {
+    use signet::module::{Decision, ResumeError};
+    let state = parked(&archiving(0..1)).await;
+    // Another tool set: refused before any call.
+    let other = Predict::<QA>::new()
+        .with_lm(archiving(1..2))
+        .tool(ArchiveCityTool);
+    let error = other
+        .resume(state.clone(), state.decide_all(Decision::Approve))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, Error::Resume(ResumeError::StaleState { .. })),
+        "{error}"
+    );
+
+    let second_lm = archiving(1..2);
+    let edit = [("a".to_owned(), Decision::Edit(json!({"city": "Paris"})))];
+    archiver(&second_lm).resume(state, edit).await.unwrap();
+    let messages = &second_lm.requests()[0].messages;
+    let n = messages.len();
+    assert_eq!(
+        messages[n - 3].tool_calls[1].arguments,
+        r#"{"city":"Paris"}"#
+    );
+    assert_eq!(messages[n - 2].content, "2.8");
+    assert_eq!(messages[n - 1].content, "archived Paris");
+}

@@ -65,6 +65,9 @@ pub enum Error {
         /// What was asked, and what to do instead.
         what: String,
     },
+    /// A suspended call could not be resumed (another predictor, a missing decision, ..).
+    #[error("the call cannot be resumed: {0}")]
+    Resume(#[from] crate::module::ResumeError),
 }
 
 impl Error {

@@ -36,6 +36,7 @@ mod program;
 mod react;
 mod saved;
 mod tool_loop;
+pub use tool_loop::{SettledCall, SuspendedCall};
 mod tool_runner;
 
 pub use react::{
@@ -545,6 +546,42 @@ impl<S: Signature> Predict<S> {
         let output = from_fields(&prediction.outputs)?;
         Ok((output, prediction))
     }
+
+    /// With tools: runs the signature on `input`, suspending where a person is needed (a
+    /// `#[tool(confirm)]` tool with no approver, a tool that returns
+    /// [`ToolError::NeedsInput`](crate::ToolError::NeedsInput)); see [`Predictor::start`].
+    pub async fn start(
+        &self,
+        input: S::Input,
+    ) -> Result<RunOutcome<S::Output, SuspendedCall>, Error> {
+        let inputs = to_fields(&input)?;
+        let outcome = self.inner.start(&inputs, &CallConfig::default()).await?;
+        typed_call_outcome(outcome)
+    }
+
+    /// Goes on with a suspended call, a [`Decision`] per pending call id (see
+    /// [`Predictor::resume`]).
+    pub async fn resume(
+        &self,
+        state: SuspendedCall,
+        decisions: impl IntoIterator<Item = (String, Decision)>,
+    ) -> Result<RunOutcome<S::Output, SuspendedCall>, Error> {
+        let outcome = self
+            .inner
+            .resume(state, decisions, &CallConfig::default())
+            .await?;
+        typed_call_outcome(outcome)
+    }
+}
+
+/// A predictor call's outcome with its outputs as `O`.
+fn typed_call_outcome<O: serde::de::DeserializeOwned>(
+    outcome: RunOutcome<Prediction, SuspendedCall>,
+) -> Result<RunOutcome<O, SuspendedCall>, Error> {
+    Ok(match outcome {
+        RunOutcome::Finished(prediction) => RunOutcome::Finished(from_fields(&prediction.outputs)?),
+        RunOutcome::Suspended(state) => RunOutcome::Suspended(state),
+    })
 }
 
 /// The outputs of [`ChainOfThought`]: the model's reasoning and the typed outputs. Serialized,

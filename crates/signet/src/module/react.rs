@@ -12,7 +12,7 @@ mod events;
 mod history;
 mod native;
 mod prompt;
-mod suspend;
+pub(super) mod suspend;
 mod text;
 mod trajectory;
 mod truncation;

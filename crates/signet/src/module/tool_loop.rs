@@ -1,9 +1,15 @@
 //! `Predict` with tools: native tool calls run (concurrently) until the model answers.
 
 use futures::StreamExt;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::react::{Approval, ApprovalRequest, Limits};
+use super::react::suspend::{
+    decide_all, describe_signature, describe_tools, digest, pair_decisions,
+};
+use super::react::{
+    Approval, ApprovalRequest, Decision, Limits, PendingCall, RunOutcome, STATE_FORMAT, Waiting,
+};
 use super::tool_runner::ToolRunner;
 use super::{CallConfig, Error, Prediction, Predictor, Resolved};
 use crate::adapter::Fields;
@@ -56,6 +62,72 @@ impl Predictor {
         inputs: &Fields,
         call: &CallConfig,
     ) -> Result<Prediction, Error> {
+        match self
+            .tool_loop(inputs, call, LoopStart::Fresh { resumable: false })
+            .await?
+        {
+            RunOutcome::Finished(prediction) => Ok(prediction),
+            // A call that is not resumable does not suspend; should one, say so.
+            RunOutcome::Suspended(_) => Err(Error::Unsupported {
+                what: "a call that waits for a person in `forward`; use `start`".to_owned(),
+            }),
+        }
+    }
+
+    /// Calls the predictor with its tools, suspending where a person is needed: at a
+    /// `#[tool(confirm)]` tool when no [approver](Self::with_approver) is set, and at a tool that
+    /// returns [`ToolError::NeedsInput`](crate::ToolError::NeedsInput) — as
+    /// [`ReActCore::start`](super::ReActCore::start) does. The calls of the reply that need no
+    /// one run first; [`resume`](Self::resume) carries out the decisions and goes on.
+    pub async fn start(
+        &self,
+        inputs: &Fields,
+        call: &CallConfig,
+    ) -> Result<RunOutcome<Prediction, SuspendedCall>, Error> {
+        self.tool_loop(inputs, call, LoopStart::Fresh { resumable: true })
+            .await
+    }
+
+    /// Goes on with a suspended call: a [`Decision`] per pending call id. The predictor must be
+    /// built as the one that suspended (same signature, tools and turn limit); it may be in
+    /// another process.
+    pub async fn resume(
+        &self,
+        state: SuspendedCall,
+        decisions: impl IntoIterator<Item = (String, Decision)>,
+        call: &CallConfig,
+    ) -> Result<RunOutcome<Prediction, SuspendedCall>, Error> {
+        let expected = self.fingerprint();
+        let decided = pair_decisions(
+            state.format,
+            &expected,
+            &state.fingerprint,
+            &state.pending,
+            decisions,
+        )?;
+        let inputs = state.inputs.clone();
+        let start = LoopStart::Resume {
+            state: Box::new(state),
+            decided,
+        };
+        self.tool_loop(&inputs, call, start).await
+    }
+
+    /// A digest of what a resumed call depends on: the signature, the tools and the turn limit.
+    pub fn fingerprint(&self) -> String {
+        digest(&serde_json::json!({
+            "signature": describe_signature(&self.signature),
+            "tools": describe_tools(&self.tools),
+            "max_tool_turns": self.max_tool_turns,
+        }))
+    }
+
+    async fn tool_loop(
+        &self,
+        inputs: &Fields,
+        call: &CallConfig,
+        start: LoopStart,
+    ) -> Result<RunOutcome<Prediction, SuspendedCall>, Error> {
         let Resolved { lm, adapter } = self.resolve(call)?;
         if !lm.capabilities().function_calling {
             return Err(Error::Unsupported {
@@ -66,10 +138,28 @@ impl Predictor {
                 ),
             });
         }
-        let mut messages = adapter.format(&self.signature, &self.demos, inputs);
         let tools: Vec<Value> = self.tools.iter().map(|t| t.to_openai_function()).collect();
-        let mut usage = Usage::default();
-        for _ in 0..=self.max_tool_turns {
+        let runner = ToolRunner::new(
+            &self.tools,
+            &[],
+            self.approver.as_ref(),
+            self.tool_limits.tool_timeout,
+            self.tool_limits.max_observation_chars,
+        );
+        let (mut messages, mut usage, first, resumable) = match start {
+            LoopStart::Fresh { resumable } => (
+                adapter.format(&self.signature, &self.demos, inputs),
+                Usage::default(),
+                0,
+                resumable,
+            ),
+            LoopStart::Resume { state, decided } => match carry_out(&runner, *state, decided).await
+            {
+                Ok((messages, usage, turn)) => (messages, usage, turn + 1, true),
+                Err(state) => return Ok(RunOutcome::Suspended(state)),
+            },
+        };
+        for turn in first..=self.max_tool_turns {
             let mut request = LmRequest::new(messages.clone());
             request.options = self.options.clone();
             request.tools = tools.clone();
@@ -80,36 +170,62 @@ impl Predictor {
             if completion.tool_calls.is_empty() {
                 let text = completion.text.clone().unwrap_or_default();
                 let outputs = adapter.parse(&self.signature, &text)?;
-                return Ok(Prediction {
+                return Ok(RunOutcome::Finished(Prediction {
                     outputs,
                     usage,
                     completion,
                     adapter: adapter.name(),
-                });
+                }));
             }
-            let runner = ToolRunner::new(
-                &self.tools,
-                &[],
-                self.approver.as_ref(),
-                self.tool_limits.tool_timeout,
-                self.tool_limits.max_observation_chars,
-            );
             // Concurrently, at most `max_concurrent_tools` at a time; results in call order.
             let thought = completion.text.as_deref().unwrap_or_default();
             let calls: Vec<_> = completion
                 .tool_calls
                 .iter()
-                .map(|call| run_tool(&runner, call, thought))
+                .map(|call| run_tool(&runner, call, thought, resumable))
                 .collect();
-            let results: Vec<String> = futures::stream::iter(calls)
+            let results: Vec<Result<String, Waiting>> = futures::stream::iter(calls)
                 .buffered(self.tool_limits.max_concurrent_tools.max(1))
                 .collect()
                 .await;
             let mut assistant = Message::assistant_tool_calls(completion.tool_calls.clone());
             assistant.content = completion.text.clone().unwrap_or_default();
             messages.push(assistant);
-            for (tool_call, result) in completion.tool_calls.iter().zip(results) {
-                messages.push(Message::tool_result(&tool_call.id, result));
+            let mut settled = Vec::new();
+            let mut pending = Vec::new();
+            for (index, (tool_call, result)) in
+                completion.tool_calls.iter().zip(results).enumerate()
+            {
+                match result {
+                    Ok(result) => settled.push(SettledCall {
+                        id: tool_call.id.clone(),
+                        index,
+                        result,
+                    }),
+                    Err(waiting_for) => pending.push(PendingCall {
+                        id: tool_call.id.clone(),
+                        index,
+                        tool: tool_call.name.clone(),
+                        args: tool_call.args().unwrap_or(Value::Null),
+                        thought: thought.to_owned(),
+                        waiting_for,
+                    }),
+                }
+            }
+            if !pending.is_empty() {
+                return Ok(RunOutcome::Suspended(SuspendedCall {
+                    format: STATE_FORMAT,
+                    fingerprint: self.fingerprint(),
+                    inputs: inputs.clone(),
+                    messages,
+                    usage,
+                    turn,
+                    settled,
+                    pending,
+                }));
+            }
+            for done in settled {
+                messages.push(Message::tool_result(&done.id, done.result));
             }
         }
         Err(Error::TooManyToolTurns {
@@ -118,10 +234,126 @@ impl Predictor {
     }
 }
 
-/// One tool call's result as the `tool` message reads it; failures are described, not raised.
-async fn run_tool(runner: &ToolRunner<'_>, call: &ToolCall, thought: &str) -> String {
-    match super::tool_runner::arguments(call) {
-        Ok(args) => runner.run(&call.name, &args, thought).await.as_text(),
-        Err(observation) => observation.as_text(),
+/// Where a tool loop begins.
+enum LoopStart {
+    Fresh {
+        resumable: bool,
+    },
+    Resume {
+        state: Box<SuspendedCall>,
+        decided: Vec<(PendingCall, Decision)>,
+    },
+}
+
+/// A `Predict` call with tools, parked at calls that need a person (see
+/// [`Predictor::start`]): the conversation so far, ending with the model's tool calls; the
+/// results of the calls that ran; the calls that wait. It serialises to JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuspendedCall {
+    /// [`STATE_FORMAT`] when it was written.
+    pub format: u32,
+    /// A digest of the predictor's signature, tools and turn limit ([`Predictor::fingerprint`]).
+    pub fingerprint: String,
+    /// The call's inputs.
+    pub inputs: Fields,
+    /// The messages so far; the last is the assistant's tool calls.
+    pub messages: Vec<Message>,
+    /// LM usage so far.
+    pub usage: Usage,
+    /// The tool round the pending calls belong to.
+    pub turn: usize,
+    /// The results of this round's calls that ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settled: Vec<SettledCall>,
+    /// The calls waiting for a person.
+    pub pending: Vec<PendingCall>,
+}
+
+impl SuspendedCall {
+    /// The same decision for every pending call (by id), for [`Predictor::resume`].
+    pub fn decide_all(&self, decision: Decision) -> Vec<(String, Decision)> {
+        decide_all(&self.pending, &decision)
+    }
+}
+
+/// A call of a suspended round that already ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SettledCall {
+    /// The provider's call id.
+    pub id: String,
+    /// Its position in the round.
+    pub index: usize,
+    /// The `tool` message's text.
+    pub result: String,
+}
+
+/// Carries out the decisions of a suspended round: the messages with every result in call order
+/// (an edited call's arguments replaced in the assistant message), or the state again when a call
+/// waits once more.
+async fn carry_out(
+    runner: &ToolRunner<'_>,
+    state: SuspendedCall,
+    decided: Vec<(PendingCall, Decision)>,
+) -> Result<(Vec<Message>, Usage, usize), SuspendedCall> {
+    let mut messages = state.messages.clone();
+    let mut settled = state.settled.clone();
+    let mut pending = Vec::new();
+    for (call, decision) in decided {
+        let args = match &decision {
+            Decision::Edit(edited) => {
+                if let Some(sent) = messages
+                    .last_mut()
+                    .and_then(|m| m.tool_calls.get_mut(call.index))
+                {
+                    sent.arguments = edited.to_string();
+                }
+                edited.clone()
+            }
+            _ => call.args.clone(),
+        };
+        match runner.decided(&call.tool, &args, &decision).await {
+            Ok(observation) => settled.push(SettledCall {
+                id: call.id,
+                index: call.index,
+                result: observation.as_text(),
+            }),
+            Err(waiting_for) => pending.push(PendingCall {
+                args,
+                waiting_for,
+                ..call
+            }),
+        }
+    }
+    if !pending.is_empty() {
+        return Err(SuspendedCall {
+            messages,
+            settled,
+            pending,
+            ..state
+        });
+    }
+    settled.sort_by_key(|done| done.index);
+    for done in settled {
+        messages.push(Message::tool_result(&done.id, done.result));
+    }
+    Ok((messages, state.usage, state.turn))
+}
+
+/// One tool call's result as the `tool` message reads it; failures are described, not raised. In
+/// a `resumable` call, a call that needs a person is `Err`.
+async fn run_tool(
+    runner: &ToolRunner<'_>,
+    call: &ToolCall,
+    thought: &str,
+    resumable: bool,
+) -> Result<String, Waiting> {
+    let args = match super::tool_runner::arguments(call) {
+        Ok(args) => args,
+        Err(observation) => return Ok(observation.as_text()),
+    };
+    match runner.attempt(&call.name, &args, thought).await {
+        Ok(observation) => Ok(observation.as_text()),
+        Err(waiting) if !resumable => Ok(runner.unattended(&call.name, &waiting).as_text()),
+        Err(waiting) => Err(waiting),
     }
 }

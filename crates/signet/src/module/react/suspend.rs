@@ -25,14 +25,15 @@ pub const STATE_FORMAT: u32 = 1;
 // Unboxed on purpose: an outcome is made once per run, and `RunOutcome::Suspended(state)` hands
 // over the state itself (to serialise, or to pass back to `resume`).
 #[allow(clippy::large_enum_variant)]
-pub enum RunOutcome<R> {
+pub enum RunOutcome<R, S = SuspendedRun> {
     /// The run finished with its outputs.
     Finished(R),
-    /// The run waits for decisions on [`SuspendedRun::pending`].
-    Suspended(SuspendedRun),
+    /// The run waits for decisions on its pending calls ([`SuspendedRun`] for ReAct,
+    /// [`SuspendedCall`](crate::module::SuspendedCall) for `Predict` with tools).
+    Suspended(S),
 }
 
-impl<R> RunOutcome<R> {
+impl<R, S> RunOutcome<R, S> {
     /// The finished run, or `None` when it is suspended.
     pub fn finished(self) -> Option<R> {
         match self {
@@ -42,7 +43,7 @@ impl<R> RunOutcome<R> {
     }
 
     /// The suspended state, or `None` when the run finished.
-    pub fn suspended(self) -> Option<SuspendedRun> {
+    pub fn suspended(self) -> Option<S> {
         match self {
             RunOutcome::Finished(_) => None,
             RunOutcome::Suspended(state) => Some(state),
@@ -214,10 +215,7 @@ impl SuspendedRun {
     /// # }
     /// ```
     pub fn decide_all(&self, decision: Decision) -> Vec<(String, Decision)> {
-        self.pending
-            .iter()
-            .map(|call| (call.id.clone(), decision.clone()))
-            .collect()
+        decide_all(&self.pending, &decision)
     }
 
     /// Checks the state against `agent` and pairs every pending call with its decision.
@@ -226,44 +224,98 @@ impl SuspendedRun {
         agent: &ReActCore,
         decisions: impl IntoIterator<Item = (String, Decision)>,
     ) -> Result<Vec<(PendingCall, Decision)>, ResumeError> {
-        if self.format != STATE_FORMAT {
-            return Err(ResumeError::Format {
-                expected: STATE_FORMAT,
-                found: self.format,
-            });
-        }
         let expected = agent.fingerprint();
-        if self.fingerprint != expected {
-            return Err(ResumeError::StaleState {
-                expected,
-                found: self.fingerprint.clone(),
-            });
-        }
-        let mut decisions: HashMap<String, Decision> = decisions.into_iter().collect();
-        let mut paired = Vec::with_capacity(self.pending.len());
-        for call in &self.pending {
-            let decision =
-                decisions
-                    .remove(&call.id)
-                    .ok_or_else(|| ResumeError::MissingDecision {
-                        id: call.id.clone(),
-                        tool: call.tool.clone(),
-                    })?;
-            paired.push((call.clone(), decision));
-        }
-        if let Some(id) = decisions.into_keys().next() {
-            return Err(ResumeError::UnknownCall {
-                id,
-                pending: self
-                    .pending
-                    .iter()
-                    .map(|c| c.id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            });
-        }
-        Ok(paired)
+        pair_decisions(
+            self.format,
+            &expected,
+            &self.fingerprint,
+            &self.pending,
+            decisions,
+        )
     }
+}
+
+/// Checks a suspended state's layout version and fingerprint, and pairs every pending call with
+/// its decision (each pending call needs one; a decision for another call is an error).
+pub(crate) fn pair_decisions(
+    format: u32,
+    expected: &str,
+    found: &str,
+    pending: &[PendingCall],
+    decisions: impl IntoIterator<Item = (String, Decision)>,
+) -> Result<Vec<(PendingCall, Decision)>, ResumeError> {
+    if format != STATE_FORMAT {
+        return Err(ResumeError::Format {
+            expected: STATE_FORMAT,
+            found: format,
+        });
+    }
+    if found != expected {
+        return Err(ResumeError::StaleState {
+            expected: expected.to_owned(),
+            found: found.to_owned(),
+        });
+    }
+    let mut decisions: HashMap<String, Decision> = decisions.into_iter().collect();
+    let mut paired = Vec::with_capacity(pending.len());
+    for call in pending {
+        let decision = decisions
+            .remove(&call.id)
+            .ok_or_else(|| ResumeError::MissingDecision {
+                id: call.id.clone(),
+                tool: call.tool.clone(),
+            })?;
+        paired.push((call.clone(), decision));
+    }
+    if let Some(id) = decisions.into_keys().next() {
+        return Err(ResumeError::UnknownCall {
+            id,
+            pending: pending
+                .iter()
+                .map(|c| c.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    Ok(paired)
+}
+
+/// The same decision for every pending call, by id.
+pub(crate) fn decide_all(pending: &[PendingCall], decision: &Decision) -> Vec<(String, Decision)> {
+    pending
+        .iter()
+        .map(|call| (call.id.clone(), decision.clone()))
+        .collect()
+}
+
+/// A short digest (32 hex digits of SHA-256) of a JSON description, for fingerprints.
+pub(crate) fn digest(described: &Value) -> String {
+    let digest = Sha256::digest(described.to_string().as_bytes());
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A signature's name, instructions and fields, for fingerprints.
+pub(crate) fn describe_signature(signature: &crate::signature::DynSignature) -> Value {
+    let fields = |fields: &[crate::signature::Field]| -> Vec<Value> {
+        fields
+            .iter()
+            .map(|f| json!([f.name(), f.schema()]))
+            .collect()
+    };
+    json!([
+        signature.name(),
+        signature.instructions(),
+        fields(signature.inputs()),
+        fields(signature.outputs())
+    ])
+}
+
+/// Tools' descriptors and confirmation flags, for fingerprints.
+pub(crate) fn describe_tools(tools: &[std::sync::Arc<dyn crate::tool::Tool>]) -> Value {
+    tools
+        .iter()
+        .map(|t| json!([t.to_openai_function(), t.requires_confirmation()]))
+        .collect()
 }
 
 impl ReActCore {
@@ -271,33 +323,19 @@ impl ReActCore {
     /// tools (name, description, parameters, whether they need confirmation) and the loop's
     /// settings (mode, step limit, required tool calls).
     pub fn fingerprint(&self) -> String {
-        let fields = |fields: &[crate::signature::Field]| -> Vec<Value> {
-            fields
-                .iter()
-                .map(|f| json!([f.name(), f.schema()]))
-                .collect()
-        };
-        let tools: Vec<Value> = self
-            .tools
-            .iter()
-            .map(|t| json!([t.to_openai_function(), t.requires_confirmation()]))
-            .collect();
         let mode = match self.mode {
             ReActMode::Auto => "auto",
             ReActMode::Text => "text",
             ReActMode::Native => "native",
             ReActMode::History => "history",
         };
-        let described = json!({
-            "signature": [self.signature.name(), self.signature.instructions(),
-                          fields(self.signature.inputs()), fields(self.signature.outputs())],
-            "tools": tools,
+        digest(&json!({
+            "signature": describe_signature(&self.signature),
+            "tools": describe_tools(&self.tools),
             "mode": mode,
             "max_iters": self.limits.max_iters,
             "require_tool_calls": self.require_tool_calls,
-        });
-        let digest = Sha256::digest(described.to_string().as_bytes());
-        digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+        }))
     }
 }
 
