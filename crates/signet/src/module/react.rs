@@ -207,7 +207,8 @@ impl ReActCore {
     }
 
     /// Asks `approver` before running any tool that requires confirmation (`#[tool(confirm)]`).
-    /// Without an approver such tools are never run: the model is told so.
+    /// Without an approver such tools are never run: the model is told so — or, in a run begun
+    /// with [`start`](Self::start), the run suspends until a person decides.
     pub fn with_approver<F, Fut>(mut self, approver: F) -> Self
     where
         F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,

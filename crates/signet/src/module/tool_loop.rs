@@ -40,7 +40,8 @@ impl Predictor {
 
     /// Asks `approver` before running a tool that requires confirmation (`#[tool(confirm)]`), as
     /// ReAct does. Without an approver such tools are never run: the model is told the call was
-    /// denied.
+    /// denied — or, in a call begun with [`start`](Self::start), the call suspends until a person
+    /// decides.
     pub fn with_approver<F, Fut>(mut self, approver: F) -> Self
     where
         F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
