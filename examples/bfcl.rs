@@ -25,7 +25,7 @@
 //! | `chat` | Chat | the prompt, calls read from `[[ ## tool_calls ## ]]` |
 //! | `json` | JSON | the prompt, calls read from the JSON reply |
 //! | `xml` | XML | the prompt, calls read from `<tool_calls>` |
-//! | `constrained` | `JsonAdapter::constrained().with_max_tool_calls(4)` | the prompt, and the decoding schema ties each call to one function's arguments |
+//! | `constrained` | `JsonAdapter::constrained()` with at most 4 calls, 200-character strings and 16-item arrays | the prompt, and the decoding schema ties each call to one function's arguments |
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -57,6 +57,14 @@ pub struct FunctionCall {
 /// The most calls constrained mode allows in one reply.
 pub const MAX_CALLS: usize = 4;
 
+/// The longest string argument constrained mode allows, in characters (one of BFCL's 10,632
+/// expected string values is longer).
+pub const MAX_STRING: usize = 200;
+
+/// The longest array argument constrained mode allows (two of BFCL's 853 expected arrays are
+/// longer).
+pub const MAX_ITEMS: usize = 16;
+
 const MODES: [&str; 5] = ["native", "chat", "json", "xml", "constrained"];
 
 pub fn adapter(mode: &str) -> Result<Arc<dyn Adapter>, String> {
@@ -67,7 +75,12 @@ pub fn adapter(mode: &str) -> Result<Arc<dyn Adapter>, String> {
         "xml" => Arc::new(XmlAdapter::new()),
         // Up to 4 calls: all but 6 of BFCL's 2,351 single-turn AST answers have at most 4, and
         // unbounded, a small model repeats a call until the token limit cuts the reply off.
-        "constrained" => Arc::new(JsonAdapter::constrained().with_max_tool_calls(MAX_CALLS)),
+        "constrained" => Arc::new(
+            JsonAdapter::constrained()
+                .with_max_tool_calls(MAX_CALLS)
+                .with_max_string_length(MAX_STRING)
+                .with_max_array_items(MAX_ITEMS),
+        ),
         other => return Err(format!("unknown mode `{other}`; the modes are {MODES:?}")),
     })
 }

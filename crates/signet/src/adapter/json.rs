@@ -23,6 +23,8 @@ pub struct JsonAdapter {
     constrained: bool,
     parallel_tool_calls: Option<bool>,
     max_tool_calls: Option<usize>,
+    max_string_chars: Option<usize>,
+    max_array_items: Option<usize>,
 }
 
 impl Default for JsonAdapter {
@@ -52,6 +54,8 @@ impl JsonAdapter {
             constrained: false,
             parallel_tool_calls: None,
             max_tool_calls: None,
+            max_string_chars: None,
+            max_array_items: None,
         }
     }
 
@@ -79,6 +83,8 @@ impl JsonAdapter {
             constrained: true,
             parallel_tool_calls: None,
             max_tool_calls: None,
+            max_string_chars: None,
+            max_array_items: None,
         }
     }
 
@@ -99,6 +105,30 @@ impl JsonAdapter {
     /// ```
     pub fn with_max_tool_calls(mut self, n: usize) -> Self {
         self.max_tool_calls = Some(n);
+        self
+    }
+
+    /// In constrained mode, at most `n` characters in each string argument of a `ToolCalls`
+    /// output listed in the prompt (`maxLength` on every string without bounds of its own): a
+    /// small model that starts repeating inside a string value otherwise runs on until the token
+    /// limit cuts the reply off, and the whole reply is lost. No bound by default.
+    ///
+    /// ```
+    /// use signet::adapter::JsonAdapter;
+    /// let adapter = JsonAdapter::constrained().with_max_tool_calls(4).with_max_string_length(200);
+    /// # let _ = adapter;
+    /// ```
+    pub fn with_max_string_length(mut self, n: usize) -> Self {
+        self.max_string_chars = Some(n);
+        self
+    }
+
+    /// In constrained mode, at most `n` items in each array argument of a `ToolCalls` output
+    /// listed in the prompt (`maxItems` on every array without a bound of its own), for the same
+    /// reason as [`with_max_string_length`](Self::with_max_string_length): a list the model keeps
+    /// extending would otherwise cost the whole reply. No bound by default.
+    pub fn with_max_array_items(mut self, n: usize) -> Self {
+        self.max_array_items = Some(n);
         self
     }
 
@@ -171,7 +201,12 @@ impl Adapter for JsonAdapter {
         if !self.constrained || signature.output_schema().is_some() {
             return;
         }
-        let Some(schema) = tool_calls_schema(signature, inputs, self.max_tool_calls) else {
+        let bounds = CallBounds {
+            calls: self.max_tool_calls,
+            string_chars: self.max_string_chars,
+            array_items: self.max_array_items,
+        };
+        let Some(schema) = tool_calls_schema(signature, inputs, bounds) else {
             return;
         };
         match &mut request.response_format {
@@ -222,6 +257,58 @@ impl Adapter for JsonAdapter {
     }
 }
 
+/// The bounds constrained mode puts on a `ToolCalls` output: how many calls, and how long each
+/// string and array argument may be.
+#[derive(Debug, Clone, Copy)]
+struct CallBounds {
+    calls: Option<usize>,
+    string_chars: Option<usize>,
+    array_items: Option<usize>,
+}
+
+/// Gives every string and array in `schema` without bounds of their own (`maxLength` / `maxItems`,
+/// or `enum`, `const`, `pattern`, `format` on a string) the bound in `bounds`, through objects,
+/// arrays and unions.
+fn bound_values(schema: &mut Value, bounds: CallBounds) {
+    let Value::Object(map) = schema else {
+        return;
+    };
+    let has_type = |name: &str| match map.get("type") {
+        Some(Value::String(t)) => t == name,
+        Some(Value::Array(types)) => types.iter().any(|t| t == name),
+        _ => false,
+    };
+    let (is_string, is_array) = (has_type("string"), has_type("array"));
+    let fixed = ["maxLength", "enum", "const", "pattern", "format"]
+        .iter()
+        .any(|key| map.contains_key(*key));
+    if let (true, false, Some(n)) = (is_string, fixed, bounds.string_chars) {
+        map.insert("maxLength".to_owned(), json!(n));
+    }
+    if let (true, false, Some(n)) = (is_array, map.contains_key("maxItems"), bounds.array_items) {
+        map.insert("maxItems".to_owned(), json!(n));
+    }
+    for key in ["properties", "$defs", "definitions"] {
+        if let Some(Value::Object(children)) = map.get_mut(key) {
+            children
+                .values_mut()
+                .for_each(|child| bound_values(child, bounds));
+        }
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(child) = map.get_mut(key) {
+            bound_values(child, bounds);
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
+        if let Some(Value::Array(children)) = map.get_mut(key) {
+            children
+                .iter_mut()
+                .for_each(|child| bound_values(child, bounds));
+        }
+    }
+}
+
 /// For constrained mode, when the tools are listed in the prompt: the outputs' schema with the
 /// `ToolCalls` output's calls tied to the offered functions — each call names one function and
 /// its `args` follow that function's schema. `None` without a `ToolCalls` output or tool
@@ -229,7 +316,7 @@ impl Adapter for JsonAdapter {
 fn tool_calls_schema(
     signature: &DynSignature,
     inputs: &Fields,
-    max_calls: Option<usize>,
+    bounds: CallBounds,
 ) -> Option<Value> {
     let calls_field = signature
         .outputs()
@@ -243,11 +330,13 @@ fn tool_calls_schema(
         .iter()
         .filter_map(|descriptor| {
             let name = native::descriptor_name(descriptor)?;
+            let mut args = native::descriptor_parameters(descriptor);
+            bound_values(&mut args, bounds);
             Some(json!({
                 "type": "object",
                 "properties": {
                     "name": {"type": "string", "enum": [name]},
-                    "args": native::descriptor_parameters(descriptor),
+                    "args": args,
                 },
                 "required": ["name", "args"],
                 "additionalProperties": false,
@@ -261,7 +350,7 @@ fn tool_calls_schema(
     for field in signature.outputs() {
         let schema = if field.name() == calls_field.name() {
             let mut calls = json!({"type": "array", "items": {"anyOf": branches}});
-            if let Some(n) = max_calls {
+            if let Some(n) = bounds.calls {
                 calls["maxItems"] = json!(n);
             }
             json!({
@@ -528,6 +617,51 @@ mod tests {
         let mut unconstrained = LmRequest::default();
         JsonAdapter::new().configure(&sig, &mut unconstrained, local);
         assert_eq!(plain.response_format, unconstrained.response_format);
+    }
+
+    #[test]
+    fn constrained_tool_call_arguments_can_be_bounded_in_length() {
+        use crate::adapter::{ToolCalls, Tools};
+        let sig = DynSignature::new("Call")
+            .with_input(Field::of::<Tools>("tools"))
+            .with_output(Field::of::<ToolCalls>("tool_calls"));
+        let search = json!({"type": "function", "function": {"name": "search", "parameters": {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string"},
+            "code": {"type": "string", "maxLength": 3},
+            "unit": {"type": "string", "enum": ["km", "mi"]},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "pair": {"type": "array", "items": {"type": "integer"}, "maxItems": 2},
+            "filter": {"anyOf": [{"type": "object", "properties": {"name": {"type": ["string", "null"]}}}, {"type": "null"}]}
+        }}}});
+        let inputs: Fields = json!({"tools": [search]}).as_object().cloned().unwrap();
+        let mut request = LmRequest::default();
+        let local = Capabilities::default().with_json_object_schema(true);
+        JsonAdapter::constrained()
+            .with_max_string_length(100)
+            .with_max_array_items(8)
+            .configure_call(&sig, &inputs, &mut request, local);
+        let Some(ResponseFormat::Raw(format)) = &request.response_format else {
+            panic!("{:?}", request.response_format)
+        };
+        let args = &format["schema"]["properties"]["tool_calls"]["properties"]["tool_calls"]["items"]
+            ["anyOf"][0]["properties"]["args"]["properties"];
+        assert_eq!(args["query"]["maxLength"], 100);
+        assert_eq!(args["code"]["maxLength"], 3, "a bound of its own is kept");
+        assert_eq!(args["unit"].get("maxLength"), None, "an enum needs none");
+        assert_eq!(
+            (
+                &args["tags"]["maxItems"],
+                &args["tags"]["items"]["maxLength"]
+            ),
+            (&json!(8), &json!(100))
+        );
+        assert_eq!(args["pair"]["maxItems"], 2);
+        assert_eq!(
+            args["filter"]["anyOf"][0]["properties"]["name"]["maxLength"],
+            100
+        );
     }
 
     #[test]
