@@ -215,24 +215,88 @@ async fn reserved_names_are_rejected_before_any_call() {
     assert!(lm.requests().is_empty());
 }
 
+/// Where `ping` sends the caller's follow-up message from (as a user typing during the turn).
+static FOLLOW_UP: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedSender<String>>> =
+    std::sync::Mutex::new(None);
+
+/// Report progress to the user.
+#[tool]
+fn ping() -> String {
+    if let Some(sender) = FOLLOW_UP.lock().unwrap().as_ref() {
+        sender.send("Also add 1.".into()).unwrap();
+    }
+    "pinged".into()
+}
+
 #[tokio::test(flavor = "current_thread")]
-async fn follow_up_messages_are_refused_in_history_mode() {
+async fn follow_up_messages_arrive_as_user_message_and_postpone_submit() {
     use futures::StreamExt;
     use signet::module::ReActEvent;
-    let lm = Arc::new(ScriptedLm::new([]));
-    let agent = agent(lm.clone(), 3);
-    let (_sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+    let lm = Arc::new(ScriptedLm::new([
+        turn(
+            "Ping and submit.",
+            r#"{"tool_calls": [{"name": "ping", "args": {}}, {"name": "submit", "args": {"answer": 9}}]}"#,
+        ),
+        turn(
+            "The user wants one more.",
+            r#"{"tool_calls": [{"name": "submit", "args": {"answer": 10}}]}"#,
+        ),
+    ]));
+    let agent = agent(lm.clone(), 5).tool(PingTool);
+    let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+    *FOLLOW_UP.lock().unwrap() = Some(sender);
     let events: Vec<_> = agent
         .stream_with_interrupts(input(), receiver)
         .collect()
         .await;
-    match events.last() {
-        Some(ReActEvent::Failed { error }) => {
-            assert!(error.to_string().contains("not supported"), "{error}")
-        }
-        other => panic!("expected a failure, got {other:?}"),
-    }
-    assert!(lm.requests().is_empty());
+    FOLLOW_UP.lock().unwrap().take();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, ReActEvent::UserMessage { text } if text == "Also add 1."))
+    );
+    let Some(ReActEvent::Done {
+        output, trajectory, ..
+    }) = events.last()
+    else {
+        panic!("{events:?}")
+    };
+    assert_eq!(output.answer, 10, "the first submit was postponed");
+    assert_eq!(trajectory.user_messages.len(), 1);
+    assert_eq!(
+        trajectory.steps[1].observation,
+        Observation::Output(json!(
+            "Submit postponed: the user sent new messages; address them first."
+        ))
+    );
+    let requests = lm.requests();
+    assert_eq!(requests.len(), 2);
+    let system = &requests[0].messages[0].content;
+    assert!(
+        system.contains("`user_message` (Union[str, NoneType])"),
+        "{system}"
+    );
+    let last = requests[1].messages.last().unwrap();
+    assert_eq!(last.role, Role::User);
+    assert!(
+        last.content
+            .contains("[[ ## user_message ## ]]\nAlso add 1."),
+        "{}",
+        last.content
+    );
+    let sent = serde_json::to_string(&requests[1].messages).unwrap();
+    assert!(sent.contains("Submit postponed"), "{sent}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_run_without_follow_ups_has_no_user_message_field() {
+    let lm = Arc::new(ScriptedLm::new([turn(
+        "Done.",
+        r#"{"tool_calls": [{"name": "submit", "args": {"answer": 9}}]}"#,
+    )]));
+    agent(lm.clone(), 3).call(input()).await.unwrap();
+    let system = &lm.requests()[0].messages[0].content;
+    assert!(!system.contains("user_message"), "{system}");
 }
 
 /// DSPy's `XMLAdapter._uses_nested_xml` excludes its own models (`ToolCalls` is a `dspy.` model):

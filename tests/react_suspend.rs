@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures::StreamExt;
 use serde_json::{Value, json};
+use signet::adapter::ChatAdapter;
 use signet::lm::{Capabilities, Completion, LmRequest, ScriptedLm, ToolCall};
 use signet::module::{
     Approval, Decision, Observation, ReAct, ReActEvent, ReActMode, ResumeError, RunFailure,
@@ -395,17 +396,122 @@ async fn a_streamed_run_ends_suspended_and_a_streamed_resume_ends_done() {
     assert_eq!(output.answer, "paid");
 }
 
-#[tokio::test]
-async fn history_mode_runs_cannot_be_suspended_and_say_so() {
+fn history_agent(replies: &[Completion], native: bool) -> (ReAct<Ask>, Arc<ScriptedLm>) {
+    let lm = Arc::new(
+        ScriptedLm::new(replies.to_vec())
+            .with_capabilities(Capabilities::default().with_function_calling(native)),
+    );
     let agent = ReAct::<Ask>::new()
         .tools(tools())
         .with_mode(ReActMode::History)
-        .with_lm(ScriptedLm::texts(Vec::<String>::new()));
-    let error = agent.start(ask()).await.unwrap_err();
-    assert!(
-        error
-            .to_string()
-            .contains("suspending and resuming a run in history mode"),
-        "{error}"
+        .with_adapter(ChatAdapter::new().with_native_function_calling(native))
+        .with_lm(lm.clone());
+    (agent, lm)
+}
+
+/// A history-mode turn in DSPy's text format (`next_thought`, `tool_calls`).
+fn history_turn(thought: &str, calls: Value) -> Completion {
+    Completion::text(format!(
+        "[[ ## next_thought ## ]]\n{thought}\n\n[[ ## tool_calls ## ]]\n{}\n\n[[ ## completed ## ]]",
+        json!({ "tool_calls": calls })
+    ))
+}
+
+fn history_replies(native: bool) -> Vec<Completion> {
+    if native {
+        return vec![
+            Completion::tool_calls(vec![
+                ToolCall::new("c1", "balance", r#"{"account": "ada"}"#),
+                ToolCall::new("c2", "pay", r#"{"to": "bob", "amount": 20}"#),
+            ]),
+            Completion::tool_calls(vec![ToolCall::new("c3", "submit", r#"{"answer": "paid"}"#)]),
+        ];
+    }
+    vec![
+        history_turn(
+            "Check, then pay.",
+            json!([
+                {"name": "balance", "args": {"account": "ada"}},
+                {"name": "pay", "args": {"to": "bob", "amount": 20}}
+            ]),
+        ),
+        history_turn(
+            "Done.",
+            json!([{"name": "submit", "args": {"answer": "paid"}}]),
+        ),
+    ]
+}
+
+/// A history-mode run suspended at `pay` (the turn's other call ran), resumed from a file by a
+/// fresh agent, sends the conversation a run approved inline sends.
+async fn history_run_resumes_as_inline(native: bool) {
+    let replies = history_replies(native);
+    let (inline, inline_lm) = history_agent(&replies, native);
+    let inline = inline.with_approver(|_| async { Approval::Approve });
+    let expected = inline.call(ask()).await.unwrap();
+
+    let (first, first_lm) = history_agent(&replies[..1], native);
+    let state = suspended(first.start(ask()).await.unwrap());
+    let pay_id = if native { "c2" } else { "call_0_1" };
+    assert_eq!(state.pending.len(), 1);
+    assert_eq!(state.pending[0].id, pay_id);
+    assert_eq!(state.settled.len(), 1, "balance ran before suspending");
+    assert_eq!(state.settled[0].tool_name, "balance");
+    let position = state.history.as_ref().expect("a history-mode state");
+    assert!(position.turns.is_empty());
+    assert_eq!(position.inputs["question"], json!("q"));
+    let saved = through_a_file(&state, if native { "history-native" } else { "history" });
+    let first_requests = first_lm.requests();
+    drop((first, first_lm, state));
+
+    let (second, second_lm) = history_agent(&replies[1..], native);
+    let done = finished(
+        second
+            .resume(saved, [(pay_id.to_owned(), Decision::Approve)])
+            .await
+            .unwrap(),
     );
+    assert_eq!(done.output.answer, "paid");
+    same_run(&done.trajectory.steps, &expected.trajectory.steps);
+    assert_eq!(done.trajectory.history, expected.trajectory.history);
+    same_requests(first_requests, &second_lm, &inline_lm);
+}
+
+#[tokio::test]
+async fn a_history_run_in_text_resumed_from_a_file_matches_a_run_approved_inline() {
+    history_run_resumes_as_inline(false).await;
+}
+
+#[tokio::test]
+async fn a_native_history_run_resumed_from_a_file_matches_a_run_approved_inline() {
+    history_run_resumes_as_inline(true).await;
+}
+
+#[tokio::test]
+async fn a_history_denial_is_what_the_model_reads_and_a_state_without_its_history_is_refused() {
+    let replies = history_replies(false);
+    let (first, _) = history_agent(&replies[..1], false);
+    let state = suspended(first.start(ask()).await.unwrap());
+
+    let mut lost = state.clone();
+    lost.history = None;
+    let (agent, lm) = history_agent(&replies[1..], false);
+    let error = resume_error(agent.resume(lost, []).await.unwrap_err());
+    assert_eq!(error, ResumeError::MissingHistory);
+    assert!(lm.requests().is_empty());
+
+    let deny = [(
+        "call_0_1".to_owned(),
+        Decision::Deny(Some("over budget".into())),
+    )];
+    let done = finished(agent.resume(state, deny).await.unwrap());
+    assert_eq!(
+        done.trajectory.steps[1].observation,
+        Observation::Error(
+            "Execution error in pay: this call needs a person's approval and was denied: over budget"
+                .into()
+        )
+    );
+    let sent = serde_json::to_string(&lm.requests()[0].messages).unwrap();
+    assert!(sent.contains("was denied: over budget"), "{sent}");
 }

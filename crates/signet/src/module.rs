@@ -40,11 +40,11 @@ pub use tool_loop::{SettledCall, SuspendedCall};
 mod tool_runner;
 
 pub use react::{
-    Approval, ApprovalRequest, Approver, Decision, DropOldest, FINISH, KeepFirst, Limits,
-    Observation, PendingCall, ReAct, ReActCore, ReActError, ReActEvent, ReActMode, ReActOutput,
-    ReActRun, ResumeError, RunFailure, RunOutcome, STATE_FORMAT, SUBMIT, SlidingWindow, Step,
-    StopReason, Summarize, SuspendedRun, TOOL_TURNS, Trajectory, TruncationPolicy, UserMessage,
-    Waiting, tool_listing,
+    Approval, ApprovalRequest, Approver, Decision, DropOldest, FINISH, HistoryPosition,
+    HistoryTurn, KeepFirst, Limits, Observation, PendingCall, ReAct, ReActCore, ReActError,
+    ReActEvent, ReActMode, ReActOutput, ReActRun, ResumeError, RunFailure, RunOutcome,
+    STATE_FORMAT, SUBMIT, SlidingWindow, Step, StopReason, Summarize, SuspendedRun, TOOL_TURNS,
+    Trajectory, TruncationPolicy, UserMessage, Waiting, tool_listing,
 };
 
 use crate::adapter::{self, Adapter, ChatAdapter, Fields};

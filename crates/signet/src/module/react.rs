@@ -25,7 +25,8 @@ pub use history::SUBMIT;
 pub use native::TOOL_TURNS;
 pub use prompt::tool_listing;
 pub use suspend::{
-    Decision, PendingCall, ResumeError, RunOutcome, STATE_FORMAT, SuspendedRun, Waiting,
+    Decision, HistoryPosition, HistoryTurn, PendingCall, ResumeError, RunOutcome, STATE_FORMAT,
+    SuspendedRun, Waiting,
 };
 pub use trajectory::{Observation, Step, StopReason, Trajectory, UserMessage};
 pub use truncation::{DropOldest, KeepFirst, SlidingWindow, Summarize, TruncationPolicy};
@@ -306,8 +307,8 @@ impl ReActCore {
     /// tool when no [approver](Self::with_approver) is set, and at a tool that returns
     /// [`ToolError::NeedsInput`](crate::ToolError::NeedsInput). A suspended run is
     /// [`RunOutcome::Suspended`] with a [`SuspendedRun`] that serialises to JSON; go on with
-    /// [`resume`](Self::resume), here or in another process. Text and native modes (not
-    /// [`ReActMode::History`]: [`Error::Unsupported`]).
+    /// [`resume`](Self::resume), here or in another process. In every mode; a
+    /// [`ReActMode::History`] run keeps its conversation in [`SuspendedRun::history`].
     pub async fn start(
         &self,
         inputs: &Fields,
@@ -382,8 +383,9 @@ impl ReActCore {
     /// [`stream`](Self::stream), with a channel for follow-up messages while the run is in
     /// progress. Messages are added between iterations — in native mode after the tool results, so
     /// the tool-message order stays valid — several at once combined into one; a `finish` chosen
-    /// while messages wait is postponed so the model can address them. Not in
-    /// [`ReActMode::History`]: that run fails at once with [`Error::Unsupported`].
+    /// while messages wait is postponed so the model can address them. In
+    /// [`ReActMode::History`] the messages travel in a `user_message` input field, and a `submit`
+    /// is postponed as `finish` is.
     pub fn stream_with_interrupts<'a>(
         &'a self,
         inputs: Fields,
@@ -548,25 +550,10 @@ impl ReActCore {
         start: Start,
     ) -> Result<RunOutcome<ReActRun>, ReActError> {
         if self.mode == ReActMode::History {
-            if interrupts.enabled() {
-                return Err(ReActError::before_start(Error::Unsupported {
-                    what: "follow-up messages (stream_with_interrupts) in history mode; use the \
-                           text or native mode for them"
-                        .to_owned(),
-                }));
-            }
-            if start.resumable() {
-                return Err(ReActError::before_start(Error::Unsupported {
-                    what: "suspending and resuming a run in history mode; use the text or native \
-                           mode for runs that wait for a person"
-                        .to_owned(),
-                }));
-            }
             let max_iters = self.max_iters(call);
-            let run = self
-                .forward_history(inputs, resolved, events, max_iters)
-                .await?;
-            return Ok(RunOutcome::Finished(run));
+            return self
+                .forward_history(inputs, resolved, events, interrupts, max_iters, start)
+                .await;
         }
         let native = match (&start, self.mode) {
             (Start::Resume { state, .. }, _) => state.native,

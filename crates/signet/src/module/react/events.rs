@@ -297,13 +297,22 @@ impl Interrupts {
 
     /// Appends the waiting messages, combined into one, to the trajectory.
     pub(super) fn inject(&mut self, trajectory: &mut Trajectory, events: &Emitter) {
+        self.take(trajectory, events);
+    }
+
+    /// [`inject`](Self::inject), returning the combined message when there was one.
+    pub(super) fn take(&mut self, trajectory: &mut Trajectory, events: &Emitter) -> Option<String> {
         if !self.pending() {
-            return;
+            return None;
         }
         let text = std::mem::take(&mut self.buffer).join("\n\n");
         events.emit(ReActEvent::UserMessage { text: text.clone() });
         let after = trajectory.steps.last().map(|s| s.index);
-        trajectory.user_messages.push(UserMessage { after, text });
+        trajectory.user_messages.push(UserMessage {
+            after,
+            text: text.clone(),
+        });
+        Some(text)
     }
 }
 
@@ -319,6 +328,10 @@ pub(super) fn stop_early(trajectory: &mut Trajectory, events: &Emitter, reason: 
 /// The observation of a `finish` that waits because the caller sent messages.
 pub(super) const FINISH_POSTPONED: &str =
     "Finish postponed: the user sent new messages; address them first.";
+
+/// The observation of a history-mode `submit` that waits because the caller sent messages.
+pub(super) const SUBMIT_POSTPONED: &str =
+    "Submit postponed: the user sent new messages; address them first.";
 
 pub(super) fn millis(elapsed: Duration) -> u64 {
     elapsed.as_millis().try_into().unwrap_or(u64::MAX)

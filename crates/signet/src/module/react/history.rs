@@ -11,10 +11,11 @@ use std::time::Duration;
 use futures::{StreamExt, stream};
 use serde_json::{Map, Value, json};
 
-use super::events::stop_early;
+use super::events::{Interrupts, SUBMIT_POSTPONED, stop_early};
+use super::suspend::{HistoryPosition, HistoryTurn, Resumed, Start};
 use super::{
-    CallMode, Emitter, Observation, ReActCore, ReActError, ReActEvent, ReActRun, RunFailure, Step,
-    StopReason, Trajectory,
+    CallMode, Emitter, Observation, PendingCall, ReActCore, ReActError, ReActEvent, ReActRun,
+    ResumeError, RunFailure, RunOutcome, Step, StopReason, SuspendedRun, Trajectory, Waiting,
 };
 use crate::adapter::{self, Fields, History, Tools};
 use crate::lm::{LmError, ToolChoice, Usage};
@@ -23,6 +24,9 @@ use crate::signature::{DynSignature, Field, FieldKind};
 
 /// The tool that ends a history-mode run; its arguments are the outputs.
 pub const SUBMIT: &str = "submit";
+
+/// The input field that carries the caller's follow-up messages (only in a run that takes them).
+const USER_MESSAGE: &str = "user_message";
 
 /// Input names the history-mode signature uses itself.
 const RESERVED_INPUTS: [&str; 2] = ["history", "tools"];
@@ -37,26 +41,66 @@ struct TurnCall {
 }
 
 impl ReActCore {
-    /// The history-mode loop (see the [module docs](self)).
+    /// The history-mode loop (see the [module docs](self)); a resumable run suspends at a call
+    /// that needs a person, its conversation kept in [`SuspendedRun::history`].
     pub(super) async fn forward_history(
         &self,
         inputs: &Fields,
         resolved: Resolved,
         events: &Emitter,
+        interrupts: &mut Interrupts,
         max_iters: usize,
-    ) -> Result<ReActRun, ReActError> {
-        self.check_history_names()
+        start: Start,
+    ) -> Result<RunOutcome<ReActRun>, ReActError> {
+        let follow_ups = interrupts.enabled();
+        self.check_history_names(follow_ups)
             .map_err(ReActError::before_start)?;
-        let signature = self.history_signature();
+        let signature = self.history_signature_for(follow_ups);
         let mut tools: Vec<Value> = self.tools.iter().map(|t| t.to_openai_function()).collect();
         tools.push(self.submit_descriptor());
-        let mut pending: Fields = self.own_inputs(inputs);
-        let mut history: Vec<(usize, Fields)> = Vec::new();
-        let mut trajectory = Trajectory::default();
-        let mut usage = Usage::default();
+        let resumable = start.resumable();
+        let (mut pending, mut history, mut trajectory, mut usage, first) = match start {
+            Start::Fresh { .. } => (
+                self.own_inputs(inputs),
+                Vec::new(),
+                Trajectory::default(),
+                Usage::default(),
+                0,
+            ),
+            Start::Resume { state, decided } => {
+                let Some(position) = state.history.clone() else {
+                    let failure = RunFailure::Resume(ResumeError::MissingHistory);
+                    return Err(ReActError::new(failure, &state.trajectory, state.usage));
+                };
+                let Resumed {
+                    mut trajectory,
+                    usage,
+                    turn,
+                    steps,
+                } = match self.carry_out(state, decided, events).await {
+                    Ok(resumed) => resumed,
+                    Err(state) => return Ok(RunOutcome::Suspended(state)),
+                };
+                let (event, finished) = close_turn(&position.inputs, position.thought, &steps);
+                trajectory.steps.extend(steps);
+                let mut history: Vec<(usize, Fields)> = position
+                    .turns
+                    .into_iter()
+                    .map(|t| (t.turn, t.event))
+                    .collect();
+                history.push((turn, event));
+                if let Some(outputs) = finished {
+                    return Ok(RunOutcome::Finished(finish(
+                        outputs, history, trajectory, usage,
+                    )));
+                }
+                (Fields::new(), history, trajectory, usage, turn + 1)
+            }
+        };
         let mut reason = None;
-        for turn in 0..max_iters {
+        for turn in first..max_iters {
             events.emit(ReActEvent::StepStarted { turn });
+            receive_messages(interrupts, &mut pending, &mut trajectory, events);
             let outputs = match self
                 .history_call(
                     &signature,
@@ -89,19 +133,52 @@ impl ReActCore {
                 reason = Some(StopReason::NoToolCalls { turn });
                 break;
             }
-            let (event, finished) = self
-                .run_turn(turn, &pending, &outputs, calls, &mut trajectory, events)
-                .await;
+            let thought = outputs
+                .get("next_thought")
+                .filter(|t| !t.is_null())
+                .cloned();
+            let steps = match self
+                .run_turn(
+                    turn,
+                    thought.as_ref(),
+                    calls,
+                    &trajectory,
+                    events,
+                    resumable,
+                )
+                .await
+            {
+                Ok(mut steps) => {
+                    if interrupts.pending() {
+                        postpone_submit(&mut steps);
+                    }
+                    steps
+                }
+                Err((settled, waiting)) => {
+                    let position = HistoryPosition {
+                        turns: history
+                            .into_iter()
+                            .map(|(turn, event)| HistoryTurn { turn, event })
+                            .collect(),
+                        inputs: pending,
+                        thought,
+                    };
+                    let state =
+                        SuspendedRun::new(false, inputs, trajectory, usage, turn, settled, waiting);
+                    return Ok(RunOutcome::Suspended(SuspendedRun {
+                        history: Some(position),
+                        ..state
+                    }));
+                }
+            };
+            let (event, finished) = close_turn(&pending, thought, &steps);
+            trajectory.steps.extend(steps);
             history.push((turn, event));
             pending.clear();
             if let Some(outputs) = finished {
-                trajectory.history = history.into_iter().map(|(_, e)| e).collect();
-                return Ok(ReActRun {
-                    outputs,
-                    reasoning: None,
-                    trajectory,
-                    usage,
-                });
+                return Ok(RunOutcome::Finished(finish(
+                    outputs, history, trajectory, usage,
+                )));
             }
         }
         let reason = reason.unwrap_or(StopReason::MaxIters { max_iters });
@@ -110,6 +187,7 @@ impl ReActCore {
         // The forced submit: one more call that must call `submit`.
         let turn = max_iters;
         events.emit(ReActEvent::StepStarted { turn });
+        receive_messages(interrupts, &mut pending, &mut trajectory, events);
         let outputs = self
             .history_call(
                 &signature,
@@ -136,26 +214,33 @@ impl ReActCore {
             };
             return Err(ReActError::new(failure, &trajectory, usage));
         }
-        let (event, finished) = self
-            .run_turn(turn, &pending, &outputs, calls, &mut trajectory, events)
-            .await;
-        let errors: Vec<String> = event["tool_calls"]["tool_call_results"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|r| r["is_error"] == json!(true))
-            .map(|r| crate::adapter::python::py_str(&r["value"]))
+        let thought = outputs
+            .get("next_thought")
+            .filter(|t| !t.is_null())
+            .cloned();
+        // Only `submit` runs here, and it never waits for a person.
+        let steps = match self
+            .run_turn(turn, thought.as_ref(), calls, &trajectory, events, false)
+            .await
+        {
+            Ok(steps) | Err((steps, _)) => steps,
+        };
+        let (event, finished) = close_turn(&pending, thought, &steps);
+        let errors: Vec<String> = steps
+            .iter()
+            .filter_map(|step| match &step.observation {
+                Observation::Error(text) => Some(text.clone()),
+                _ => None,
+            })
             .collect();
+        trajectory.steps.extend(steps);
         history.push((turn, event));
-        trajectory.history = history.into_iter().map(|(_, e)| e).collect();
         match finished {
-            Some(outputs) => Ok(ReActRun {
-                outputs,
-                reasoning: None,
-                trajectory,
-                usage,
-            }),
+            Some(outputs) => Ok(RunOutcome::Finished(finish(
+                outputs, history, trajectory, usage,
+            ))),
             None => {
+                trajectory.history = history.into_iter().map(|(_, e)| e).collect();
                 let failure = RunFailure::NoFinalOutputs {
                     message: format!(
                         "ReActV2 failed to produce final outputs after {described}: submit failed.\n{}",
@@ -167,8 +252,9 @@ impl ReActCore {
         }
     }
 
-    /// DSPy rejects names its own fields use.
-    fn check_history_names(&self) -> Result<(), Error> {
+    /// DSPy rejects names its own fields use (and Signet `user_message` when the caller can send
+    /// follow-up messages).
+    fn check_history_names(&self, follow_ups: bool) -> Result<(), Error> {
         let clash = |fields: &[Field], reserved: &[&str]| -> Vec<String> {
             fields
                 .iter()
@@ -176,7 +262,12 @@ impl ReActCore {
                 .map(|f| format!("`{}`", f.name()))
                 .collect()
         };
-        let inputs = clash(self.signature.inputs(), &RESERVED_INPUTS);
+        let reserved: &[&str] = if follow_ups {
+            &[RESERVED_INPUTS[0], RESERVED_INPUTS[1], USER_MESSAGE]
+        } else {
+            &RESERVED_INPUTS
+        };
+        let inputs = clash(self.signature.inputs(), reserved);
         if !inputs.is_empty() {
             return Err(Error::InvalidSignature {
                 message: format!(
@@ -207,6 +298,12 @@ impl ReActCore {
     /// DSPy's ReActV2 signature: the inputs (each optional), `history`, `tools`, then
     /// `next_thought` and `tool_calls`, with the agent instructions.
     pub fn history_signature(&self) -> DynSignature {
+        self.history_signature_for(false)
+    }
+
+    /// [`history_signature`](Self::history_signature); with `follow_ups`, an optional
+    /// `user_message` input after the signature's own carries the caller's follow-up messages.
+    fn history_signature_for(&self, follow_ups: bool) -> DynSignature {
         let names = |fields: &[Field]| {
             fields
                 .iter()
@@ -242,6 +339,16 @@ impl ReActCore {
                 field.clone().with_type_name(name)
             };
             signature = signature.with_input(optional);
+        }
+        if follow_ups {
+            signature = signature.with_input(
+                Field::of::<Option<String>>(USER_MESSAGE)
+                    .with_type_name("Union[str, NoneType]")
+                    .with_desc(
+                        "Messages the user sent while you were working; address them before you \
+                         submit.",
+                    ),
+            );
         }
         signature
             .with_input(Field::of::<History>("history"))
@@ -413,22 +520,18 @@ impl ReActCore {
         Ok(())
     }
 
-    /// Runs a turn's calls (at most `max_concurrent_tools` at a time, results in call order) and
-    /// builds its history event; the outputs when `submit` succeeded.
+    /// Runs a turn's calls (at most `max_concurrent_tools` at a time), their steps in call
+    /// order; in a `resumable` run, the steps that ran and the calls that wait for a person.
     async fn run_turn(
         &self,
         turn: usize,
-        pending: &Fields,
-        outputs: &Fields,
+        thought: Option<&Value>,
         calls: Vec<TurnCall>,
-        trajectory: &mut Trajectory,
+        trajectory: &Trajectory,
         events: &Emitter,
-    ) -> (Fields, Option<Fields>) {
-        let thought = outputs
-            .get("next_thought")
-            .filter(|t| !t.is_null())
-            .cloned();
-        let thought_text = thought.as_ref().map(super::as_text).unwrap_or_default();
+        resumable: bool,
+    ) -> Result<Vec<Step>, (Vec<Step>, Vec<PendingCall>)> {
+        let thought_text = thought.map(super::as_text).unwrap_or_default();
         if thought.is_some() {
             events.emit(ReActEvent::Thought {
                 turn,
@@ -440,113 +543,181 @@ impl ReActCore {
         for (offset, call) in calls.iter().enumerate() {
             let thought = thought_text.as_str();
             runs.push(async move {
-                self.history_observe(first_index + offset, call, thought, events)
+                self.history_observe(first_index + offset, call, thought, events, resumable)
                     .await
             });
         }
-        let observed: Vec<(Observation, Duration, Option<Fields>)> = stream::iter(runs)
+        let observed: Vec<Result<(Observation, Duration), Waiting>> = stream::iter(runs)
             .buffered(self.limits.max_concurrent_tools.max(1))
             .collect()
             .await;
-        let mut finished = None;
-        let mut results = Vec::new();
-        for (offset, (call, (observation, elapsed, submitted))) in
-            calls.iter().zip(observed).enumerate()
-        {
-            let is_error = matches!(observation, Observation::Error(_));
-            results.push(json!({
-                "call_id": call.id,
-                "name": call.name,
-                "value": observation.as_value(),
-                "is_error": is_error,
-            }));
-            if submitted.is_some() {
-                finished = submitted;
+        let mut steps = Vec::with_capacity(calls.len());
+        let mut waiting = Vec::new();
+        for (offset, (call, observed)) in calls.into_iter().zip(observed).enumerate() {
+            let index = first_index + offset;
+            match observed {
+                Ok((observation, elapsed)) => steps.push(Step {
+                    index,
+                    thought: thought_text.clone(),
+                    tool_name: call.name,
+                    tool_args: call.args,
+                    observation,
+                    call_id: Some(call.id),
+                    turn,
+                    elapsed,
+                }),
+                Err(waiting_for) => waiting.push(PendingCall {
+                    id: call.id,
+                    index,
+                    tool: call.name,
+                    args: call.args,
+                    thought: thought_text.clone(),
+                    waiting_for,
+                }),
             }
-            trajectory.steps.push(Step {
-                index: first_index + offset,
-                thought: thought_text.clone(),
-                tool_name: call.name.clone(),
-                tool_args: call.args.clone(),
-                observation,
-                call_id: Some(call.id.clone()),
-                turn,
-                elapsed,
-            });
         }
-        let mut event = pending.clone();
-        if let Some(thought) = thought {
-            event.insert("next_thought".to_owned(), thought);
+        if waiting.is_empty() {
+            Ok(steps)
+        } else {
+            Err((steps, waiting))
         }
-        let calls: Vec<Value> = calls
-            .iter()
-            .map(|c| json!({"id": c.id, "name": c.name, "args": c.args}))
-            .collect();
-        event.insert(
-            "tool_calls".to_owned(),
-            json!({"tool_calls": calls, "tool_call_results": results}),
-        );
-        if let Some(outputs) = &finished {
-            event.extend(outputs.clone());
-        }
-        (event, finished)
     }
 
     /// One call: `submit` checks the outputs, an unknown name is an error result, any other tool
-    /// runs as in the other modes (approval, time limit, errors as results).
+    /// runs as in the other modes (approval, time limit, errors as results); in a `resumable` run
+    /// a call that needs a person waits for one.
     async fn history_observe(
         &self,
         index: usize,
         call: &TurnCall,
         thought: &str,
         events: &Emitter,
-    ) -> (Observation, Duration, Option<Fields>) {
+        resumable: bool,
+    ) -> Result<(Observation, Duration), Waiting> {
         let name = call.name.as_str();
         if name == SUBMIT {
-            return match self.submitted_outputs(&call.args) {
-                Ok(outputs) => (
-                    Observation::Output(Value::Object(outputs.clone())),
-                    Duration::ZERO,
-                    Some(outputs),
-                ),
+            return Ok(match self.submitted_outputs(&call.args) {
+                Ok(outputs) => (Observation::Output(Value::Object(outputs)), Duration::ZERO),
                 Err(message) => (
                     Observation::Error(format!("Execution error in {SUBMIT}: {message}")),
                     Duration::ZERO,
-                    None,
                 ),
-            };
+            });
         }
         if !self.tools.iter().any(|t| t.name() == name) {
-            return (
+            return Ok((
                 Observation::Error(format!("Unknown tool: {name}")),
                 Duration::ZERO,
-                None,
-            );
+            ));
         }
-        let unattended = CallMode::Attempt { resumable: false };
-        let (observation, elapsed) = self
-            .observe_with_events(index, name, &call.args, thought, events, unattended)
+        let how = CallMode::Attempt { resumable };
+        let (observation, elapsed) = match self
+            .observe_with_events(index, name, &call.args, thought, events, how)
             .await
-            .unwrap_or_else(|waiting| {
-                (
-                    self.tool_runner().unattended(name, &waiting),
-                    Duration::ZERO,
-                )
-            });
-        // The tool's own message after DSPy's prefix (as Python's traceback ends with it).
-        let observation = match observation {
-            Observation::Error(text) => {
-                let wrapped = format!("Execution error in {name}: tool `{name}` failed: ");
-                match text.strip_prefix(&wrapped) {
-                    Some(message) => {
-                        Observation::Error(format!("Execution error in {name}: {message}"))
-                    }
-                    None => Observation::Error(text),
-                }
-            }
-            other => other,
+        {
+            Ok(observed) => observed,
+            Err(waiting) if resumable => return Err(waiting),
+            Err(waiting) => (
+                self.tool_runner().unattended(name, &waiting),
+                Duration::ZERO,
+            ),
         };
-        (observation, elapsed, None)
+        Ok((reworded(name, observation), elapsed))
+    }
+}
+
+/// A tool's own message after DSPy's ReActV2 prefix (as Python's traceback ends with it), where
+/// the other modes word a failure as DSPy's ReAct does.
+pub(super) fn reworded(name: &str, observation: Observation) -> Observation {
+    match observation {
+        Observation::Error(text) => {
+            let wrapped = format!("Execution error in {name}: tool `{name}` failed: ");
+            match text.strip_prefix(&wrapped) {
+                Some(message) => {
+                    Observation::Error(format!("Execution error in {name}: {message}"))
+                }
+                None => Observation::Error(text),
+            }
+        }
+        other => other,
+    }
+}
+
+/// A turn's history event (its pending input fields, the thought, the calls as they ran and
+/// their results) and the outputs when a `submit` among them succeeded.
+fn close_turn(inputs: &Fields, thought: Option<Value>, steps: &[Step]) -> (Fields, Option<Fields>) {
+    let mut finished = None;
+    let mut calls = Vec::with_capacity(steps.len());
+    let mut results = Vec::with_capacity(steps.len());
+    for step in steps {
+        let id = step.call_id.clone().unwrap_or_default();
+        calls.push(json!({"id": id, "name": step.tool_name, "args": step.tool_args}));
+        results.push(json!({
+            "call_id": id,
+            "name": step.tool_name,
+            "value": step.observation.as_value(),
+            "is_error": matches!(step.observation, Observation::Error(_)),
+        }));
+        if step.tool_name == SUBMIT
+            && let Observation::Output(Value::Object(outputs)) = &step.observation
+        {
+            finished = Some(outputs.clone());
+        }
+    }
+    let mut event = inputs.clone();
+    if let Some(thought) = thought {
+        event.insert("next_thought".to_owned(), thought);
+    }
+    event.insert(
+        "tool_calls".to_owned(),
+        json!({"tool_calls": calls, "tool_call_results": results}),
+    );
+    if let Some(outputs) = &finished {
+        event.extend(outputs.clone());
+    }
+    (event, finished)
+}
+
+/// Moves the caller's waiting follow-up messages into the next call's `user_message` input.
+fn receive_messages(
+    interrupts: &mut Interrupts,
+    pending: &mut Fields,
+    trajectory: &mut Trajectory,
+    events: &Emitter,
+) {
+    let Some(text) = interrupts.take(trajectory, events) else {
+        return;
+    };
+    let text = match pending.get(USER_MESSAGE).and_then(Value::as_str) {
+        Some(earlier) => format!("{earlier}\n\n{text}"),
+        None => text,
+    };
+    pending.insert(USER_MESSAGE.to_owned(), Value::String(text));
+}
+
+/// A `submit` that succeeded while the caller's messages wait does not end the run: the model
+/// reads that it was postponed, and the messages, on its next turn.
+fn postpone_submit(steps: &mut [Step]) {
+    for step in steps {
+        if step.tool_name == SUBMIT && matches!(step.observation, Observation::Output(_)) {
+            step.observation = Observation::Output(json!(SUBMIT_POSTPONED));
+        }
+    }
+}
+
+/// A finished run: the outputs `submit` carried and the conversation as its trajectory's history.
+fn finish(
+    outputs: Fields,
+    history: Vec<(usize, Fields)>,
+    mut trajectory: Trajectory,
+    usage: Usage,
+) -> ReActRun {
+    trajectory.history = history.into_iter().map(|(_, e)| e).collect();
+    ReActRun {
+        outputs,
+        reasoning: None,
+        trajectory,
+        usage,
     }
 }
 

@@ -83,6 +83,33 @@ pub struct SuspendedRun {
     /// The tools a first call selected from a large catalogue, when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selected_tools: Option<Vec<String>>,
+    /// The conversation so far, for a run in [`ReActMode::History`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<HistoryPosition>,
+}
+
+/// Where a [`ReActMode::History`] run stands when it suspends: the conversation's earlier turns
+/// and what the suspended turn itself carries besides its calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryPosition {
+    /// The earlier turns, as the adapter renders them into messages.
+    pub turns: Vec<HistoryTurn>,
+    /// The input fields the suspended turn's message carries (the run's inputs on the first
+    /// turn; none after it).
+    pub inputs: Fields,
+    /// The thought the model wrote with the suspended turn's calls, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought: Option<Value>,
+}
+
+/// One finished turn of a [`ReActMode::History`] conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryTurn {
+    /// The turn's number.
+    pub turn: usize,
+    /// The turn as a history event: its input fields, `next_thought`, and its `tool_calls`
+    /// with their results.
+    pub event: Fields,
 }
 
 /// A tool call that waits for a person.
@@ -162,6 +189,12 @@ pub enum ResumeError {
         /// The state's.
         found: u32,
     },
+    /// The state lacks the conversation a [`ReActMode::History`] run needs to go on.
+    #[error(
+        "the suspended run has no conversation history, which a history-mode agent needs to \
+         resume it"
+    )]
+    MissingHistory,
     /// A pending call got no decision.
     #[error("no decision for pending call `{id}` ({tool})")]
     MissingDecision {
@@ -203,6 +236,7 @@ impl SuspendedRun {
             settled,
             pending,
             selected_tools: None,
+            history: None,
         }
     }
 
@@ -225,13 +259,20 @@ impl SuspendedRun {
         decisions: impl IntoIterator<Item = (String, Decision)>,
     ) -> Result<Vec<(PendingCall, Decision)>, ResumeError> {
         let expected = agent.fingerprint();
-        pair_decisions(
+        let paired = pair_decisions(
             self.format,
             &expected,
             &self.fingerprint,
             &self.pending,
             decisions,
-        )
+        );
+        if let Err(error @ (ResumeError::Format { .. } | ResumeError::StaleState { .. })) = paired {
+            return Err(error);
+        }
+        if agent.mode == ReActMode::History && self.history.is_none() {
+            return Err(ResumeError::MissingHistory);
+        }
+        paired
     }
 }
 
@@ -396,12 +437,16 @@ impl ReActCore {
                 .await;
             match observed {
                 Ok((observation, elapsed)) => steps.push(Step {
+                    observation: if state.history.is_some() {
+                        super::history::reworded(&call.tool, observation)
+                    } else {
+                        observation
+                    },
                     index: call.index,
                     thought: call.thought,
                     tool_name: call.tool,
                     tool_args: args,
-                    observation,
-                    call_id: state.native.then_some(call.id),
+                    call_id: (state.native || state.history.is_some()).then_some(call.id),
                     turn: state.turn,
                     elapsed,
                 }),
