@@ -346,25 +346,50 @@ async fn an_answer_carried_by_finish_arrives_as_deltas_then_answer_done() {
 }
 
 #[tokio::test]
-async fn a_native_text_answer_arrives_as_deltas_then_answer_done() {
+async fn a_native_text_answer_streams_as_it_is_written_then_answer_done() {
     use signet::lm::{Capabilities, Completion, ToolCall};
+    // Text a model writes beside its tool calls is not an answer and is not streamed.
+    let mut calls = Completion::tool_calls(vec![ToolCall::new("c1", "add", r#"{"a": 1, "b": 2}"#)]);
+    calls.text = Some("Let me add these.".into());
     let lm = Arc::new(
         ScriptedLm::new([
-            Completion::tool_calls(vec![ToolCall::new("c1", "add", r#"{"a": 1, "b": 2}"#)]),
-            Completion::text("[[ ## answer ## ]]\n3"),
+            calls,
+            Completion::text(
+                "[[ ## answer ## ]]\nThree, since 1 + 2 = 3.\n\n[[ ## completed ## ]]",
+            ),
         ])
         .with_capabilities(Capabilities::default().with_function_calling(true)),
     );
     let agent = ReAct::<Ask>::new().tool(AddTool).with_lm(lm);
     let events = all_events(&agent, "?").await;
+    let answer = answer_events(&events);
+    assert_eq!(answer[0], json!({"type": "step_started", "turn": 1}));
+    let deltas: Vec<&str> = answer[1..answer.len() - 2]
+        .iter()
+        .map(|e| {
+            assert_eq!(
+                (&e["type"], &e["field"]),
+                (&json!("answer_delta"), &json!("answer"))
+            );
+            e["text"].as_str().unwrap()
+        })
+        .collect();
+    assert!(
+        deltas.len() > 2,
+        "word by word, as the scripted LM streams: {deltas:?}"
+    );
+    assert_eq!(deltas.concat(), "Three, since 1 + 2 = 3.");
     assert_eq!(
-        answer_events(&events),
+        answer[answer.len() - 2..],
         [
-            json!({"type": "step_started", "turn": 1}),
-            json!({"type": "answer_delta", "field": "answer", "text": "3"}),
             json!({"type": "answer_done"}),
-            json!({"type": "done", "iterations": 1}),
+            json!({"type": "done", "iterations": 1})
         ]
+    );
+    assert_eq!(
+        answer_text(&events).len(),
+        1,
+        "nothing from the tool-calling step"
     );
 }
 

@@ -1,6 +1,7 @@
-//! Streaming the extractor's answer: an [`Lm`] wrapper that sends each request through
-//! [`Lm::stream`], reports the text as [`ReActEvent::AnswerDelta`]s while it arrives, and returns
-//! the assembled completion, so the adapter parses exactly what it would have parsed otherwise.
+//! Streaming the answer (the extractor's, and a native step's text answer): an [`Lm`] wrapper
+//! that sends each request through [`Lm::stream`], reports the text as
+//! [`ReActEvent::AnswerDelta`]s while it arrives, and returns the assembled completion, so the
+//! adapter parses exactly what it would have parsed otherwise.
 
 use std::sync::Arc;
 
@@ -53,6 +54,11 @@ impl Lm for AnswerStream {
                     StreamEvent::Done(completion) => {
                         if let Some(splitter) = &mut splitter {
                             self.emit(splitter.finish());
+                        }
+                        if !completion.tool_calls.is_empty() {
+                            // A native step that wrote field text and called tools did not
+                            // answer: the answer still comes, whole or streamed, later.
+                            self.events.forget_answer();
                         }
                         return Ok(completion);
                     }

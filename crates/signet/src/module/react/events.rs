@@ -244,6 +244,12 @@ impl Emitter {
         }
     }
 
+    /// Forgets the deltas sent so far: they were not the answer (the reply called tools).
+    pub(super) fn forget_answer(&self) {
+        self.answered
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+
     /// Ends the answer of a finished run: its field values as deltas when none were streamed
     /// (the answer came from `finish`, a native text reply or `submit`), then `AnswerDone`.
     pub(super) fn answer(&self, outputs: &Fields) {

@@ -31,6 +31,19 @@ impl ReActCore {
         start: Start,
     ) -> Result<RunOutcome<ReActRun>, ReActError> {
         let Resolved { lm, adapter } = resolved;
+        // A streamed run shows a text answer as it is written. Only with the Chat adapter's field
+        // markers: text before them (what a model may write beside its tool calls) is not shown,
+        // so a step that calls tools streams nothing. Other adapters' answers arrive whole.
+        let step_lm: std::sync::Arc<dyn crate::lm::Lm> =
+            if events.listening() && adapter.marks_fields() {
+                std::sync::Arc::new(super::answer_stream::AnswerStream::new(
+                    lm.clone(),
+                    events.clone(),
+                    true,
+                ))
+            } else {
+                lm.clone()
+            };
         let base = self.base_messages(adapter.as_ref(), inputs);
         let mut tools: Vec<Value> = self.tools.iter().map(|t| t.to_openai_function()).collect();
         tools.push(self.finish_descriptor());
@@ -87,7 +100,7 @@ impl ReActCore {
             self.limits
                 .check_lm_calls(&usage)
                 .map_err(|failure| ReActError::new(failure, &trajectory, usage))?;
-            let completion = match lm.complete(&request).await {
+            let completion = match step_lm.complete(&request).await {
                 Ok(completion) => completion,
                 Err(LmError::ContextWindowExceeded { message }) => {
                     let refused = Usage {
