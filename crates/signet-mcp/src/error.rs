@@ -113,6 +113,16 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A Signet MCP server was asked to listen on a non-loopback address with no authentication.
+    #[error(
+        "refusing to serve MCP over HTTP on {addr} without authentication: it is reachable from \
+         other machines; set McpServer::with_bearer_auth, or allow_unauthenticated_remote when a \
+         proxy in front authenticates"
+    )]
+    Unprotected {
+        /// The address it would have listened on.
+        addr: std::net::SocketAddr,
+    },
     /// A Signet MCP server's session ended with an error.
     #[error("the MCP server session failed: {message}")]
     Serve {

@@ -63,11 +63,13 @@
 //!
 //! See `docs/mcp.md` in the repository for the full guide.
 
+mod auth;
 mod client;
 pub mod content;
 mod error;
 mod server;
 
+pub use auth::BearerAuth;
 pub use client::{McpClient, McpClientBuilder, McpTool, StdioCommand};
 pub use error::Error;
 pub use server::{HttpServer, McpServer};

@@ -17,7 +17,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::Error;
+use crate::{BearerAuth, Error};
 
 /// Signet tools served as an MCP server: each tool's name, description and generated argument
 /// schema go out in `tools/list`; `tools/call` validates and runs the tool. A tool error (invalid
@@ -55,6 +55,8 @@ pub struct McpServer {
     info: Implementation,
     instructions: Option<String>,
     allowed_hosts: Option<Vec<String>>,
+    auth: Option<BearerAuth>,
+    allow_remote: bool,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -84,6 +86,8 @@ impl McpServer {
             info: Implementation::new("signet-mcp", env!("CARGO_PKG_VERSION")),
             instructions: None,
             allowed_hosts: None,
+            auth: None,
+            allow_remote: false,
         }
     }
 
@@ -153,6 +157,36 @@ impl McpServer {
         self
     }
 
+    /// Requires `Authorization: Bearer <token>` on every HTTP request ([`serve_http`](Self::serve_http)
+    /// and [`http_router`](Self::http_router)); others get `401 Unauthorized`. A client sends it
+    /// with [`McpClientBuilder::bearer_token`](crate::McpClientBuilder::bearer_token).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use signet_mcp::{BearerAuth, McpClient, McpServer};
+    /// let http = McpServer::new()
+    ///     .with_bearer_auth(BearerAuth::tokens(["s3cret"]))
+    ///     .serve_http("127.0.0.1:0")
+    ///     .await
+    ///     .unwrap();
+    /// assert!(McpClient::connect(http.url()).await.is_err());
+    /// let client = McpClient::builder().bearer_token("s3cret").connect(http.url()).await.unwrap();
+    /// assert!(client.tools().is_empty());
+    /// # });
+    /// ```
+    pub fn with_bearer_auth(mut self, auth: BearerAuth) -> McpServer {
+        self.auth = Some(auth);
+        self
+    }
+
+    /// Lets [`serve_http`](Self::serve_http) listen on an address other than loopback without
+    /// [authentication](Self::with_bearer_auth) — for a server behind a proxy that
+    /// authenticates. Without this, such a server is refused with [`Error::Unprotected`].
+    pub fn allow_unauthenticated_remote(mut self) -> McpServer {
+        self.allow_remote = true;
+        self
+    }
+
     /// The tools this server serves.
     pub fn served_tools(&self) -> &[Arc<dyn Tool>] {
         &self.tools
@@ -180,7 +214,9 @@ impl McpServer {
     }
 
     /// The streamable-HTTP endpoint as a tower service, to mount in your own axum (or hyper)
-    /// router; each client session gets its own copy of this server.
+    /// router; each client session gets its own copy of this server. It does not check
+    /// [bearer tokens](Self::with_bearer_auth): put your own authentication in front of it, or
+    /// mount [`http_router`](Self::http_router), which does.
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -195,6 +231,30 @@ impl McpServer {
     /// ```
     pub fn http_service(self) -> StreamableHttpService<McpServer, LocalSessionManager> {
         self.http_service_with(CancellationToken::new())
+    }
+
+    /// An axum router serving the endpoint at `path`, behind the
+    /// [bearer-token check](Self::with_bearer_auth) when one is set; merge or nest it in your app.
+    ///
+    /// ```
+    /// use signet_mcp::{BearerAuth, McpServer};
+    /// let mcp = McpServer::new().with_bearer_auth(BearerAuth::tokens(["s3cret"])).http_router("/mcp");
+    /// let app = axum::Router::new().nest("/tools", mcp);
+    /// # let _ = app;
+    /// ```
+    pub fn http_router(self, path: &str) -> axum::Router {
+        self.router_with(path, CancellationToken::new())
+    }
+
+    fn router_with(self, path: &str, cancel: CancellationToken) -> axum::Router {
+        let auth = self.auth.clone();
+        let router = axum::Router::new().route_service(path, self.http_service_with(cancel));
+        match auth {
+            Some(auth) => router.layer(axum::middleware::from_fn(move |request, next| {
+                crate::auth::require(auth.clone(), request, next)
+            })),
+            None => router,
+        }
     }
 
     fn http_service_with(
@@ -214,7 +274,10 @@ impl McpServer {
 
     /// Serves streamable HTTP at `http://{addr}/mcp` in the background (port 0 picks a free
     /// port). The returned handle gives the URL and stops the server when dropped or
-    /// [shut down](HttpServer::shutdown).
+    /// [shut down](HttpServer::shutdown). A non-loopback address needs
+    /// [authentication](Self::with_bearer_auth) (or
+    /// [`allow_unauthenticated_remote`](Self::allow_unauthenticated_remote)): otherwise
+    /// [`Error::Unprotected`], and nothing listens.
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -237,9 +300,11 @@ impl McpServer {
             addr: "the given address".to_owned(),
             source,
         })?;
+        if !local.ip().is_loopback() && self.auth.is_none() && !self.allow_remote {
+            return Err(Error::Unprotected { addr: local });
+        }
         let cancel = CancellationToken::new();
-        let router =
-            axum::Router::new().route_service("/mcp", self.http_service_with(cancel.clone()));
+        let router = self.router_with("/mcp", cancel.clone());
         let shutdown = cancel.clone();
         let task = tokio::spawn(async move {
             let served = axum::serve(listener, router)
