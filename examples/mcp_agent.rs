@@ -12,11 +12,13 @@
 //! The server is stopped when the client is closed (or dropped); it sees only the environment
 //! given to it (here, none: `node` is run directly).
 
-use std::path::PathBuf;
-
 use signet::lm::ScriptedLm;
 use signet::prelude::*;
-use signet_mcp::{McpClient, StdioCommand};
+use signet_mcp::McpClient;
+
+#[path = "shared/mcp_peers.rs"]
+mod mcp_peers;
+use mcp_peers::reference_server;
 
 /// Answer the question about the files, using the tools.
 #[derive(Signature)]
@@ -44,7 +46,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let files = McpClient::builder()
         .name("files")
-        .spawn(filesystem_server(&dir))
+        .spawn(reference_server("server-filesystem").arg(&dir))
         .await?;
     println!(
         "MCP server `{}` offers: {}",
@@ -85,31 +87,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     files.close().await?;
     std::fs::remove_dir_all(&dir)?;
     Ok(())
-}
-
-/// The filesystem server from `scripts/mcp-peers.sh`'s cache, or else from npm through `npx`.
-fn filesystem_server(dir: &std::path::Path) -> StdioCommand {
-    let cache = std::env::var_os("SIGNET_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/signet")));
-    let installed = cache.and_then(|cache| {
-        let env = std::fs::read_to_string(cache.join("mcp/peers.env")).ok()?;
-        let get = |key: &str| {
-            env.lines()
-                .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
-                .map(PathBuf::from)
-        };
-        let script = get("SIGNET_MCP_NODE_MODULES")?
-            .join("@modelcontextprotocol/server-filesystem/dist/index.js");
-        Some((get("SIGNET_MCP_NODE")?, script)).filter(|(_, s)| s.exists())
-    });
-    match installed {
-        Some((node, script)) => StdioCommand::new(node).arg(script).arg(dir),
-        None => StdioCommand::new("npx")
-            .args(["-y", "@modelcontextprotocol/server-filesystem@2026.8.31"])
-            .arg(dir)
-            .inherit_env(["PATH", "HOME"]),
-    }
 }
 
 /// The steps a model would take, so the example runs without one.

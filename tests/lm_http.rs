@@ -676,6 +676,20 @@ async fn streaming_retries_a_failed_start_and_reports_errors() {
         matches!(events.as_slice(), [Err(LmError::InvalidResponse { .. })]),
         "{events:?}"
     );
+
+    // So does a server that ignores `stream: true` and answers with a whole JSON completion; the
+    // error says what to look for.
+    let plain = MockServer::start().await;
+    chat()
+        .respond_with(ok(completion_body("not streamed")))
+        .mount(&plain)
+        .await;
+    let lm = client(&plain).build().unwrap();
+    let events: Vec<_> = lm.stream(&request).collect().await;
+    let [Err(LmError::InvalidResponse { message })] = events.as_slice() else {
+        panic!("{events:?}");
+    };
+    assert!(message.contains("`stream: true`"), "{message}");
 }
 
 #[tokio::test]

@@ -26,20 +26,56 @@ fn native_presets() -> [(&'static str, Capabilities); 4] {
     ]
 }
 
-/// Answers with the given bodies in turn; a request past the script gets a 500.
+/// Answers with the given bodies in turn, as a server-sent event stream when the request asks to
+/// stream (as every OpenAI-compatible server does); a request past the script gets a 500.
 struct Script {
     replies: Vec<Value>,
     next: AtomicUsize,
 }
 
 impl Respond for Script {
-    fn respond(&self, _request: &Request) -> ResponseTemplate {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
         let index = self.next.fetch_add(1, Ordering::SeqCst);
+        let streamed = serde_json::from_slice::<Value>(&request.body)
+            .is_ok_and(|body| body["stream"] == json!(true));
         match self.replies.get(index) {
+            Some(body) if streamed => {
+                ResponseTemplate::new(200).set_body_raw(as_events(body), "text/event-stream")
+            }
             Some(body) => ResponseTemplate::new(200).set_body_json(body),
             None => ResponseTemplate::new(500).set_body_string("no reply left"),
         }
     }
+}
+
+/// A whole completion as the SSE chunks a server streams for it: the message as one delta (tool
+/// calls with their indexes), then the finish reason, then the usage, then `[DONE]`.
+fn as_events(completion: &Value) -> String {
+    let choice = &completion["choices"][0];
+    let mut delta = choice["message"].clone();
+    if let Some(calls) = delta["tool_calls"].as_array_mut() {
+        for (index, call) in calls.iter_mut().enumerate() {
+            call["index"] = json!(index);
+        }
+    }
+    let chunk = |choices: Value, usage: Value| {
+        json!({"id": completion["id"], "object": "chat.completion.chunk", "created": 1,
+               "model": completion["model"], "choices": choices, "usage": usage})
+    };
+    let chunks = [
+        chunk(
+            json!([{"index": 0, "delta": delta, "finish_reason": null}]),
+            Value::Null,
+        ),
+        chunk(
+            json!([{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]),
+            Value::Null,
+        ),
+        chunk(json!([]), completion["usage"].clone()),
+    ];
+    let mut events: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    events.push_str("data: [DONE]\n\n");
+    events
 }
 
 async fn server_with(replies: Vec<Value>) -> MockServer {
@@ -143,6 +179,8 @@ async fn each_native_preset_sends_the_tools_and_runs_the_call_the_reply_makes() 
         assert_eq!(sent.len(), 2, "{name}: one request per model turn");
         assert_eq!(offered(&sent[0]), ["add", "finish"], "{name}");
         assert_eq!(sent[0]["tool_choice"], "auto", "{name}");
+        // A streamed run streams its native steps.
+        assert_eq!(sent[0]["stream"], true, "{name}");
         // The call's result went back as a `tool` message answering its id.
         let messages = sent[1]["messages"].as_array().expect("messages");
         let result = messages.last().expect("a last message");

@@ -5,8 +5,9 @@
 
 Its tools cover what a client must map and survive: nested pydantic models (`$defs`/`$ref`), enums,
 optional arguments (`anyOf [T, null]`), `format`s, an image result, several content items, an
-`isError` result, a slow call, a crash, a tool that adds a tool (and sends tools/list_changed), and
-a look at its own environment.
+`isError` result, a slow call, a crash, a tool that adds a tool (and sends tools/list_changed), a
+look at its own environment, and tools that turn to the client: one samples its model, one asks
+its user (elicitation).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pydantic import AnyUrl, BaseModel, Field
 
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import TextContent
+from mcp_types import SamplingMessage, TextContent
 
 # A 1x1 red PNG.
 PIXEL = base64.b64decode(
@@ -121,6 +122,32 @@ async def grow(name: str, ctx: Context) -> str:
     server.add_tool(added, name=name, description=f"A tool added at run time: {name}.")
     await ctx.session.send_tool_list_changed()
     return f"added {name}"
+
+
+@server.tool()
+async def summarize(text: str, ctx: Context) -> str:
+    """Summarise a text in one line with the client's model (sampling)."""
+    result = await ctx.session.create_message(
+        [SamplingMessage(role="user", content=TextContent(type="text", text=f"Summarise: {text}"))],
+        max_tokens=64,
+        system_prompt="You write one-line summaries.",
+    )
+    return f"{result.model}: {result.content.text}"
+
+
+class Booking(BaseModel):
+    seats: int = Field(ge=1, le=9, description="How many seats")
+    window: bool = Field(default=False, description="A table by the window")
+
+
+@server.tool()
+async def book_table(restaurant: str, ctx: Context) -> str:
+    """Book a table, asking the user how many seats (elicitation)."""
+    answer = await ctx.elicit(f"How many seats at {restaurant}?", Booking)
+    if answer.action == "accept":
+        where = " by the window" if answer.data.window else ""
+        return f"booked {answer.data.seats} seats at {restaurant}{where}"
+    return f"no booking ({answer.action})"
 
 
 if __name__ == "__main__":

@@ -4,7 +4,13 @@
 //! one; either way you get a handle that owns the session and whose [`tools`](McpClient::tools)
 //! are `Arc<dyn Tool>`s to hand to ReAct next to your `#[tool]` functions.
 
+mod elicitation;
+mod handler;
 mod process;
+mod resource_tools;
+mod resources;
+mod roots;
+mod sampling;
 mod session;
 mod tool;
 
@@ -17,8 +23,12 @@ use serde_json::Value;
 use signet::Tool;
 
 use crate::Error;
+use elicitation::ElicitationHandler;
+pub use elicitation::{Elicitation, ElicitationAnswer, ElicitationKind};
 use process::ExitOutcome;
 pub use process::StdioCommand;
+pub use roots::Root;
+pub use sampling::{Sampling, SamplingRequest};
 use session::{Inner, Target};
 pub use tool::McpTool;
 
@@ -78,6 +88,9 @@ pub struct McpClientBuilder {
     max_restarts: u32,
     tool_prefix: String,
     bearer_token: Option<String>,
+    roots: Option<Vec<Root>>,
+    sampling: Option<Sampling>,
+    elicitation: Option<ElicitationHandler>,
 }
 
 impl Default for McpClientBuilder {
@@ -89,6 +102,9 @@ impl Default for McpClientBuilder {
             max_restarts: 0,
             tool_prefix: String::new(),
             bearer_token: None,
+            roots: None,
+            sampling: None,
+            elicitation: None,
         }
     }
 }
@@ -101,9 +117,10 @@ impl McpClientBuilder {
         self
     }
 
-    /// The time limit of one tool call (default 60 s; `None` waits as long as the server takes).
-    /// A call over the limit is cancelled on the server and fails with
-    /// [`ToolError::Timeout`](signet::ToolError::Timeout).
+    /// The time limit of one request: a tool call, a resource read, a prompt (default 60 s; `None`
+    /// waits as long as the server takes). A tool call over the limit is cancelled on the server
+    /// and fails with [`ToolError::Timeout`](signet::ToolError::Timeout); the time the client
+    /// spends answering the server's sampling or elicitation requests during the call counts.
     pub fn call_timeout(mut self, limit: Option<Duration>) -> Self {
         self.call_timeout = limit;
         self
@@ -135,6 +152,56 @@ impl McpClientBuilder {
     /// Sends `Authorization: Bearer <token>` with every HTTP request (streamable-HTTP servers only).
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
         self.bearer_token = Some(token.into());
+        self
+    }
+
+    /// Declares roots (see [`Root`]): the server may ask for them (`roots/list`), and
+    /// [`McpClient::set_roots`] changes them later. Without this call the client declares no roots
+    /// capability; an empty list declares it with no roots yet.
+    ///
+    /// ```
+    /// use signet_mcp::{McpClient, Root};
+    /// let builder = McpClient::builder().roots([Root::directory("/srv/data").unwrap()]);
+    /// # let _ = builder;
+    /// ```
+    pub fn roots(mut self, roots: impl IntoIterator<Item = Root>) -> Self {
+        self.roots = Some(roots.into_iter().collect());
+        self
+    }
+
+    /// Lets the server sample from the client's model (`sampling/createMessage`), within the
+    /// limits of `sampling` (see [`Sampling`]). Off by default: a client without it declares no
+    /// sampling capability and refuses such requests.
+    pub fn sampling(mut self, sampling: Sampling) -> Self {
+        self.sampling = Some(sampling);
+        self
+    }
+
+    /// Answers the server's questions to the user (`elicitation/create`, form and URL modes) with
+    /// `handler`: it gets an [`Elicitation`] and returns an [`ElicitationAnswer`]. A form answer
+    /// is checked against the requested schema before it is sent (a mismatch reaches the server as
+    /// an error saying what was wrong). Without a handler the client declares no elicitation
+    /// capability and declines such requests.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use signet_mcp::{ElicitationAnswer, ElicitationKind, McpClient};
+    ///
+    /// let builder = McpClient::builder().elicitation(|question| async move {
+    ///     println!("{} asks: {}", question.server, question.message);
+    ///     match question.kind {
+    ///         ElicitationKind::Form { .. } => ElicitationAnswer::Accept(json!({"name": "Ada"})),
+    ///         _ => ElicitationAnswer::Decline,
+    ///     }
+    /// });
+    /// # let _ = builder;
+    /// ```
+    pub fn elicitation<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(Elicitation) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ElicitationAnswer> + Send + 'static,
+    {
+        self.elicitation = Some(ElicitationHandler::new(handler));
         self
     }
 
@@ -283,6 +350,16 @@ impl McpClient {
     /// ```
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
         self.inner.call(name, arguments).await
+    }
+
+    /// The tokens and LM calls spent answering this session's [sampling](McpClientBuilder::sampling)
+    /// requests so far.
+    pub fn sampling_usage(&self) -> signet::lm::Usage {
+        self.inner
+            .sampled
+            .lock()
+            .map(|usage| *usage)
+            .unwrap_or_default()
     }
 
     /// What the server said about itself in the handshake.

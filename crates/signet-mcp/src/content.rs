@@ -1,4 +1,5 @@
-//! Turning an MCP tool result into the JSON value a Signet tool returns.
+//! Turning MCP content into what Signet works with: a tool result or a resource's contents into
+//! the JSON value a Signet tool returns, a prompt into chat messages.
 //!
 //! The rule follows DSPy's MCP bridge, keeping what DSPy drops:
 //!
@@ -11,9 +12,14 @@
 //! | no items | `structuredContent` when present, else `[]` (as DSPy) |
 //!
 //! An `isError` result is not a value: [`error_text`] gives the message the tool error carries.
+//! A resource's contents follow the same rule ([`resource_value`]), and a prompt's messages become
+//! Signet [`Message`]s ([`prompt_messages`]).
 
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{
+    CallToolResult, ContentBlock, GetPromptResult, ResourceContents, Role as McpRole,
+};
 use serde_json::Value;
+use signet::lm::{Message, Role};
 
 /// The value of a successful MCP tool result (see the [module docs](self) for the rule).
 ///
@@ -75,6 +81,75 @@ pub fn error_text(result: &CallToolResult) -> String {
         (_, true) => "the server reported an error without a message".to_owned(),
         _ => Value::Array(result.content.iter().map(block_value).collect()).to_string(),
     }
+}
+
+/// The value of a resource's contents: one text item is that text; otherwise a list with text
+/// items as strings and binary items as `{"uri": .., "mimeType": .., "blob": <base64>}`.
+///
+/// ```
+/// use rmcp::model::ResourceContents;
+/// use serde_json::json;
+/// use signet_mcp::content::resource_value;
+///
+/// let text = ResourceContents::text("hello", "demo://greeting");
+/// assert_eq!(resource_value(&[text]), json!("hello"));
+/// ```
+pub fn resource_value(contents: &[ResourceContents]) -> Value {
+    match contents {
+        [ResourceContents::TextResourceContents { text, .. }] => Value::String(text.clone()),
+        several => Value::Array(several.iter().map(resource_item).collect()),
+    }
+}
+
+fn resource_item(item: &ResourceContents) -> Value {
+    match item {
+        ResourceContents::TextResourceContents { text, .. } => Value::String(text.clone()),
+        other => {
+            let mut value = serde_json::to_value(other).unwrap_or(Value::Null);
+            if let Value::Object(map) = &mut value {
+                map.remove("_meta");
+            }
+            value
+        }
+    }
+}
+
+/// A prompt's messages as Signet chat messages: text as it is, an embedded text resource as its
+/// text, anything else (an image, a binary resource, a resource link) as its typed MCP JSON.
+///
+/// ```
+/// use rmcp::model::{GetPromptResult, PromptMessage};
+/// use signet::lm::{Message, Role};
+///
+/// let prompt = GetPromptResult::new(vec![PromptMessage::new_text(
+///     rmcp::model::Role::User,
+///     "What is the weather in Paris?",
+/// )]);
+/// assert_eq!(
+///     signet_mcp::content::prompt_messages(&prompt),
+///     [Message::new(Role::User, "What is the weather in Paris?")]
+/// );
+/// ```
+pub fn prompt_messages(prompt: &GetPromptResult) -> Vec<Message> {
+    prompt
+        .messages
+        .iter()
+        .map(|message| {
+            let role = match message.role {
+                McpRole::User => Role::User,
+                McpRole::Assistant => Role::Assistant,
+            };
+            let text = match &message.content {
+                ContentBlock::Text(text) => text.text.clone(),
+                ContentBlock::Resource(embedded) => match &embedded.resource {
+                    ResourceContents::TextResourceContents { text, .. } => text.clone(),
+                    other => resource_item(other).to_string(),
+                },
+                other => block_value(other).to_string(),
+            };
+            Message::new(role, text)
+        })
+        .collect()
 }
 
 /// One content item: text as a string, anything else as its typed MCP JSON (without `_meta`).

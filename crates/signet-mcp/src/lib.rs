@@ -13,6 +13,11 @@
 //!   to ReAct next to your `#[tool]` functions. Arguments are validated locally against the
 //!   server's schema; results are converted as DSPy does ([`content`]); `isError` results,
 //!   protocol errors, timeouts and dead servers are tool errors the agent sees as observations.
+//!   Beyond tools, the client reads [resources](McpClient::resources) and
+//!   [prompts](McpClient::prompt_messages), offers resources to an agent
+//!   ([`resource_tools`](McpClient::resource_tools)), and — when you opt in — answers the
+//!   server's [sampling](McpClientBuilder::sampling) with your model,
+//!   its [questions to the user](McpClientBuilder::elicitation), and [roots](McpClientBuilder::roots).
 //! * **Server** — [`McpServer`] serves any set of Signet tools (the same `#[tool]` functions) over
 //!   stdio or streamable HTTP, with their generated schemas and descriptions.
 //!
@@ -70,7 +75,10 @@ mod error;
 mod server;
 
 pub use auth::BearerAuth;
-pub use client::{McpClient, McpClientBuilder, McpTool, StdioCommand};
+pub use client::{
+    Elicitation, ElicitationAnswer, ElicitationKind, McpClient, McpClientBuilder, McpTool, Root,
+    Sampling, SamplingRequest, StdioCommand,
+};
 pub use error::Error;
 pub use server::{HttpServer, McpServer};
 

@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -12,44 +10,12 @@ use signet::ToolError;
 use signet::tool::ArgErrorKind;
 use signet_mcp::McpClient;
 
-use common::npm_server;
-
-/// A fresh directory under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "signet-mcp-{name}-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        // The filesystem server resolves symlinks (/tmp may be one).
-        TempDir(dir.canonicalize().unwrap())
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use common::{TempDir, call, npm_server};
 
 async fn everything() -> McpClient {
     McpClient::spawn(npm_server("server-everything").arg("stdio"))
         .await
         .expect("server-everything starts")
-}
-
-async fn call(client: &McpClient, tool: &str, args: Value) -> Result<Value, ToolError> {
-    client
-        .tool(tool)
-        .unwrap_or_else(|| panic!("{tool} in {:?}", client.tool_names()))
-        .call(args)
-        .await
 }
 
 #[tokio::test]

@@ -480,3 +480,69 @@ async fn streamable_http_works_like_stdio() {
     assert_eq!(image["type"], "image");
     client.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_python_server_samples_the_clients_model_and_asks_its_user() {
+    use signet::lm::{Message, ScriptedLm};
+    use signet_mcp::{ElicitationAnswer, ElicitationKind, Sampling};
+    use std::sync::{Arc, Mutex};
+
+    let lm = Arc::new(ScriptedLm::texts(["Cats sleep a lot."]));
+    let questions = Arc::new(Mutex::new(Vec::new()));
+    let seen = questions.clone();
+    let client = McpClient::builder()
+        .sampling(Sampling::new(lm.clone()).max_tokens(32))
+        .elicitation(move |question| {
+            seen.lock().unwrap().push(question.clone());
+            let answer = if question.message.contains("Chez Nous") {
+                ElicitationAnswer::Accept(json!({"seats": 4, "window": true}))
+            } else if question.message.contains("Nowhere") {
+                ElicitationAnswer::Accept(json!({"seats": 40})) // over the schema's maximum
+            } else {
+                ElicitationAnswer::Decline
+            };
+            async move { answer }
+        })
+        .spawn(python_server())
+        .await
+        .expect("the Python server starts");
+
+    let summary = client
+        .tool("summarize")
+        .unwrap()
+        .call(json!({"text": "Cats sleep sixteen hours a day."}))
+        .await
+        .unwrap();
+    assert_eq!(summary, "scripted: Cats sleep a lot.");
+    let sent = &lm.requests()[0];
+    assert_eq!(
+        sent.messages,
+        [
+            Message::system("You write one-line summaries."),
+            Message::user("Summarise: Cats sleep sixteen hours a day."),
+        ]
+    );
+    assert_eq!(sent.options.max_tokens, Some(32));
+
+    let book = client.tool("book_table").unwrap();
+    let booked = book.call(json!({"restaurant": "Chez Nous"})).await.unwrap();
+    assert_eq!(booked, "booked 4 seats at Chez Nous by the window");
+    let declined = book.call(json!({"restaurant": "Le Bistro"})).await.unwrap();
+    assert_eq!(declined, "no booking (decline)");
+    let invalid = book
+        .call(json!({"restaurant": "Nowhere"}))
+        .await
+        .unwrap_err();
+    assert!(
+        invalid
+            .to_string()
+            .contains("does not match the requested schema"),
+        "{invalid}"
+    );
+    let first = questions.lock().unwrap()[0].clone();
+    let ElicitationKind::Form { schema } = first.kind else {
+        panic!("a form");
+    };
+    assert_eq!(schema["properties"]["seats"]["maximum"], 9);
+    client.close().await.unwrap();
+}

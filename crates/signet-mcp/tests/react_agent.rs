@@ -43,6 +43,8 @@ fn agent(tools: Vec<Arc<dyn Tool>>, replies: Vec<String>) -> (ReAct<Ask>, Arc<Sc
         .tools(tools)
         .with_lm(lm.clone())
         .with_mode(ReActMode::Text)
+        // Every tool of the Python server is offered: no selection call before the steps.
+        .with_tool_selection_threshold(64)
         .with_limits(Limits::default().max_iters(8));
     (agent, lm)
 }

@@ -2,25 +2,22 @@
 //! their time limit, noticing a dead server, restarting it, and shutting it down.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock, Weak};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
-    Implementation,
-};
-use rmcp::service::{
-    MaybeSendFuture, NotificationContext, RoleClient, RunningService, ServiceError,
-};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
+use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, Peer, ServiceExt};
+use rmcp::{Peer, ServiceExt};
 use serde_json::{Map, Value};
 use signet::Tool;
-use tokio::sync::watch;
+use signet::lm::Usage;
+use tokio::sync::{broadcast, watch};
 
+use super::handler::ClientSide;
 use super::process::{ChildProcess, ExitOutcome};
-use super::{McpClientBuilder, McpTool, StdioCommand};
+use super::{McpClientBuilder, McpTool, Root, StdioCommand};
 use crate::Error;
 
 /// How long a stopping server gets at each step (stdin closed, `SIGTERM`, `SIGKILL`).
@@ -81,7 +78,7 @@ pub(super) struct ToolSet {
 pub(crate) struct Inner {
     pub(super) label: String,
     target: Target,
-    options: McpClientBuilder,
+    pub(super) options: McpClientBuilder,
     conn: RwLock<Option<Arc<Connection>>>,
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, ClientSide>>>,
     reconnect: tokio::sync::Mutex<()>,
@@ -91,6 +88,12 @@ pub(crate) struct Inner {
     pub(super) tools: RwLock<ToolSet>,
     list_ticket: AtomicU64,
     pub(super) changes: watch::Sender<u64>,
+    /// The URIs of subscribed resources the server says changed.
+    pub(super) updates: broadcast::Sender<String>,
+    /// The roots declared to the server (`None`: the capability is not declared).
+    pub(super) roots: RwLock<Option<Vec<Root>>>,
+    /// Tokens spent answering the server's sampling requests.
+    pub(super) sampled: std::sync::Mutex<Usage>,
 }
 
 impl Inner {
@@ -103,7 +106,6 @@ impl Inner {
         let inner = Arc::new(Inner {
             label,
             target,
-            options,
             conn: RwLock::new(None),
             service: tokio::sync::Mutex::new(None),
             reconnect: tokio::sync::Mutex::new(()),
@@ -113,6 +115,10 @@ impl Inner {
             tools: RwLock::new(ToolSet::default()),
             list_ticket: AtomicU64::new(0),
             changes: watch::channel(0).0,
+            updates: broadcast::channel(64).0,
+            roots: RwLock::new(options.roots.clone()),
+            sampled: std::sync::Mutex::new(Usage::default()),
+            options,
         });
         let conn = inner.connect().await?;
         if let Err(e) = inner.refresh_from(&conn.peer, conn.generation).await {
@@ -172,10 +178,7 @@ impl Inner {
     /// Spawns or connects, and completes the handshake. Does not list tools.
     pub(super) async fn connect(self: &Arc<Self>) -> Result<Arc<Connection>, Error> {
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        let handler = ClientSide {
-            inner: Arc::downgrade(self),
-            generation,
-        };
+        let handler = ClientSide::new(Arc::downgrade(self), generation, &self.options);
         let limit = self.options.startup_timeout;
         let timeout = || Error::Timeout {
             server: self.label.clone(),
@@ -330,13 +333,50 @@ impl Inner {
             .cloned()
     }
 
+    /// One request to the server through `send`, with the per-call time limit, dead-server
+    /// detection and restart; `what` names it in errors.
+    pub(super) async fn request<T, F, Fut>(
+        self: &Arc<Self>,
+        what: &str,
+        send: F,
+    ) -> Result<T, Error>
+    where
+        F: FnOnce(Peer<RoleClient>) -> Fut,
+        Fut: Future<Output = Result<T, ServiceError>>,
+    {
+        let conn = self.live().await?;
+        let request = send(conn.peer.clone());
+        let outcome = match self.options.call_timeout {
+            Some(limit) => match tokio::time::timeout(limit, request).await {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    return Err(Error::Timeout {
+                        server: self.label.clone(),
+                        what: what.to_owned(),
+                        timeout: limit,
+                    });
+                }
+            },
+            None => request.await,
+        };
+        match outcome {
+            Ok(value) => Ok(value),
+            Err(ServiceError::TransportClosed) => {
+                Err(self.died_during_call(&conn, "the connection closed").await)
+            }
+            Err(ServiceError::TransportSend(e)) => {
+                Err(self.died_during_call(&conn, &root_cause(&e)).await)
+            }
+            Err(e) => Err(self.service_error(e)),
+        }
+    }
+
     /// One `tools/call`, with the per-call time limit, dead-server detection and restart.
     pub(crate) async fn call(
         self: &Arc<Self>,
         name: &str,
         arguments: Value,
     ) -> Result<CallToolResult, Error> {
-        let conn = self.live().await?;
         let arguments = match arguments {
             Value::Object(map) => map,
             Value::Null => Map::new(),
@@ -348,47 +388,32 @@ impl Inner {
             }
         };
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
-        let call = conn.peer.call_tool_once(params);
-        let outcome = match self.options.call_timeout {
-            Some(limit) => match tokio::time::timeout(limit, call).await {
-                Ok(outcome) => outcome,
-                Err(_) => {
-                    return Err(Error::Timeout {
-                        server: self.label.clone(),
-                        what: format!("tools/call `{name}`"),
-                        timeout: limit,
-                    });
-                }
-            },
-            None => call.await,
-        };
-        match outcome {
-            Ok(CallToolResponse::Complete(result)) => Ok(result),
-            Ok(CallToolResponse::Task(_)) => Err(Error::Unsupported {
+        let response = self
+            .request(&format!("tools/call `{name}`"), |peer| async move {
+                peer.call_tool_once(params).await
+            })
+            .await?;
+        match response {
+            CallToolResponse::Complete(result) => Ok(result),
+            CallToolResponse::Task(_) => Err(Error::Unsupported {
                 server: self.label.clone(),
                 message: format!(
                     "tool `{name}` answered with an MCP task (it runs only as a task), which \
                      Signet's MCP client does not poll; call a tool that answers directly"
                 ),
             }),
-            Ok(CallToolResponse::InputRequired(_)) => Err(Error::Unsupported {
+            CallToolResponse::InputRequired(_) => Err(Error::Unsupported {
                 server: self.label.clone(),
                 message: format!(
-                    "tool `{name}` asked the client for user input (input_required), which \
-                     Signet's MCP client does not provide"
+                    "tool `{name}` asked the client for user input in a later round \
+                     (input_required), which Signet's MCP client does not drive; it answers \
+                     elicitation requests sent during the call"
                 ),
             }),
-            Ok(_) => Err(Error::Unsupported {
+            _ => Err(Error::Unsupported {
                 server: self.label.clone(),
                 message: format!("tool `{name}` answered with a result of an unknown kind"),
             }),
-            Err(ServiceError::TransportClosed) => {
-                Err(self.died_during_call(&conn, "the connection closed").await)
-            }
-            Err(ServiceError::TransportSend(e)) => {
-                Err(self.died_during_call(&conn, &root_cause(&e)).await)
-            }
-            Err(e) => Err(self.service_error(e)),
         }
     }
 
@@ -495,40 +520,6 @@ impl Inner {
     }
 }
 
-/// The rmcp client handler: identifies Signet and re-lists tools on `tools/list_changed`.
-struct ClientSide {
-    inner: Weak<Inner>,
-    generation: u64,
-}
-
-impl ClientHandler for ClientSide {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("signet-mcp", env!("CARGO_PKG_VERSION")),
-        )
-    }
-
-    fn on_tool_list_changed(
-        &self,
-        context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
-        let inner = self.inner.clone();
-        let generation = self.generation;
-        // Listing is a request on the same session: do it off the session's message loop.
-        tokio::spawn(async move {
-            let Some(inner) = inner.upgrade() else {
-                return;
-            };
-            tracing::debug!(server = %inner.label, "tools/list_changed: listing the tools again");
-            if let Err(e) = inner.refresh_from(&context.peer, generation).await {
-                tracing::warn!(server = %inner.label, error = %e, "re-listing MCP tools failed");
-            }
-        });
-        std::future::ready(())
-    }
-}
-
 /// A handshake error in words: the transport's root cause rather than rmcp's wrapper types.
 fn describe_init_error(error: &rmcp::service::ClientInitializeError) -> String {
     use rmcp::service::ClientInitializeError as E;
@@ -542,7 +533,7 @@ fn describe_init_error(error: &rmcp::service::ClientInitializeError) -> String {
 }
 
 /// The innermost error's message (rmcp's transport errors wrap it in their type names).
-fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+pub(super) fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
     let mut cause = error;
     while let Some(source) = cause.source() {
         cause = source;

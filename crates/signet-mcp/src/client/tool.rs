@@ -146,14 +146,7 @@ impl Tool for McpTool {
         async move {
             let name = self.spec.name();
             let Some(client) = self.client.upgrade() else {
-                return Err(ToolError::Remote {
-                    tool: name.to_owned(),
-                    message: format!(
-                        "the McpClient for server `{}` was dropped, which ended its session; keep \
-                         the McpClient alive while its tools are in use",
-                        self.server
-                    ),
-                });
+                return Err(dropped_client(name, &self.server));
             };
             let args = if args.is_null() {
                 Value::Object(Map::new())
@@ -184,5 +177,16 @@ impl Tool for McpTool {
             Ok(result_value(&result))
         }
         .boxed()
+    }
+}
+
+/// The error of a tool whose [`McpClient`](super::McpClient) was dropped.
+pub(super) fn dropped_client(tool: &str, server: &str) -> ToolError {
+    ToolError::Remote {
+        tool: tool.to_owned(),
+        message: format!(
+            "the McpClient for server `{server}` was dropped, which ended its session; keep the \
+             McpClient alive while its tools are in use"
+        ),
     }
 }

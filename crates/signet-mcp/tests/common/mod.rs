@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use signet_mcp::{McpClient, StdioCommand};
@@ -202,4 +203,41 @@ pub fn kill_9(pid: u32) {
         .status()
         .expect("run kill");
     assert!(status.success(), "kill -9 {pid} failed");
+}
+
+/// A fresh directory under the system temp dir, removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "signet-mcp-{name}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // The filesystem server resolves symlinks (/tmp may be one).
+        TempDir(dir.canonicalize().unwrap())
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Calls the client's tool `tool` (which must exist) with `args`.
+pub async fn call(
+    client: &McpClient,
+    tool: &str,
+    args: serde_json::Value,
+) -> Result<serde_json::Value, signet::ToolError> {
+    client
+        .tool(tool)
+        .unwrap_or_else(|| panic!("{tool} in {:?}", client.tool_names()))
+        .call(args)
+        .await
 }

@@ -54,7 +54,11 @@ impl<'a> StreamState<'a> {
                         self.pending.push_back(Ok(StreamEvent::Done(completion)));
                     } else {
                         self.pending.push_back(Err(LmError::InvalidResponse {
-                            message: "the stream ended without a completion".into(),
+                            message: "the stream ended without a completion: no server-sent \
+                                      event carried a choice (a server that ignores \
+                                      `stream: true` answers with a plain JSON body, which holds \
+                                      no events)"
+                                .into(),
                         }));
                     }
                 }

@@ -1,0 +1,149 @@
+//! The client's side of the session: what Signet declares in the handshake, and how it answers
+//! the server's own requests (sampling, elicitation, roots) and notifications (tool list and
+//! resource changes).
+
+#![allow(deprecated)] // sampling and roots are deprecated by SEP-2577 but in wide use
+
+use std::sync::Weak;
+
+use rmcp::ClientHandler;
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ElicitationCapability, ErrorData, FormElicitationCapability,
+    Implementation, ListRootsResult, ResourceUpdatedNotificationParam, RootsCapabilities,
+    SamplingCapability, UrlElicitationCapability,
+};
+use rmcp::service::{MaybeSendFuture, NotificationContext, RequestContext, RoleClient};
+
+use super::McpClientBuilder;
+use super::session::Inner;
+
+/// The rmcp client handler of one connection.
+pub(super) struct ClientSide {
+    inner: Weak<Inner>,
+    generation: u64,
+    capabilities: ClientCapabilities,
+}
+
+impl ClientSide {
+    /// The handler for connection `generation`, declaring what `options` turn on.
+    pub(super) fn new(inner: Weak<Inner>, generation: u64, options: &McpClientBuilder) -> Self {
+        let mut capabilities = ClientCapabilities::default();
+        if options.roots.is_some() {
+            let mut roots = RootsCapabilities::default();
+            roots.list_changed = Some(true);
+            capabilities.roots = Some(roots);
+        }
+        if options.sampling.is_some() {
+            capabilities.sampling = Some(SamplingCapability::default());
+        }
+        if options.elicitation.is_some() {
+            capabilities.elicitation = Some(
+                ElicitationCapability::new()
+                    .with_form(FormElicitationCapability::new().with_schema_validation(true))
+                    .with_url(UrlElicitationCapability::new()),
+            );
+        }
+        ClientSide {
+            inner,
+            generation,
+            capabilities,
+        }
+    }
+
+    fn not_available(what: &str) -> ErrorData {
+        ErrorData::internal_error(format!("the MCP client was closed before {what}"), None)
+    }
+}
+
+impl ClientHandler for ClientSide {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            self.capabilities.clone(),
+            Implementation::new("signet-mcp", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let inner = self
+            .inner
+            .upgrade()
+            .ok_or_else(|| Self::not_available("the sampling request"))?;
+        let Some(sampling) = inner.options.sampling.clone() else {
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "this client does not offer sampling (McpClientBuilder::sampling)",
+                None,
+            ));
+        };
+        sampling.answer(&inner, params).await
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let inner = self
+            .inner
+            .upgrade()
+            .ok_or_else(|| Self::not_available("roots/list"))?;
+        let roots = inner
+            .roots
+            .read()
+            .map(|r| r.clone().unwrap_or_default())
+            .unwrap_or_default();
+        Ok(ListRootsResult::new(
+            roots.iter().map(super::Root::to_mcp).collect(),
+        ))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let inner = self
+            .inner
+            .upgrade()
+            .ok_or_else(|| Self::not_available("the elicitation request"))?;
+        match inner.options.elicitation.clone() {
+            Some(handler) => handler.answer(inner.label(), request).await,
+            None => Ok(ElicitResult::new(rmcp::model::ElicitationAction::Decline)),
+        }
+    }
+
+    fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        if let Some(inner) = self.inner.upgrade() {
+            tracing::debug!(server = %inner.label(), uri = %params.uri, "resource updated");
+            let _ = inner.updates.send(params.uri);
+        }
+        std::future::ready(())
+    }
+
+    fn on_tool_list_changed(
+        &self,
+        context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        let inner = self.inner.clone();
+        let generation = self.generation;
+        // Listing is a request on the same session: do it off the session's message loop.
+        tokio::spawn(async move {
+            let Some(inner) = inner.upgrade() else {
+                return;
+            };
+            tracing::debug!(server = %inner.label(), "tools/list_changed: listing the tools again");
+            if let Err(e) = inner.refresh_from(&context.peer, generation).await {
+                tracing::warn!(server = %inner.label(), error = %e, "re-listing MCP tools failed");
+            }
+        });
+        std::future::ready(())
+    }
+}

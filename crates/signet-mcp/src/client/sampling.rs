@@ -1,0 +1,219 @@
+//! Sampling: a server borrows the client's model (`sampling/createMessage`), answered by a Signet
+//! [`Lm`] with limits the client sets.
+
+#![allow(deprecated)] // sampling is deprecated by SEP-2577 but in wide use
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ErrorCode, ErrorData, SamplingMessage,
+    SamplingMessageContentBlock,
+};
+use signet::lm::{FinishReason, Lm, LmRequest, Message, Role};
+
+use super::session::Inner;
+
+type Approver = Arc<dyn Fn(SamplingRequest) -> BoxFuture<'static, bool> + Send + Sync>;
+
+/// How the client answers a server's sampling requests: with which model, within which limits,
+/// and after whose approval. Off unless given to
+/// [`McpClientBuilder::sampling`](super::McpClientBuilder::sampling).
+///
+/// A request is answered only when every check passes, in this order: its messages are text (the
+/// model gets no images or tool use), the approval hook (if any) says yes, and the session's
+/// token budget (if any) is not spent. Its `maxTokens` is lowered to [`max_tokens`](Self::max_tokens);
+/// its model preferences are ignored: the client chose the model. A refusal reaches the server as
+/// an MCP error (code -1) saying why; the tool call that asked usually fails with it.
+///
+/// ```
+/// use signet::lm::ScriptedLm;
+/// use signet_mcp::{McpClient, Sampling};
+///
+/// let sampling = Sampling::new(ScriptedLm::texts(["a short poem"]))
+///     .max_tokens(256)
+///     .token_budget(10_000)
+///     .approve(|request| async move { request.messages.len() < 20 });
+/// let builder = McpClient::builder().sampling(sampling);
+/// # let _ = builder;
+/// ```
+#[derive(Clone)]
+pub struct Sampling {
+    lm: Arc<dyn Lm>,
+    max_tokens: u32,
+    token_budget: Option<u64>,
+    approve: Option<Approver>,
+}
+
+impl std::fmt::Debug for Sampling {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sampling")
+            .field("model", &self.lm.model())
+            .field("max_tokens", &self.max_tokens)
+            .field("token_budget", &self.token_budget)
+            .field("approve", &self.approve.is_some())
+            .finish()
+    }
+}
+
+/// A server's sampling request, as the [approval hook](Sampling::approve) sees it and as the
+/// model will get it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplingRequest {
+    /// The label of the server that asks.
+    pub server: String,
+    /// The conversation, the server's system prompt first when it sent one.
+    pub messages: Vec<Message>,
+    /// The reply's length limit: the server's, lowered to the client's cap.
+    pub max_tokens: u32,
+    /// The server's temperature, if it gave one.
+    pub temperature: Option<f32>,
+    /// The server's stop sequences.
+    pub stop: Vec<String>,
+}
+
+impl Sampling {
+    /// Answers sampling requests with `lm`, at most 1,024 tokens each, no budget, no approval.
+    pub fn new(lm: impl Lm + 'static) -> Sampling {
+        Sampling {
+            lm: Arc::new(lm),
+            max_tokens: 1024,
+            token_budget: None,
+            approve: None,
+        }
+    }
+
+    /// The most tokens one reply may have (a request asking for more gets this many).
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = max_tokens;
+        self
+    }
+
+    /// The tokens (prompt and reply, as the LM reports them) the session may spend on sampling:
+    /// once spent, requests are refused. A request that starts under the budget is answered in
+    /// full, so the total may pass the budget by one request.
+    pub fn token_budget(mut self, tokens: u64) -> Self {
+        self.token_budget = Some(tokens);
+        self
+    }
+
+    /// Asks `approve` before each request reaches the model; `false` refuses it. The hook may
+    /// wait (for a person, say); the server waits with it, within its own time limit.
+    pub fn approve<F, Fut>(mut self, approve: F) -> Self
+    where
+        F: Fn(SamplingRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = bool> + Send + 'static,
+    {
+        self.approve = Some(Arc::new(move |request| approve(request).boxed()));
+        self
+    }
+
+    /// Answers one `sampling/createMessage` for the session `inner`.
+    pub(super) async fn answer(
+        &self,
+        inner: &Inner,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let request = self.request(inner.label(), params)?;
+        if let Some(approve) = &self.approve
+            && !approve(request.clone()).await
+        {
+            tracing::info!(server = %inner.label(), "sampling request refused by the approval hook");
+            return Err(refused(
+                "the client's user declined the sampling request".into(),
+            ));
+        }
+        if let Some(budget) = self.token_budget {
+            let spent = inner.sampled.lock().map(|u| u.total_tokens()).unwrap_or(0);
+            if spent >= budget {
+                return Err(refused(format!(
+                    "the client's sampling budget for this session ({budget} tokens) is spent \
+                     ({spent} used)"
+                )));
+            }
+        }
+        let mut lm_request = LmRequest::new(request.messages);
+        lm_request.options.max_tokens = Some(request.max_tokens);
+        lm_request.options.temperature = request.temperature;
+        lm_request.options.stop = request.stop;
+        let completion = self.lm.complete(&lm_request).await.map_err(|e| {
+            ErrorData::internal_error(format!("the client's model failed: {e}"), None)
+        })?;
+        if let Ok(mut spent) = inner.sampled.lock() {
+            *spent += completion.usage;
+        }
+        tracing::debug!(
+            server = %inner.label(),
+            tokens = completion.usage.total_tokens(),
+            "answered a sampling request"
+        );
+        let stop_reason = match &completion.finish_reason {
+            Some(FinishReason::Length) => CreateMessageResult::STOP_REASON_END_MAX_TOKEN,
+            Some(FinishReason::ToolCalls) => CreateMessageResult::STOP_REASON_TOOL_USE,
+            _ => CreateMessageResult::STOP_REASON_END_TURN,
+        };
+        let text = completion.text.unwrap_or_default();
+        Ok(CreateMessageResult::new(
+            SamplingMessage::new(
+                rmcp::model::Role::Assistant,
+                SamplingMessageContentBlock::text(text),
+            ),
+            self.lm.model().to_owned(),
+        )
+        .with_stop_reason(stop_reason))
+    }
+
+    /// The request in Signet's terms, or why it cannot be answered.
+    fn request(
+        &self,
+        server: &str,
+        params: CreateMessageRequestParams,
+    ) -> Result<SamplingRequest, ErrorData> {
+        let mut messages = Vec::with_capacity(params.messages.len() + 1);
+        if let Some(system) = params.system_prompt.filter(|s| !s.is_empty()) {
+            messages.push(Message::system(system));
+        }
+        for (index, message) in params.messages.into_iter().enumerate() {
+            let mut text = Vec::new();
+            for block in message.content.into_vec() {
+                match block {
+                    SamplingMessageContentBlock::Text(t) => text.push(t.text),
+                    other => {
+                        let kind = match other {
+                            SamplingMessageContentBlock::Image(_) => "an image",
+                            SamplingMessageContentBlock::Audio(_) => "audio",
+                            SamplingMessageContentBlock::ToolUse(_) => "a tool use",
+                            SamplingMessageContentBlock::ToolResult(_) => "a tool result",
+                            _ => "non-text content",
+                        };
+                        return Err(ErrorData::invalid_params(
+                            format!(
+                                "message {index} of the sampling request holds {kind}; this \
+                                 client's model takes text only"
+                            ),
+                            None,
+                        ));
+                    }
+                }
+            }
+            let role = match message.role {
+                rmcp::model::Role::User => Role::User,
+                rmcp::model::Role::Assistant => Role::Assistant,
+            };
+            messages.push(Message::new(role, text.join("\n")));
+        }
+        Ok(SamplingRequest {
+            server: server.to_owned(),
+            messages,
+            max_tokens: params.max_tokens.min(self.max_tokens),
+            temperature: params.temperature,
+            stop: params.stop_sequences.unwrap_or_default(),
+        })
+    }
+}
+
+/// The error a refused sampling request gets (code -1, as the MCP specification's example).
+fn refused(message: String) -> ErrorData {
+    ErrorData::new(ErrorCode(-1), message, None)
+}
