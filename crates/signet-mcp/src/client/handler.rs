@@ -4,7 +4,7 @@
 
 #![allow(deprecated)] // sampling and roots are deprecated by SEP-2577 but in wide use
 
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 
 use rmcp::ClientHandler;
 use rmcp::model::{
@@ -15,7 +15,6 @@ use rmcp::model::{
 };
 use rmcp::service::{MaybeSendFuture, NotificationContext, RequestContext, RoleClient};
 
-use super::McpClientBuilder;
 use super::session::Inner;
 
 /// The rmcp client handler of one connection.
@@ -26,10 +25,11 @@ pub(super) struct ClientSide {
 }
 
 impl ClientSide {
-    /// The handler for connection `generation`, declaring what `options` turn on.
-    pub(super) fn new(inner: Weak<Inner>, generation: u64, options: &McpClientBuilder) -> Self {
+    /// The handler for connection `generation` of `inner`, declaring what its options turn on.
+    pub(super) fn new(inner: &Arc<Inner>, generation: u64) -> Self {
+        let options = &inner.options;
         let mut capabilities = ClientCapabilities::default();
-        if options.roots.is_some() {
+        if inner.roots.read().is_ok_and(|roots| roots.is_some()) {
             let mut roots = RootsCapabilities::default();
             roots.list_changed = Some(true);
             capabilities.roots = Some(roots);
@@ -45,14 +45,17 @@ impl ClientSide {
             );
         }
         ClientSide {
-            inner,
+            inner: Arc::downgrade(inner),
             generation,
             capabilities,
         }
     }
 
-    fn not_available(what: &str) -> ErrorData {
-        ErrorData::internal_error(format!("the MCP client was closed before {what}"), None)
+    /// The client's state, or an error for the server's `what` when the client is gone.
+    fn inner(&self, what: &str) -> Result<Arc<Inner>, ErrorData> {
+        self.inner.upgrade().ok_or_else(|| {
+            ErrorData::internal_error(format!("the MCP client was closed before {what}"), None)
+        })
     }
 }
 
@@ -69,11 +72,8 @@ impl ClientHandler for ClientSide {
         params: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        let inner = self
-            .inner
-            .upgrade()
-            .ok_or_else(|| Self::not_available("the sampling request"))?;
-        let Some(sampling) = inner.options.sampling.clone() else {
+        let inner = self.inner("the sampling request")?;
+        let Some(sampling) = &inner.options.sampling else {
             return Err(ErrorData::new(
                 rmcp::model::ErrorCode::METHOD_NOT_FOUND,
                 "this client does not offer sampling (McpClientBuilder::sampling)",
@@ -87,18 +87,13 @@ impl ClientHandler for ClientSide {
         &self,
         _context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        let inner = self
-            .inner
-            .upgrade()
-            .ok_or_else(|| Self::not_available("roots/list"))?;
+        let inner = self.inner("roots/list")?;
         let roots = inner
             .roots
             .read()
-            .map(|r| r.clone().unwrap_or_default())
+            .map(|roots| roots.iter().flatten().map(super::Root::to_mcp).collect())
             .unwrap_or_default();
-        Ok(ListRootsResult::new(
-            roots.iter().map(super::Root::to_mcp).collect(),
-        ))
+        Ok(ListRootsResult::new(roots))
     }
 
     async fn create_elicitation(
@@ -106,11 +101,8 @@ impl ClientHandler for ClientSide {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let inner = self
-            .inner
-            .upgrade()
-            .ok_or_else(|| Self::not_available("the elicitation request"))?;
-        match inner.options.elicitation.clone() {
+        let inner = self.inner("the elicitation request")?;
+        match &inner.options.elicitation {
             Some(handler) => handler.answer(inner.label(), request).await,
             None => Ok(ElicitResult::new(rmcp::model::ElicitationAction::Decline)),
         }

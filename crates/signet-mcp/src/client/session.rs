@@ -101,7 +101,7 @@ impl Inner {
     pub(super) async fn start(
         label: String,
         target: Target,
-        options: McpClientBuilder,
+        mut options: McpClientBuilder,
     ) -> Result<Arc<Inner>, Error> {
         let inner = Arc::new(Inner {
             label,
@@ -116,7 +116,7 @@ impl Inner {
             list_ticket: AtomicU64::new(0),
             changes: watch::channel(0).0,
             updates: broadcast::channel(64).0,
-            roots: RwLock::new(options.roots.clone()),
+            roots: RwLock::new(options.roots.take()),
             sampled: std::sync::Mutex::new(Usage::default()),
             options,
         });
@@ -178,7 +178,7 @@ impl Inner {
     /// Spawns or connects, and completes the handshake. Does not list tools.
     pub(super) async fn connect(self: &Arc<Self>) -> Result<Arc<Connection>, Error> {
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        let handler = ClientSide::new(Arc::downgrade(self), generation, &self.options);
+        let handler = ClientSide::new(self, generation);
         let limit = self.options.startup_timeout;
         let timeout = || Error::Timeout {
             server: self.label.clone(),

@@ -133,10 +133,7 @@ impl ReActCore {
                 reason = Some(StopReason::NoToolCalls { turn });
                 break;
             }
-            let thought = outputs
-                .get("next_thought")
-                .filter(|t| !t.is_null())
-                .cloned();
+            let thought = thought_of(&outputs);
             let steps = match self
                 .run_turn(
                     turn,
@@ -214,10 +211,7 @@ impl ReActCore {
             };
             return Err(ReActError::new(failure, &trajectory, usage));
         }
-        let thought = outputs
-            .get("next_thought")
-            .filter(|t| !t.is_null())
-            .cloned();
+        let thought = thought_of(&outputs);
         // Only `submit` runs here, and it never waits for a person.
         let steps = match self
             .run_turn(turn, thought.as_ref(), calls, &trajectory, events, false)
@@ -641,6 +635,14 @@ pub(super) fn reworded(name: &str, observation: Observation) -> Observation {
         }
         other => other,
     }
+}
+
+/// The thought a turn's outputs carry, if the model wrote one.
+fn thought_of(outputs: &Fields) -> Option<Value> {
+    outputs
+        .get("next_thought")
+        .filter(|t| !t.is_null())
+        .cloned()
 }
 
 /// A turn's history event (its pending input fields, the thought, the calls as they ran and

@@ -1,9 +1,12 @@
 //! ReAct over native function calling: tools sent as `tools=`, every call of a reply run
 //! concurrently, results returned as `tool` messages with their ids, a text answer ends the loop.
 
+use std::sync::Arc;
+
 use futures::{StreamExt, stream};
 use serde_json::{Map, Value, json};
 
+use super::answer_stream::AnswerStream;
 use super::events::stop_early;
 use super::suspend::Start;
 use super::{
@@ -16,7 +19,7 @@ use super::{
 /// `{"name", "args", "observation"}` (the final `finish` is implied by the demo's outputs).
 pub const TOOL_TURNS: &str = "tool_turns";
 use crate::adapter::{Adapter, Fields, templates};
-use crate::lm::{LmError, LmRequest, Message, ToolCall, ToolChoice, Usage};
+use crate::lm::{Lm, LmError, LmRequest, Message, ToolCall, ToolChoice, Usage};
 use crate::module::{CallConfig, Error, Resolved};
 
 impl ReActCore {
@@ -34,16 +37,11 @@ impl ReActCore {
         // A streamed run shows a text answer as it is written. Only with the Chat adapter's field
         // markers: text before them (what a model may write beside its tool calls) is not shown,
         // so a step that calls tools streams nothing. Other adapters' answers arrive whole.
-        let step_lm: std::sync::Arc<dyn crate::lm::Lm> =
-            if events.listening() && adapter.marks_fields() {
-                std::sync::Arc::new(super::answer_stream::AnswerStream::new(
-                    lm.clone(),
-                    events.clone(),
-                    true,
-                ))
-            } else {
-                lm.clone()
-            };
+        let step_lm: Arc<dyn Lm> = if events.listening() && adapter.marks_fields() {
+            Arc::new(AnswerStream::new(lm.clone(), events.clone(), true))
+        } else {
+            lm.clone()
+        };
         let base = self.base_messages(adapter.as_ref(), inputs);
         let mut tools: Vec<Value> = self.tools.iter().map(|t| t.to_openai_function()).collect();
         tools.push(self.finish_descriptor());
