@@ -25,6 +25,9 @@ fn celsius_to_fahrenheit(
     celsius * 9.0 / 5.0 + 32.0
 }
 
+#[path = "shared/token.rs"]
+mod token;
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -33,7 +36,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let token = match std::env::var("SIGNET_MCP_TOKEN") {
         Ok(token) if !token.is_empty() => token,
         _ if serve => return Err("set SIGNET_MCP_TOKEN to the token clients must send".into()),
-        _ => format!("{:032x}", throwaway_token()),
+        _ => token::throwaway_token(),
     };
     let server = McpServer::new()
         .tool(CelsiusToFahrenheitTool)
@@ -68,12 +71,4 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     client.close().await?;
     http.shutdown().await?;
     Ok(())
-}
-
-/// 128 bits from the standard library's randomly seeded hasher: enough for a demo that serves
-/// one loopback request, not a secret to deploy.
-fn throwaway_token() -> u128 {
-    use std::hash::{BuildHasher, RandomState};
-    let state = RandomState::new();
-    (u128::from(state.hash_one(1u8)) << 64) | u128::from(state.hash_one(2u8))
 }

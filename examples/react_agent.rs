@@ -25,15 +25,14 @@ use std::io::Write;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use signet::adapter::Adapter;
 use signet::prelude::*;
-
-/// The compiled agent's state (demos), in DSPy's `program.save()` format.
-const COMPILED: &str = include_str!("travel_agent.json");
 
 #[path = "shared/travel.rs"]
 mod travel;
-use travel::{Notes, Travel, TravelInput};
+use travel::{Notes, TravelInput};
+#[path = "shared/travel_model.rs"]
+mod travel_model;
+use travel_model::Model;
 
 const QUESTION: &str = "What is tomorrow's weather in Oslo, and how much is 200 EUR in NOK?";
 
@@ -42,37 +41,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let question = std::env::args()
         .nth(1)
         .unwrap_or_else(|| QUESTION.to_owned());
-    let api_key = std::env::var("OPENAI_API_KEY").is_ok_and(|k| !k.trim().is_empty());
-
-    let (lm, adapter, server, small): (Arc<dyn Lm>, Arc<dyn Adapter>, _, bool) = if api_key {
-        let model = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".to_owned());
-        let lm = OpenAiLm::builder(model).build()?;
-        eprintln!(
-            "model: {} at {} (from OPENAI_API_KEY)",
-            lm.model(),
-            lm.base_url()
-        );
-        (Arc::new(lm), Arc::new(ChatAdapter::new()), None, false)
-    } else {
-        eprintln!("model: SmolLM2-135M-Instruct, served locally (no OPENAI_API_KEY set)");
-        let local = signet_local::LlamaCpp::smollm2();
-        let server = local.serve().await?;
-        eprintln!("server: {}", server.base_url());
-        let lm = local.lm(&server)?;
-        (lm, Arc::new(JsonAdapter::constrained()), Some(server), true)
-    };
-
-    let notes = Arc::new(Notes::default());
-    let mut agent = ReAct::<Travel>::new()
-        .tools(travel::tools(&notes))
-        .with_lm(lm)
-        .with_adapter(adapter)
-        .with_required_tool_calls(small)
-        .with_limits(Limits::default().max_iters(5))
-        .with_options(LmOptions::new().temperature(0.0).max_tokens(400));
-    agent.load_json(COMPILED)?;
-    let demos = agent.named_predictors()[0].1.demos().len();
-    eprintln!("agent: compiled, {demos} demos (examples/travel_agent.json)");
+    let model = Model::from_env().await?;
+    let agent = model.travel_agent(&Arc::new(Notes::default()))?;
 
     println!("question: {question}\n");
     let mut events = agent.stream(TravelInput { question });
@@ -125,9 +95,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     drop(events);
-    if let Some(server) = server {
-        server.stop().await?;
-    }
+    model.stop().await?;
     let output = outcome?;
     println!("answer (typed TravelOutput): {:?}", output.answer);
     Ok(())

@@ -19,7 +19,9 @@
 //!   server's [sampling](McpClientBuilder::sampling) with your model,
 //!   its [questions to the user](McpClientBuilder::elicitation), and [roots](McpClientBuilder::roots).
 //! * **Server** — [`McpServer`] serves any set of Signet tools (the same `#[tool]` functions) over
-//!   stdio or streamable HTTP, with their generated schemas and descriptions.
+//!   stdio or streamable HTTP, with their generated schemas and descriptions, and whole modules
+//!   (a ReAct agent, a compiled program) as one tool each ([`McpServer::module`]), with progress
+//!   notifications and cancellation.
 //!
 //! Both ways in one program — a `#[tool]` served over streamable HTTP, and used again through
 //! the client as an ordinary Signet tool:

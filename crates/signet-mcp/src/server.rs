@@ -5,14 +5,16 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{MaybeSendFuture, RequestContext, RoleServer};
+use rmcp::service::{MaybeSendFuture, Peer, RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
-use signet::Tool;
+use signet::module::{Module, ModuleTool};
+use signet::{Signature, Tool};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -28,6 +30,13 @@ use crate::{BearerAuth, Error};
 /// `structuredContent`; `null` as no content; other values as their JSON text. A value that is MCP
 /// content (`{"type": "image", "data": .., "mimeType": ..}`, or a list holding some) is sent as
 /// that content, so tools taken from another MCP server can be served again unchanged.
+///
+/// A whole module — `Predict`, `ChainOfThought`, a ReAct agent, a compiled program — is served as
+/// one tool with [`module`](Self::module). While a call runs, every
+/// [progress report](signet::tool::report_progress) made inside it (a ReAct run reports each
+/// turn, tool call and result) goes to the client as `notifications/progress`, when the client
+/// asked for progress; a client's `notifications/cancelled` drops the call, and with it the run
+/// and the LM and tool calls in flight.
 ///
 /// Tools that need a person's approval (`#[tool(confirm)]`) are left out unless
 /// [`serve_confirm_tools`](Self::serve_confirm_tools) says otherwise: an MCP client is not bound to
@@ -103,6 +112,35 @@ impl McpServer {
             .extend(tools.into_iter().map(signet::tool::share));
         self.choose_served();
         self
+    }
+
+    /// Serves `module` as the tool `name`: its arguments are the input fields of the signature
+    /// `S`, its result the output fields, sent as `structuredContent` and as JSON text and
+    /// declared as the tool's `outputSchema` (see [`ModuleTool`], which this wraps; use
+    /// [`tool`](Self::tool) with a `ModuleTool` to set the description). A ReAct run sends its
+    /// steps as progress; a cancelled call stops the run.
+    ///
+    /// ```
+    /// use signet::prelude::*;
+    /// use signet_mcp::McpServer;
+    ///
+    /// /// Answer the question with the tools.
+    /// #[derive(Signature)]
+    /// struct Ask { #[input] question: String, #[output] answer: String }
+    ///
+    /// let agent = ReAct::<Ask>::new(); // with tools, an LM, a compiled state ...
+    /// let server = McpServer::new().module::<Ask>("ask", agent);
+    /// let tool = &server.served_tools()[0];
+    /// assert_eq!(tool.description(), "Answer the question with the tools.");
+    /// assert_eq!(tool.args_schema()["required"], serde_json::json!(["question"]));
+    /// assert!(tool.output_schema().is_some());
+    /// ```
+    pub fn module<S: Signature>(
+        self,
+        name: impl Into<String>,
+        module: impl Module<Input = S::Input> + 'static,
+    ) -> McpServer {
+        self.tool(ModuleTool::new::<S>(name, module))
     }
 
     /// The served set: every tool, less those that need approval unless they are allowed.
@@ -371,11 +409,57 @@ fn mcp_tool(tool: &dyn Tool) -> rmcp::model::Tool {
         Value::Object(map) => map.clone(),
         _ => Map::new(),
     };
-    rmcp::model::Tool::new(
+    let mut described = rmcp::model::Tool::new(
         tool.name().to_owned(),
         tool.description().to_owned(),
         Arc::new(schema),
-    )
+    );
+    if let Some(Value::Object(output)) = tool.output_schema() {
+        described = described.with_raw_output_schema(Arc::new(output.clone()));
+    }
+    described
+}
+
+/// Runs `call`, sending each progress report made inside it to the client as
+/// `notifications/progress` for `token`, numbered 1, 2, 3, .. with the report as the message.
+/// Reports made before the call returns are all sent before it returns.
+async fn sending_progress<F: Future>(
+    peer: &Peer<RoleServer>,
+    token: ProgressToken,
+    call: F,
+) -> F::Output {
+    let (sender, mut reports) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let sink = move |message: String| {
+        // A closed channel: the call is over and the report has no one left to reach.
+        let _ = sender.send(message);
+    };
+    let mut call = std::pin::pin!(signet::tool::with_progress(sink, call));
+    let mut sent = 0u32;
+    let notify = |sent: u32, message: String| {
+        let param =
+            ProgressNotificationParam::new(token.clone(), f64::from(sent)).with_message(message);
+        async move {
+            if let Err(error) = peer.notify_progress(param).await {
+                tracing::debug!(%error, "a progress notification was not sent");
+            }
+        }
+    };
+    loop {
+        tokio::select! {
+            biased;
+            Some(message) = reports.recv() => {
+                sent += 1;
+                notify(sent, message).await;
+            }
+            output = &mut call => {
+                while let Ok(message) = reports.try_recv() {
+                    sent += 1;
+                    notify(sent, message).await;
+                }
+                return output;
+            }
+        }
+    }
 }
 
 /// A Signet tool's return value as an MCP result (see [`McpServer`] for the rule).
@@ -445,7 +529,7 @@ impl ServerHandler for McpServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.as_ref();
         let Some(tool) = self.find(name) else {
@@ -457,7 +541,24 @@ impl ServerHandler for McpServer {
         };
         let args = Value::Object(request.arguments.unwrap_or_default());
         let span = tracing::debug_span!("mcp.tools_call", tool = name);
-        let result = match tool.call(args).instrument(span).await {
+        let call = tool.call(args).instrument(span);
+        let run = async {
+            match context.meta.get_progress_token() {
+                Some(token) => sending_progress(&context.peer, token, call).await,
+                None => call.await,
+            }
+        };
+        let outcome = tokio::select! {
+            biased;
+            // The client gave up (`notifications/cancelled`): dropping the call stops the tool —
+            // a ReAct run with its LM and tool calls in flight. The transport drops this reply.
+            () = context.ct.cancelled() => {
+                tracing::debug!(tool = name, "the client cancelled the call");
+                return Err(ErrorData::internal_error("the call was cancelled", None));
+            }
+            outcome = run => outcome,
+        };
+        let result = match outcome {
             Ok(value) => call_result(value),
             Err(error) => CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
         };

@@ -9,7 +9,6 @@ mod common;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::process::Stdio;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
@@ -17,7 +16,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use signet::{Tool, ToolError, tool};
 use signet_mcp::{Error, McpClient, McpServer, StdioCommand};
-use tokio::io::AsyncWriteExt;
 
 /// How to travel.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema)]
@@ -201,43 +199,6 @@ fn plan() -> Value {
     ]})
 }
 
-/// Runs the Python client with `args` and the plan; returns its report.
-async fn python_client(args: &[&str]) -> Value {
-    let peers = common::peers();
-    let script = common::repo_root().join("scripts/mcp/python_client.py");
-    let mut child = tokio::process::Command::new(&peers.python)
-        .arg(script)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the Python client");
-    let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(plan().to_string().as_bytes())
-        .await
-        .unwrap();
-    drop(stdin);
-    let output = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())
-        .await
-        .expect("the Python client finishes within 60 s")
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "the Python client failed ({}):\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "the Python client printed no JSON ({e}):\n{}",
-            String::from_utf8_lossy(&output.stdout)
-        )
-    })
-}
-
 /// What the Python client must have seen.
 fn check_python_report(report: &Value) {
     assert_eq!(
@@ -307,13 +268,13 @@ fn check_python_report(report: &Value) {
 
 async fn python_client_over_stdio() {
     let exe = this_binary();
-    let report = python_client(&["--stdio", &exe, "--serve-stdio"]).await;
+    let report = common::python_client(&["--stdio", &exe, "--serve-stdio"], &plan()).await;
     check_python_report(&report);
 }
 
 async fn python_client_over_http() {
     let http = server().serve_http("127.0.0.1:0").await.unwrap();
-    let report = python_client(&["--http", &http.url()]).await;
+    let report = common::python_client(&["--http", &http.url()], &plan()).await;
     check_python_report(&report);
     http.shutdown().await.unwrap();
 }

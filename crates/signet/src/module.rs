@@ -32,6 +32,7 @@ use std::sync::{Arc, RwLock};
 use serde::Serialize;
 use serde_json::Value;
 
+mod module_tool;
 mod program;
 mod react;
 mod saved;
@@ -52,6 +53,7 @@ use crate::lm::{Completion, Lm, LmError, LmOptions, Usage};
 use crate::signature::{DynSignature, Field, Signature};
 
 pub use crate::error::Error;
+pub use module_tool::ModuleTool;
 pub use program::{Module, Predictors, join_path, prefixed};
 pub use saved::StateError;
 

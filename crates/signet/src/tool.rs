@@ -36,6 +36,7 @@ mod cancel;
 pub(crate) mod dispatch;
 mod error;
 mod func;
+mod progress;
 mod spec;
 
 use std::fmt::Display;
@@ -50,6 +51,9 @@ pub use cancel::{CancelToken, is_cancelled};
 use dispatch::block_on_tool;
 pub use error::{ArgError, ArgErrorKind, ToolError};
 pub use func::{FnTool, FnToolBuilder};
+pub use progress::{
+    ProgressLog, ProgressSink, progress_listened, progress_sink, report_progress, with_progress,
+};
 pub use spec::ToolSpec;
 
 /// The future a tool call returns.
@@ -114,6 +118,13 @@ pub trait Tool: Send + Sync {
     fn to_openai_function(&self) -> Value {
         self.spec().to_openai_function()
     }
+
+    /// The JSON schema of what the tool returns, when it promises one: a
+    /// [module served as a tool](crate::module::ModuleTool) returns its output fields as an
+    /// object. An MCP server publishes it as the tool's `outputSchema`. `None` by default.
+    fn output_schema(&self) -> Option<&Value> {
+        None
+    }
 }
 
 /// Shared and boxed tools (`Arc<dyn Tool>`, what [`ToolBox::tools`] and MCP clients return,
@@ -144,6 +155,9 @@ macro_rules! forward_tool {
             }
             fn to_openai_function(&self) -> Value {
                 (**self).to_openai_function()
+            }
+            fn output_schema(&self) -> Option<&Value> {
+                (**self).output_schema()
             }
         }
     };

@@ -10,8 +10,8 @@ use rmcp::ClientHandler;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, ElicitationCapability, ErrorData, FormElicitationCapability,
-    Implementation, ListRootsResult, ResourceUpdatedNotificationParam, RootsCapabilities,
-    SamplingCapability, UrlElicitationCapability,
+    Implementation, ListRootsResult, ProgressNotificationParam, ResourceUpdatedNotificationParam,
+    RootsCapabilities, SamplingCapability, UrlElicitationCapability,
 };
 use rmcp::service::{MaybeSendFuture, NotificationContext, RequestContext, RoleClient};
 
@@ -106,6 +106,22 @@ impl ClientHandler for ClientSide {
             Some(handler) => handler.answer(inner.label(), request).await,
             None => Ok(ElicitResult::new(rmcp::model::ElicitationAction::Decline)),
         }
+    }
+
+    fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        if let Some(inner) = self.inner.upgrade() {
+            inner.progress(
+                &params.progress_token,
+                params.progress,
+                params.total,
+                params.message,
+            );
+        }
+        std::future::ready(())
     }
 
     fn on_resource_updated(

@@ -1,18 +1,23 @@
 //! One MCP session and what keeps it usable: connecting (spawn or HTTP), the tool list, calls with
 //! their time limit, noticing a dead server, restarting it, and shutting it down.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
-use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
+    CancelledNotificationParam, ClientRequest, ProgressToken, RequestId, ServerResult,
+};
+use rmcp::service::{PeerRequestOptions, RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{Peer, ServiceExt};
 use serde_json::{Map, Value};
 use signet::Tool;
 use signet::lm::Usage;
+use signet::tool::ProgressSink;
 use tokio::sync::{broadcast, watch};
 
 use super::handler::ClientSide;
@@ -94,6 +99,8 @@ pub(crate) struct Inner {
     pub(super) roots: RwLock<Option<Vec<Root>>>,
     /// Tokens spent answering the server's sampling requests.
     pub(super) sampled: std::sync::Mutex<Usage>,
+    /// Where the server's progress notifications go, by the token of the call they belong to.
+    pub(super) progress: Mutex<HashMap<ProgressToken, ProgressSink>>,
 }
 
 impl Inner {
@@ -118,6 +125,7 @@ impl Inner {
             updates: broadcast::channel(64).0,
             roots: RwLock::new(options.roots.take()),
             sampled: std::sync::Mutex::new(Usage::default()),
+            progress: Mutex::default(),
             options,
         });
         let conn = inner.connect().await?;
@@ -388,9 +396,15 @@ impl Inner {
             }
         };
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        // A caller that follows progress (`signet::tool::with_progress`, or a served tool whose
+        // own client asked for it) gets the server's progress messages for this call.
+        let sink = signet::tool::progress_sink();
         let response = self
             .request(&format!("tools/call `{name}`"), |peer| async move {
-                peer.call_tool_once(params).await
+                match sink {
+                    Some(sink) => self.call_following_progress(peer, params, sink).await,
+                    None => peer.call_tool_once(params).await,
+                }
             })
             .await?;
         match response {
@@ -414,6 +428,55 @@ impl Inner {
                 server: self.label.clone(),
                 message: format!("tool `{name}` answered with a result of an unknown kind"),
             }),
+        }
+    }
+
+    /// `tools/call` with the server's progress notifications sent to `sink`. rmcp gives every
+    /// request its own progress token, known once the request is sent, so the route opens then;
+    /// like `call_tool_once`, a call dropped before its reply is cancelled on the server.
+    async fn call_following_progress(
+        &self,
+        peer: Peer<RoleClient>,
+        params: CallToolRequestParams,
+        sink: ProgressSink,
+    ) -> Result<CallToolResponse, ServiceError> {
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await?;
+        let _route = ProgressRoute::open(self, handle.progress_token.clone(), sink);
+        let mut abandoned = CancelIfAbandoned(Some((peer, handle.id.clone())));
+        let reply = handle.await_response().await;
+        abandoned.0 = None;
+        match reply? {
+            ServerResult::CallToolResult(result) => Ok(CallToolResponse::Complete(result)),
+            ServerResult::InputRequiredResult(result) => {
+                Ok(CallToolResponse::InputRequired(result))
+            }
+            ServerResult::CreateTaskResult(task) => Ok(CallToolResponse::Task(task)),
+            // A reply without `content` decodes as an empty result.
+            ServerResult::EmptyResult(_) => {
+                Ok(CallToolResponse::Complete(CallToolResult::default()))
+            }
+            _ => Err(ServiceError::UnexpectedResponse),
+        }
+    }
+
+    /// Sends the server's progress message for `token` to the caller's sink, if the call is
+    /// still waiting.
+    pub(super) fn progress(
+        &self,
+        token: &ProgressToken,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) {
+        let sink = lock(&self.progress).get(token).cloned();
+        if let Some(sink) = sink {
+            sink(message.unwrap_or_else(|| match total {
+                Some(total) => format!("{progress} of {total}"),
+                None => format!("{progress}"),
+            }));
         }
     }
 
@@ -539,4 +602,47 @@ pub(super) fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
         cause = source;
     }
     cause.to_string()
+}
+
+/// The route of one call's progress notifications to its caller, removed when the call ends.
+struct ProgressRoute<'a> {
+    inner: &'a Inner,
+    token: ProgressToken,
+}
+
+impl<'a> ProgressRoute<'a> {
+    fn open(inner: &'a Inner, token: ProgressToken, sink: ProgressSink) -> ProgressRoute<'a> {
+        lock(&inner.progress).insert(token.clone(), sink);
+        ProgressRoute { inner, token }
+    }
+}
+
+impl Drop for ProgressRoute<'_> {
+    fn drop(&mut self) {
+        lock(&self.inner.progress).remove(&self.token);
+    }
+}
+
+/// The map behind `mutex`, also after a panic elsewhere left it poisoned (its entries stay valid).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Tells the server a request was given up (`notifications/cancelled`) when dropped armed.
+struct CancelIfAbandoned(Option<(Peer<RoleClient>, RequestId)>);
+
+impl Drop for CancelIfAbandoned {
+    fn drop(&mut self) {
+        let Some((peer, id)) = self.0.take() else {
+            return;
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let reason = Some("the caller gave up the call".to_owned());
+                let _ = peer
+                    .notify_cancelled(CancelledNotificationParam::new(Some(id), reason))
+                    .await;
+            });
+        }
+    }
 }

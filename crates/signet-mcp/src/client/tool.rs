@@ -109,11 +109,6 @@ impl McpTool {
         self.annotations.as_ref()
     }
 
-    /// The JSON schema of the tool's `structuredContent`, if the server declared one.
-    pub fn output_schema(&self) -> Option<&Value> {
-        self.output_schema.as_ref()
-    }
-
     /// Checks `args` against the latest listing of this tool's schema.
     fn validate(&self, client: &Inner, args: &Value) -> Result<(), ToolError> {
         let latest = client.current_tool(&self.remote);
@@ -140,6 +135,11 @@ impl McpTool {
 impl Tool for McpTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    /// The JSON schema of the tool's `structuredContent`, if the server declared one.
+    fn output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_ref()
     }
 
     fn call(&self, args: Value) -> ToolFuture<'_> {

@@ -241,3 +241,38 @@ pub async fn call(
         .call(args)
         .await
 }
+
+/// Runs `scripts/mcp/python_client.py` (the official Python SDK's client) with `args` and `plan`
+/// on its stdin; returns its report (the script's docstring has both formats).
+pub async fn python_client(args: &[&str], plan: &serde_json::Value) -> serde_json::Value {
+    use tokio::io::AsyncWriteExt;
+    let script = repo_root().join("scripts/mcp/python_client.py");
+    let mut child = tokio::process::Command::new(&peers().python)
+        .arg(script)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the Python client");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(plan.to_string().as_bytes()).await.unwrap();
+    drop(stdin);
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the Python client finishes within 60 s")
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the Python client failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "the Python client printed no JSON ({e}):\n{}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}

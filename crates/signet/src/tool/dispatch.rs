@@ -24,7 +24,11 @@ where
     // `is_cancelled()` turns true.
     let token = CancelToken::default();
     let guard = CancelOnDrop::new(&token);
-    let joined = tokio::task::spawn_blocking(move || on_thread(token, body)).await;
+    let progress = super::progress::current();
+    let joined = tokio::task::spawn_blocking(move || {
+        super::progress::on_thread(progress, || on_thread(token, body))
+    })
+    .await;
     guard.finish();
     match joined {
         Ok(value) => Ok(value),

@@ -212,6 +212,72 @@ impl ReActEvent<Fields> {
     }
 }
 
+impl<O> ReActEvent<O> {
+    /// The event as one line of progress, for a caller that shows how a run goes (a tool served
+    /// over MCP sends it as a progress notification): a turn, a tool call and its outcome, tool
+    /// selection, compaction, an early stop, the extractor. `None` for the answer's pieces and the
+    /// run's end, which are not progress.
+    ///
+    /// ```
+    /// use signet::module::ReActEvent;
+    /// let event: ReActEvent = ReActEvent::ToolCallStarted {
+    ///     index: 0,
+    ///     name: "add".into(),
+    ///     args: serde_json::json!({"a": 2, "b": 3}),
+    /// };
+    /// assert_eq!(event.progress_message().unwrap(), r#"calling add {"a":2,"b":3}"#);
+    /// ```
+    pub fn progress_message(&self) -> Option<String> {
+        use ReActEvent as E;
+        const MAX: usize = 200;
+        let message = match self {
+            E::StepStarted { turn } => format!("turn {}", turn + 1),
+            E::Thought { text, .. } => format!("thought: {}", clip(text, MAX)),
+            E::ToolCallStarted { name, args, .. } => {
+                format!("calling {name} {}", clip(&args.to_string(), MAX))
+            }
+            E::ToolCallFinished {
+                name,
+                observation,
+                elapsed_ms,
+                ..
+            } => match observation {
+                Observation::Error(error) => {
+                    format!("{name} failed after {elapsed_ms} ms: {}", clip(error, MAX))
+                }
+                _ => format!("{name} returned after {elapsed_ms} ms"),
+            },
+            E::SelectingTools { total } => format!("choosing tools among {total}"),
+            E::ToolsSelected { names } => format!("tools chosen: {}", names.join(", ")),
+            E::UserMessage { .. } => "follow-up message added".to_owned(),
+            E::Compacted {
+                dropped_steps,
+                tokens_before,
+                tokens_after,
+            } => format!(
+                "trajectory shortened by {dropped_steps} steps ({tokens_before} -> {tokens_after} tokens)"
+            ),
+            E::StoppedEarly { reason } => format!("stopped early: {reason}"),
+            E::Extracting => "writing the answer".to_owned(),
+            E::Suspended { .. } => "waiting for a person".to_owned(),
+            E::TextMode { .. }
+            | E::AnswerDelta { .. }
+            | E::AnswerDone
+            | E::Done { .. }
+            | E::Failed { .. } => return None,
+        };
+        Some(message)
+    }
+}
+
+/// `text` cut to at most `max` characters, with an ellipsis when cut.
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}...", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
 /// Where a run's events go (nowhere for plain calls), and whether the answer was streamed yet.
 #[derive(Clone, Default)]
 pub(crate) struct Emitter {
@@ -234,6 +300,12 @@ impl Emitter {
     }
 
     pub(super) fn emit(&self, event: ReActEvent) {
+        // A run inside a call whose caller follows its progress (a tool served over MCP).
+        if crate::tool::progress_listened()
+            && let Some(message) = event.progress_message()
+        {
+            crate::tool::report_progress(message);
+        }
         if let Some(sender) = &self.sender {
             if matches!(event, ReActEvent::AnswerDelta { .. }) {
                 self.answered
