@@ -14,7 +14,7 @@
 
 use serde_json::json;
 use signet::prelude::*;
-use signet_mcp::{BearerAuth, McpClient, McpServer};
+use signet_mcp::{BearerAuth, HttpMode, McpClient, McpServer};
 
 /// Convert a temperature from degrees Celsius to degrees Fahrenheit.
 #[tool]
@@ -41,6 +41,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = McpServer::new()
         .tool(CelsiusToFahrenheitTool)
         .with_name("temperature", "1.0.0")
+        // The default: every request answered on its own, so several copies of this server can
+        // share an address behind a load balancer. `HttpMode::Sessions` keeps one per client.
+        .with_http_mode(HttpMode::Stateless)
         .with_bearer_auth(BearerAuth::tokens([token.clone()]));
 
     if serve {

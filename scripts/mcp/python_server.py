@@ -2,6 +2,7 @@
 
     python python_server.py                 # stdio
     python python_server.py --http PORT     # streamable HTTP at http://127.0.0.1:PORT/mcp
+    python python_server.py --http PORT --stateless --json   # the SDK's stateless JSON mode
 
 Its tools cover what a client must map and survive: nested pydantic models (`$defs`/`$ref`), enums,
 optional arguments (`anyOf [T, null]`), `format`s, an image result, several content items, an
@@ -151,7 +152,16 @@ async def book_table(restaurant: str, ctx: Context) -> str:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--http":
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    if len(sys.argv) >= 3 and sys.argv[1] == "--http":
+        flags = set(sys.argv[3:])
+        if flags - {"--stateless", "--json"}:
+            sys.exit(f"unknown options {sorted(flags - {'--stateless', '--json'})}; see --help")
+        server.run(
+            "streamable-http",
+            host="127.0.0.1",
+            port=int(sys.argv[2]),
+            stateless_http="--stateless" in flags,
+            json_response="--json" in flags,
+        )
     else:
         server.run()

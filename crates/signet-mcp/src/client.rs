@@ -6,6 +6,7 @@
 
 mod elicitation;
 mod handler;
+mod http;
 mod process;
 mod resource_tools;
 mod resources;
@@ -216,7 +217,12 @@ impl McpClientBuilder {
     pub async fn connect(self, url: impl Into<String>) -> Result<McpClient, Error> {
         let url = url.into();
         let label = self.name.clone().unwrap_or_else(|| url_label(&url));
-        self.start(label, Target::Http(url)).await
+        let http = http::HttpClient::new().map_err(|error| Error::Handshake {
+            server: label.clone(),
+            message: format!("could not set up an HTTP client: {error}"),
+            stderr: Vec::new(),
+        })?;
+        self.start(label, Target::Http { url, http }).await
     }
 
     async fn start(self, label: String, target: Target) -> Result<McpClient, Error> {

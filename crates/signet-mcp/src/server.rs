@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::serve::ListenerExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
@@ -66,6 +67,7 @@ pub struct McpServer {
     allowed_hosts: Option<Vec<String>>,
     auth: Option<BearerAuth>,
     allow_remote: bool,
+    http_mode: HttpMode,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -97,6 +99,7 @@ impl McpServer {
             allowed_hosts: None,
             auth: None,
             allow_remote: false,
+            http_mode: HttpMode::default(),
         }
     }
 
@@ -225,6 +228,13 @@ impl McpServer {
         self
     }
 
+    /// Whether the HTTP endpoint keeps client sessions; [stateless](HttpMode::Stateless) unless
+    /// set (see [`HttpMode`]).
+    pub fn with_http_mode(mut self, mode: HttpMode) -> McpServer {
+        self.http_mode = mode;
+        self
+    }
+
     /// The tools this server serves.
     pub fn served_tools(&self) -> &[Arc<dyn Tool>] {
         &self.tools
@@ -252,7 +262,8 @@ impl McpServer {
     }
 
     /// The streamable-HTTP endpoint as a tower service, to mount in your own axum (or hyper)
-    /// router; each client session gets its own copy of this server. It does not check
+    /// router; each session (without sessions, each request) gets its own copy of this server,
+    /// answering as [`with_http_mode`](Self::with_http_mode) says. It does not check
     /// [bearer tokens](Self::with_bearer_auth): put your own authentication in front of it, or
     /// mount [`http_router`](Self::http_router), which does.
     ///
@@ -299,7 +310,11 @@ impl McpServer {
         self,
         cancel: CancellationToken,
     ) -> StreamableHttpService<McpServer, LocalSessionManager> {
-        let mut config = StreamableHttpServerConfig::default().with_cancellation_token(cancel);
+        let stateless = self.http_mode == HttpMode::Stateless;
+        let mut config = StreamableHttpServerConfig::default()
+            .with_cancellation_token(cancel)
+            .with_legacy_session_mode(!stateless)
+            .with_json_response(stateless);
         if let Some(hosts) = &self.allowed_hosts {
             config = config.with_allowed_hosts(hosts.clone());
         }
@@ -345,6 +360,13 @@ impl McpServer {
         let router = self.router_with("/mcp", cancel.clone());
         let shutdown = cancel.clone();
         let task = tokio::spawn(async move {
+            // Nagle's algorithm would hold back the end of an event stream until the client's
+            // delayed ACK (40 ms on Linux) on a kept-alive connection.
+            let listener = listener.tap_io(|tcp| {
+                if let Err(error) = tcp.set_nodelay(true) {
+                    tracing::debug!(%error, "could not set TCP_NODELAY");
+                }
+            });
             let served = axum::serve(listener, router)
                 .with_graceful_shutdown(shutdown.cancelled_owned())
                 .await;
@@ -363,6 +385,39 @@ impl McpServer {
     fn find(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools.iter().find(|t| t.name() == name)
     }
+}
+
+/// How a Signet server answers over streamable HTTP ([`McpServer::with_http_mode`]).
+///
+/// Both modes serve every tool, send a call's [progress](signet::tool::report_progress) and stop a
+/// call its client abandons. They differ in what the server keeps between requests.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use signet_mcp::{HttpMode, McpClient, McpServer};
+/// let http = McpServer::new()
+///     .with_http_mode(HttpMode::Sessions)
+///     .serve_http("127.0.0.1:0")
+///     .await
+///     .unwrap();
+/// let client = McpClient::connect(http.url()).await.unwrap();
+/// assert!(client.tools().is_empty());
+/// # });
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HttpMode {
+    /// The default: every POST is answered on its own, with no `Mcp-Session-Id` and nothing kept
+    /// between requests. A call that sends nothing before its result is answered as one
+    /// `application/json` body; one that sends progress gets an event stream. A client that
+    /// closes the connection stops its call. Several server processes can share one address
+    /// behind a load balancer, since no request depends on an earlier one.
+    #[default]
+    Stateless,
+    /// A session per client, named by the `Mcp-Session-Id` header and kept until the client
+    /// ends it (`DELETE`) or the server stops; every response is an event stream, a client may
+    /// hold a `GET` stream open, and `notifications/cancelled` reaches the call it names. Slower
+    /// per call (see `docs/performance.md`), and a session's state lives in this one process.
+    Sessions,
 }
 
 /// A running streamable-HTTP MCP server (from [`McpServer::serve_http`]); stops when dropped.

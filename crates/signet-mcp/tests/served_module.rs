@@ -1,6 +1,7 @@
 //! Modules served as MCP tools (`McpServer::module`), called by the official Python SDK's client
 //! (`scripts/mcp/python_client.py`) and by signet-mcp's own: typed results, a ReAct run's steps as
-//! progress notifications, and a client's cancellation stopping the run.
+//! progress notifications, and a client's cancellation stopping the run — over HTTP without
+//! sessions (the default) and with them.
 
 mod common;
 
@@ -12,7 +13,7 @@ use serde_json::{Value, json};
 use signet::lm::{ScriptedLm, ScriptedReply};
 use signet::prelude::*;
 use signet::tool::{FnTool, ProgressLog, with_progress};
-use signet_mcp::{HttpServer, McpClient, McpServer};
+use signet_mcp::{HttpMode, HttpServer, McpClient, McpServer};
 
 /// Translate the text into French.
 #[derive(Signature)]
@@ -92,8 +93,8 @@ struct Served {
 }
 
 /// `translate` (a Predict), `count` and `count_again` (ReAct agents with one tick) and `count_slowly` (one whose 40
-/// ticks take 200 ms each), over streamable HTTP.
-async fn serve() -> Served {
+/// ticks take 200 ms each), over streamable HTTP in `mode`.
+async fn serve(mode: HttpMode) -> Served {
     let translator = Predict::<Translate>::new().with_lm(ScriptedLm::replies([
         ScriptedReply::answer(json!({"french": "Bonjour"})),
         ScriptedReply::answer(json!({"french": "Bonjour"})),
@@ -108,6 +109,7 @@ async fn serve() -> Served {
         .module::<Count>("count", quick)
         .module::<Count>("count_again", quick_again)
         .module::<Count>("count_slowly", slow)
+        .with_http_mode(mode)
         .serve_http("127.0.0.1:0")
         .await
         .expect("serve");
@@ -129,7 +131,16 @@ fn tool_listing<'a>(report: &'a Value, name: &str) -> &'a Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_python_client_calls_served_modules_follows_progress_and_cancels_a_run() {
-    let served = serve().await;
+    python_client_calls_follows_and_cancels(HttpMode::Stateless).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_over_http_sessions() {
+    python_client_calls_follows_and_cancels(HttpMode::Sessions).await;
+}
+
+async fn python_client_calls_follows_and_cancels(mode: HttpMode) {
+    let served = serve(mode).await;
     let plan = json!({"calls": [
         {"name": "translate", "arguments": {"text": "Hello"}},
         {"name": "translate", "arguments": {"txt": "Hello"}},
@@ -220,7 +231,16 @@ async fn a_python_client_calls_served_modules_follows_progress_and_cancels_a_run
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn signet_s_own_client_reads_a_served_module_s_typed_result() {
-    let served = serve().await;
+    signet_client_reads_typed_results(HttpMode::Stateless).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signet_s_own_client_reads_the_same_over_http_sessions() {
+    signet_client_reads_typed_results(HttpMode::Sessions).await;
+}
+
+async fn signet_client_reads_typed_results(mode: HttpMode) {
+    let served = serve(mode).await;
     let client = McpClient::connect(served.http.url()).await.unwrap();
     let count = client.tool("count").unwrap();
     assert_eq!(

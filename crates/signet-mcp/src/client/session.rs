@@ -30,7 +30,11 @@ pub(super) const STOP_GRACE: Duration = Duration::from_secs(2);
 
 pub(super) enum Target {
     Stdio(StdioCommand),
-    Http(String),
+    /// A streamable-HTTP endpoint, and the HTTP client every connection to it uses.
+    Http {
+        url: String,
+        http: super::http::HttpClient,
+    },
 }
 
 /// One connection (one server process, for stdio): replaced on restart.
@@ -222,12 +226,12 @@ impl Inner {
                     }
                 }
             }
-            Target::Http(url) => {
+            Target::Http { url, http } => {
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                 if let Some(token) = &self.options.bearer_token {
                     config = config.auth_header(token.clone());
                 }
-                let transport = StreamableHttpClientTransport::from_config(config);
+                let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
                 match tokio::time::timeout(limit, handler.serve(transport)).await {
                     Ok(Ok(service)) => (service, None),
                     Ok(Err(e)) => {
