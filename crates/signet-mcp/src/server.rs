@@ -414,7 +414,8 @@ pub enum HttpMode {
     #[default]
     Stateless,
     /// A session per client, named by the `Mcp-Session-Id` header and kept until the client
-    /// ends it (`DELETE`) or the server stops; every response is an event stream, a client may
+    /// ends it (`DELETE`), it sits idle for 5 minutes (rmcp's default) or the server stops;
+    /// every response is an event stream, a client may
     /// hold a `GET` stream open, and `notifications/cancelled` reaches the call it names. Slower
     /// per call (see `docs/performance.md`), and a session's state lives in this one process.
     Sessions,
