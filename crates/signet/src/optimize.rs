@@ -44,6 +44,7 @@
 //! ```
 
 mod bootstrap;
+mod gepa;
 mod random_search;
 
 use std::sync::Arc;
@@ -54,6 +55,10 @@ use crate::evaluate::ExampleError;
 use crate::module::Predictors;
 
 pub use bootstrap::{BootstrapFewShot, BootstrapReport};
+pub use gepa::{
+    CandidateSelection, ComponentSelection, Gepa, GepaBudget, GepaCandidate, GepaReport, GepaStop,
+    MetricFeedback, PredictorFeedback,
+};
 pub use random_search::{BootstrapFewShotWithRandomSearch, Candidate, SearchReport};
 
 /// A compiled program and what the optimizer did to get it.
@@ -90,6 +95,21 @@ pub enum OptimizeError {
     #[error("no candidate program was evaluated: {reason}")]
     NoCandidates {
         /// Why.
+        reason: String,
+    },
+    /// The optimizer cannot run with these settings or data (no training examples, a program
+    /// without predictors).
+    #[error("{reason}")]
+    Settings {
+        /// What is wrong.
+        reason: String,
+    },
+    /// The run's log directory could not be written, or holds a state that cannot be resumed.
+    #[error("run log {path}: {reason}")]
+    RunLog {
+        /// The file or directory.
+        path: std::path::PathBuf,
+        /// What went wrong.
         reason: String,
     },
     /// The blocking entry point could not run (see [`crate::blocking`]).

@@ -481,6 +481,46 @@ pub(crate) fn json_assistant_message(
     json_dumps(&Value::Object(object), Some(2))
 }
 
+// ---- GEPA's reflection (DSPy's `teleprompt/gepa/instruction_proposal.py`) -----------------------
+
+/// The instructions of DSPy 3.4.1's `ProposeInstruction` signature, which GEPA's reflection LM
+/// answers (through the JSON adapter) with a new instruction for one predictor.
+pub(crate) const GEPA_PROPOSE_INSTRUCTIONS: &str = "I provided an assistant with instructions to perform a task for me. You are given those instructions, along with examples of different task inputs provided to the assistant, the assistant's response for each of them, and some feedback on how the assistant's response could be better.
+
+Your task is to write a new instruction for the assistant.
+
+Read the inputs carefully and identify the input format and infer detailed task description about the task I wish to solve with the assistant.
+
+Read all the assistant responses and the corresponding feedback. Identify all niche and domain specific factual information about the task and include it in the instruction, as a lot of it may not be available to the assistant in the future. The assistant may have utilized a generalizable strategy to solve the task, if so, include that in the instruction as well.";
+
+/// `ProposeInstruction`'s fields: name, type as DSPy shows it, description.
+pub(crate) const GEPA_PROPOSE_FIELDS: [(&str, &str, &str); 3] = [
+    (
+        "current_instruction",
+        "str",
+        "The instructions I provided to the assistant.",
+    ),
+    (
+        "examples_with_feedback",
+        "list[dict[str, Any]]",
+        "Task inputs provided to the assistant, the assistant's response for each, and feedback on how the response could be better.",
+    ),
+    (
+        "new_instruction",
+        "str",
+        "The new instruction for the assistant.",
+    ),
+];
+
+/// The feedback GEPA gives the reflection LM when the metric gives only a number (`score` as
+/// Python prints a float).
+pub(crate) fn gepa_default_feedback(score: f64) -> String {
+    format!(
+        "This trajectory got a score of {}.",
+        super::python::float_repr(score)
+    )
+}
+
 // ---- Signet's own prompts (structured calls) ----------------------------------------------------
 // These are not DSPy's: DSPy has no equivalent of `signet::structured`.
 

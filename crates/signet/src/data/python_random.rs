@@ -97,6 +97,17 @@ impl PyRandom {
         y ^ (y >> 18)
     }
 
+    /// The generator's state (Python's `getstate()`): 624 words and the position in them.
+    pub(crate) fn state(&self) -> (Vec<u32>, usize) {
+        (self.state.to_vec(), self.index)
+    }
+
+    /// A generator continuing from a [`state`](Self::state); `None` when the state is not one.
+    pub(crate) fn from_state(words: &[u32], index: usize) -> Option<PyRandom> {
+        let state: Box<[u32; N]> = words.to_vec().into_boxed_slice().try_into().ok()?;
+        (index <= N).then_some(PyRandom { state, index })
+    }
+
     /// `random()`: a float in `[0, 1)` with 53 random bits.
     pub(crate) fn random(&mut self) -> f64 {
         let a = f64::from(self.next_u32() >> 5);
@@ -191,6 +202,16 @@ mod tests {
     use super::PyRandom;
 
     // Expected values printed by CPython 3.11's `random` module.
+
+    #[test]
+    fn a_saved_state_continues_the_same_stream() {
+        let mut a = PyRandom::new(7);
+        a.random();
+        let (words, index) = a.state();
+        let mut b = PyRandom::from_state(&words, index).unwrap();
+        assert_eq!(a.below(1000), b.below(1000));
+        assert!(PyRandom::from_state(&words[1..], index).is_none());
+    }
 
     #[test]
     fn floats_match_cpython() {

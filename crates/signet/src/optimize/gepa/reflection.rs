@@ -1,0 +1,161 @@
+//! Reflection: what GEPA shows its reflection LM about one predictor (each example's inputs, the
+//! predictor's outputs and the metric's feedback) and how it asks for a new instruction — DSPy
+//! 3.4.1's `ProposeInstruction` signature, answered through the JSON adapter.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::adapter::JsonAdapter;
+use crate::adapter::templates::{GEPA_PROPOSE_FIELDS, GEPA_PROPOSE_INSTRUCTIONS};
+use crate::data::PyRandom;
+use crate::lm::{Lm, Usage};
+use crate::module::Predictor;
+use crate::signature::{DynSignature, Field};
+use crate::trace::{PredictorId, TraceEntry};
+
+/// One example as the reflection LM sees it: `Inputs`, `Generated Outputs`, `Feedback`.
+pub(crate) fn record(entry: &TraceEntry, feedback: String) -> Value {
+    let mut record = Map::new();
+    record.insert("Inputs".into(), Value::Object(entry.inputs.clone()));
+    record.insert(
+        "Generated Outputs".into(),
+        Value::Object(entry.outputs.clone()),
+    );
+    record.insert("Feedback".into(), Value::String(feedback));
+    Value::Object(record)
+}
+
+/// The call of `predictor` a run contributes: one of its calls, drawn as DSPy draws it (a
+/// predictor called several times in one run, such as a ReAct step, gives one random call).
+pub(crate) fn pick_call<'t>(
+    trace: &'t [TraceEntry],
+    predictor: PredictorId,
+    random: &mut PyRandom,
+) -> Option<&'t TraceEntry> {
+    let calls: Vec<&TraceEntry> = trace.iter().filter(|e| e.predictor == predictor).collect();
+    if calls.is_empty() {
+        return None;
+    }
+    Some(calls[random.below(calls.len())])
+}
+
+/// DSPy's `ProposeInstruction` signature.
+fn propose_signature() -> DynSignature {
+    let field = |(name, type_name, desc): (&str, &str, &str)| {
+        let field = if type_name == "str" {
+            Field::str(name)
+        } else {
+            Field::of::<Vec<std::collections::BTreeMap<String, Value>>>(name)
+        };
+        field.with_type_name(type_name).with_desc(desc)
+    };
+    let [current, examples, new] = GEPA_PROPOSE_FIELDS;
+    DynSignature::new("ProposeInstruction")
+        .with_instructions(GEPA_PROPOSE_INSTRUCTIONS)
+        .with_input(field(current))
+        .with_input(field(examples))
+        .with_output(field(new))
+}
+
+/// Asks the reflection LM for a new instruction: the reply's `new_instruction`, trimmed. Fails
+/// when the call fails, the reply cannot be read, or the instruction is empty.
+pub(crate) async fn propose(
+    lm: &Arc<dyn Lm>,
+    current: &str,
+    records: Vec<Value>,
+    usage: &mut Usage,
+) -> Result<String, String> {
+    let predictor = Predictor::new(propose_signature())
+        .with_lm(lm.clone())
+        .with_adapter(JsonAdapter::new());
+    let mut inputs = Map::new();
+    inputs.insert("current_instruction".into(), Value::String(current.into()));
+    inputs.insert("examples_with_feedback".into(), Value::Array(records));
+    let prediction = predictor
+        .forward_counting(&inputs, &crate::module::CallConfig::default(), &mut *usage)
+        .await
+        .map_err(|e| e.to_string())?;
+    let text = match prediction.outputs.get("new_instruction") {
+        Some(Value::String(text)) => text.trim().to_owned(),
+        Some(other) => other.to_string().trim().to_owned(),
+        None => String::new(),
+    };
+    if text.is_empty() {
+        return Err("the reflection LM returned an empty instruction".into());
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lm::ScriptedLm;
+
+    /// The messages DSPy 3.4.1 sends for this proposal (captured from Python; the system message's
+    /// blank objective lines hold eight spaces).
+    const SYSTEM: &str = "Your input fields are:\n1. `current_instruction` (str): The instructions I provided to the assistant.\n2. `examples_with_feedback` (list[dict[str, Any]]): Task inputs provided to the assistant, the assistant's response for each, and feedback on how the response could be better.\nYour output fields are:\n1. `new_instruction` (str): The new instruction for the assistant.\nAll interactions will be structured in the following way, with the appropriate values filled in.\n\nInputs will have the following structure:\n\n[[ ## current_instruction ## ]]\n{current_instruction}\n\n[[ ## examples_with_feedback ## ]]\n{examples_with_feedback}\n\nOutputs will be a JSON object with the following fields.\n\n{\n  \"new_instruction\": \"{new_instruction}\"\n}\nIn adhering to this structure, your objective is: \n        I provided an assistant with instructions to perform a task for me. You are given those instructions, along with examples of different task inputs provided to the assistant, the assistant's response for each of them, and some feedback on how the assistant's response could be better.\n        \n        Your task is to write a new instruction for the assistant.\n        \n        Read the inputs carefully and identify the input format and infer detailed task description about the task I wish to solve with the assistant.\n        \n        Read all the assistant responses and the corresponding feedback. Identify all niche and domain specific factual information about the task and include it in the instruction, as a lot of it may not be available to the assistant in the future. The assistant may have utilized a generalizable strategy to solve the task, if so, include that in the instruction as well.";
+    const USER: &str = "[[ ## current_instruction ## ]]\nHINT-v0 instruction\n\n[[ ## examples_with_feedback ## ]]\n[{\"Inputs\": {\"question\": \"q=7\"}, \"Generated Outputs\": {\"hint\": \"bad\"}, \"Feedback\": \"fb for hinter: expected 7\"}, {\"Inputs\": {\"question\": \"q=5\"}, \"Generated Outputs\": {\"hint\": \"bad\"}, \"Feedback\": \"fb for hinter: expected 5\"}]\n\nRespond with a JSON object in the following order of fields: `new_instruction`.";
+
+    fn entry(question: &str) -> TraceEntry {
+        TraceEntry {
+            predictor: PredictorId::fresh(),
+            inputs: serde_json::json!({"question": question})
+                .as_object()
+                .unwrap()
+                .clone(),
+            outputs: serde_json::json!({"hint": "bad"})
+                .as_object()
+                .unwrap()
+                .clone(),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_proposal_prompt_is_dspys_byte_for_byte() {
+        let scripted = Arc::new(ScriptedLm::texts(["{\"new_instruction\": \"  Say 7.  \"}"]));
+        let lm: Arc<dyn Lm> = scripted.clone();
+        let records = vec![
+            record(&entry("q=7"), "fb for hinter: expected 7".into()),
+            record(&entry("q=5"), "fb for hinter: expected 5".into()),
+        ];
+        let mut usage = Usage::default();
+        let text = propose(&lm, "HINT-v0 instruction", records, &mut usage)
+            .await
+            .unwrap();
+        assert_eq!(text, "Say 7.");
+        assert_eq!(usage.lm_calls, 1);
+        let request = &scripted.requests()[0];
+        assert_eq!(request.messages.len(), 2);
+        assert_eq!(request.messages[0].content, SYSTEM);
+        assert_eq!(request.messages[1].content, USER);
+    }
+
+    #[tokio::test]
+    async fn an_empty_or_unreadable_proposal_is_an_error() {
+        let lm: Arc<dyn Lm> = Arc::new(ScriptedLm::texts(["{\"new_instruction\": \"   \"}"]));
+        let error = propose(&lm, "x", Vec::new(), &mut Usage::default())
+            .await
+            .unwrap_err();
+        assert!(error.contains("empty instruction"), "{error}");
+        let lm: Arc<dyn Lm> = Arc::new(ScriptedLm::texts(["not json", "still not json"]));
+        assert!(
+            propose(&lm, "x", Vec::new(), &mut Usage::default())
+                .await
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn a_run_gives_one_call_per_predictor() {
+        let mut a = entry("q=1");
+        let b = entry("q=2");
+        a.predictor = b.predictor;
+        let other = entry("q=3");
+        let trace = vec![a.clone(), other.clone(), b.clone()];
+        let mut random = PyRandom::new(0);
+        let picked = pick_call(&trace, b.predictor, &mut random).unwrap();
+        assert!(picked == &a || picked == &b);
+        assert!(pick_call(&trace, PredictorId::fresh(), &mut random).is_none());
+    }
+}
