@@ -9,11 +9,14 @@
 //!
 //! Directly: `cargo run --example bfcl -- --questions Q.jsonl --results R.jsonl [--modes
 //! native,chat,json,xml,constrained] [--model local|api] [--concurrency N] [--train T.jsonl
-//! --demos K]`. `--model api` uses any OpenAI-compatible endpoint from `OPENAI_API_KEY`,
+//! --demos K] [--optimizer bootstrap|gepa] [--budget N]`. `--model api` uses any OpenAI-compatible endpoint from `OPENAI_API_KEY`,
 //! `OPENAI_BASE_URL` and `OPENAI_MODEL`. With `--train`, each mode is also compiled with
 //! `BootstrapFewShot` on the training questions (a demo is kept when its calls match BFCL's
 //! possible answers) and the compiled program answers the questions again as mode
-//! `<mode>+bootstrap`.
+//! `<mode>+bootstrap`; with `--optimizer gepa`, GEPA rewrites the instruction instead (budget
+//! `--budget N` metric calls, 150 by default; minibatches and candidates scored on the training
+//! questions; the reflection LM is the API model when `OPENAI_API_KEY` is set, otherwise the
+//! task model) and the row is `<mode>+gepa`.
 //!
 //! Every question is one `Predict<FunctionCall>` call — the request and the functions (`Tools`)
 //! in, the calls (`ToolCalls`) out — so the modes differ only in how Signet sends the functions
@@ -36,9 +39,10 @@ use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use signet::adapter::{Adapter, ChatAdapter, JsonAdapter, ToolCalls, Tools, XmlAdapter};
 use signet::data::Example;
+use signet::evaluate::Score;
 use signet::lm::{Lm, LmOptions, OpenAiLm};
 use signet::module::{CallConfig, Error, Predict};
-use signet::optimize::BootstrapFewShot;
+use signet::optimize::{BootstrapFewShot, Gepa, GepaBudget};
 use signet::prelude::*;
 
 /// Fulfil the user's request by calling the given functions, with argument values taken from the
@@ -307,6 +311,41 @@ fn same_value(want: &Value, got: &Value) -> bool {
     }
 }
 
+/// GEPA's metric: 1 when the calls match BFCL's possible answers, with feedback saying which
+/// calls the request needed and which the reply made (what the reflection LM reads).
+fn graded(example: &Example, output: &FunctionCallOutput) -> Score {
+    let truth = example.get("ground_truth").unwrap_or(&Value::Null);
+    let made: Vec<Value> = output
+        .tool_calls
+        .tool_calls
+        .iter()
+        .map(|c| json!({ c.name.clone(): c.args }))
+        .collect();
+    if matches(truth, &output.tool_calls) {
+        return Score::new(1.0).with_feedback("Right: these are the calls the request needs.");
+    }
+    let needed = match truth {
+        Value::Null => "no function call at all (none of the functions fits the request)".into(),
+        truth => format!(
+            "these calls (each argument with its accepted values; \"\" marks an optional one): {truth}"
+        ),
+    };
+    Score::new(0.0).with_feedback(format!(
+        "Wrong. The request needed {needed}. The reply made {}.",
+        Value::Array(made)
+    ))
+}
+
+/// The LM that writes GEPA's new instructions: an API model when `OPENAI_API_KEY` is set (a
+/// strong reflection model pays off), otherwise the task model itself.
+fn reflection_lm(task: &Arc<dyn Lm>) -> Result<Arc<dyn Lm>, Box<dyn std::error::Error>> {
+    if std::env::var_os("OPENAI_API_KEY").is_none() {
+        return Ok(task.clone());
+    }
+    let name = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".into());
+    Ok(Arc::new(OpenAiLm::builder(name).build()?))
+}
+
 struct Args {
     questions: String,
     results: String,
@@ -315,6 +354,8 @@ struct Args {
     concurrency: Option<usize>,
     train: Option<String>,
     demos: usize,
+    optimizer: String,
+    budget: usize,
 }
 
 fn args() -> Result<Args, String> {
@@ -326,6 +367,8 @@ fn args() -> Result<Args, String> {
         concurrency: None,
         train: None,
         demos: 2,
+        optimizer: "bootstrap".into(),
+        budget: 150,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -342,6 +385,8 @@ fn args() -> Result<Args, String> {
             "--concurrency" => args.concurrency = Some(number(value()?)?),
             "--train" => args.train = Some(value()?),
             "--demos" => args.demos = number(value()?)?,
+            "--optimizer" => args.optimizer = value()?,
+            "--budget" => args.budget = number(value()?)?,
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
@@ -350,6 +395,12 @@ fn args() -> Result<Args, String> {
     }
     for mode in &args.modes {
         adapter(mode)?;
+    }
+    if !["bootstrap", "gepa"].contains(&args.optimizer.as_str()) {
+        return Err(format!(
+            "--optimizer is `bootstrap` or `gepa`, not `{}`",
+            args.optimizer
+        ));
     }
     Ok(args)
 }
@@ -427,27 +478,51 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut lines = answer_all(&zero_shot, &questions, mode, &model, concurrency).await;
         if !train.is_empty() {
             let trainset: Vec<Example> = train.iter().map(example).collect();
-            let metric = |example: &Example, output: &FunctionCallOutput| {
-                matches(
-                    example.get("ground_truth").unwrap_or(&Value::Null),
-                    &output.tool_calls,
-                )
+            let (label, compiled) = match args.optimizer.as_str() {
+                "gepa" => {
+                    let reflection = reflection_lm(&lm)?;
+                    let compiled = Gepa::new(graded, reflection)
+                        .with_budget(GepaBudget::MetricCalls(args.budget))
+                        .with_concurrency(concurrency)
+                        .compile(&zero_shot, &trainset, &trainset)
+                        .await?;
+                    let report = &compiled.report;
+                    eprintln!(
+                        "{mode}+gepa: {} candidates ({} proposals, {} kept, {} failed), {} metric \
+                         calls; training score {:.3} -> {:.3}; instructions now: {:?}",
+                        report.candidates.len(),
+                        report.proposed,
+                        report.accepted,
+                        report.proposal_failures,
+                        report.metric_calls,
+                        report.candidates[0].average,
+                        report.candidates[report.best].average,
+                        compiled.program.predictor().instructions()
+                    );
+                    (format!("{mode}+gepa"), compiled.program)
+                }
+                _ => {
+                    let metric = |example: &Example, output: &FunctionCallOutput| {
+                        matches(
+                            example.get("ground_truth").unwrap_or(&Value::Null),
+                            &output.tool_calls,
+                        )
+                    };
+                    let compiled = BootstrapFewShot::new(metric)
+                        .with_max_bootstrapped_demos(args.demos)
+                        .with_max_labeled_demos(0)
+                        .with_concurrency(concurrency)
+                        .compile(&zero_shot, &trainset)
+                        .await?;
+                    eprintln!(
+                        "{mode}+bootstrap: {} demos from {} training questions",
+                        compiled.program.predictor().demos().len(),
+                        compiled.report.examples_tried
+                    );
+                    (format!("{mode}+bootstrap"), compiled.program)
+                }
             };
-            let compiled = BootstrapFewShot::new(metric)
-                .with_max_bootstrapped_demos(args.demos)
-                .with_max_labeled_demos(0)
-                .with_concurrency(concurrency)
-                .compile(&zero_shot, &trainset)
-                .await?;
-            eprintln!(
-                "{mode}+bootstrap: {} demos from {} training questions",
-                compiled.program.predictor().demos().len(),
-                compiled.report.examples_tried
-            );
-            let label = format!("{mode}+bootstrap");
-            lines.extend(
-                answer_all(&compiled.program, &questions, &label, &model, concurrency).await,
-            );
+            lines.extend(answer_all(&compiled, &questions, &label, &model, concurrency).await);
         }
         for line in &lines {
             writeln!(out, "{line}")?;

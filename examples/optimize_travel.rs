@@ -5,13 +5,21 @@
 //! ```text
 //! cargo run --release --example optimize_travel
 //! cargo run --release --example optimize_travel -- --labeled 0 --rounds 6 --save /tmp/agent.json
+//! cargo run --release --example optimize_travel -- --optimizer gepa --budget 100
 //! ```
 //!
 //! Flags: `--demos N` (bootstrapped demos kept, 3), `--labeled N` (labeled demos the teacher
 //! sees, 3), `--rounds N` (teacher runs per question, 1), `--slots N` (concurrent runs, 2),
 //! `--auto-tool-choice` (the model may answer without a tool call), `--keep-labeled` (the
 //! compiled agent keeps the labeled demos too), `--skip-baseline`, `--save PATH`
-//! (`examples/travel_agent.json`).
+//! (`examples/travel_agent.json`; `target/travel_agent_gepa.json` with GEPA).
+//!
+//! `--optimizer gepa` optimizes the agent's instructions with GEPA instead (no demos): the
+//! metric's feedback says what a run missed ("no forecast for Oslo; no conversion of 250"), the
+//! reflection LM rewrites the step's or the extractor's instruction, `--budget N` metric calls
+//! (100) on the training questions. The reflection LM is the API model named by `OPENAI_MODEL`
+//! when `OPENAI_API_KEY` is set (any OpenAI-compatible `OPENAI_BASE_URL`), otherwise the local
+//! model itself, whose proposals are weak.
 //!
 //! A run *completes* a task when the agent called `forecast` for the question's city and
 //! `eur_to_nok` with its amount (both calls succeeded) and then finished by itself. The
@@ -30,7 +38,7 @@ use serde_json::json;
 use signet::data::{Dataset, Example};
 use signet::evaluate::{Evaluate, Report, Score};
 use signet::module::{Predictors, ReActOutput, TOOL_TURNS, Trajectory};
-use signet::optimize::BootstrapFewShot;
+use signet::optimize::{BootstrapFewShot, Gepa, GepaBudget};
 use signet::prelude::*;
 
 #[path = "shared/travel.rs"]
@@ -195,6 +203,47 @@ async fn labeled_trajectories(agent: &ReAct<Travel>, train: &Dataset) -> Dataset
     labeled.into_iter().collect()
 }
 
+/// The LM that writes GEPA's instructions: an API model when `OPENAI_API_KEY` is set,
+/// otherwise the task model.
+fn reflection_lm(task: &Arc<dyn Lm>) -> Result<Arc<dyn Lm>, Box<dyn std::error::Error>> {
+    if std::env::var_os("OPENAI_API_KEY").is_none() {
+        return Ok(task.clone());
+    }
+    let name = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".into());
+    Ok(Arc::new(OpenAiLm::builder(name).build()?))
+}
+
+/// GEPA on the agent's instructions: minibatches and candidates from the training questions.
+async fn gepa(
+    student: &ReAct<Travel>,
+    lm: &Arc<dyn Lm>,
+    train: &Dataset,
+    slots: usize,
+) -> Result<ReAct<Travel>, Box<dyn std::error::Error>> {
+    let compiled = Gepa::new(completed, reflection_lm(lm)?)
+        .with_budget(GepaBudget::MetricCalls(flag("--budget", 100)))
+        .with_concurrency(slots)
+        .compile(student, train, train)
+        .await?;
+    let report = &compiled.report;
+    eprintln!(
+        "gepa: {} candidates from {} proposals ({} kept, {} failed) in {} metric calls; \
+         training score {:.3} -> {:.3}; reflection LM calls {}",
+        report.candidates.len(),
+        report.proposed,
+        report.accepted,
+        report.proposal_failures,
+        report.metric_calls,
+        report.candidates[0].average,
+        report.candidates[report.best].average,
+        report.reflection_usage.lm_calls,
+    );
+    for (name, text) in &report.candidates[report.best].instructions {
+        eprintln!("  {name}: {text:?}");
+    }
+    Ok(compiled.program)
+}
+
 /// The value after `--name` on the command line.
 fn flag_value(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
@@ -226,8 +275,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let local = signet_local::LlamaCpp::smollm2().slots(slots as u32);
     let server = local.serve().await?;
     let lm = local.lm(&server)?;
-    let student = agent(lm);
+    let student = agent(lm.clone());
     let metric = completed;
+    let unlabeled = train.clone();
     let train = labeled_trajectories(&student, &train).await;
 
     let evaluate = Evaluate::new(&dev, metric).with_concurrency(slots);
@@ -240,46 +290,56 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(before)
     };
 
-    // The teacher: the agent with `labeled` labeled demos; up to `demos` accepted runs become
-    // the compiled agent's demos (the labeled ones are only the teacher's).
-    let compiled = BootstrapFewShot::new(metric)
-        .with_max_bootstrapped_demos(demos)
-        .with_max_labeled_demos(labeled)
-        .with_max_rounds(rounds)
-        .with_max_errors(train.len())
-        .with_concurrency(slots)
-        .compile(&student, &train)
-        .await?;
-    eprintln!(
-        "bootstrap: {} demos from {} questions in {} runs ({} failed)",
-        compiled.report.bootstrapped,
-        compiled.report.examples_tried,
-        compiled.report.attempts,
-        compiled.report.errors.len()
-    );
-    let mut compiled = compiled.program;
-    // Keep only the model's own runs: labeled demos taught the teacher.
-    let keep_labeled = std::env::args().any(|a| a == "--keep-labeled");
-    for (_, predictor) in compiled
-        .named_predictors_mut()
-        .into_iter()
-        .filter(|_| !keep_labeled)
-    {
-        let own: Vec<_> = predictor
-            .demos()
-            .iter()
-            .filter(|d| d.get("augmented").is_some())
-            .cloned()
-            .collect();
-        predictor.set_demos(own);
-    }
-
+    let use_gepa = flag_value("--optimizer").as_deref() == Some("gepa");
+    let compiled = if use_gepa {
+        gepa(&student, &lm, &unlabeled, slots).await?
+    } else {
+        // The teacher: the agent with `labeled` labeled demos; up to `demos` accepted runs become
+        // the compiled agent's demos (the labeled ones are only the teacher's).
+        let compiled = BootstrapFewShot::new(metric)
+            .with_max_bootstrapped_demos(demos)
+            .with_max_labeled_demos(labeled)
+            .with_max_rounds(rounds)
+            .with_max_errors(train.len())
+            .with_concurrency(slots)
+            .compile(&student, &train)
+            .await?;
+        eprintln!(
+            "bootstrap: {} demos from {} questions in {} runs ({} failed)",
+            compiled.report.bootstrapped,
+            compiled.report.examples_tried,
+            compiled.report.attempts,
+            compiled.report.errors.len()
+        );
+        let mut compiled = compiled.program;
+        // Keep only the model's own runs: labeled demos taught the teacher.
+        let keep_labeled = std::env::args().any(|a| a == "--keep-labeled");
+        for (_, predictor) in compiled
+            .named_predictors_mut()
+            .into_iter()
+            .filter(|_| !keep_labeled)
+        {
+            let own: Vec<_> = predictor
+                .demos()
+                .iter()
+                .filter(|d| d.get("augmented").is_some())
+                .cloned()
+                .collect();
+            predictor.set_demos(own);
+        }
+        compiled
+    };
     let after = evaluate.run(&compiled).await?;
     eprintln!("compiled: {after}");
     show_runs(&after);
     server.stop().await?;
 
-    let saved = flag_value("--save").unwrap_or_else(|| SAVED.to_owned());
+    let default_save = if use_gepa {
+        "target/travel_agent_gepa.json"
+    } else {
+        SAVED
+    };
+    let saved = flag_value("--save").unwrap_or_else(|| default_save.to_owned());
     compiled.save(&saved)?;
     let shown: usize = compiled
         .named_predictors()
@@ -293,7 +353,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(before) = &before {
         println!("{}", summary("zero-shot", before));
     }
-    println!("{}", summary(&format!("compiled ({shown} demos)"), &after));
+    let label = if use_gepa {
+        "GEPA instructions".to_owned()
+    } else {
+        format!("compiled ({shown} demos)")
+    };
+    println!("{}", summary(&label, &after));
     println!("\nsaved to {saved}");
     Ok(())
 }
