@@ -3,6 +3,8 @@
 //! through the metric's feedback, Pareto candidates kept for the examples they alone solve, and a
 //! run stopped and resumed from its log directory.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -12,7 +14,8 @@ use signet::data::Example;
 use signet::evaluate::{Predicted, Progress, Score};
 use signet::lm::{Completion, Lm, LmError, LmRequest};
 use signet::module::Predictors;
-use signet::optimize::{Gepa, GepaBudget, GepaReport, GepaStop, OptimizeError};
+use signet::module::ReActOutput;
+use signet::optimize::{ComponentSelection, Gepa, GepaBudget, GepaReport, GepaStop, OptimizeError};
 use signet::prelude::*;
 use signet::trace::TraceEntry;
 
@@ -593,4 +596,95 @@ async fn a_reflection_model_that_never_answers_usably_proposes_nothing() {
     // Two tries per iteration (DSPy retries a failed proposal once); the JSON adapter falls back
     // to nothing here, so each try is one call (or two with its fallback).
     assert!(report.reflection_usage.lm_calls >= 2 * report.proposal_failures as u64);
+}
+
+#[tokio::test]
+async fn a_react_agent_s_step_and_extractor_are_optimized() {
+    // The agent calls `add` only when its instructions say so; the extractor answers 4 only after
+    // seeing the tool's result. The feedback says what to do; the reflection LM appends it.
+    let task = FnLm(|system: &str, user: &str| {
+        if system.contains("next_tool_name") {
+            if system.contains("Call add first.") && !user.contains("tool_name_0") {
+                support::step("add", "add", json!({"a": 2, "b": 2}))
+            } else {
+                support::step("done", "finish", json!({}))
+            }
+        } else if user.contains("observation_0") && user.contains('4') {
+            support::extract("4")
+        } else {
+            support::extract("unknown")
+        }
+    });
+    let shown = Arc::new(Mutex::new(Vec::<String>::new()));
+    let reflection = {
+        let shown = shown.clone();
+        FnLm(move |_: &str, user: &str| {
+            shown.lock().unwrap().push(user.to_owned());
+            let current = user
+                .split("[[ ## current_instruction ## ]]\n")
+                .nth(1)
+                .unwrap()
+                .split("\n\n[[ ## examples_with_feedback")
+                .next()
+                .unwrap();
+            json!({"new_instruction": format!("{current} Call add first.")}).to_string()
+        })
+    };
+    let data: Vec<Example> = (0..4)
+        .map(|i| {
+            Example::new(json!({"question": format!("What is 2 + 2? ({i})"), "answer": "4"}))
+                .with_inputs(["question"])
+        })
+        .collect();
+    let metric = |example: &Example, out: &ReActOutput<support::AskOutput>| {
+        let right =
+            example.get("answer").and_then(|a| a.as_str()) == Some(out.output.answer.as_str());
+        Score::new(if right { 1.0 } else { 0.0 })
+            .with_feedback("Call the add tool first, then finish.")
+    };
+    let agent = ReAct::<support::Ask>::new()
+        .tool(support::AddTool)
+        .with_lm(task);
+    let compiled = Gepa::new(metric, reflection)
+        .with_component_selection(ComponentSelection::All)
+        .with_budget(GepaBudget::MetricCalls(10))
+        .with_concurrency(1)
+        .with_progress(Progress::Off)
+        .compile(&agent, &data[..2], &data[2..])
+        .await
+        .unwrap();
+    let report = &compiled.report;
+    let names: Vec<&str> = report.candidates[0]
+        .instructions
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .collect();
+    assert_eq!(names, ["react", "extract.predict"]);
+    assert_eq!(report.candidates.len(), 2);
+    assert_eq!(report.candidates[1].average, 1.0);
+    for ((_, before), (_, after)) in report.candidates[0]
+        .instructions
+        .iter()
+        .zip(&report.candidates[1].instructions)
+    {
+        assert_eq!(after, &format!("{before} Call add first."));
+    }
+    let steps = compiled.program.named_predictors()[0].1.instructions();
+    assert!(steps.ends_with("Call add first."), "{steps}");
+    // One reflection call per component; the step's shows the tools in its instruction and a
+    // step's inputs and outputs, with the metric's feedback.
+    let shown = shown.lock().unwrap();
+    assert_eq!(shown.len(), 2);
+    assert!(shown[0].contains("add"), "{}", shown[0]);
+    assert!(
+        shown[0].contains("\"next_tool_name\": \"finish\""),
+        "{}",
+        shown[0]
+    );
+    assert!(
+        shown[0].contains("Call the add tool first, then finish."),
+        "{}",
+        shown[0]
+    );
+    assert!(shown[1].contains("\"answer\": \"unknown\""), "{}", shown[1]);
 }
