@@ -562,6 +562,26 @@ async fn a_stopped_run_resumes_from_its_log_directory() {
 }
 
 #[tokio::test]
+async fn an_lm_call_limit_stops_the_run() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let compiled = Gepa::new(right, reflection_lm(log))
+        .with_budget(GepaBudget::MetricCalls(150))
+        .with_max_lm_calls(40)
+        .with_concurrency(1)
+        .with_progress(Progress::Off)
+        .compile(&program(GOOD1, GOOD2), &examples(0..8), &examples(8..16))
+        .await
+        .unwrap();
+    let report = compiled.report;
+    assert_eq!(report.stopped, GepaStop::LmCalls);
+    let calls = report.usage.lm_calls + report.reflection_usage.lm_calls;
+    // Two calls per example run; the limit is checked before each iteration, which spends at
+    // most 6 runs, one reflection call and a validation pass of 8 runs.
+    assert!((40..40 + 2 * 14 + 1).contains(&calls), "{calls}");
+    assert!(report.metric_calls < 150);
+}
+
+#[tokio::test]
 async fn bad_settings_are_typed_errors() {
     let gepa =
         Gepa::new(right, FnLm(|_: &str, _: &str| String::new())).with_progress(Progress::Off);

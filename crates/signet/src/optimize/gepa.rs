@@ -109,6 +109,8 @@ pub enum GepaStop {
     Budget,
     /// Someone created `gepa.stop` in the log directory.
     StopFile,
+    /// The LM-call limit ([`Gepa::with_max_lm_calls`]) was reached.
+    LmCalls,
 }
 
 /// Feedback on one predictor's call, for the reflection LM. The default,
@@ -210,6 +212,7 @@ pub struct Gepa<M, F = MetricFeedback> {
     seed: i64,
     concurrency: usize,
     max_errors: Option<usize>,
+    max_lm_calls: Option<u64>,
     log_dir: Option<PathBuf>,
     progress: Progress,
 }
@@ -287,6 +290,7 @@ impl<M> Gepa<M> {
             seed: 0,
             concurrency: 8,
             max_errors: None,
+            max_lm_calls: None,
             log_dir: None,
             progress: Progress::Auto,
         }
@@ -312,6 +316,7 @@ impl<M, F> Gepa<M, F> {
             seed: self.seed,
             concurrency: self.concurrency,
             max_errors: self.max_errors,
+            max_lm_calls: self.max_lm_calls,
             log_dir: self.log_dir,
             progress: self.progress,
         }
@@ -383,6 +388,13 @@ impl<M, F> Gepa<M, F> {
     /// fail (a dead endpoint fails fast instead of scoring 0 everywhere).
     pub fn with_max_errors(mut self, n: usize) -> Self {
         self.max_errors = Some(n);
+        self
+    }
+
+    /// Also stops once the program's and the reflection LM's calls in this run reach `n` (checked
+    /// before each iteration, like the metric-call budget).
+    pub fn with_max_lm_calls(mut self, n: u64) -> Self {
+        self.max_lm_calls = Some(n);
         self
     }
 
@@ -703,6 +715,11 @@ where
             }
             if self.stop_requested() {
                 self.report.stopped = GepaStop::StopFile;
+                break;
+            }
+            let lm_calls = self.report.usage.lm_calls + self.report.reflection_usage.lm_calls;
+            if self.gepa.max_lm_calls.is_some_and(|max| lm_calls >= max) {
+                self.report.stopped = GepaStop::LmCalls;
                 break;
             }
             self.save()?;
