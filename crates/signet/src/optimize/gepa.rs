@@ -678,10 +678,16 @@ where
             .averages()
             .into_iter()
             .fold(f64::NEG_INFINITY, f64::max);
-        let candidates = self.state.candidates.len();
+        let message = if best.is_finite() {
+            format!(
+                "{} candidates, best average {best:.3}",
+                self.state.candidates.len()
+            )
+        } else {
+            "scoring the starting program".to_owned()
+        };
         for _ in 0..n {
-            self.bar
-                .advance(|| format!("{candidates} candidates, best average {:.3}", best.max(0.0)));
+            self.bar.advance(|| message.clone());
         }
     }
 
