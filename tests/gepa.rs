@@ -5,190 +5,19 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use futures::future::BoxFuture;
 use serde_json::json;
 use signet::data::Example;
-use signet::evaluate::{Predicted, Progress, Score};
-use signet::lm::{Completion, Lm, LmError, LmRequest};
+use signet::evaluate::{Progress, Score};
 use signet::module::Predictors;
 use signet::module::ReActOutput;
 use signet::optimize::{ComponentSelection, Gepa, GepaBudget, GepaReport, GepaStop, OptimizeError};
 use signet::prelude::*;
-use signet::trace::TraceEntry;
-
-/// An LM answering each request with a function of its messages (system, last user message).
-struct FnLm<F>(F);
-
-impl<F: Fn(&str, &str) -> String + Send + Sync> Lm for FnLm<F> {
-    fn complete<'a>(
-        &'a self,
-        request: &'a LmRequest,
-    ) -> BoxFuture<'a, Result<Completion, LmError>> {
-        let system = request
-            .messages
-            .first()
-            .map(|m| m.content.as_str())
-            .unwrap_or_default();
-        let user = request
-            .messages
-            .last()
-            .map(|m| m.content.as_str())
-            .unwrap_or_default();
-        let mut completion = Completion::text((self.0)(system, user));
-        completion.usage.lm_calls = 1;
-        Box::pin(async move { Ok(completion) })
-    }
-
-    fn model(&self) -> &str {
-        "fn"
-    }
-}
-
-/// HINT-v0 instruction
-#[derive(Signature)]
-struct Hint {
-    #[input]
-    question: String,
-    #[output]
-    hint: String,
-}
-
-/// ANS-v0 instruction
-#[derive(Signature)]
-struct Answer {
-    #[input]
-    question: String,
-    #[input]
-    hint: String,
-    #[output]
-    answer: String,
-}
-
-/// DSPy's reference program: a hint, then an answer given the hint.
-#[derive(Module, Clone, Debug)]
-struct HintThenAnswer {
-    hinter: Predict<Hint>,
-    answerer: Predict<Answer>,
-}
-
-impl Module for HintThenAnswer {
-    type Input = HintInput;
-    type Output = AnswerOutput;
-    type Error = signet::Error;
-
-    async fn call(&self, input: HintInput) -> Result<AnswerOutput, signet::Error> {
-        let hint = self
-            .hinter
-            .call(HintInput {
-                question: input.question.clone(),
-            })
-            .await?;
-        self.answerer
-            .call(AnswerInput {
-                question: input.question,
-                hint: hint.hint,
-            })
-            .await
-    }
-}
-
-type Table = &'static [(usize, &'static [usize])];
-
-/// The word (letters and digits) right after the first `marker` in `text`.
-fn word_after<'t>(text: &'t str, marker: &str) -> Option<&'t str> {
-    let rest = &text[text.find(marker)? + marker.len()..];
-    let end = rest
-        .find(|c: char| !c.is_alphanumeric())
-        .unwrap_or(rest.len());
-    (end > 0).then(|| &rest[..end])
-}
-
-fn good(table: Table, version: usize, q: usize) -> bool {
-    table
-        .iter()
-        .any(|(v, set)| *v == version && set.contains(&(q % 8)))
-}
-
-/// The task model of DSPy's reference run: instruction version `N` of the hinter gives a good
-/// hint on the questions `good1[N]` lists; the answerer answers right after a good hint, or on
-/// the questions `good2[N]` lists.
-fn task_lm(good1: Table, good2: Table) -> impl Lm {
-    let version = |system: &str, tag: &str| -> usize {
-        word_after(system, &format!("{tag}-v")).map_or(0, |v| v.parse().unwrap())
-    };
-    FnLm(move |system: &str, user: &str| {
-        let q: usize = word_after(user, "q=").unwrap().parse().unwrap();
-        let outputs = system.split("Your output fields are:").nth(1).unwrap();
-        let outputs = outputs.split("All interactions").next().unwrap();
-        if outputs.contains("`hint`") {
-            let ok = good(good1, version(system, "HINT"), q);
-            format!(
-                "[[ ## hint ## ]]\n{}\n\n[[ ## completed ## ]]",
-                if ok { "good" } else { "bad" }
-            )
-        } else {
-            let hint = word_after(user, "[[ ## hint ## ]]\n").unwrap();
-            let ok = hint == "good" || good(good2, version(system, "ANS"), q);
-            let answer = if ok { q as i64 } else { -1 };
-            format!("[[ ## answer ## ]]\n{answer}\n\n[[ ## completed ## ]]")
-        }
-    })
-}
-
-/// The reflection model of the reference run: the next version of the instruction it is shown,
-/// and a log of (current instruction, version proposed).
-fn reflection_lm(log: Arc<Mutex<Vec<(String, usize)>>>) -> impl Lm {
-    let counters = Mutex::new(BTreeMap::<&'static str, usize>::new());
-    FnLm(move |_: &str, user: &str| {
-        let current = user
-            .split("[[ ## current_instruction ## ]]\n")
-            .nth(1)
-            .unwrap()
-            .split("\n\n[[ ## examples_with_feedback")
-            .next()
-            .unwrap()
-            .to_owned();
-        let tag = if current.contains("HINT") {
-            "HINT"
-        } else {
-            "ANS"
-        };
-        let mut counters = counters.lock().unwrap();
-        let n = counters.entry(tag).or_default();
-        *n += 1;
-        log.lock().unwrap().push((current, *n));
-        json!({"new_instruction": format!("{tag}-v{n} instruction")}).to_string()
-    })
-}
-
-fn examples(range: std::ops::Range<usize>) -> Vec<Example> {
-    range
-        .map(|i| {
-            Example::new(json!({"question": format!("q={i}"), "answer": i.to_string()}))
-                .with_inputs(["question"])
-        })
-        .collect()
-}
-
-fn right(example: &Example, output: &AnswerOutput) -> f64 {
-    let expected = example.get("answer").and_then(|a| a.as_str()).unwrap();
-    if output.answer.trim() == expected {
-        1.0
-    } else {
-        0.0
-    }
-}
-
-fn program(good1: Table, good2: Table) -> HintThenAnswer {
-    let lm = Arc::new(task_lm(good1, good2));
-    HintThenAnswer {
-        hinter: Predict::new().with_lm(lm.clone()),
-        answerer: Predict::new().with_lm(lm),
-    }
-}
+use support::gepa_task::{
+    FnLm, GOOD1, GOOD2, HintThenAnswer, MERGE1, MERGE2, Table, examples, feedback, program,
+    reflection_lm, right, word_after,
+};
 
 /// The reference run's GEPA: per-predictor feedback as DSPy's five-argument metric gives it.
 async fn reference_run(
@@ -201,14 +30,6 @@ async fn reference_run(
     Vec<(String, usize)>,
 ) {
     let log = Arc::new(Mutex::new(Vec::new()));
-    let feedback = |example: &Example,
-                    predicted: &Predicted<'_, AnswerOutput>,
-                    predictor: &str,
-                    _: &TraceEntry| {
-        let expected = example.get("answer").and_then(|a| a.as_str()).unwrap();
-        Score::new(right(example, predicted.output))
-            .with_feedback(format!("fb for {predictor}: expected {expected}"))
-    };
     let mut gepa = Gepa::new(right, reflection_lm(log.clone()))
         .with_feedback(feedback)
         .with_budget(GepaBudget::MetricCalls(budget))
@@ -223,9 +44,6 @@ async fn reference_run(
     let log = log.lock().unwrap().clone();
     (compiled, log)
 }
-
-const GOOD1: Table = &[(0, &[0]), (1, &[1, 2]), (2, &[0, 3]), (3, &[4])];
-const GOOD2: Table = &[(0, &[5]), (1, &[1, 6]), (2, &[2, 7]), (3, &[3])];
 
 fn instructions(report: &GepaReport) -> Vec<[String; 2]> {
     report
@@ -348,35 +166,7 @@ async fn a_candidate_best_on_one_example_stays_on_the_frontier() {
 #[tokio::test]
 async fn merges_follow_dspy() {
     // Another task of the same kind, on which DSPy 3.4.1 (max_metric_calls=300) kept two merges.
-    const G1: Table = &[
-        (0, &[2]),
-        (1, &[5, 7]),
-        (2, &[0, 1, 4]),
-        (3, &[4, 7]),
-        (4, &[3]),
-        (5, &[4, 6, 7]),
-        (6, &[5, 6]),
-        (7, &[3]),
-        (8, &[2, 4, 6]),
-        (9, &[0, 5]),
-        (10, &[2]),
-        (11, &[0, 2, 7]),
-    ];
-    const G2: Table = &[
-        (0, &[4, 7]),
-        (1, &[3, 5, 6]),
-        (2, &[1, 7]),
-        (3, &[0, 1]),
-        (4, &[7]),
-        (5, &[4]),
-        (6, &[5, 6, 7]),
-        (7, &[4, 6]),
-        (8, &[4, 5]),
-        (9, &[1, 4, 6]),
-        (10, &[0, 6]),
-        (11, &[2, 5]),
-    ];
-    let (compiled, log) = reference_run(G1, G2, 300, None).await;
+    let (compiled, log) = reference_run(MERGE1, MERGE2, 300, None).await;
     let report = compiled.unwrap().report;
     assert_eq!(
         instructions(&report),

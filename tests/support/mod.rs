@@ -162,3 +162,4 @@ pub fn answers(right: impl Fn(usize) -> bool) -> impl Fn(&str) -> Option<String>
         Some(format!("[[ ## answer ## ]]\n{value}"))
     }
 }
+pub mod gepa_task;
