@@ -372,6 +372,42 @@ async fn an_lm_call_limit_stops_the_run() {
 }
 
 #[tokio::test]
+async fn runs_that_all_fail_are_never_reflected_on_and_an_error_limit_stops_the_run() {
+    let garbled = || {
+        let lm = Arc::new(FnLm(|_: &str, _: &str| "no fields here".to_owned()));
+        HintThenAnswer {
+            hinter: Predict::new().with_lm(lm.clone()),
+            answerer: Predict::new().with_lm(lm),
+        }
+    };
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let compiled = Gepa::new(right, reflection_lm(log.clone()))
+        .with_budget(GepaBudget::MetricCalls(30))
+        .with_concurrency(1)
+        .with_progress(Progress::Off)
+        .compile(&garbled(), &examples(0..8), &examples(8..16))
+        .await
+        .unwrap();
+    let report = compiled.report;
+    assert_eq!(report.candidates.len(), 1);
+    assert_eq!(report.candidates[0].average, 0.0);
+    assert_eq!(report.proposed, 0);
+    assert!(log.lock().unwrap().is_empty());
+    assert!(report.metric_calls >= 30);
+
+    let error = Gepa::new(right, reflection_lm(log))
+        .with_max_errors(2)
+        .with_progress(Progress::Off)
+        .compile(&garbled(), &examples(0..8), &examples(8..16))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, OptimizeError::TooManyErrors { .. }),
+        "{error}"
+    );
+}
+
+#[tokio::test]
 async fn bad_settings_are_typed_errors() {
     let gepa =
         Gepa::new(right, FnLm(|_: &str, _: &str| String::new())).with_progress(Progress::Off);

@@ -844,6 +844,10 @@ where
             entry["outcome"] = json!("skipped: perfect on the minibatch");
             return Ok(());
         }
+        if before.report.results.iter().all(|r| r.error.is_some()) {
+            entry["outcome"] = json!("skipped: every run on the minibatch failed");
+            return Ok(());
+        }
         let components: Vec<usize> = match self.gepa.components {
             ComponentSelection::All => (0..self.names.len()).collect(),
             ComponentSelection::RoundRobin => {
