@@ -482,6 +482,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "gepa" => {
                     let reflection = reflection_lm(&lm)?;
                     let compiled = Gepa::new(graded, reflection)
+                        .with_reflection_options(LmOptions::new().max_tokens(600))
                         .with_budget(GepaBudget::MetricCalls(args.budget))
                         .with_concurrency(concurrency)
                         .compile(&zero_shot, &trainset, &trainset)

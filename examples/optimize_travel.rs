@@ -221,6 +221,7 @@ async fn gepa(
     slots: usize,
 ) -> Result<ReAct<Travel>, Box<dyn std::error::Error>> {
     let compiled = Gepa::new(completed, reflection_lm(lm)?)
+        .with_reflection_options(LmOptions::new().max_tokens(600))
         .with_budget(GepaBudget::MetricCalls(flag("--budget", 100)))
         .with_concurrency(slots)
         .compile(student, train, train)

@@ -25,7 +25,7 @@ use crate::evaluate::Bar;
 use crate::evaluate::{
     Borrowed, Evaluate, EvaluateError, ExampleError, Metric, Predicted, Progress, Report, Score,
 };
-use crate::lm::{Lm, Usage};
+use crate::lm::{Lm, LmOptions, Usage};
 use crate::module::{Module, Predictors};
 use crate::trace::{PredictorId, TraceEntry};
 use state::State;
@@ -200,6 +200,7 @@ pub struct Gepa<M, F = MetricFeedback> {
     metric: M,
     feedback: F,
     reflection_lm: Arc<dyn Lm>,
+    reflection_options: LmOptions,
     budget: GepaBudget,
     minibatch_size: usize,
     selection: CandidateSelection,
@@ -278,6 +279,7 @@ impl<M> Gepa<M> {
             metric,
             feedback: MetricFeedback,
             reflection_lm: crate::lm::shared(reflection_lm),
+            reflection_options: LmOptions::default(),
             budget: GepaBudget::Light,
             minibatch_size: 3,
             selection: CandidateSelection::Pareto,
@@ -304,6 +306,7 @@ impl<M, F> Gepa<M, F> {
             metric: self.metric,
             feedback,
             reflection_lm: self.reflection_lm,
+            reflection_options: self.reflection_options,
             budget: self.budget,
             minibatch_size: self.minibatch_size,
             selection: self.selection,
@@ -320,6 +323,13 @@ impl<M, F> Gepa<M, F> {
             log_dir: self.log_dir,
             progress: self.progress,
         }
+    }
+
+    /// Options of the reflection LM's calls (default: the LM's own), e.g. a `max_tokens` bound
+    /// for a model that may run on.
+    pub fn with_reflection_options(mut self, options: LmOptions) -> Self {
+        self.reflection_options = options;
+        self
     }
 
     /// How many metric calls to spend.
@@ -973,6 +983,7 @@ where
             for (component, records) in datasets {
                 match reflection::propose(
                     &self.reflection_lm(),
+                    &self.gepa.reflection_options,
                     &current[*component],
                     records.clone(),
                     &mut self.report.reflection_usage,

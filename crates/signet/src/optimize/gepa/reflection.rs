@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use crate::adapter::JsonAdapter;
 use crate::adapter::templates::{GEPA_PROPOSE_FIELDS, GEPA_PROPOSE_INSTRUCTIONS};
 use crate::data::PyRandom;
-use crate::lm::{Lm, Usage};
+use crate::lm::{Lm, LmOptions, Usage};
 use crate::module::Predictor;
 use crate::signature::{DynSignature, Field};
 use crate::trace::{PredictorId, TraceEntry};
@@ -62,13 +62,15 @@ fn propose_signature() -> DynSignature {
 /// when the call fails, the reply cannot be read, or the instruction is empty.
 pub(crate) async fn propose(
     lm: &Arc<dyn Lm>,
+    options: &LmOptions,
     current: &str,
     records: Vec<Value>,
     usage: &mut Usage,
 ) -> Result<String, String> {
     let predictor = Predictor::new(propose_signature())
         .with_lm(lm.clone())
-        .with_adapter(JsonAdapter::new());
+        .with_adapter(JsonAdapter::new())
+        .with_options(options.clone());
     let mut inputs = Map::new();
     inputs.insert("current_instruction".into(), Value::String(current.into()));
     inputs.insert("examples_with_feedback".into(), Value::Array(records));
@@ -120,29 +122,48 @@ mod tests {
             record(&entry("q=5"), "fb for hinter: expected 5".into()),
         ];
         let mut usage = Usage::default();
-        let text = propose(&lm, "HINT-v0 instruction", records, &mut usage)
-            .await
-            .unwrap();
+        let text = propose(
+            &lm,
+            &LmOptions::new().max_tokens(300),
+            "HINT-v0 instruction",
+            records,
+            &mut usage,
+        )
+        .await
+        .unwrap();
         assert_eq!(text, "Say 7.");
         assert_eq!(usage.lm_calls, 1);
         let request = &scripted.requests()[0];
         assert_eq!(request.messages.len(), 2);
         assert_eq!(request.messages[0].content, SYSTEM);
         assert_eq!(request.messages[1].content, USER);
+        assert_eq!(request.options.max_tokens, Some(300));
     }
 
     #[tokio::test]
     async fn an_empty_or_unreadable_proposal_is_an_error() {
         let lm: Arc<dyn Lm> = Arc::new(ScriptedLm::texts(["{\"new_instruction\": \"   \"}"]));
-        let error = propose(&lm, "x", Vec::new(), &mut Usage::default())
-            .await
-            .unwrap_err();
+        let error = propose(
+            &lm,
+            &LmOptions::default(),
+            "x",
+            Vec::new(),
+            &mut Usage::default(),
+        )
+        .await
+        .unwrap_err();
         assert!(error.contains("empty instruction"), "{error}");
         let lm: Arc<dyn Lm> = Arc::new(ScriptedLm::texts(["not json", "still not json"]));
         assert!(
-            propose(&lm, "x", Vec::new(), &mut Usage::default())
-                .await
-                .is_err()
+            propose(
+                &lm,
+                &LmOptions::default(),
+                "x",
+                Vec::new(),
+                &mut Usage::default()
+            )
+            .await
+            .is_err()
         );
     }
 
