@@ -163,7 +163,11 @@ where
     }
 }
 
-/// GEPA, DSPy's reflective instruction optimizer (see the [module docs](self) for the loop).
+/// GEPA, DSPy's reflective instruction optimizer: each iteration runs a parent from the Pareto
+/// frontier on a training minibatch, shows one predictor's calls and the metric's feedback to a
+/// reflection LM, which writes a new instruction; the child is kept when it beats the parent on
+/// the minibatch, then scored on the validation set. Merges combine candidates that improved
+/// different predictors. The best validation average is returned.
 ///
 /// ```
 /// use signet::data::Example;
