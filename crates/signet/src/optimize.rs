@@ -117,6 +117,29 @@ pub enum OptimizeError {
     Blocking(#[from] crate::blocking::BlockingError),
 }
 
+/// An evaluation that stopped on its error limit stops the optimizer, with the first failure.
+impl<O> From<crate::evaluate::EvaluateError<O>> for OptimizeError {
+    fn from(error: crate::evaluate::EvaluateError<O>) -> OptimizeError {
+        match error {
+            crate::evaluate::EvaluateError::TooManyErrors {
+                errors,
+                max_errors,
+                report,
+                ..
+            } => OptimizeError::TooManyErrors {
+                errors,
+                max_errors,
+                first: report.errors().next().map(|(_, e)| e.clone()).unwrap_or(
+                    ExampleError::Metric {
+                        message: "unknown".into(),
+                    },
+                ),
+            },
+            crate::evaluate::EvaluateError::Blocking(error) => error.into(),
+        }
+    }
+}
+
 /// DSPy's `LabeledFewShot`: `k` training examples (inputs and labels) as demos on every
 /// predictor, sampled as Python's `random.Random(0).sample` samples them (or the first `k`, with
 /// [`without_sampling`](Self::without_sampling)). No LM calls.

@@ -21,10 +21,7 @@ use serde_json::{Value, json};
 use super::{Compiled, OptimizeError};
 use crate::adapter::templates::gepa_default_feedback;
 use crate::data::{Example, PyRandom};
-use crate::evaluate::Bar;
-use crate::evaluate::{
-    Borrowed, Evaluate, EvaluateError, ExampleError, Metric, Predicted, Progress, Report, Score,
-};
+use crate::evaluate::{Bar, Borrowed, Evaluate, Metric, Predicted, Progress, Report, Score};
 use crate::lm::{Lm, LmOptions, Usage};
 use crate::module::{Module, Predictors};
 use crate::trace::{PredictorId, TraceEntry};
@@ -203,6 +200,11 @@ where
 pub struct Gepa<M, F = MetricFeedback> {
     metric: M,
     feedback: F,
+    settings: Settings,
+}
+
+/// Everything but the metric and the feedback (see the setters of [`Gepa`]).
+struct Settings {
     reflection_lm: Arc<dyn Lm>,
     reflection_options: LmOptions,
     budget: GepaBudget,
@@ -282,23 +284,25 @@ impl<M> Gepa<M> {
         Gepa {
             metric,
             feedback: MetricFeedback,
-            reflection_lm: crate::lm::shared(reflection_lm),
-            reflection_options: LmOptions::default(),
-            budget: GepaBudget::Light,
-            minibatch_size: 3,
-            selection: CandidateSelection::Pareto,
-            components: ComponentSelection::RoundRobin,
-            merge: true,
-            max_merges: 5,
-            skip_perfect_score: true,
-            perfect_score: 1.0,
-            failure_score: 0.0,
-            seed: 0,
-            concurrency: 8,
-            max_errors: None,
-            max_lm_calls: None,
-            log_dir: None,
-            progress: Progress::Auto,
+            settings: Settings {
+                reflection_lm: crate::lm::shared(reflection_lm),
+                reflection_options: LmOptions::default(),
+                budget: GepaBudget::Light,
+                minibatch_size: 3,
+                selection: CandidateSelection::Pareto,
+                components: ComponentSelection::RoundRobin,
+                merge: true,
+                max_merges: 5,
+                skip_perfect_score: true,
+                perfect_score: 1.0,
+                failure_score: 0.0,
+                seed: 0,
+                concurrency: 8,
+                max_errors: None,
+                max_lm_calls: None,
+                log_dir: None,
+                progress: Progress::Auto,
+            },
         }
     }
 }
@@ -309,106 +313,90 @@ impl<M, F> Gepa<M, F> {
         Gepa {
             metric: self.metric,
             feedback,
-            reflection_lm: self.reflection_lm,
-            reflection_options: self.reflection_options,
-            budget: self.budget,
-            minibatch_size: self.minibatch_size,
-            selection: self.selection,
-            components: self.components,
-            merge: self.merge,
-            max_merges: self.max_merges,
-            skip_perfect_score: self.skip_perfect_score,
-            perfect_score: self.perfect_score,
-            failure_score: self.failure_score,
-            seed: self.seed,
-            concurrency: self.concurrency,
-            max_errors: self.max_errors,
-            max_lm_calls: self.max_lm_calls,
-            log_dir: self.log_dir,
-            progress: self.progress,
+            settings: self.settings,
         }
     }
 
     /// Options of the reflection LM's calls (default: the LM's own), e.g. a `max_tokens` bound
     /// for a model that may run on.
     pub fn with_reflection_options(mut self, options: LmOptions) -> Self {
-        self.reflection_options = options;
+        self.settings.reflection_options = options;
         self
     }
 
     /// How many metric calls to spend.
     pub fn with_budget(mut self, budget: GepaBudget) -> Self {
-        self.budget = budget;
+        self.settings.budget = budget;
         self
     }
 
     /// Training examples per reflective minibatch (default 3, at least 1).
     pub fn with_minibatch_size(mut self, n: usize) -> Self {
-        self.minibatch_size = n.max(1);
+        self.settings.minibatch_size = n.max(1);
         self
     }
 
     /// How parents are picked.
     pub fn with_candidate_selection(mut self, selection: CandidateSelection) -> Self {
-        self.selection = selection;
+        self.settings.selection = selection;
         self
     }
 
     /// Which predictors each iteration rewrites.
     pub fn with_component_selection(mut self, components: ComponentSelection) -> Self {
-        self.components = components;
+        self.settings.components = components;
         self
     }
 
     /// Turns merging on or off (on by default, as in DSPy).
     pub fn with_merge(mut self, merge: bool) -> Self {
-        self.merge = merge;
+        self.settings.merge = merge;
         self
     }
 
     /// At most `n` merges kept (default 5).
     pub fn with_max_merges(mut self, n: usize) -> Self {
-        self.max_merges = n;
+        self.settings.max_merges = n;
         self
     }
 
     /// Whether an iteration whose parent is perfect on its minibatch is skipped (default yes),
     /// and what counts as perfect (default 1.0).
     pub fn with_skip_perfect_score(mut self, skip: bool, perfect: f64) -> Self {
-        self.skip_perfect_score = skip;
-        self.perfect_score = perfect;
+        self.settings.skip_perfect_score = skip;
+        self.settings.perfect_score = perfect;
         self
     }
 
     /// The score of an example whose run failed (default 0).
     pub fn with_failure_score(mut self, score: f64) -> Self {
-        self.failure_score = score;
+        self.settings.failure_score = score;
         self
     }
 
     /// The seed of every random choice (default 0).
     pub fn with_seed(mut self, seed: i64) -> Self {
-        self.seed = seed;
+        self.settings.seed = seed;
         self
     }
 
     /// Examples run at once in each evaluation (default 8).
     pub fn with_concurrency(mut self, n: usize) -> Self {
-        self.concurrency = n.max(1);
+        self.settings.concurrency = n.max(1);
         self
     }
 
     /// Stops with [`OptimizeError::TooManyErrors`] when more than `n` examples of one evaluation
     /// fail (a dead endpoint fails fast instead of scoring 0 everywhere).
     pub fn with_max_errors(mut self, n: usize) -> Self {
-        self.max_errors = Some(n);
+        self.settings.max_errors = Some(n);
         self
     }
 
     /// Also stops once the program's and the reflection LM's calls in this run reach `n` (checked
     /// before each iteration, like the metric-call budget).
     pub fn with_max_lm_calls(mut self, n: u64) -> Self {
-        self.max_lm_calls = Some(n);
+        self.settings.max_lm_calls = Some(n);
         self
     }
 
@@ -416,13 +404,13 @@ impl<M, F> Gepa<M, F> {
     /// a run given a directory that holds a state continues it, and creating `gepa.stop` there
     /// stops the run at its next iteration.
     pub fn with_log_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.log_dir = Some(dir.into());
+        self.settings.log_dir = Some(dir.into());
         self
     }
 
     /// How progress is shown (one step per metric call).
     pub fn with_progress(mut self, progress: Progress) -> Self {
-        self.progress = progress;
+        self.settings.progress = progress;
         self
     }
 
@@ -565,6 +553,7 @@ where
             });
         }
         let budget = gepa
+            .settings
             .budget
             .metric_calls(names.len(), trainset.len(), valset.len());
         let valset = if valset.is_empty() { trainset } else { valset };
@@ -573,7 +562,7 @@ where
             .into_iter()
             .map(|(_, p)| p.instructions())
             .collect();
-        let saved = match &gepa.log_dir {
+        let saved = match &gepa.settings.log_dir {
             Some(dir) => {
                 std::fs::create_dir_all(dir).map_err(|e| OptimizeError::RunLog {
                     path: dir.clone(),
@@ -601,7 +590,7 @@ where
             resumed,
             stopped: GepaStop::Budget,
         };
-        let bar = Bar::new(gepa.progress, "gepa", budget);
+        let bar = Bar::new(gepa.settings.progress, "gepa", budget);
         let mut run = Run {
             gepa,
             student,
@@ -610,10 +599,10 @@ where
             names,
             state: State::new(Vec::new(), Vec::new(), Vec::new(), &PyRandom::new(0)),
             budget,
-            random: PyRandom::new(gepa.seed),
-            reflection_random: PyRandom::new(gepa.seed),
+            random: PyRandom::new(gepa.settings.seed),
+            reflection_random: PyRandom::new(gepa.settings.seed),
             minibatches: Minibatches {
-                size: gepa.minibatch_size,
+                size: gepa.settings.minibatch_size,
                 order: Vec::new(),
                 epoch: None,
             },
@@ -652,34 +641,14 @@ where
     ) -> Result<Scored<P>, OptimizeError> {
         let program = build(self.student, instructions);
         let mut evaluation = Evaluate::new(examples, Borrowed(&self.gepa.metric))
-            .with_concurrency(self.gepa.concurrency)
-            .with_failure_score(self.gepa.failure_score)
+            .with_concurrency(self.gepa.settings.concurrency)
+            .with_failure_score(self.gepa.settings.failure_score)
             .with_progress(Progress::Off)
             .with_traces(traces);
-        if let Some(n) = self.gepa.max_errors {
+        if let Some(n) = self.gepa.settings.max_errors {
             evaluation = evaluation.with_max_errors(n);
         }
-        let report = match evaluation.run(&program).await {
-            Ok(report) => report,
-            Err(EvaluateError::TooManyErrors {
-                errors,
-                max_errors,
-                report,
-                ..
-            }) => {
-                let first = report.errors().next().map(|(_, e)| e.clone()).unwrap_or(
-                    ExampleError::Metric {
-                        message: "unknown".into(),
-                    },
-                );
-                return Err(OptimizeError::TooManyErrors {
-                    errors,
-                    max_errors,
-                    first,
-                });
-            }
-            Err(EvaluateError::Blocking(error)) => return Err(error.into()),
-        };
+        let report = evaluation.run(&program).await?;
         self.report.usage += report.usage;
         Ok(Scored { program, report })
     }
@@ -706,7 +675,7 @@ where
     }
 
     fn save(&mut self) -> Result<(), OptimizeError> {
-        if let Some(dir) = &self.gepa.log_dir {
+        if let Some(dir) = &self.gepa.settings.log_dir {
             self.state.set_reflection_random(&self.reflection_random);
             self.state.save(dir)?;
         }
@@ -714,7 +683,7 @@ where
     }
 
     fn log(&self, entry: &Value) -> Result<(), OptimizeError> {
-        match &self.gepa.log_dir {
+        match &self.gepa.settings.log_dir {
             Some(dir) => state::append_log(dir, entry),
             None => Ok(()),
         }
@@ -722,6 +691,7 @@ where
 
     fn stop_requested(&self) -> bool {
         self.gepa
+            .settings
             .log_dir
             .as_deref()
             .is_some_and(|dir: &Path| dir.join(state::STOP_FILE).exists())
@@ -738,15 +708,19 @@ where
                 break;
             }
             let lm_calls = self.report.usage.lm_calls + self.report.reflection_usage.lm_calls;
-            if self.gepa.max_lm_calls.is_some_and(|max| lm_calls >= max) {
+            if self
+                .gepa
+                .settings
+                .max_lm_calls
+                .is_some_and(|max| lm_calls >= max)
+            {
                 self.report.stopped = GepaStop::LmCalls;
                 break;
             }
             self.save()?;
             self.state.iteration += 1;
-            self.report.iterations += 1;
             let mut entry = json!({"i": self.state.iteration});
-            if self.gepa.merge && self.merges.due > 0 && self.merges.last_found_new {
+            if self.gepa.settings.merge && self.merges.due > 0 && self.merges.last_found_new {
                 let plan = self.merges.plan(&self.state, &mut self.random);
                 self.merges.last_found_new = false;
                 entry["invoked_merge"] = json!(true);
@@ -834,7 +808,7 @@ where
     /// One reflective iteration: a parent, a minibatch, a proposal, a child scored beside it.
     async fn reflect(&mut self, entry: &mut Value) -> Result<(), OptimizeError> {
         let averages = self.state.averages();
-        let parent = match self.gepa.selection {
+        let parent = match self.gepa.settings.selection {
             CandidateSelection::Pareto => {
                 pareto::select_from_front(&self.state.fronts, &averages, &mut self.random)
             }
@@ -852,8 +826,10 @@ where
         entry["selected_program_candidate"] = json!(parent);
         entry["subsample_ids"] = json!(ids);
         entry["subsample_scores"] = json!(before_scores);
-        if self.gepa.skip_perfect_score
-            && before_scores.iter().all(|s| *s >= self.gepa.perfect_score)
+        if self.gepa.settings.skip_perfect_score
+            && before_scores
+                .iter()
+                .all(|s| *s >= self.gepa.settings.perfect_score)
         {
             entry["outcome"] = json!("skipped: perfect on the minibatch");
             return Ok(());
@@ -862,7 +838,7 @@ where
             entry["outcome"] = json!("skipped: every run on the minibatch failed");
             return Ok(());
         }
-        let components: Vec<usize> = match self.gepa.components {
+        let components: Vec<usize> = match self.gepa.settings.components {
             ComponentSelection::All => (0..self.names.len()).collect(),
             ComponentSelection::RoundRobin => {
                 let next = self.state.next_component[parent];
@@ -923,7 +899,7 @@ where
             self.report.accepted += 1;
             let index = self.add_candidate(child, vec![parent]).await?;
             self.merges.last_found_new = true;
-            if self.merges.accepted < self.gepa.max_merges {
+            if self.merges.accepted < self.gepa.settings.max_merges {
                 self.merges.due += 1;
             }
             entry["outcome"] = json!("accepted");
@@ -986,8 +962,8 @@ where
             let mut failure = None;
             for (component, records) in datasets {
                 match reflection::propose(
-                    &self.reflection_lm(),
-                    &self.gepa.reflection_options,
+                    &self.gepa.settings.reflection_lm,
+                    &self.gepa.settings.reflection_options,
                     &current[*component],
                     records.clone(),
                     &mut self.report.reflection_usage,
@@ -1010,10 +986,6 @@ where
             }
         }
         None
-    }
-
-    fn reflection_lm(&self) -> Arc<dyn Lm> {
-        self.gepa.reflection_lm.clone()
     }
 
     fn finish(mut self) -> Compiled<P, GepaReport> {

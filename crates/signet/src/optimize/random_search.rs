@@ -4,7 +4,7 @@ use super::{
     BootstrapFewShot, BootstrapReport, Compiled, LabeledFewShot, OptimizeError, reset_copy,
 };
 use crate::data::{Example, PyRandom};
-use crate::evaluate::{Borrowed, Evaluate, EvaluateError, Metric, Progress};
+use crate::evaluate::{Borrowed, Evaluate, Metric, Progress};
 use crate::lm::{Lm, Usage};
 use crate::module::Module;
 
@@ -215,27 +215,7 @@ impl<M> BootstrapFewShotWithRandomSearch<M> {
                 .with_concurrency(self.bootstrap.concurrency)
                 .with_max_errors(self.bootstrap.max_errors)
                 .with_progress(self.progress);
-            let report = match evaluation.run(&program).await {
-                Ok(report) => report,
-                Err(EvaluateError::TooManyErrors {
-                    errors,
-                    max_errors,
-                    report,
-                    ..
-                }) => {
-                    let first = report.errors().next().map(|(_, e)| e.clone()).unwrap_or(
-                        crate::evaluate::ExampleError::Metric {
-                            message: "unknown".into(),
-                        },
-                    );
-                    return Err(OptimizeError::TooManyErrors {
-                        errors,
-                        max_errors,
-                        first,
-                    });
-                }
-                Err(EvaluateError::Blocking(error)) => return Err(error.into()),
-            };
+            let report = evaluation.run(&program).await?;
             usage += report.usage;
             tracing::info!(
                 seed,
