@@ -40,7 +40,7 @@ use serde_json::{Map, Value, json};
 use signet::adapter::{Adapter, ChatAdapter, JsonAdapter, ToolCalls, Tools, XmlAdapter};
 use signet::data::Example;
 use signet::evaluate::Score;
-use signet::lm::{Lm, LmOptions, OpenAiLm};
+use signet::lm::{Lm, LmOptions};
 use signet::module::{CallConfig, Error, Predict};
 use signet::optimize::{BootstrapFewShot, Gepa, GepaBudget};
 use signet::prelude::*;
@@ -57,6 +57,10 @@ pub struct FunctionCall {
     #[output]
     pub tool_calls: ToolCalls,
 }
+
+#[path = "shared/api_model.rs"]
+mod api_model;
+use api_model::{api_lm, reflection_lm};
 
 /// The most calls constrained mode allows in one reply.
 pub const MAX_CALLS: usize = 4;
@@ -336,16 +340,6 @@ fn graded(example: &Example, output: &FunctionCallOutput) -> Score {
     ))
 }
 
-/// The LM that writes GEPA's new instructions: an API model when `OPENAI_API_KEY` is set (a
-/// strong reflection model pays off), otherwise the task model itself.
-fn reflection_lm(task: &Arc<dyn Lm>) -> Result<Arc<dyn Lm>, Box<dyn std::error::Error>> {
-    if std::env::var_os("OPENAI_API_KEY").is_none() {
-        return Ok(task.clone());
-    }
-    let name = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".into());
-    Ok(Arc::new(OpenAiLm::builder(name).build()?))
-}
-
 struct Args {
     questions: String,
     results: String,
@@ -465,9 +459,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 )
             }
             "api" => {
-                let name = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".into());
-                let lm = OpenAiLm::builder(name.clone()).build()?;
-                (Arc::new(lm), name, None, 8)
+                let (lm, name) = api_lm()?;
+                (lm, name, None, 8)
             }
             other => return Err(format!("bfcl: --model is `local` or `api`, not `{other}`").into()),
         };

@@ -41,6 +41,10 @@ use signet::module::{Predictors, ReActOutput, TOOL_TURNS, Trajectory};
 use signet::optimize::{BootstrapFewShot, Gepa, GepaBudget};
 use signet::prelude::*;
 
+#[path = "shared/api_model.rs"]
+mod api_model;
+use api_model::reflection_lm;
+
 #[path = "shared/travel.rs"]
 mod travel;
 use travel::{Notes, Travel, TravelOutput};
@@ -201,16 +205,6 @@ async fn labeled_trajectories(agent: &ReAct<Travel>, train: &Dataset) -> Dataset
         );
     }
     labeled.into_iter().collect()
-}
-
-/// The LM that writes GEPA's instructions: an API model when `OPENAI_API_KEY` is set,
-/// otherwise the task model.
-fn reflection_lm(task: &Arc<dyn Lm>) -> Result<Arc<dyn Lm>, Box<dyn std::error::Error>> {
-    if std::env::var_os("OPENAI_API_KEY").is_none() {
-        return Ok(task.clone());
-    }
-    let name = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".into());
-    Ok(Arc::new(OpenAiLm::builder(name).build()?))
 }
 
 /// GEPA on the agent's instructions: minibatches and candidates from the training questions.

@@ -15,8 +15,8 @@ use signet::module::ReActOutput;
 use signet::optimize::{ComponentSelection, Gepa, GepaBudget, GepaReport, GepaStop, OptimizeError};
 use signet::prelude::*;
 use support::gepa_task::{
-    FnLm, GOOD1, GOOD2, HintThenAnswer, MERGE1, MERGE2, Table, examples, feedback, program,
-    reflection_lm, right, word_after,
+    FnLm, GOOD1, GOOD2, HintThenAnswer, MERGE1, MERGE2, Table, current_instruction, examples,
+    feedback, program, reflection_lm, right, word_after,
 };
 
 /// The reference run's GEPA: per-predictor feedback as DSPy's five-argument metric gives it.
@@ -466,13 +466,7 @@ async fn a_react_agent_s_step_and_extractor_are_optimized() {
         let shown = shown.clone();
         FnLm(move |_: &str, user: &str| {
             shown.lock().unwrap().push(user.to_owned());
-            let current = user
-                .split("[[ ## current_instruction ## ]]\n")
-                .nth(1)
-                .unwrap()
-                .split("\n\n[[ ## examples_with_feedback")
-                .next()
-                .unwrap();
+            let current = current_instruction(user);
             json!({"new_instruction": format!("{current} Call add first.")}).to_string()
         })
     };

@@ -159,19 +159,22 @@ pub fn task_lm(good1: Table, good2: Table) -> impl Lm {
     })
 }
 
+/// The instruction a GEPA reflection prompt (its user message) asks to improve.
+pub fn current_instruction(user: &str) -> &str {
+    user.split("[[ ## current_instruction ## ]]\n")
+        .nth(1)
+        .unwrap()
+        .split("\n\n[[ ## examples_with_feedback")
+        .next()
+        .unwrap()
+}
+
 /// The reflection model: the next version of the instruction it is shown; `log` gets
 /// (current instruction, version proposed) per call.
 pub fn reflection_lm(log: Arc<Mutex<Vec<(String, usize)>>>) -> impl Lm {
     let counters = Mutex::new(BTreeMap::<&'static str, usize>::new());
     FnLm(move |_: &str, user: &str| {
-        let current = user
-            .split("[[ ## current_instruction ## ]]\n")
-            .nth(1)
-            .unwrap()
-            .split("\n\n[[ ## examples_with_feedback")
-            .next()
-            .unwrap()
-            .to_owned();
+        let current = current_instruction(user).to_owned();
         let tag = if current.contains("HINT") {
             "HINT"
         } else {
