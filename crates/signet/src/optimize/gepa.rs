@@ -44,7 +44,9 @@ pub enum GepaBudget {
 }
 
 impl GepaBudget {
-    /// The budget in metric calls for a program of `predictors` predictors, as DSPy computes it.
+    /// The budget in metric calls for a program of `predictors` predictors, `train` training
+    /// and `val` validation examples, as DSPy computes it (with no validation set, `val` 0, the
+    /// presets size the budget by the training set, which then serves as the validation set).
     ///
     /// ```
     /// use signet::optimize::GepaBudget;
@@ -53,10 +55,11 @@ impl GepaBudget {
     /// assert_eq!(GepaBudget::FullEvals(2).metric_calls(1, 20, 10), 60);
     /// ```
     pub fn metric_calls(&self, predictors: usize, train: usize, val: usize) -> usize {
+        let scored = if val == 0 { train } else { val };
         match *self {
-            GepaBudget::Light => auto_budget(predictors.max(1), 6, val),
-            GepaBudget::Medium => auto_budget(predictors.max(1), 12, val),
-            GepaBudget::Heavy => auto_budget(predictors.max(1), 18, val),
+            GepaBudget::Light => auto_budget(predictors.max(1), 6, scored),
+            GepaBudget::Medium => auto_budget(predictors.max(1), 12, scored),
+            GepaBudget::Heavy => auto_budget(predictors.max(1), 18, scored),
             GepaBudget::FullEvals(n) => n * (train + val),
             GepaBudget::MetricCalls(n) => n,
         }
@@ -1036,6 +1039,10 @@ mod tests {
         assert_eq!(GepaBudget::Light.metric_calls(2, 0, 10), 790);
         assert_eq!(GepaBudget::Medium.metric_calls(2, 0, 50), 1390);
         assert_eq!(GepaBudget::Heavy.metric_calls(3, 0, 100), 3040);
+        // No validation set: DSPy sizes the presets by the training set, and full passes by it
+        // alone.
+        assert_eq!(GepaBudget::Light.metric_calls(1, 10, 0), 420);
+        assert_eq!(GepaBudget::FullEvals(2).metric_calls(1, 10, 0), 20);
     }
 
     #[test]
