@@ -504,9 +504,7 @@ struct Run<'a, M, F, P: Module> {
     student: &'a P,
     trainset: &'a [Example],
     valset: &'a [Example],
-    names: Vec<String>,
     state: State,
-    budget: usize,
     random: PyRandom,
     reflection_random: PyRandom,
     minibatches: Minibatches,
@@ -599,9 +597,7 @@ where
             student,
             trainset,
             valset,
-            names,
             state: State::new(Vec::new(), Vec::new(), Vec::new(), &PyRandom::new(0)),
-            budget,
             random: PyRandom::new(gepa.settings.seed),
             reflection_random: PyRandom::new(gepa.settings.seed),
             minibatches: Minibatches {
@@ -629,7 +625,7 @@ where
                 let scored = run.score(&seed, valset, false).await?;
                 let scores = scored.scores();
                 run.advance(scores.len());
-                State::new(run.names.clone(), seed, scores, &run.reflection_random)
+                State::new(names, seed, scores, &run.reflection_random)
             }
         };
         Ok(run)
@@ -702,7 +698,7 @@ where
 
     async fn go(mut self) -> Result<Compiled<P, GepaReport>, OptimizeError> {
         loop {
-            if self.state.metric_calls >= self.budget {
+            if self.state.metric_calls >= self.report.budget {
                 self.report.stopped = GepaStop::Budget;
                 break;
             }
@@ -842,10 +838,10 @@ where
             return Ok(());
         }
         let components: Vec<usize> = match self.gepa.settings.components {
-            ComponentSelection::All => (0..self.names.len()).collect(),
+            ComponentSelection::All => (0..self.state.components.len()).collect(),
             ComponentSelection::RoundRobin => {
                 let next = self.state.next_component[parent];
-                self.state.next_component[parent] = (next + 1) % self.names.len();
+                self.state.next_component[parent] = (next + 1) % self.state.components.len();
                 vec![next]
             }
         };
@@ -860,7 +856,7 @@ where
             let records = self.records(&before, component, ids_by_name[component]);
             if records.is_empty() {
                 tracing::info!(
-                    predictor = self.names[component],
+                    predictor = self.state.components[component],
                     "GEPA: no reflective examples for this predictor"
                 );
             } else {
@@ -870,7 +866,7 @@ where
         entry["components"] = json!(
             components
                 .iter()
-                .map(|c| self.names[*c].clone())
+                .map(|c| self.state.components[*c].clone())
                 .collect::<Vec<_>>()
         );
         if datasets.is_empty() {
@@ -889,7 +885,7 @@ where
         entry["proposals"] = Value::Object(
             proposals
                 .iter()
-                .map(|(c, t)| (self.names[*c].clone(), Value::String(t.clone())))
+                .map(|(c, t)| (self.state.components[*c].clone(), Value::String(t.clone())))
                 .collect(),
         );
         self.report.proposed += 1;
@@ -916,7 +912,7 @@ where
     /// What the reflection LM sees of one predictor: one of its calls per run that succeeded,
     /// with the feedback on it.
     fn records(&mut self, scored: &Scored<P>, component: usize, id: PredictorId) -> Vec<Value> {
-        let name = &self.names[component];
+        let name = &self.state.components[component];
         let mut records = Vec::new();
         for result in &scored.report.results {
             let (Some(output), None) = (&result.output, &result.error) else {
@@ -997,7 +993,8 @@ where
         self.report.candidates = (0..self.state.candidates.len())
             .map(|c| GepaCandidate {
                 instructions: self
-                    .names
+                    .state
+                    .components
                     .iter()
                     .cloned()
                     .zip(self.state.candidates[c].iter().cloned())
