@@ -45,6 +45,7 @@
 
 mod bootstrap;
 mod gepa;
+mod mipro;
 mod random_search;
 
 use std::sync::Arc;

@@ -33,6 +33,17 @@ impl PyRandom {
         random
     }
 
+    /// numpy's legacy `RandomState(seed)`: the same generator seeded with `init_genrand` (optuna's
+    /// samplers draw from it); `random()` is then numpy's `random_sample()`.
+    pub(crate) fn numpy(seed: u32) -> PyRandom {
+        let mut random = PyRandom {
+            state: Box::new([0; N]),
+            index: N,
+        };
+        random.init_genrand(seed);
+        random
+    }
+
     fn init_genrand(&mut self, seed: u32) {
         self.state[0] = seed;
         for i in 1..N {
@@ -202,6 +213,17 @@ mod tests {
     use super::PyRandom;
 
     // Expected values printed by CPython 3.11's `random` module.
+
+    #[test]
+    fn numpy_random_state_matches() {
+        // numpy: RandomState(0).random_sample(3)
+        let mut random = PyRandom::numpy(0);
+        let got: Vec<f64> = (0..3).map(|_| random.random()).collect();
+        assert_eq!(
+            got,
+            [0.5488135039273248, 0.7151893663724195, 0.6027633760716439]
+        );
+    }
 
     #[test]
     fn a_saved_state_continues_the_same_stream() {
