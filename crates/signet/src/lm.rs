@@ -20,6 +20,7 @@
 
 mod cache;
 mod constrained_tools;
+mod fn_lm;
 mod history;
 #[cfg(feature = "openai")]
 mod openai;
@@ -34,6 +35,7 @@ use futures::stream::{BoxStream, StreamExt};
 
 pub use cache::{CachedLm, ResponseCache};
 pub use constrained_tools::ConstrainedToolCalls;
+pub use fn_lm::FnLm;
 pub use history::{CallHistory, CallRecord, HistoryLm, render_history};
 #[cfg(feature = "openai")]
 pub use openai::{BuildError, OpenAiLm, OpenAiLmBuilder};

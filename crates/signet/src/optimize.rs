@@ -60,6 +60,9 @@ pub use gepa::{
     CandidateSelection, ComponentSelection, Gepa, GepaBudget, GepaCandidate, GepaReport, GepaStop,
     MetricFeedback, PredictorFeedback,
 };
+pub use mipro::{
+    DemoSetKind, MiproBudget, MiproChoice, MiproReport, MiproStop, MiproTrial, MiproV2, TrialKind,
+};
 pub use random_search::{BootstrapFewShotWithRandomSearch, Candidate, SearchReport};
 
 /// A compiled program and what the optimizer did to get it.
@@ -139,6 +142,23 @@ impl<O> From<crate::evaluate::EvaluateError<O>> for OptimizeError {
             crate::evaluate::EvaluateError::Blocking(error) => error.into(),
         }
     }
+}
+
+/// Appends one JSON line to a run log.
+pub(crate) fn append_jsonl(
+    path: &std::path::Path,
+    entry: &serde_json::Value,
+) -> Result<(), OptimizeError> {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut file| writeln!(file, "{entry}"))
+        .map_err(|source| OptimizeError::RunLog {
+            path: path.to_owned(),
+            reason: source.to_string(),
+        })
 }
 
 /// DSPy's `LabeledFewShot`: `k` training examples (inputs and labels) as demos on every

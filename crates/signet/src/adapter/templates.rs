@@ -521,6 +521,155 @@ pub(crate) fn gepa_default_feedback(score: f64) -> String {
     )
 }
 
+// ---- MIPROv2's proposer (DSPy's `propose/dataset_summary_generator.py` and
+// `propose/grounded_proposer.py`) --------------------------------------------------------------
+
+/// A signature of MIPROv2's proposer: its name, instructions, and fields (name, description;
+/// every field is a `str`), inputs first.
+pub(crate) struct ProposerSignature {
+    pub(crate) name: &'static str,
+    pub(crate) instructions: &'static str,
+    pub(crate) inputs: &'static [(&'static str, &'static str)],
+    pub(crate) outputs: &'static [(&'static str, &'static str)],
+}
+
+/// DSPy's `DatasetDescriptor`: observations on the first batch of training examples.
+pub(crate) const MIPRO_DATASET_DESCRIPTOR: ProposerSignature = ProposerSignature {
+    name: "DatasetDescriptor",
+    instructions: "Given several examples from a dataset please write observations about trends that hold for most or all of the samples. Some areas you may consider in your observations: topics, content, syntax, conciseness, etc. It will be useful to make an educated guess as to the nature of the task this dataset will enable. Don't be afraid to be creative",
+    inputs: &[("examples", "Sample data points from the dataset")],
+    outputs: &[(
+        "observations",
+        "Somethings that holds true for most or all of the data you observed",
+    )],
+};
+
+/// DSPy's `DatasetDescriptorWithPriorObservations`: more observations on a later batch (or
+/// `COMPLETE`). The double space and the spelling are DSPy's.
+pub(crate) const MIPRO_DATASET_DESCRIPTOR_WITH_PRIOR: ProposerSignature = ProposerSignature {
+    name: "DatasetDescriptorWithPriorObservations",
+    instructions: "Given several examples from a dataset please write observations about trends that hold for most or all of the samples. I will also provide you with a few observations I have already made.  Please add your own observations or if you feel the observations are comprehensive say 'COMPLETE' Some areas you may consider in your observations: topics, content, syntax, conciceness, etc. It will be useful to make an educated guess as to the nature of the task this dataset will enable. Don't be afraid to be creative",
+    inputs: &[
+        ("examples", "Sample data points from the dataset"),
+        (
+            "prior_observations",
+            "Some prior observations I made about the data",
+        ),
+    ],
+    outputs: &[(
+        "observations",
+        "Somethings that holds true for most or all of the data you observed or COMPLETE if you have nothing to add",
+    )],
+};
+
+/// DSPy's `ObservationSummarizer`: the dataset summary the proposals are grounded in.
+pub(crate) const MIPRO_OBSERVATION_SUMMARIZER: ProposerSignature = ProposerSignature {
+    name: "ObservationSummarizer",
+    instructions: "Given a series of observations I have made about my dataset, please summarize them into a brief 2-3 sentence summary which highlights only the most important details.",
+    inputs: &[("observations", "Observations I have made about my dataset")],
+    outputs: &[(
+        "summary",
+        "Two to Three sentence summary of only the most significant highlights of my observations",
+    )],
+};
+
+const PROGRAM_CODE_DESC: &str =
+    "Pseudocode for a language model program designed to solve a particular task.";
+const PROGRAM_EXAMPLE_DESC: &str = "An example of the program in use.";
+const PROGRAM_DESCRIPTION_DESC: &str =
+    "Summary of the task the program is designed to solve, and how it goes about solving it.";
+
+/// DSPy's `DescribeProgram`.
+pub(crate) const MIPRO_DESCRIBE_PROGRAM: ProposerSignature = ProposerSignature {
+    name: "DescribeProgram",
+    instructions: "Below is some pseudo-code for a pipeline that solves tasks with calls to language models. Please describe what type of task this program appears to be designed to solve, and how it appears to work.",
+    inputs: &[
+        ("program_code", PROGRAM_CODE_DESC),
+        ("program_example", PROGRAM_EXAMPLE_DESC),
+    ],
+    outputs: &[(
+        "program_description",
+        "Describe what task the program is designed to solve, and how it goes about solving this task.",
+    )],
+};
+
+/// DSPy's `DescribeModule`.
+pub(crate) const MIPRO_DESCRIBE_MODULE: ProposerSignature = ProposerSignature {
+    name: "DescribeModule",
+    instructions: "Below is some pseudo-code for a pipeline that solves tasks with calls to language models. Please describe the purpose of one of the specified module in this pipeline.",
+    inputs: &[
+        ("program_code", PROGRAM_CODE_DESC),
+        ("program_example", PROGRAM_EXAMPLE_DESC),
+        ("program_description", PROGRAM_DESCRIPTION_DESC),
+        (
+            "module",
+            "The module in the program that we want to describe.",
+        ),
+    ],
+    outputs: &[(
+        "module_description",
+        "Description of the module's role in the broader program.",
+    )],
+};
+
+/// The instructions of DSPy's `GenerateSingleModuleInstruction`.
+pub(crate) const MIPRO_GENERATE_INSTRUCTION: &str = "Use the information below to learn about a task that we are trying to solve using calls to an LM, then generate a new instruction that will be used to prompt a Language Model to better solve the task.";
+
+/// Its input fields in DSPy's order, each present or not depending on the proposer's settings.
+pub(crate) const MIPRO_GENERATE_INPUTS: [(&str, &str); 8] = [
+    (
+        "dataset_description",
+        "A description of the dataset that we are using.",
+    ),
+    (
+        "program_code",
+        "Language model program designed to solve a particular task.",
+    ),
+    ("program_description", PROGRAM_DESCRIPTION_DESC),
+    ("module", "The module to create an instruction for."),
+    (
+        "module_description",
+        "Description of the module to create an instruction for.",
+    ),
+    ("task_demos", "Example inputs/outputs of our module."),
+    ("basic_instruction", "Basic instruction."),
+    (
+        "tip",
+        "A suggestion for how to go about generating the new instruction.",
+    ),
+];
+
+/// Its output field.
+pub(crate) const MIPRO_GENERATE_OUTPUT: (&str, &str) = (
+    "proposed_instruction",
+    "Propose an instruction that will be used to prompt a Language Model to perform this task.",
+);
+
+/// The proposer's tips, in DSPy's order (a proposal draws one at random; `none` adds no tip).
+pub(crate) const MIPRO_TIPS: [(&str, &str); 6] = [
+    ("none", ""),
+    (
+        "creative",
+        "Don't be afraid to be creative when creating the new instruction!",
+    ),
+    ("simple", "Keep the instruction clear and concise."),
+    (
+        "description",
+        "Make sure your instruction is very informative and descriptive.",
+    ),
+    (
+        "high_stakes",
+        "The instruction should include a high stakes scenario in which the LM must solve the task!",
+    ),
+    (
+        "persona",
+        "Include a persona that is relevant to the task in the instruction (ie. \"You are a ...\")",
+    ),
+];
+
+/// What the proposer shows when a proposal has no bootstrapped demos to show.
+pub(crate) const MIPRO_NO_TASK_DEMOS: &str = "No task demos provided.";
+
 // ---- Signet's own prompts (structured calls) ----------------------------------------------------
 // These are not DSPy's: DSPy has no equivalent of `signet::structured`.
 

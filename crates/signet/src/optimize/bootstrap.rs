@@ -8,7 +8,9 @@ use futures::{StreamExt, stream};
 use super::{Compiled, LabeledFewShot, OptimizeError, TeacherLm, augmented, reset_copy};
 use crate::adapter::Fields;
 use crate::data::{Example, PyRandom};
-use crate::evaluate::{Bar, ExampleError, Metric, Predicted, Progress, catch_panic, input_of};
+use crate::evaluate::{
+    Bar, Borrowed, ExampleError, Metric, Predicted, Progress, catch_panic, input_of,
+};
 use crate::lm::{Lm, Usage};
 use crate::module::Module;
 use crate::trace::{PredictorId, Trace};
@@ -367,6 +369,23 @@ impl<M> BootstrapFewShot<M> {
             record.usage,
             Some(demos_by_predictor(&record.trace, &names)),
         ))
+    }
+}
+
+impl<M> BootstrapFewShot<M> {
+    /// The same settings over a borrowed metric.
+    pub(super) fn borrowed(&self) -> BootstrapFewShot<Borrowed<'_, M>> {
+        BootstrapFewShot {
+            metric: Borrowed(&self.metric),
+            threshold: self.threshold,
+            max_bootstrapped_demos: self.max_bootstrapped_demos,
+            max_labeled_demos: self.max_labeled_demos,
+            max_rounds: self.max_rounds,
+            max_errors: self.max_errors,
+            concurrency: self.concurrency,
+            teacher_lm: self.teacher_lm.clone(),
+            progress: self.progress,
+        }
     }
 }
 

@@ -269,20 +269,3 @@ impl<M> BootstrapFewShotWithRandomSearch<M> {
         crate::blocking::block_on(self.compile(student, trainset, valset))?
     }
 }
-
-impl<M> BootstrapFewShot<M> {
-    /// The same settings over a borrowed metric.
-    fn borrowed(&self) -> BootstrapFewShot<Borrowed<'_, M>> {
-        BootstrapFewShot {
-            metric: Borrowed(&self.metric),
-            threshold: self.threshold,
-            max_bootstrapped_demos: self.max_bootstrapped_demos,
-            max_labeled_demos: self.max_labeled_demos,
-            max_rounds: self.max_rounds,
-            max_errors: self.max_errors,
-            concurrency: self.concurrency,
-            teacher_lm: self.teacher_lm.clone(),
-            progress: self.progress,
-        }
-    }
-}

@@ -211,17 +211,7 @@ impl State {
 
 /// Appends one iteration's record to the run log.
 pub(crate) fn append_log(dir: &Path, entry: &Value) -> Result<(), OptimizeError> {
-    use std::io::Write;
-    let path = dir.join(LOG_FILE);
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .and_then(|mut file| writeln!(file, "{entry}"))
-        .map_err(|source| OptimizeError::RunLog {
-            path,
-            reason: source.to_string(),
-        })
+    crate::optimize::append_jsonl(&dir.join(LOG_FILE), entry)
 }
 
 #[cfg(test)]

@@ -45,6 +45,11 @@ impl Tpe {
         }
     }
 
+    /// How many trials have finished.
+    pub(crate) fn trials(&self) -> usize {
+        self.history.len()
+    }
+
     /// Records a finished trial (also one not sampled here, such as the default program's).
     pub(crate) fn tell(&mut self, params: BTreeMap<String, usize>, value: f64) {
         self.history.push(Trial { params, value });
