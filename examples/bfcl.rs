@@ -9,14 +9,17 @@
 //!
 //! Directly: `cargo run --example bfcl -- --questions Q.jsonl --results R.jsonl [--modes
 //! native,chat,json,xml,constrained] [--model local|api] [--concurrency N] [--train T.jsonl
-//! --demos K] [--optimizer bootstrap|gepa] [--budget N]`. `--model api` uses any OpenAI-compatible endpoint from `OPENAI_API_KEY`,
+//! --demos K] [--optimizer bootstrap|gepa|mipro] [--budget N]`. `--model api` uses any OpenAI-compatible endpoint from `OPENAI_API_KEY`,
 //! `OPENAI_BASE_URL` and `OPENAI_MODEL`. With `--train`, each mode is also compiled with
 //! `BootstrapFewShot` on the training questions (a demo is kept when its calls match BFCL's
 //! possible answers) and the compiled program answers the questions again as mode
 //! `<mode>+bootstrap`; with `--optimizer gepa`, GEPA rewrites the instruction instead (budget
 //! `--budget N` metric calls, 150 by default; minibatches and candidates scored on the training
 //! questions; the reflection LM is the API model when `OPENAI_API_KEY` is set, otherwise the
-//! task model) and the row is `<mode>+gepa`.
+//! task model) and the row is `<mode>+gepa`; with `--optimizer mipro`, MIPROv2 searches three
+//! instructions (the original and two proposed by the same model) and three demo sets of up to
+//! `--demos K` bootstrapped demos, each trial scored on the training questions, for 10 trials or
+//! `--budget N` metric calls, and the row is `<mode>+mipro`.
 //!
 //! Every question is one `Predict<FunctionCall>` call — the request and the functions (`Tools`)
 //! in, the calls (`ToolCalls`) out — so the modes differ only in how Signet sends the functions
@@ -42,7 +45,7 @@ use signet::data::Example;
 use signet::evaluate::Score;
 use signet::lm::{Lm, LmOptions};
 use signet::module::{CallConfig, Error, Predict};
-use signet::optimize::{BootstrapFewShot, Gepa, GepaBudget};
+use signet::optimize::{BootstrapFewShot, Gepa, GepaBudget, MiproBudget, MiproV2};
 use signet::prelude::*;
 
 /// Fulfil the user's request by calling the given functions, with argument values taken from the
@@ -390,9 +393,9 @@ fn args() -> Result<Args, String> {
     for mode in &args.modes {
         adapter(mode)?;
     }
-    if !["bootstrap", "gepa"].contains(&args.optimizer.as_str()) {
+    if !["bootstrap", "gepa", "mipro"].contains(&args.optimizer.as_str()) {
         return Err(format!(
-            "--optimizer is `bootstrap` or `gepa`, not `{}`",
+            "--optimizer is `bootstrap`, `gepa` or `mipro`, not `{}`",
             args.optimizer
         ));
     }
@@ -494,6 +497,41 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                         compiled.program.predictor().instructions()
                     );
                     (format!("{mode}+gepa"), compiled.program)
+                }
+                "mipro" => {
+                    // Bootstrapped demos (no labeled ones: BFCL's answers are not demos) and
+                    // proposed instructions, searched with every trial on the whole training
+                    // set, until 10 trials or the metric-call budget.
+                    let compiled = MiproV2::new(graded, reflection_lm(&lm)?)
+                        .with_prompt_options(LmOptions::new().max_tokens(600))
+                        .with_budget(MiproBudget::Manual {
+                            candidates: 3,
+                            trials: 10,
+                        })
+                        .with_max_bootstrapped_demos(args.demos)
+                        .with_max_labeled_demos(0)
+                        .with_minibatch(false)
+                        .with_max_metric_calls(args.budget)
+                        .with_concurrency(concurrency)
+                        .compile(&zero_shot, &trainset, &trainset)
+                        .await?;
+                    let report = &compiled.report;
+                    eprintln!(
+                        "{mode}+mipro: {} instructions ({} proposal failures), {} demo sets, {} \
+                         trials, {} metric calls, prompt-model calls {}; training score {:.1} -> \
+                         {:.1}; instructions now: {:?}, {} demos",
+                        report.instructions[0].len(),
+                        report.proposal_failures.len(),
+                        report.demo_sets[0].len(),
+                        report.trials.len(),
+                        report.metric_calls,
+                        report.prompt_usage.lm_calls,
+                        report.trials[0].score,
+                        report.best_score,
+                        compiled.program.predictor().instructions(),
+                        compiled.program.predictor().demos().len()
+                    );
+                    (format!("{mode}+mipro"), compiled.program)
                 }
                 _ => {
                     let metric = |example: &Example, output: &FunctionCallOutput| {

@@ -6,6 +6,7 @@
 //! cargo run --release --example optimize_travel
 //! cargo run --release --example optimize_travel -- --labeled 0 --rounds 6 --save /tmp/agent.json
 //! cargo run --release --example optimize_travel -- --optimizer gepa --budget 100
+//! cargo run --release --example optimize_travel -- --optimizer mipro --trials 6
 //! ```
 //!
 //! Flags: `--demos N` (bootstrapped demos kept, 3), `--labeled N` (labeled demos the teacher
@@ -20,6 +21,11 @@
 //! (100) on the training questions. The reflection LM is the API model named by `OPENAI_MODEL`
 //! when `OPENAI_API_KEY` is set (any OpenAI-compatible `OPENAI_BASE_URL`), otherwise the local
 //! model itself, whose proposals are weak.
+//!
+//! `--optimizer mipro` runs MIPROv2: `--candidates N` (3) instructions (the agent's own and
+//! proposals from the same prompt model as GEPA's) and demo sets (none, labeled, bootstrapped
+//! with `--demos` / `--labeled`), searched jointly for `--trials N` (6) trials, each scored on
+//! every training question (`target/travel_agent_mipro.json`).
 //!
 //! A run *completes* a task when the agent called `forecast` for the question's city and
 //! `eur_to_nok` with its amount (both calls succeeded) and then finished by itself. The
@@ -38,7 +44,7 @@ use serde_json::json;
 use signet::data::{Dataset, Example};
 use signet::evaluate::{Evaluate, Report, Score};
 use signet::module::{Predictors, ReActOutput, TOOL_TURNS, Trajectory};
-use signet::optimize::{BootstrapFewShot, Gepa, GepaBudget};
+use signet::optimize::{BootstrapFewShot, Gepa, GepaBudget, MiproBudget, MiproV2};
 use signet::prelude::*;
 
 #[path = "shared/api_model.rs"]
@@ -239,6 +245,52 @@ async fn gepa(
     Ok(compiled.program)
 }
 
+/// MIPROv2 on the agent's instructions and demos: demo sets bootstrapped from the labeled
+/// training questions, trials scored on the training questions.
+async fn mipro(
+    student: &ReAct<Travel>,
+    lm: &Arc<dyn Lm>,
+    labeled: &Dataset,
+    train: &Dataset,
+    slots: usize,
+) -> Result<ReAct<Travel>, Box<dyn std::error::Error>> {
+    let compiled = MiproV2::new(completed, reflection_lm(lm)?)
+        .with_prompt_options(LmOptions::new().max_tokens(600))
+        .with_budget(MiproBudget::Manual {
+            candidates: flag("--candidates", 3),
+            trials: flag("--trials", 6),
+        })
+        .with_max_bootstrapped_demos(flag("--demos", 3))
+        .with_max_labeled_demos(flag("--labeled", 3))
+        .with_minibatch(false)
+        .with_concurrency(slots)
+        .compile(student, labeled, train)
+        .await?;
+    let report = &compiled.report;
+    eprintln!(
+        "mipro: {} instruction candidates per predictor ({} prompt-model failures), {} demo sets, \
+         {} evaluations, {} metric calls, {} prompt-model calls; training score {:.1} -> {:.1}",
+        report.instructions[0].len(),
+        report.proposal_failures.len(),
+        report.demo_sets[0].len(),
+        report.trials.len(),
+        report.metric_calls,
+        report.prompt_usage.lm_calls,
+        report.trials[0].score,
+        report.best_score,
+    );
+    for (p, name) in report.predictors.iter().enumerate() {
+        let choice = report.trials[report.best].choices[p];
+        eprintln!(
+            "  {name}: instruction {} of {}, demo set {:?}",
+            choice.instruction,
+            report.instructions[p].len(),
+            choice.demos
+        );
+    }
+    Ok(compiled.program)
+}
+
 /// The value after `--name` on the command line.
 fn flag_value(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
@@ -285,9 +337,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(before)
     };
 
-    let use_gepa = flag_value("--optimizer").as_deref() == Some("gepa");
-    let compiled = if use_gepa {
+    let optimizer = flag_value("--optimizer").unwrap_or_else(|| "bootstrap".into());
+    let compiled = if optimizer == "gepa" {
         gepa(&student, &lm, &unlabeled, slots).await?
+    } else if optimizer == "mipro" {
+        mipro(&student, &lm, &train, &unlabeled, slots).await?
     } else {
         // The teacher: the agent with `labeled` labeled demos; up to `demos` accepted runs become
         // the compiled agent's demos (the labeled ones are only the teacher's).
@@ -329,10 +383,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     show_runs(&after);
     server.stop().await?;
 
-    let default_save = if use_gepa {
-        "target/travel_agent_gepa.json"
-    } else {
-        SAVED
+    let default_save = match optimizer.as_str() {
+        "gepa" => "target/travel_agent_gepa.json",
+        "mipro" => "target/travel_agent_mipro.json",
+        _ => SAVED,
     };
     let saved = flag_value("--save").unwrap_or_else(|| default_save.to_owned());
     compiled.save(&saved)?;
@@ -348,10 +402,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(before) = &before {
         println!("{}", summary("zero-shot", before));
     }
-    let label = if use_gepa {
-        "GEPA instructions".to_owned()
-    } else {
-        format!("compiled ({shown} demos)")
+    let label = match optimizer.as_str() {
+        "gepa" => "GEPA instructions".to_owned(),
+        "mipro" => format!("MIPROv2 ({shown} demos)"),
+        _ => format!("compiled ({shown} demos)"),
     };
     println!("{}", summary(&label, &after));
     println!("\nsaved to {saved}");

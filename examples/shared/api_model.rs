@@ -12,8 +12,9 @@ pub fn api_lm() -> Result<(Arc<dyn Lm>, String), Box<dyn std::error::Error>> {
     Ok((Arc::new(lm), name))
 }
 
-/// The LM that writes GEPA's new instructions: the API model when `OPENAI_API_KEY` is set (a
-/// strong reflection model pays off), otherwise the task model itself.
+/// The LM that writes new instructions (GEPA's reflection model, MIPROv2's prompt model): the API
+/// model when `OPENAI_API_KEY` is set (a strong proposer pays off), otherwise the task model
+/// itself.
 pub fn reflection_lm(task: &Arc<dyn Lm>) -> Result<Arc<dyn Lm>, Box<dyn std::error::Error>> {
     if std::env::var_os("OPENAI_API_KEY").is_none() {
         return Ok(task.clone());

@@ -5,6 +5,9 @@
 //! a prompt model answering each proposer signature with a fixed text (proposal `k` proposes
 //! `INSTR-k`).
 
+// The bench uses the one-predictor task only.
+#![allow(dead_code)]
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 

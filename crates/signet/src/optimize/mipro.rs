@@ -195,8 +195,11 @@ pub struct MiproReport {
     pub stopped: MiproStop,
 }
 
-/// MIPROv2, DSPy's joint instruction and demo optimizer (see the [module docs](self) for the
-/// three steps). `prompt_lm` writes the dataset summary and the instructions; the program's own
+/// MIPROv2, DSPy's joint instruction and demo optimizer: demo sets (none, labeled, bootstrapped,
+/// bootstrapped on reshuffled training sets), instructions a prompt model proposes from a
+/// summary of the data, the program and bootstrapped demos, then a seeded TPE search over
+/// (instruction, demo set) per predictor on minibatches, the most promising scored on the whole
+/// validation set; the best full score wins. `prompt_lm` writes the dataset summary and the instructions; the program's own
 /// LM (or [`with_task_lm`](Self::with_task_lm)) runs the bootstraps and the trials.
 ///
 /// ```
