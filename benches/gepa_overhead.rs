@@ -16,7 +16,6 @@
 //! once, checked, untimed.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use serde_json::json;
 use signet::data::Example;
@@ -25,6 +24,8 @@ use signet::optimize::{Gepa, GepaBudget, GepaReport};
 
 #[path = "../tests/support/gepa_task.rs"]
 mod gepa_task;
+#[path = "support/repeat.rs"]
+mod repeat;
 use gepa_task::{
     GOOD1, GOOD2, MERGE1, MERGE2, Table, examples, feedback, program, reflection_lm, right,
 };
@@ -89,23 +90,7 @@ fn check(workload: &Workload, report: &GepaReport) {
 }
 
 fn main() {
-    let mut seconds = 3.0_f64;
-    let mut timed = false;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--seconds" => {
-                seconds = args
-                    .next()
-                    .and_then(|s| s.parse().ok())
-                    .expect("--seconds takes a number")
-            }
-            // Added by `cargo bench`; `cargo test --benches` runs the binary without it.
-            "--bench" => timed = true,
-            other => panic!("unknown argument {other:?}"),
-        }
-    }
-    let budget = Duration::from_secs_f64(seconds);
+    let (budget, timed) = repeat::args();
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     let (train, val) = (examples(0..8), examples(8..16));
 
@@ -121,21 +106,14 @@ fn main() {
             continue;
         }
         // Whole runs, one after another, for the time given (at least 5); each one checked.
-        let mut times = Vec::new();
-        let started = Instant::now();
-        while started.elapsed() < budget || times.len() < 5 {
-            let start = Instant::now();
-            let report = runtime.block_on(run(workload, &train, &val));
-            times.push(start.elapsed());
-            check(workload, &report);
-        }
-        times.sort();
-        let median = times[times.len() / 2];
+        let (runs, median) = repeat::median(budget, || {
+            check(workload, &runtime.block_on(run(workload, &train, &val)));
+        });
         println!(
             "{}",
             json!({
                 "workload": workload.name,
-                "runs": times.len(),
+                "runs": runs,
                 "median_ms": (median.as_secs_f64() * 1e6).round() / 1e3,
                 "metric_calls": report.metric_calls,
                 "candidates": report.candidates.len(),

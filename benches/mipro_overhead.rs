@@ -16,7 +16,6 @@
 //! checked, untimed.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use serde_json::json;
 use signet::data::Example;
@@ -26,6 +25,8 @@ use signet::prelude::*;
 
 #[path = "../tests/support/mipro_task.rs"]
 mod mipro_task;
+#[path = "support/repeat.rs"]
+mod repeat;
 use mipro_task::{AskOutput, Prog, Task, examples, metric, prompt_lm, task_lm};
 
 /// One workload and the outcome DSPy 3.4.1 reaches on it.
@@ -117,23 +118,7 @@ fn check(workload: &Workload, report: &MiproReport) {
 }
 
 fn main() {
-    let mut seconds = 3.0_f64;
-    let mut timed = false;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--seconds" => {
-                seconds = args
-                    .next()
-                    .and_then(|s| s.parse().ok())
-                    .expect("--seconds takes a number")
-            }
-            // Added by `cargo bench`; `cargo test --benches` runs the binary without it.
-            "--bench" => timed = true,
-            other => panic!("unknown argument {other:?}"),
-        }
-    }
-    let budget = Duration::from_secs_f64(seconds);
+    let (budget, timed) = repeat::args();
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
 
     for workload in &WORKLOADS {
@@ -149,21 +134,15 @@ fn main() {
             );
             continue;
         }
-        let mut times = Vec::new();
-        let started = Instant::now();
-        while started.elapsed() < budget || times.len() < 5 {
-            let start = Instant::now();
-            let report = runtime.block_on(run(workload, train, val));
-            times.push(start.elapsed());
-            check(workload, &report);
-        }
-        times.sort();
-        let median = times[times.len() / 2];
+        // Whole runs, one after another, for the time given (at least 5); each one checked.
+        let (runs, median) = repeat::median(budget, || {
+            check(workload, &runtime.block_on(run(workload, train, val)));
+        });
         println!(
             "{}",
             json!({
                 "workload": workload.name,
-                "runs": times.len(),
+                "runs": runs,
                 "median_ms": (median.as_secs_f64() * 1e6).round() / 1e3,
                 "metric_calls": report.metric_calls,
                 "evaluations": report.trials.len(),

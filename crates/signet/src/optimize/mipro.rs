@@ -733,7 +733,8 @@ where
         if let Some(n) = settings.max_errors {
             bootstrap = bootstrap.with_max_errors(n);
         }
-        let built = demos::build(&bootstrap, &self.student, &self.trainset, &plan).await?;
+        let bar = Bar::new(settings.progress, "mipro demo sets", plan.len());
+        let built = demos::build(&bootstrap, &self.student, &self.trainset, &plan, &bar).await?;
         self.report.usage += built.usage;
         self.report.metric_calls += built.attempts;
         if let Some(log) = &mut self.log {
@@ -788,6 +789,13 @@ where
             }
         }
         let proposals = self.instruction_count.min(self.demo_set_count);
+        let bar = logged.is_none().then(|| {
+            Bar::new(
+                settings.progress,
+                "mipro proposals",
+                proposals * self.names.len(),
+            )
+        });
         let mut candidates: Vec<Vec<String>> = Vec::new();
         for (p, (name, predictor)) in self.student.named_predictors().into_iter().enumerate() {
             let mut own = vec![predictor.instructions()];
@@ -803,7 +811,11 @@ where
                 }
                 tracing::info!(predictor = %name, proposal = set + 1, of = proposals, "MIPROv2: proposing an instruction");
                 let shown = settings.fewshot_aware.then_some(sets[p].as_slice());
-                match proposer.propose(predictor, shown, set, tip, rollout).await {
+                let proposed = proposer.propose(predictor, shown, set, tip, rollout).await;
+                if let Some(bar) = &bar {
+                    bar.advance(|| format!("{name}, proposal {}", set + 1));
+                }
+                match proposed {
                     // The first proposal is replaced by the predictor's own instruction, as in
                     // DSPy (its call is made all the same).
                     Ok(_) if set == 0 => {}
@@ -817,6 +829,9 @@ where
                 }
             }
             candidates.push(own);
+        }
+        if let Some(bar) = &bar {
+            bar.finish();
         }
         self.report.prompt_usage += proposer.usage;
         match logged {

@@ -4,7 +4,7 @@
 
 use crate::adapter::Fields;
 use crate::data::{Example, PyRandom};
-use crate::evaluate::{Borrowed, Metric};
+use crate::evaluate::{Bar, Borrowed, Metric};
 use crate::lm::Usage;
 use crate::module::Module;
 use crate::optimize::{BootstrapFewShot, LabeledFewShot, OptimizeError};
@@ -63,12 +63,13 @@ pub(crate) fn plan(
         .collect()
 }
 
-/// Builds the planned sets for `student`'s predictors.
+/// Builds the planned sets for `student`'s predictors (`bar` advances once per set).
 pub(crate) async fn build<P, M>(
     bootstrap: &BootstrapFewShot<Borrowed<'_, M>>,
     student: &P,
     trainset: &[Example],
     plan: &[(DemoSetKind, Vec<usize>)],
+    bar: &Bar,
 ) -> Result<DemoSets, OptimizeError>
 where
     P: Module + Clone,
@@ -113,7 +114,9 @@ where
             result.sets[p].push(predictor.demos().to_vec());
         }
         result.kinds.push(*kind);
+        bar.advance(|| format!("demo set {} ({kind:?})", i + 1));
     }
+    bar.finish();
     Ok(result)
 }
 
