@@ -120,7 +120,7 @@ pub struct MiproChoice {
 }
 
 /// One evaluation of the search.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MiproTrial {
     /// DSPy's trial number (1 is the starting program; full evaluations take numbers too).
     pub number: usize,
@@ -518,6 +518,8 @@ struct Run<'a, M, P> {
     demo_set_count: usize,
     trials: usize,
     minibatch: bool,
+    /// The validated seed: the random stream's and the TPE sampler's.
+    seed: u32,
     random: PyRandom,
     log: Option<RunLog>,
     report: MiproReport,
@@ -675,6 +677,7 @@ where
             demo_set_count,
             trials,
             minibatch,
+            seed,
             random,
             log,
             report,
@@ -686,8 +689,7 @@ where
         let sets = self.demo_sets().await?;
         self.propose(&sets).await?;
         self.report.demo_sets = sets;
-        let tpe_seed = u32::try_from(self.settings.seed).unwrap_or_default();
-        let best = self.search(tpe_seed).await?;
+        let best = self.search().await?;
         if let Some(bar) = &self.bar {
             bar.finish();
         }
@@ -718,7 +720,7 @@ where
         );
         self.report.demo_set_kinds = plan.iter().map(|(kind, _)| *kind).collect();
         match self.log.as_mut().and_then(RunLog::next) {
-            Some(Logged::DemoSets(sets)) if sets.len() == self.names.len() => return Ok(sets),
+            Some(Logged::DemoSets { sets }) if sets.len() == self.names.len() => return Ok(sets),
             Some(_) => return Err(self.mismatch("the demo sets were expected first")),
             None => {}
         }
@@ -738,7 +740,9 @@ where
         self.report.usage += built.usage;
         self.report.metric_calls += built.attempts;
         if let Some(log) = &mut self.log {
-            log.append(&json!({"event": "demo_sets", "sets": built.sets}))?;
+            log.append(&Logged::DemoSets {
+                sets: built.sets.clone(),
+            })?;
         }
         Ok(built.sets)
     }
@@ -847,12 +851,11 @@ where
                 self.report.instructions = candidates;
                 self.report.dataset_summary = proposer.summary;
                 if let Some(log) = &mut self.log {
-                    log.append(&json!({
-                        "event": "instructions",
-                        "candidates": self.report.instructions,
-                        "summary": self.report.dataset_summary,
-                        "failures": self.report.proposal_failures,
-                    }))?;
+                    log.append(&Logged::Instructions {
+                        candidates: self.report.instructions.clone(),
+                        summary: self.report.dataset_summary.clone(),
+                        failures: self.report.proposal_failures.clone(),
+                    })?;
                 }
             }
         }
@@ -953,7 +956,7 @@ where
         };
         tracing::info!(number, ?kind, score, "MIPROv2: trial scored");
         if let Some(log) = self.log.as_mut().filter(|_| !from_log) {
-            log.append(&log::trial_entry(&trial))?;
+            log.append(&Logged::Trial(trial.clone()))?;
         }
         self.report.trials.push(trial);
         Ok(score)
@@ -983,7 +986,7 @@ where
     }
 
     /// Step 3: the search. Returns the index of the best full evaluation.
-    async fn search(&mut self, seed: u32) -> Result<usize, OptimizeError> {
+    async fn search(&mut self) -> Result<usize, OptimizeError> {
         let v = self.valset.len();
         let size = self.settings.minibatch_size;
         let steps = self.settings.full_eval_steps;
@@ -1013,7 +1016,7 @@ where
             self.names.len()
         ];
         let all: Vec<usize> = (0..v).collect();
-        let mut tpe = tpe::Tpe::new(seed);
+        let mut tpe = tpe::Tpe::new(self.seed);
         let default_score = self
             .evaluate(1, TrialKind::Default, default.clone(), all.clone())
             .await?;

@@ -6,10 +6,10 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use super::{MiproChoice, MiproTrial, TrialKind};
+use super::MiproTrial;
 use crate::adapter::Fields;
 use crate::optimize::OptimizeError;
 
@@ -20,20 +20,11 @@ pub(crate) const BEST_FILE: &str = "best_program.json";
 /// Create it to stop a run before its next trial.
 pub(crate) const STOP_FILE: &str = "mipro.stop";
 
-/// A logged step.
-pub(crate) enum Logged {
-    DemoSets(Vec<Vec<Vec<Fields>>>),
-    Instructions {
-        candidates: Vec<Vec<String>>,
-        summary: Option<String>,
-        failures: Vec<String>,
-    },
-    Trial(MiproTrial),
-}
-
-#[derive(Deserialize)]
+/// One line of the log, as written and as read back.
+#[derive(Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
-enum Line {
+pub(crate) enum Logged {
+    /// The header: what run this is (its settings and data sizes).
     Start {
         run: Value,
     },
@@ -45,15 +36,7 @@ enum Line {
         summary: Option<String>,
         failures: Vec<String>,
     },
-    Trial {
-        number: usize,
-        kind: TrialKind,
-        choices: Vec<MiproChoice>,
-        examples: Vec<usize>,
-        score: f64,
-        failures: usize,
-        eval_calls: usize,
-    },
+    Trial(MiproTrial),
 }
 
 /// An open run log: the steps still to replay, and the file new steps go to.
@@ -92,12 +75,12 @@ impl RunLog {
             .filter(|(_, l)| !l.trim().is_empty());
         match lines.next() {
             None => {
-                log.append(&json!({"event": "start", "run": run}))?;
+                log.append(&Logged::Start { run })?;
                 return Ok(log);
             }
-            Some((_, first)) => match serde_json::from_str::<Line>(first) {
-                Ok(Line::Start { run: logged }) if logged == run => {}
-                Ok(Line::Start { run: logged }) => {
+            Some((_, first)) => match serde_json::from_str::<Logged>(first) {
+                Ok(Logged::Start { run: logged }) if logged == run => {}
+                Ok(Logged::Start { run: logged }) => {
                     return Err(error(format!(
                         "the log is of another run (it was started with {logged}, this run is \
                          {run}); use another directory, or delete the log to start over"
@@ -107,40 +90,12 @@ impl RunLog {
             },
         }
         for (n, line) in lines {
-            let line: Line = serde_json::from_str(line)
+            let line: Logged = serde_json::from_str(line)
                 .map_err(|e| error(format!("line {} cannot be read: {e}", n + 1)))?;
-            log.pending.push_back(match line {
-                Line::Start { .. } => {
-                    return Err(error(format!("line {} starts another run", n + 1)));
-                }
-                Line::DemoSets { sets } => Logged::DemoSets(sets),
-                Line::Instructions {
-                    candidates,
-                    summary,
-                    failures,
-                } => Logged::Instructions {
-                    candidates,
-                    summary,
-                    failures,
-                },
-                Line::Trial {
-                    number,
-                    kind,
-                    choices,
-                    examples,
-                    score,
-                    failures,
-                    eval_calls,
-                } => Logged::Trial(MiproTrial {
-                    number,
-                    kind,
-                    choices,
-                    examples,
-                    score,
-                    failures,
-                    eval_calls,
-                }),
-            });
+            if matches!(line, Logged::Start { .. }) {
+                return Err(error(format!("line {} starts another run", n + 1)));
+            }
+            log.pending.push_back(line);
         }
         log.resumed = !log.pending.is_empty();
         Ok(log)
@@ -162,21 +117,11 @@ impl RunLog {
     }
 
     /// Appends one step.
-    pub(crate) fn append(&mut self, entry: &Value) -> Result<(), OptimizeError> {
-        crate::optimize::append_jsonl(&self.path, entry)
+    pub(crate) fn append(&mut self, entry: &Logged) -> Result<(), OptimizeError> {
+        let entry = serde_json::to_value(entry).map_err(|e| OptimizeError::RunLog {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        })?;
+        crate::optimize::append_jsonl(&self.path, &entry)
     }
-}
-
-/// A trial's log line.
-pub(crate) fn trial_entry(trial: &MiproTrial) -> Value {
-    json!({
-        "event": "trial",
-        "number": trial.number,
-        "kind": trial.kind,
-        "choices": trial.choices,
-        "examples": trial.examples,
-        "score": trial.score,
-        "failures": trial.failures,
-        "eval_calls": trial.eval_calls,
-    })
 }
