@@ -515,19 +515,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                         .with_concurrency(concurrency)
                         .compile(&zero_shot, &trainset, &trainset)
                         .await?;
-                    let report = &compiled.report;
                     eprintln!(
-                        "{mode}+mipro: {} instructions ({} proposal failures), {} demo sets, {} \
-                         trials, {} metric calls, prompt-model calls {}; training score {:.1} -> \
-                         {:.1}; instructions now: {:?}, {} demos",
-                        report.instructions[0].len(),
-                        report.proposal_failures.len(),
-                        report.demo_sets[0].len(),
-                        report.trials.len(),
-                        report.metric_calls,
-                        report.prompt_usage.lm_calls,
-                        report.trials[0].score,
-                        report.best_score,
+                        "{mode}+mipro: {}; instructions now: {:?}, {} demos",
+                        compiled.report,
                         compiled.program.predictor().instructions(),
                         compiled.program.predictor().demos().len()
                     );

@@ -267,18 +267,7 @@ async fn mipro(
         .compile(student, labeled, train)
         .await?;
     let report = &compiled.report;
-    eprintln!(
-        "mipro: {} instruction candidates per predictor ({} prompt-model failures), {} demo sets, \
-         {} evaluations, {} metric calls, {} prompt-model calls; training score {:.1} -> {:.1}",
-        report.instructions[0].len(),
-        report.proposal_failures.len(),
-        report.demo_sets[0].len(),
-        report.trials.len(),
-        report.metric_calls,
-        report.prompt_usage.lm_calls,
-        report.trials[0].score,
-        report.best_score,
-    );
+    eprintln!("mipro: {report}");
     for (p, name) in report.predictors.iter().enumerate() {
         let choice = report.trials[report.best].choices[p];
         eprintln!(

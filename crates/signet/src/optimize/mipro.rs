@@ -195,6 +195,36 @@ pub struct MiproReport {
     pub stopped: MiproStop,
 }
 
+/// One line for logs: `9 evaluations, 63 metric calls, 11 prompt-model calls, 3 instruction
+/// candidates and 3 demo sets per predictor, 0 prompt-model failures; score 70.0% -> 70.0%` (the
+/// candidates listed per predictor when they differ; the stop reason when it did not finish).
+impl std::fmt::Display for MiproReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let counts = |lists: Vec<usize>| -> String {
+            match lists.first() {
+                Some(first) if lists.iter().all(|n| n == first) => first.to_string(),
+                _ => format!("{lists:?}"),
+            }
+        };
+        write!(
+            f,
+            "{} evaluations, {} metric calls, {} prompt-model calls, {} instruction candidates and \
+             {} demo sets per predictor, {} prompt-model failures; ",
+            self.trials.len(),
+            self.metric_calls,
+            self.prompt_usage.lm_calls,
+            counts(self.instructions.iter().map(Vec::len).collect()),
+            counts(self.demo_sets.iter().map(Vec::len).collect()),
+            self.proposal_failures.len(),
+        )?;
+        if self.stopped != MiproStop::Finished {
+            write!(f, "stopped early ({:?}); ", self.stopped)?;
+        }
+        let start = self.trials.first().map_or(0.0, |t| t.score);
+        write!(f, "score {start:.1}% -> {:.1}%", self.best_score)
+    }
+}
+
 /// MIPROv2, DSPy's joint instruction and demo optimizer: demo sets (none, labeled, bootstrapped,
 /// bootstrapped on reshuffled training sets), instructions a prompt model proposes from a
 /// summary of the data, the program and bootstrapped demos, then a seeded TPE search over
@@ -235,6 +265,8 @@ pub struct MiproReport {
 ///     .unwrap();
 /// assert_eq!(compiled.program.predictor().instructions(), "Say yes.");
 /// assert_eq!(compiled.report.best_score, 100.0);
+/// // One line for logs: evaluations, calls, candidates, and the score before and after.
+/// assert!(compiled.report.to_string().ends_with("score 0.0% -> 100.0%"), "{}", compiled.report);
 /// ```
 pub struct MiproV2<M> {
     metric: M,
