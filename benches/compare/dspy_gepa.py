@@ -13,31 +13,13 @@ untimed run); the median run is reported.
 import argparse
 import json
 import logging
-import os
 import re
 import sys
 import time
 
-# DSPy fetches LiteLLM's model price list from the internet on first use (5 s time limit); the
-# bundled copy is enough here and keeps the runs offline and repeatable.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-# Progress bars and logging are off on both sides (Signet: Progress::Off, no tracing subscriber).
-# dspy.GEPA always asks GEPA for a progress bar and its trace capture asks Evaluate for one, so
-# tqdm itself is told to stay quiet, before DSPy and GEPA import it.
-import tqdm  # noqa: E402
-
-
-class _QuietTqdm(tqdm.tqdm):
-    def __init__(self, *args, **kwargs):
-        kwargs["disable"] = True
-        super().__init__(*args, **kwargs)
-
-
-tqdm.tqdm = _QuietTqdm
+from dspy_scripted import fn_lm  # noqa: E402  (first: it quiets tqdm before DSPy loads)
 
 import dspy  # noqa: E402
-from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events  # noqa: E402
 
 # GEPA's and Evaluate's INFO lines (a few per iteration) are skipped at the level check.
 logging.getLogger("dspy").setLevel(logging.WARNING)
@@ -66,30 +48,6 @@ WORKLOADS = {
 }
 
 
-class FnEngine:
-    """A DSPy 3.4 engine answering with fn(system message, last message), with no latency."""
-
-    def __init__(self, fn):
-        self.fn = fn
-
-    def complete(self, request):
-        system = request.system if isinstance(request.system, str) else "".join(
-            p.text for p in request.system or [])
-        reply = self.fn(system, request.messages[-1].text or "")
-        return Response(id=None, model="fn", message=Message.assistant([TextPart(reply)]),
-                        finish_reason="stop", usage=Usage(input_tokens=0, output_tokens=0, total_tokens=0))
-
-    def stream(self, request):
-        return response_to_events(self.complete(request))
-
-    def close(self):
-        pass
-
-
-def fn_lm(fn):
-    return dspy.LM("fn", engine=FnEngine(fn), cache=False)
-
-
 def version(system, tag):
     found = re.search(tag + r"-v(\d+)", system)
     return int(found.group(1)) if found else 0
@@ -107,7 +65,7 @@ def task_lm(good1, good2):
         hint = re.search(r"\[\[ ## hint ## \]\]\n(\w+)", user).group(1)
         right = hint == "good" or q % 8 in good2.get(version(system, "ANS"), ())
         return f"[[ ## answer ## ]]\n{q if right else -1}\n\n[[ ## completed ## ]]"
-    return fn_lm(reply)
+    return fn_lm(lambda system, messages: reply(system, messages[-1].text or ""))
 
 
 def reflection_lm():
@@ -119,7 +77,7 @@ def reflection_lm():
         tag = "HINT" if "HINT" in current else "ANS"
         counters[tag] += 1
         return json.dumps({"new_instruction": f"{tag}-v{counters[tag]} instruction"})
-    return fn_lm(reply)
+    return fn_lm(lambda system, messages: reply(system, messages[-1].text or ""))
 
 
 class HintThenAnswer(dspy.Module):

@@ -13,28 +13,14 @@ untimed run); the median run is reported.
 import argparse
 import json
 import logging
-import os
 import re
 import sys
 import time
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-# Progress bars and logging are off on both sides (Signet: Progress::Off, no tracing subscriber).
-import tqdm  # noqa: E402
-
-
-class _QuietTqdm(tqdm.tqdm):
-    def __init__(self, *args, **kwargs):
-        kwargs["disable"] = True
-        super().__init__(*args, **kwargs)
-
-
-tqdm.tqdm = _QuietTqdm
+from dspy_scripted import fn_lm  # noqa: E402  (first: it quiets tqdm before DSPy loads)
 
 import dspy  # noqa: E402
 import optuna  # noqa: E402
-from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events  # noqa: E402
 
 # The proposer warns about unused inputs on every proposal; those lines are skipped too.
 logging.getLogger("dspy").setLevel(logging.ERROR)
@@ -48,30 +34,6 @@ WORKLOADS = {
     "tpe": dict(examples=40, task=2, candidates=6, trials=40, minibatch_size=8, full_eval_steps=5,
                 max_bootstrapped=3, outcome=(49, 512, 100.0)),
 }
-
-
-class FnEngine:
-    """A DSPy 3.4 engine answering with fn(system message, messages after it), with no latency."""
-
-    def __init__(self, fn):
-        self.fn = fn
-
-    def complete(self, request):
-        system = request.system if isinstance(request.system, str) else "".join(
-            p.text for p in request.system or [])
-        reply = self.fn(system, request.messages)
-        return Response(id=None, model="fn", message=Message.assistant([TextPart(reply)]),
-                        finish_reason="stop", usage=Usage(input_tokens=0, output_tokens=0, total_tokens=0))
-
-    def stream(self, request):
-        return response_to_events(self.complete(request))
-
-    def close(self):
-        pass
-
-
-def fn_lm(fn):
-    return dspy.LM("fn", engine=FnEngine(fn), cache=False)
 
 
 def task_lm(task):
