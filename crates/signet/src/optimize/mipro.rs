@@ -756,8 +756,7 @@ where
             Some(_) => return Err(self.mismatch("the demo sets were expected first")),
             None => {}
         }
-        let metric = Borrowed(&self.mipro.metric);
-        let mut bootstrap = BootstrapFewShot::new(Borrowed(&metric))
+        let mut bootstrap = BootstrapFewShot::new(Borrowed(&self.mipro.metric))
             .with_max_bootstrapped_demos(bootstrapped)
             .with_max_labeled_demos(labeled)
             .with_concurrency(settings.concurrency)

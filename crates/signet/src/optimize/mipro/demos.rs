@@ -4,7 +4,7 @@
 
 use crate::adapter::Fields;
 use crate::data::{Example, PyRandom};
-use crate::evaluate::{Bar, Borrowed, Metric};
+use crate::evaluate::{Bar, Metric};
 use crate::lm::Usage;
 use crate::module::Module;
 use crate::optimize::{BootstrapFewShot, LabeledFewShot, OptimizeError};
@@ -65,7 +65,7 @@ pub(crate) fn plan(
 
 /// Builds the planned sets for `student`'s predictors (`bar` advances once per set).
 pub(crate) async fn build<P, M>(
-    bootstrap: &BootstrapFewShot<Borrowed<'_, M>>,
+    bootstrap: &BootstrapFewShot<M>,
     student: &P,
     trainset: &[Example],
     plan: &[(DemoSetKind, Vec<usize>)],
