@@ -1,7 +1,7 @@
 //! One MCP session and what keeps it usable: connecting (spawn or HTTP), the tool list, calls with
 //! their time limit, noticing a dead server, restarting it, and shutting it down.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
@@ -104,7 +104,48 @@ pub(crate) struct Inner {
     /// Tokens spent answering the server's sampling requests.
     pub(super) sampled: std::sync::Mutex<Usage>,
     /// Where the server's progress notifications go, by the token of the call they belong to.
-    pub(super) progress: Mutex<HashMap<ProgressToken, ProgressSink>>,
+    pub(super) progress: Mutex<ProgressRoutes>,
+}
+
+/// The progress routes of calls waiting for their reply, and the latest messages that came for
+/// no open route. rmcp picks a call's progress token as it sends the request, so the route opens
+/// only after the request is on its way, and the server's first messages can be handled before
+/// it: they wait here and the route takes them when it opens. Messages of calls that follow no
+/// progress wait too, the oldest dropped past [`EARLY_PROGRESS`].
+#[derive(Default)]
+pub(super) struct ProgressRoutes {
+    sinks: HashMap<ProgressToken, ProgressSink>,
+    early: VecDeque<(ProgressToken, String)>,
+}
+
+/// How many messages with no open route are kept for a route about to open.
+const EARLY_PROGRESS: usize = 64;
+
+impl ProgressRoutes {
+    /// Sends `message` to the route of `token`, or keeps it for a route about to open.
+    fn deliver(&mut self, token: &ProgressToken, message: String) {
+        match self.sinks.get(token) {
+            Some(sink) => sink(message),
+            None => {
+                if self.early.len() == EARLY_PROGRESS {
+                    self.early.pop_front();
+                }
+                self.early.push_back((token.clone(), message));
+            }
+        }
+    }
+
+    /// Opens the route of `token`; the messages that came for it before go to `sink` first.
+    fn open(&mut self, token: ProgressToken, sink: ProgressSink) {
+        for (for_token, message) in std::mem::take(&mut self.early) {
+            if for_token == token {
+                sink(message);
+            } else {
+                self.early.push_back((for_token, message));
+            }
+        }
+        self.sinks.insert(token, sink);
+    }
 }
 
 impl Inner {
@@ -190,6 +231,9 @@ impl Inner {
     /// Spawns or connects, and completes the handshake. Does not list tools.
     pub(super) async fn connect(self: &Arc<Self>) -> Result<Arc<Connection>, Error> {
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        // A new connection numbers its progress tokens afresh: messages kept from the last one
+        // must not reach a new call with the same token.
+        lock(&self.progress).early.clear();
         let handler = ClientSide::new(self, generation);
         let limit = self.options.startup_timeout;
         let timeout = || Error::Timeout {
@@ -475,13 +519,13 @@ impl Inner {
         total: Option<f64>,
         message: Option<String>,
     ) {
-        let sink = lock(&self.progress).get(token).cloned();
-        if let Some(sink) = sink {
-            sink(message.unwrap_or_else(|| match total {
-                Some(total) => format!("{progress} of {total}"),
-                None => format!("{progress}"),
-            }));
-        }
+        let message = message.unwrap_or_else(|| match total {
+            Some(total) => format!("{progress} of {total}"),
+            None => format!("{progress}"),
+        });
+        // The lock is held while the sink runs, so a route that opens meanwhile delivers the
+        // messages that came before it first, in order.
+        lock(&self.progress).deliver(token, message);
     }
 
     /// The error for a call whose server died under it; restarts the server when allowed.
@@ -615,15 +659,16 @@ struct ProgressRoute<'a> {
 }
 
 impl<'a> ProgressRoute<'a> {
+    /// Opens the route; the messages for `token` that came before it go to `sink` first.
     fn open(inner: &'a Inner, token: ProgressToken, sink: ProgressSink) -> ProgressRoute<'a> {
-        lock(&inner.progress).insert(token.clone(), sink);
+        lock(&inner.progress).open(token.clone(), sink);
         ProgressRoute { inner, token }
     }
 }
 
 impl Drop for ProgressRoute<'_> {
     fn drop(&mut self) {
-        lock(&self.inner.progress).remove(&self.token);
+        lock(&self.inner.progress).sinks.remove(&self.token);
     }
 }
 
@@ -648,5 +693,52 @@ impl Drop for CancelIfAbandoned {
                     .await;
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::NumberOrString;
+
+    fn token(n: i64) -> ProgressToken {
+        ProgressToken(NumberOrString::Number(n))
+    }
+
+    fn collecting() -> (ProgressSink, Arc<Mutex<Vec<String>>>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let into = seen.clone();
+        let sink: ProgressSink = Arc::new(move |m: String| lock(&into).push(m));
+        (sink, seen)
+    }
+
+    #[test]
+    fn messages_before_the_route_opens_reach_it_first_and_in_order() {
+        let mut routes = ProgressRoutes::default();
+        routes.deliver(&token(1), "turn 1".into());
+        routes.deliver(&token(2), "another call".into());
+        routes.deliver(&token(1), "thought".into());
+        let (sink, seen) = collecting();
+        routes.open(token(1), sink);
+        routes.deliver(&token(1), "calling tick".into());
+        assert_eq!(*lock(&seen), ["turn 1", "thought", "calling tick"]);
+        // The other call's message still waits for its own route.
+        assert_eq!(routes.early.len(), 1);
+        let (sink, seen) = collecting();
+        routes.open(token(2), sink);
+        assert_eq!(*lock(&seen), ["another call"]);
+    }
+
+    #[test]
+    fn unrouted_messages_are_bounded() {
+        let mut routes = ProgressRoutes::default();
+        for n in 0..EARLY_PROGRESS + 10 {
+            routes.deliver(&token(7), n.to_string());
+        }
+        let (sink, seen) = collecting();
+        routes.open(token(7), sink);
+        let seen = lock(&seen);
+        assert_eq!(seen.len(), EARLY_PROGRESS);
+        assert_eq!(seen[0], "10");
     }
 }
