@@ -6,6 +6,7 @@
 //! cargo run --release --example optimize_travel
 //! cargo run --release --example optimize_travel -- --labeled 0 --rounds 6 --save /tmp/agent.json
 //! cargo run --release --example optimize_travel -- --optimizer gepa --budget 100
+//! cargo run --release --example optimize_travel -- --optimizer gepa --budget 100 --tool-descriptions
 //! cargo run --release --example optimize_travel -- --optimizer mipro --trials 6
 //! ```
 //!
@@ -18,9 +19,11 @@
 //! `--optimizer gepa` optimizes the agent's instructions with GEPA instead (no demos): the
 //! metric's feedback says what a run missed ("no forecast for Oslo; no conversion of 250"), the
 //! reflection LM rewrites the step's or the extractor's instruction, `--budget N` metric calls
-//! (100) on the training questions. The reflection LM is the API model named by `OPENAI_MODEL`
-//! when `OPENAI_API_KEY` is set (any OpenAI-compatible `OPENAI_BASE_URL`), otherwise the local
-//! model itself, whose proposals are weak.
+//! (100) on the training questions; `--tool-descriptions` lets it rewrite the descriptions of the
+//! agent's tools too (`eur_to_nok`, `forecast`, `remember`), each its own component. The
+//! reflection LM is the API model named by `OPENAI_MODEL` when `OPENAI_API_KEY` is set (any
+//! OpenAI-compatible `OPENAI_BASE_URL`), otherwise the local model itself, whose proposals are
+//! weak.
 //!
 //! `--optimizer mipro` runs MIPROv2: `--candidates N` (3) instructions (the agent's own and
 //! proposals from the same prompt model as GEPA's) and demo sets (none, labeled, bootstrapped
@@ -223,6 +226,7 @@ async fn gepa(
     let compiled = Gepa::new(completed, reflection_lm(lm)?)
         .with_reflection_options(LmOptions::new().max_tokens(600))
         .with_budget(GepaBudget::MetricCalls(flag("--budget", 100)))
+        .with_tool_descriptions(std::env::args().any(|a| a == "--tool-descriptions"))
         .with_concurrency(slots)
         .compile(student, train, train)
         .await?;

@@ -161,3 +161,54 @@ async fn a_program_compiled_in_signet_is_the_file_dspy_writes_and_runs_the_same_
     std::fs::remove_file(ours).ok();
     std::fs::remove_file(theirs).ok();
 }
+
+/// Answer about words.
+#[derive(Signature)]
+struct AboutWords {
+    #[input]
+    question: String,
+    #[output]
+    answer: String,
+}
+
+/// Look a word up in the dictionary.
+#[tool]
+fn define(word: String) -> String {
+    format!("{word}: a word")
+}
+
+#[tokio::test]
+async fn a_react_agent_with_a_changed_tool_description_loads_in_dspy_and_prompts_the_same() {
+    let lm = Arc::new(ScriptedLm::texts([
+        "[[ ## next_thought ## ]]\nI know it.\n\n[[ ## next_tool_name ## ]]\nfinish\n\n[[ ## next_tool_args ## ]]\n{}\n\n[[ ## completed ## ]]",
+        "[[ ## reasoning ## ]]\nIt is a word.\n\n[[ ## answer ## ]]\na word\n\n[[ ## completed ## ]]",
+    ]));
+    let mut agent = ReAct::<AboutWords>::new()
+        .tool(DefineTool)
+        .with_mode(ReActMode::Text)
+        .with_lm(lm.clone());
+    agent
+        .set_tool_description("define", "Define one English word; pass the word alone.")
+        .unwrap();
+    let saved = temp("react-tool-description.json");
+    agent.save(&saved).unwrap();
+    let out = agent
+        .call(AboutWordsInput {
+            question: "What is a word?".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.output.answer, "a word");
+
+    // DSPy ignores Signet's key, and its agent shows the saved tool list, new description included.
+    let ran: Value = serde_json::from_str(&dspy("react", &saved)).unwrap();
+    assert_eq!(ran["answer"], "a word");
+    assert_eq!(messages(&lm.requests()[0]), ran["messages"]);
+    assert!(
+        ran["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("<desc>Define one English word; pass the word alone.</desc>")
+    );
+    std::fs::remove_file(saved).ok();
+}

@@ -53,6 +53,15 @@ fn instructions(report: &GepaReport) -> Vec<[String; 2]> {
         .collect()
 }
 
+/// The names of the components GEPA optimized, in order.
+fn component_names(report: &GepaReport) -> Vec<&str> {
+    report.candidates[0]
+        .instructions
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .collect()
+}
+
 fn versions(candidates: &[(usize, usize)]) -> Vec<[String; 2]> {
     candidates
         .iter()
@@ -494,12 +503,7 @@ async fn a_react_agent_s_step_and_extractor_are_optimized() {
         .await
         .unwrap();
     let report = &compiled.report;
-    let names: Vec<&str> = report.candidates[0]
-        .instructions
-        .iter()
-        .map(|(n, _)| n.as_str())
-        .collect();
-    assert_eq!(names, ["react", "extract.predict"]);
+    assert_eq!(component_names(report), ["react", "extract.predict"]);
     assert_eq!(report.candidates.len(), 2);
     assert_eq!(report.candidates[1].average, 1.0);
     for ((_, before), (_, after)) in report.candidates[0]
@@ -527,4 +531,139 @@ async fn a_react_agent_s_step_and_extractor_are_optimized() {
         shown[0]
     );
     assert!(shown[1].contains("\"answer\": \"unknown\""), "{}", shown[1]);
+}
+
+/// The description the tool test's reflection model writes for `add`.
+const ADD_DESCRIPTION: &str = "Add two integers. Use it for every sum before you finish.";
+
+/// The tool test's agent and data: the step calls `add` only when the tool list says to use it for
+/// every sum; the extractor answers 4 only after seeing the tool's result.
+fn tool_task() -> (ReAct<support::Ask>, Vec<Example>) {
+    let task = FnLm(|system: &str, user: &str| {
+        if system.contains("next_tool_name") {
+            if system.contains(&format!("<desc>{ADD_DESCRIPTION}</desc>"))
+                && !user.contains("tool_name_0")
+            {
+                support::step("add", "add", json!({"a": 2, "b": 2}))
+            } else {
+                support::step("done", "finish", json!({}))
+            }
+        } else if user.contains("observation_0") && user.contains('4') {
+            support::extract("4")
+        } else {
+            support::extract("unknown")
+        }
+    });
+    let data = (0..4)
+        .map(|i| {
+            Example::new(json!({"question": format!("What is 2 + 2? ({i})"), "answer": "4"}))
+                .with_inputs(["question"])
+        })
+        .collect();
+    let agent = ReAct::<support::Ask>::new()
+        .tool(support::AddTool)
+        .with_mode(signet::module::ReActMode::Text)
+        .with_lm(task);
+    (agent, data)
+}
+
+/// Instructions come back unchanged plus a sentence that does not help; a tool description comes
+/// back as `ADD_DESCRIPTION`. Every request is kept.
+fn tool_reflection(shown: Arc<Mutex<Vec<String>>>) -> impl signet::lm::Lm {
+    FnLm(move |_: &str, user: &str| {
+        shown.lock().unwrap().push(user.to_owned());
+        if user.contains("[[ ## current_description ## ]]") {
+            json!({"new_description": ADD_DESCRIPTION}).to_string()
+        } else {
+            let current = current_instruction(user);
+            json!({"new_instruction": format!("{current} Be careful.")}).to_string()
+        }
+    })
+}
+
+fn tool_metric(example: &Example, out: &ReActOutput<support::AskOutput>) -> Score {
+    let right = example.get("answer").and_then(|a| a.as_str()) == Some(out.output.answer.as_str());
+    Score::new(if right { 1.0 } else { 0.0 })
+        .with_feedback("The sum was never computed: the add tool was not called.")
+}
+
+#[tokio::test]
+async fn a_tool_description_is_optimized_through_feedback() {
+    let (agent, data) = tool_task();
+    let shown = Arc::new(Mutex::new(Vec::<String>::new()));
+    let gepa = |tools: bool| {
+        Gepa::new(tool_metric, tool_reflection(shown.clone()))
+            .with_tool_descriptions(tools)
+            .with_minibatch_size(2)
+            .with_merge(false)
+            .with_budget(GepaBudget::MetricCalls(16))
+            .with_concurrency(1)
+            .with_progress(Progress::Off)
+    };
+
+    // Instructions alone cannot fix it: no candidate beats the starting program.
+    let without = gepa(false)
+        .compile(&agent, &data[..2], &data[2..])
+        .await
+        .unwrap();
+    assert_eq!(without.report.candidates.len(), 1);
+    assert_eq!(without.report.candidates[0].average, 0.0);
+    shown.lock().unwrap().clear();
+
+    let compiled = gepa(true)
+        .compile(&agent, &data[..2], &data[2..])
+        .await
+        .unwrap();
+    let report = &compiled.report;
+    assert_eq!(
+        component_names(report),
+        ["react", "extract.predict", "tools.add"]
+    );
+    assert_eq!(report.candidates[0].instructions[2].1, "Add two integers.");
+    // Round robin: the step and the extractor are rewritten and rejected, then the tool's
+    // description is rewritten and accepted.
+    assert_eq!((report.proposed, report.accepted), (3, 1));
+    assert_eq!(report.candidates.len(), 2);
+    assert_eq!(report.candidates[1].average, 1.0);
+    assert_eq!(report.candidates[1].instructions[2].1, ADD_DESCRIPTION);
+    assert_eq!(
+        report.candidates[1].instructions[0],
+        report.candidates[0].instructions[0]
+    );
+
+    // The returned program shows the new description in its step instructions and its tool
+    // list, and saves it.
+    let best = &compiled.program;
+    assert_eq!(best.core().tool_description("add"), Some(ADD_DESCRIPTION));
+    assert!(
+        best.core()
+            .step_predictor()
+            .instructions()
+            .contains(&format!(
+                "(1) add, whose description is <desc>{ADD_DESCRIPTION}</desc>."
+            ))
+    );
+    assert_eq!(
+        best.dump_state()[signet::module::TOOL_DESCRIPTIONS],
+        json!({"tools.add": ADD_DESCRIPTION})
+    );
+    let mut loaded = tool_task().0;
+    loaded.load_json(&best.to_saved_json()).unwrap();
+    assert_eq!(loaded.core().tool_description("add"), Some(ADD_DESCRIPTION));
+
+    // The tool's reflection request: its name, arguments and description, a step of each run
+    // (none called the tool, so any step) and the metric's feedback.
+    let shown = shown.lock().unwrap();
+    assert_eq!(shown.len(), 3);
+    let asked = &shown[2];
+    assert!(
+        asked.starts_with("[[ ## tool_name ## ]]\nadd\n\n[[ ## tool_arguments ## ]]\n"),
+        "{asked}"
+    );
+    assert!(
+        asked.contains("[[ ## current_description ## ]]\nAdd two integers.\n"),
+        "{asked}"
+    );
+    assert!(asked.contains("\"next_tool_name\": \"finish\""), "{asked}");
+    assert!(asked.contains("the add tool was not called"), "{asked}");
 }

@@ -303,3 +303,136 @@ fn states_are_plain_json_values() {
     assert_eq!(state["demos"], json!([]));
     assert_eq!(state["lm"], Value::Null);
 }
+
+/// Look a word up in the dictionary.
+#[tool]
+fn define(word: String) -> String {
+    format!("{word}: a word")
+}
+
+/// Count the letters of a word.
+#[tool]
+fn count_letters(word: String) -> usize {
+    word.chars().count()
+}
+
+/// Answer about words.
+#[derive(Signature)]
+struct AboutWords {
+    #[input]
+    question: String,
+    #[output]
+    answer: String,
+}
+
+#[derive(Module)]
+struct TwoAgents {
+    lookup: ReAct<AboutWords>,
+    helpers: Vec<ReAct<AboutWords>>,
+}
+
+fn two_agents() -> TwoAgents {
+    TwoAgents {
+        lookup: ReAct::new().tool(DefineTool).tool(CountLettersTool),
+        helpers: vec![ReAct::new().tool(DefineTool)],
+    }
+}
+
+#[test]
+fn changed_tool_descriptions_are_saved_under_signets_key_and_loaded_back() {
+    let mut program = two_agents();
+    // Tool descriptions are named by the loop's path; nested loops and lists are walked.
+    let names: Vec<String> = program
+        .named_tool_descriptions()
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "lookup.tools.define",
+            "lookup.tools.count_letters",
+            "helpers[0].tools.define"
+        ]
+    );
+    // Unchanged: the file is DSPy's, with no key of Signet's.
+    let plain = program.dump_state();
+    assert!(plain.get(signet::module::TOOL_DESCRIPTIONS).is_none());
+
+    program
+        .set_named_tool_description("helpers[0].tools.define", "Define one English word.")
+        .unwrap();
+    let error = program
+        .set_named_tool_description("helpers[0].tools.count_letters", "x")
+        .unwrap_err();
+    assert_eq!(error.tool, "helpers[0].tools.count_letters");
+    assert_eq!(error.known.len(), 3);
+    let state = program.dump_state();
+    assert_eq!(
+        state[signet::module::TOOL_DESCRIPTIONS],
+        json!({"helpers[0].tools.define": "Define one English word."})
+    );
+    // The step instructions carry the new listing, as DSPy's ReAct would show it.
+    let instructions = state["helpers[0].react"]["signature"]["instructions"]
+        .as_str()
+        .unwrap();
+    assert!(
+        instructions
+            .contains("(1) define, whose description is <desc>Define one English word.</desc>.")
+    );
+
+    let mut loaded = two_agents();
+    loaded.load_state(&state).unwrap();
+    assert_eq!(
+        loaded.helpers[0].core().tool_description("define"),
+        Some("Define one English word.")
+    );
+    assert_eq!(
+        loaded.helpers[0].core().tool_list()[0].to_openai_function()["function"]["description"],
+        "Define one English word."
+    );
+    assert_eq!(
+        loaded.lookup.core().tool_description("define"),
+        Some("Look a word up in the dictionary.")
+    );
+    assert_eq!(loaded.to_saved_json(), program.to_saved_json());
+
+    // A file without the key gives every tool its own description back.
+    loaded.load_state(&plain).unwrap();
+    assert!(
+        loaded.helpers[0]
+            .core()
+            .changed_tool_descriptions()
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_saved_description_of_a_tool_the_program_lacks_is_an_error_and_nothing_changes() {
+    let mut program = two_agents();
+    let mut state = program.dump_state();
+    state["lookup.react"]["signature"]["instructions"] = json!("Changed.");
+    state[signet::module::TOOL_DESCRIPTIONS] = json!({"lookup.tools.search": "Search."});
+    let error = program.load_state(&state).unwrap_err();
+    assert!(matches!(&error, StateError::UnknownTool { name } if name == "lookup.tools.search"));
+    assert_eq!(
+        error.to_string(),
+        "the saved program describes the tool `lookup.tools.search`, which this program does not have (was it saved from a program with other tools?)"
+    );
+    assert_ne!(
+        program.lookup.core().step_predictor().instructions(),
+        "Changed."
+    );
+
+    state[signet::module::TOOL_DESCRIPTIONS] = json!({"lookup.tools.define": 3});
+    let error = program.load_state(&state).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "`signet.tool_descriptions.lookup.tools.define` in the saved program should be a string, but it is 3"
+    );
+    state[signet::module::TOOL_DESCRIPTIONS] = json!(["x"]);
+    assert!(matches!(
+        program.load_state(&state),
+        Err(StateError::Invalid { .. })
+    ));
+}

@@ -3,6 +3,7 @@ and print the messages the loaded program sends (as JSON on stdout).
 
     python programs.py compile OUT.json    # BootstrapFewShot in DSPy, saved to OUT.json
     python programs.py run SAVED.json      # load SAVED.json into a fresh program and run it
+    python programs.py react SAVED.json    # the same for a ReAct agent with one tool
 """
 
 import json
@@ -58,9 +59,38 @@ def run(saved):
     print(json.dumps({"messages": lm.history[-1]["messages"], "answer": prediction.answer}))
 
 
+class AboutWords(dspy.Signature):
+    """Answer about words."""
+
+    question: str = dspy.InputField()
+    answer: str = dspy.OutputField()
+
+
+def define(word: str) -> str:
+    """Look a word up in the dictionary."""
+    return f"{word}: a word"
+
+
+def run_react(saved):
+    """Load SAVED.json into a ReAct agent and print the messages of its first step."""
+    lm = DummyLM(
+        [
+            {"next_thought": "I know it.", "next_tool_name": "finish", "next_tool_args": {}},
+            {"reasoning": "It is a word.", "answer": "a word"},
+        ]
+    )
+    dspy.configure(lm=lm)
+    agent = dspy.ReAct(AboutWords, tools=[define])
+    agent.load(saved)
+    prediction = agent(question="What is a word?")
+    print(json.dumps({"messages": lm.history[0]["messages"], "answer": prediction.answer}))
+
+
 if __name__ == "__main__":
     mode, path = sys.argv[1], sys.argv[2]
     if mode == "compile":
         compile_and_save(path)
+    elif mode == "react":
+        run_react(path)
     else:
         run(path)

@@ -3,7 +3,7 @@
 use darling::FromMeta;
 use darling::ast::NestedMeta;
 use proc_macro2::TokenStream;
-use quote::{ToTokens, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Attribute, Data, DeriveInput, Fields, Meta, Path};
 
@@ -113,24 +113,36 @@ fn expand_derive(input: &DeriveInput) -> syn::Result<TokenStream> {
     }
     let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
     let krate_ref = &krate;
-    let walk = |mutable: bool| {
+    // Each field is reached through one helper per borrow (`program_field`, `program_field_mut`)
+    // whatever it is asked for, so a field that is not a module is reported once per borrow.
+    let walk = |mutable: bool, method: &'static str| {
         walked.iter().map(move |field| {
             let krate = krate_ref;
             let name = field.ident.as_ref().expect("named").to_string();
             let member = &field.ident;
             let ty = &field.ty;
-            let (reference, method) = if mutable {
-                (quote!(&mut self.#member), quote!(predictors_of_mut))
+            let (reference, helper, method) = if mutable {
+                (
+                    quote!(&mut self.#member),
+                    quote!(program_field_mut),
+                    format_ident!("{method}_mut"),
+                )
             } else {
-                (quote!(&self.#member), quote!(predictors_of))
+                (
+                    quote!(&self.#member),
+                    quote!(program_field),
+                    format_ident!("{method}"),
+                )
             };
             // Spanned at the field's type: a type that is not a module is reported there.
-            let call = quote_spanned!(ty.span()=> __signet::#method::<#ty>(#reference));
-            quote!(all.extend(#krate::module::prefixed(#name.to_owned(), #call));)
+            let field = quote_spanned!(ty.span()=> __signet::#helper::<#ty>(#reference));
+            quote!(all.extend(#krate::module::prefixed(#name.to_owned(), #field.#method()));)
         })
     };
-    let shared: Vec<TokenStream> = walk(false).collect();
-    let exclusive: Vec<TokenStream> = walk(true).collect();
+    let shared: Vec<TokenStream> = walk(false, "named_predictors").collect();
+    let exclusive: Vec<TokenStream> = walk(true, "named_predictors").collect();
+    let loops: Vec<TokenStream> = walk(false, "named_react_loops").collect();
+    let loops_mut: Vec<TokenStream> = walk(true, "named_react_loops").collect();
     Ok(quote! {
         #[doc(hidden)]
         const _: () = {
@@ -151,6 +163,22 @@ fn expand_derive(input: &DeriveInput) -> syn::Result<TokenStream> {
                 ) -> ::std::vec::Vec<(::std::string::String, &mut #krate::module::Predictor)> {
                     let mut all = ::std::vec::Vec::new();
                     #(#exclusive)*
+                    all
+                }
+
+                fn named_react_loops(
+                    &self,
+                ) -> ::std::vec::Vec<(::std::string::String, &#krate::module::ReActCore)> {
+                    let mut all = ::std::vec::Vec::new();
+                    #(#loops)*
+                    all
+                }
+
+                fn named_react_loops_mut(
+                    &mut self,
+                ) -> ::std::vec::Vec<(::std::string::String, &mut #krate::module::ReActCore)> {
+                    let mut all = ::std::vec::Vec::new();
+                    #(#loops_mut)*
                     all
                 }
             }

@@ -246,15 +246,13 @@ pub mod __private {
     pub trait ProgramField: crate::module::Predictors {}
     impl<T: crate::module::Predictors> ProgramField for T {}
 
-    /// The predictors of a program's field.
-    pub fn predictors_of<T: ProgramField>(field: &T) -> Vec<(String, &crate::module::Predictor)> {
-        field.named_predictors()
+    /// A program's field, as the module it must be.
+    pub fn program_field<T: ProgramField>(field: &T) -> &dyn crate::module::Predictors {
+        field
     }
 
-    /// The predictors of a program's field, to change.
-    pub fn predictors_of_mut<T: ProgramField>(
-        field: &mut T,
-    ) -> Vec<(String, &mut crate::module::Predictor)> {
-        field.named_predictors_mut()
+    /// A program's field, as the module it must be, to change.
+    pub fn program_field_mut<T: ProgramField>(field: &mut T) -> &mut dyn crate::module::Predictors {
+        field
     }
 }

@@ -45,7 +45,7 @@ pub use react::{
     HistoryTurn, KeepFirst, Limits, Observation, PendingCall, ReAct, ReActCore, ReActError,
     ReActEvent, ReActMode, ReActOutput, ReActRun, ResumeError, RunFailure, RunOutcome,
     STATE_FORMAT, SUBMIT, SlidingWindow, Step, StopReason, Summarize, SuspendedRun, TOOL_TURNS,
-    Trajectory, TruncationPolicy, UserMessage, Waiting, tool_listing,
+    Trajectory, TruncationPolicy, UnknownTool, UserMessage, Waiting, tool_listing,
 };
 
 use crate::adapter::{self, Adapter, ChatAdapter, Fields};
@@ -54,8 +54,9 @@ use crate::signature::{DynSignature, Field, Signature};
 
 pub use crate::error::Error;
 pub use module_tool::ModuleTool;
+pub(crate) use program::tool_component;
 pub use program::{Module, Predictors, join_path, prefixed};
-pub use saved::StateError;
+pub use saved::{StateError, TOOL_DESCRIPTIONS};
 
 /// Builder methods of a typed module that configure the untyped one inside it (`$field`) the same
 /// way, so each setting is written (and documented) once.

@@ -37,6 +37,7 @@ pub(crate) mod dispatch;
 mod error;
 mod func;
 mod progress;
+mod redescribed;
 mod spec;
 
 use std::fmt::Display;
@@ -54,6 +55,7 @@ pub use func::{FnTool, FnToolBuilder};
 pub use progress::{
     ProgressLog, ProgressSink, progress_listened, progress_sink, report_progress, with_progress,
 };
+pub use redescribed::Redescribed;
 pub use spec::ToolSpec;
 
 /// The future a tool call returns.

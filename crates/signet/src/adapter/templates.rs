@@ -702,6 +702,35 @@ pub(crate) fn trajectory_summary_instructions() -> &'static str {
      established, and what was tried and failed, in as few words as possible."
 }
 
+/// The instructions of GEPA's tool-description proposal (`Gepa::with_tool_descriptions`); DSPy
+/// 3.4.1's GEPA rewrites instructions only.
+pub(crate) const GEPA_TOOL_PROPOSE_INSTRUCTIONS: &str = "I gave an assistant a tool to use while it works on tasks for me. You are given the tool's name, its arguments and its current description, along with examples of task inputs, the assistant's steps (its reasoning, the tool it chose and the arguments it gave) and feedback on how each run could have gone better.
+
+Your task is to write a new description of the tool, the only text the assistant reads about it.
+
+Read the steps and the feedback. Say what the tool does and returns, when to use it and when another tool or no tool is the better choice, and what each argument means and how to write its value; include the facts the feedback shows the assistant lacked. Do not rename the tool or its arguments.";
+
+/// The fields of GEPA's tool-description proposal: name, type as shown, description.
+pub(crate) const GEPA_TOOL_PROPOSE_FIELDS: [(&str, &str, &str); 5] = [
+    ("tool_name", "str", "The tool's name."),
+    (
+        "tool_arguments",
+        "str",
+        "The JSON schema of the tool's arguments.",
+    ),
+    (
+        "current_description",
+        "str",
+        "The tool's description the assistant was shown.",
+    ),
+    (
+        "examples_with_feedback",
+        "list[dict[str, Any]]",
+        "Task inputs provided to the assistant, the assistant's step for each, and feedback on how the run could be better.",
+    ),
+    ("new_description", "str", "The new description of the tool."),
+];
+
 /// Asks for a JSON value matching `schema` (used by [`crate::structured`]).
 pub(crate) fn structured_instruction(schema: &str) -> String {
     format!(

@@ -7,7 +7,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{ChainOfThought, Predict, Predictor, ReAct, ReActCore, ReActError, Reasoned};
+use super::{
+    ChainOfThought, Predict, Predictor, ReAct, ReActCore, ReActError, Reasoned, UnknownTool,
+};
 use crate::adapter::Fields;
 use crate::signature::Signature;
 
@@ -32,6 +34,84 @@ pub trait Predictors {
 
     /// Each predictor with its path, to change.
     fn named_predictors_mut(&mut self) -> Vec<(String, &mut Predictor)>;
+
+    /// Each ReAct loop inside the program with its path (`self` for a lone ReAct, the field's
+    /// path otherwise): how saved programs and optimizers reach the tool descriptions a loop
+    /// shows the model ([`named_tool_descriptions`](Self::named_tool_descriptions)). None by
+    /// default; `#[derive(Module)]` walks its fields.
+    fn named_react_loops(&self) -> Vec<(String, &ReActCore)> {
+        Vec::new()
+    }
+
+    /// Each ReAct loop inside the program with its path, to change.
+    fn named_react_loops_mut(&mut self) -> Vec<(String, &mut ReActCore)> {
+        Vec::new()
+    }
+
+    /// The description of every tool of every ReAct loop in the program, as the model is shown
+    /// it, by name: `tools.<tool>` for a lone ReAct, `<path>.tools.<tool>` for one at `<path>`
+    /// — the names GEPA gives these components and saved programs use.
+    ///
+    /// ```
+    /// use signet::module::{Predictors, ReAct};
+    /// use signet::tool;
+    /// # #[derive(signet::Signature)]
+    /// # struct Ask { #[input] question: String, #[output] answer: String }
+    /// /// Look up a word.
+    /// #[tool]
+    /// fn lookup(word: String) -> String { word }
+    ///
+    /// let mut agent = ReAct::<Ask>::new().tool(LookupTool);
+    /// agent.set_named_tool_description("tools.lookup", "Define one English word.").unwrap();
+    /// assert_eq!(
+    ///     agent.named_tool_descriptions(),
+    ///     [("tools.lookup".to_owned(), "Define one English word.".to_owned())]
+    /// );
+    /// ```
+    fn named_tool_descriptions(&self) -> Vec<(String, String)> {
+        self.named_react_loops()
+            .into_iter()
+            .flat_map(|(path, core)| {
+                core.tool_list()
+                    .iter()
+                    .map(|tool| {
+                        let name = tool_component(&path, tool.name());
+                        (name, tool.description().to_owned())
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// Sets the description of the tool named `name` (a name from
+    /// [`named_tool_descriptions`](Self::named_tool_descriptions); see
+    /// [`ReActCore::set_tool_description`]).
+    fn set_named_tool_description(
+        &mut self,
+        name: &str,
+        description: &str,
+    ) -> Result<(), UnknownTool> {
+        let mut known = Vec::new();
+        for (path, core) in self.named_react_loops_mut() {
+            let tool = core
+                .tool_list()
+                .iter()
+                .map(|t| t.name().to_owned())
+                .find(|tool| tool_component(&path, tool) == name);
+            if let Some(tool) = tool {
+                return core.set_tool_description(&tool, description);
+            }
+            known.extend(
+                core.tool_list()
+                    .iter()
+                    .map(|t| tool_component(&path, t.name())),
+            );
+        }
+        Err(UnknownTool {
+            tool: name.to_owned(),
+            known,
+        })
+    }
 
     /// The program's state in DSPy's `program.save()` format (see [`save`](Self::save)).
     fn dump_state(&self) -> Value {
@@ -252,6 +332,14 @@ impl Predictors for ReActCore {
             ("extract.predict".to_owned(), &mut self.extract),
         ]
     }
+
+    fn named_react_loops(&self) -> Vec<(String, &ReActCore)> {
+        vec![("self".to_owned(), self)]
+    }
+
+    fn named_react_loops_mut(&mut self) -> Vec<(String, &mut ReActCore)> {
+        vec![("self".to_owned(), self)]
+    }
 }
 
 impl<S: Signature> Predictors for ReAct<S> {
@@ -261,6 +349,14 @@ impl<S: Signature> Predictors for ReAct<S> {
 
     fn named_predictors_mut(&mut self) -> Vec<(String, &mut Predictor)> {
         self.core.named_predictors_mut()
+    }
+
+    fn named_react_loops(&self) -> Vec<(String, &ReActCore)> {
+        self.core.named_react_loops()
+    }
+
+    fn named_react_loops_mut(&mut self) -> Vec<(String, &mut ReActCore)> {
+        self.core.named_react_loops_mut()
     }
 }
 
@@ -298,6 +394,17 @@ impl<M: Predictors> Predictors for Option<M> {
             .map(Predictors::named_predictors_mut)
             .unwrap_or_default()
     }
+    fn named_react_loops(&self) -> Vec<(String, &ReActCore)> {
+        self.as_ref()
+            .map(Predictors::named_react_loops)
+            .unwrap_or_default()
+    }
+
+    fn named_react_loops_mut(&mut self) -> Vec<(String, &mut ReActCore)> {
+        self.as_mut()
+            .map(Predictors::named_react_loops_mut)
+            .unwrap_or_default()
+    }
 }
 
 /// Predictors of modules in a list: `[0]`, `[1].predict`, ...
@@ -315,6 +422,19 @@ impl<M: Predictors> Predictors for Vec<M> {
             .flat_map(|(i, m)| prefixed(format!("[{i}]"), m.named_predictors_mut()))
             .collect()
     }
+    fn named_react_loops(&self) -> Vec<(String, &ReActCore)> {
+        self.iter()
+            .enumerate()
+            .flat_map(|(i, m)| prefixed(format!("[{i}]"), m.named_react_loops()))
+            .collect()
+    }
+
+    fn named_react_loops_mut(&mut self) -> Vec<(String, &mut ReActCore)> {
+        self.iter_mut()
+            .enumerate()
+            .flat_map(|(i, m)| prefixed(format!("[{i}]"), m.named_react_loops_mut()))
+            .collect()
+    }
 }
 
 /// Predictors of modules in a map, in key order: `['fr']`, `['fr'].predict`, ...
@@ -329,6 +449,27 @@ impl<M: Predictors> Predictors for std::collections::BTreeMap<String, M> {
         self.iter_mut()
             .flat_map(|(k, m)| prefixed(format!("['{k}']"), m.named_predictors_mut()))
             .collect()
+    }
+    fn named_react_loops(&self) -> Vec<(String, &ReActCore)> {
+        self.iter()
+            .flat_map(|(k, m)| prefixed(format!("['{k}']"), m.named_react_loops()))
+            .collect()
+    }
+
+    fn named_react_loops_mut(&mut self) -> Vec<(String, &mut ReActCore)> {
+        self.iter_mut()
+            .flat_map(|(k, m)| prefixed(format!("['{k}']"), m.named_react_loops_mut()))
+            .collect()
+    }
+}
+
+/// The name of the description of `tool` in the ReAct loop at `path` (see
+/// [`Predictors::named_tool_descriptions`]).
+pub(crate) fn tool_component(path: &str, tool: &str) -> String {
+    if path == "self" {
+        format!("tools.{tool}")
+    } else {
+        join_path(path, format!("tools.{tool}"))
     }
 }
 

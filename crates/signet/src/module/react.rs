@@ -7,6 +7,7 @@
 //! carried valid outputs.
 
 mod answer_stream;
+mod descriptions;
 mod error;
 mod events;
 mod history;
@@ -19,6 +20,7 @@ mod trajectory;
 mod truncation;
 mod typed;
 
+pub use descriptions::UnknownTool;
 pub use error::{ReActError, RunFailure};
 pub use events::ReActEvent;
 pub use history::SUBMIT;
@@ -88,7 +90,10 @@ pub enum ReActMode {
 #[derive(Clone)]
 pub struct ReActCore {
     signature: DynSignature,
+    /// The tools as the model is shown them (see [`set_tool_description`](Self::set_tool_description)).
     tools: Vec<Arc<dyn Tool>>,
+    /// The same tools with their own descriptions.
+    own_tools: Vec<Arc<dyn Tool>>,
     pub(in crate::module) step: Predictor,
     pub(in crate::module) extract: Predictor,
     limits: Limits,
@@ -154,6 +159,7 @@ impl ReActCore {
             extract: Predictor::new(with_reasoning(&extract_signature)),
             signature,
             tools: Vec::new(),
+            own_tools: Vec::new(),
             limits: Limits::default(),
             truncation: Arc::new(DropOldest),
             mode: ReActMode::Auto,
@@ -173,7 +179,9 @@ impl ReActCore {
 
     /// Adds each of `tools` (see [`tool`](Self::tool)).
     pub fn tools(mut self, tools: impl IntoIterator<Item = impl Tool + 'static>) -> Self {
-        self.tools.extend(tools.into_iter().map(crate::tool::share));
+        let added: Vec<Arc<dyn Tool>> = tools.into_iter().map(crate::tool::share).collect();
+        self.tools.extend(added.iter().cloned());
+        self.own_tools.extend(added);
         let (step_signature, parse_signature) = step_signatures(&self.signature, &self.tools);
         self.step.signature = step_signature;
         self.step.parse_as = Some(parse_signature);

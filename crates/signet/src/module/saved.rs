@@ -11,7 +11,10 @@
 //!   `fields` when the file has per-field decisions, and `lm`;
 //! * loading reads each of the program's paths (a missing one is an error naming it; extra keys
 //!   are ignored), applies field descriptions and prefixes **by position** as DSPy does, and
-//!   changes nothing unless the whole file is valid.
+//!   changes nothing unless the whole file is valid;
+//! * Signet adds one key DSPy does not have, [`TOOL_DESCRIPTIONS`], only when a ReAct tool is
+//!   shown with another description than its own (DSPy ignores it when loading). Loading a file
+//!   without it gives every tool its own description back.
 //!
 //! Field names, types, tools and the LM are not in the file: the program that loads it is built
 //! by code, with the same shape. A saved `lm` is kept (and saved again) but never turned into an
@@ -65,6 +68,14 @@ pub enum StateError {
         expected: &'static str,
         /// What is there (shortened).
         found: String,
+    },
+    /// The file describes a tool the program does not have (under [`TOOL_DESCRIPTIONS`]).
+    #[error(
+        "the saved program describes the tool `{name}`, which this program does not have (was it saved from a program with other tools?)"
+    )]
+    UnknownTool {
+        /// The tool's name in the file (`tools.search`, `agent.tools.search`).
+        name: String,
     },
     /// The file uses a form DSPy itself no longer loads.
     #[error("`{at}`: {reason}")]
@@ -355,6 +366,19 @@ pub(super) fn dump<P: super::Predictors + ?Sized>(program: &P) -> Value {
             .map(|(path, predictor)| (path.clone(), predictor.state()))
             .collect()
     };
+    let changed: Map<String, Value> = program
+        .named_react_loops()
+        .into_iter()
+        .flat_map(|(path, core)| {
+            core.changed_tool_descriptions()
+                .into_iter()
+                .map(|(tool, text)| (super::program::tool_component(&path, tool), json!(text)))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    if !changed.is_empty() {
+        state.insert(TOOL_DESCRIPTIONS.into(), Value::Object(changed));
+    }
     let versions: Map<String, Value> = DEPENDENCY_VERSIONS
         .iter()
         .map(|(k, v)| ((*k).to_owned(), json!(v)))
@@ -385,6 +409,7 @@ pub(super) fn load<P: super::Predictors + ?Sized>(
             "the program was saved by another DSPy version than the one whose format Signet reads"
         );
     }
+    let tools = tool_descriptions(&*program, state)?;
     let mut predictors = program.named_predictors_mut();
     let flat = is_flat(&predictors);
     let mut parsed = Vec::with_capacity(predictors.len());
@@ -401,7 +426,65 @@ pub(super) fn load<P: super::Predictors + ?Sized>(
     for ((_, predictor), state) in predictors.iter_mut().zip(parsed) {
         state.apply(predictor);
     }
+    for ((_, core), changed) in program.named_react_loops_mut().into_iter().zip(tools) {
+        // Checked by `tool_descriptions`: every name is one of this loop's tools.
+        if let Err(error) = core.reset_tool_descriptions(&changed) {
+            tracing::error!("loading tool descriptions: {error}");
+        }
+    }
     Ok(())
+}
+
+/// The key of a saved program under which Signet keeps the tool descriptions shown in place of
+/// the tools' own (`{"tools.search": "..."}`). DSPy has no such state and ignores the key; it is
+/// written only when a description was changed, so other files stay byte for byte DSPy's.
+pub const TOOL_DESCRIPTIONS: &str = "signet.tool_descriptions";
+
+/// For each ReAct loop of `program`, in order, the `(tool, description)` pairs `state` gives it;
+/// an entry naming no tool of the program is an error.
+fn tool_descriptions<P: super::Predictors + ?Sized>(
+    program: &P,
+    state: &Value,
+) -> Result<Vec<Vec<(String, String)>>, StateError> {
+    let saved = match state.get(TOOL_DESCRIPTIONS) {
+        None => Map::new(),
+        Some(Value::Object(map)) => map.clone(),
+        Some(other) => return Err(invalid(TOOL_DESCRIPTIONS, "an object", other)),
+    };
+    let mut used = 0;
+    let mut loops = Vec::new();
+    for (path, core) in program.named_react_loops() {
+        let mut changed = Vec::new();
+        for tool in core.tool_list() {
+            let name = super::program::tool_component(&path, tool.name());
+            match saved.get(&name) {
+                None => {}
+                Some(Value::String(text)) => {
+                    used += 1;
+                    changed.push((tool.name().to_owned(), text.clone()));
+                }
+                Some(other) => {
+                    return Err(invalid(
+                        &format!("{TOOL_DESCRIPTIONS}.{name}"),
+                        "a string",
+                        other,
+                    ));
+                }
+            }
+        }
+        loops.push(changed);
+    }
+    if used < saved.len() {
+        let known: Vec<String> = program
+            .named_tool_descriptions()
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        if let Some(name) = saved.keys().find(|k| !known.contains(k)) {
+            return Err(StateError::UnknownTool { name: name.clone() });
+        }
+    }
+    Ok(loops)
 }
 
 /// `state` as DSPy writes it: two-space indents, raw UTF-8, a final newline.

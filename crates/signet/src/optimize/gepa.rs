@@ -214,6 +214,7 @@ struct Settings {
     minibatch_size: usize,
     selection: CandidateSelection,
     components: ComponentSelection,
+    tool_descriptions: bool,
     merge: bool,
     max_merges: usize,
     skip_perfect_score: bool,
@@ -294,6 +295,7 @@ impl<M> Gepa<M> {
                 minibatch_size: 3,
                 selection: CandidateSelection::Pareto,
                 components: ComponentSelection::RoundRobin,
+                tool_descriptions: false,
                 merge: true,
                 max_merges: 5,
                 skip_perfect_score: true,
@@ -348,6 +350,17 @@ impl<M, F> Gepa<M, F> {
     /// Which predictors each iteration rewrites.
     pub fn with_component_selection(mut self, components: ComponentSelection) -> Self {
         self.settings.components = components;
+        self
+    }
+
+    /// Also optimizes the description of every tool of every ReAct loop in the program (off by
+    /// default, as in DSPy, whose GEPA rewrites only instructions). Each tool becomes a component
+    /// named as [`Predictors::named_tool_descriptions`] names it (`tools.search`), after the
+    /// predictors: the reflection LM reads, from each run, a step call that called the tool (any
+    /// step call of its loop when none did) with the feedback, and writes a new description. The
+    /// best program shows its tools so, and saves them (see [`crate::module::TOOL_DESCRIPTIONS`]).
+    pub fn with_tool_descriptions(mut self, on: bool) -> Self {
+        self.settings.tool_descriptions = on;
         self
     }
 
@@ -452,11 +465,72 @@ impl<M, F> Gepa<M, F> {
     }
 }
 
-/// A copy of `student` with these instructions, in predictor order.
-fn build<P: Predictors + Clone>(student: &P, instructions: &[String]) -> P {
+/// What a component of a candidate is.
+#[derive(Debug, Clone)]
+enum Component {
+    /// The instructions of the predictor at this index.
+    Instructions(usize),
+    /// The description of `tool` in the ReAct loop whose step predictor is at index `step`.
+    Tool {
+        /// The component's name (`tools.search`).
+        name: String,
+        step: usize,
+        tool: String,
+        arguments: Value,
+    },
+}
+
+/// The components GEPA rewrites in `student`, with their current texts: each predictor's
+/// instructions, then, with `tools`, each ReAct tool's description.
+fn components<P: Predictors>(student: &P, tools: bool) -> Vec<(String, Component, String)> {
+    let predictors = student.named_predictors();
+    let mut all: Vec<(String, Component, String)> = predictors
+        .iter()
+        .enumerate()
+        .map(|(i, (name, p))| (name.clone(), Component::Instructions(i), p.instructions()))
+        .collect();
+    if !tools {
+        return all;
+    }
+    for (path, core) in student.named_react_loops() {
+        let step_path = match path.as_str() {
+            "self" => "react".to_owned(),
+            _ => crate::module::join_path(&path, "react".to_owned()),
+        };
+        let Some(step) = predictors.iter().position(|(name, _)| *name == step_path) else {
+            continue;
+        };
+        for tool in core.tool_list() {
+            let name = crate::module::tool_component(&path, tool.name());
+            all.push((
+                name.clone(),
+                Component::Tool {
+                    name,
+                    step,
+                    tool: tool.name().to_owned(),
+                    arguments: tool.args_schema().clone(),
+                },
+                tool.description().to_owned(),
+            ));
+        }
+    }
+    all
+}
+
+/// A copy of `student` with these texts, in component order (the predictors' instructions
+/// first, so a tool's line in a step's new instructions follows its description).
+fn build<P: Predictors + Clone>(student: &P, components: &[Component], texts: &[String]) -> P {
     let mut program = student.clone();
-    for ((_, predictor), text) in program.named_predictors_mut().into_iter().zip(instructions) {
+    for ((_, predictor), text) in program.named_predictors_mut().into_iter().zip(texts) {
         predictor.set_instructions(text.clone());
+    }
+    for (component, text) in components.iter().zip(texts) {
+        if let Component::Tool { name, .. } = component {
+            // The names come from this program's own tools.
+            if let Err(error) = program.set_named_tool_description(name, text) {
+                tracing::error!("GEPA: {error}");
+            }
+        }
     }
     program
 }
@@ -511,6 +585,8 @@ struct Run<'a, M, F, P: Module> {
     merges: merge::Merges,
     report: GepaReport,
     bar: Bar,
+    /// What each component is (state.components holds their names).
+    kinds: Vec<Component>,
 }
 
 /// An evaluation's scores and the program it ran.
@@ -542,11 +618,8 @@ where
                 reason: "GEPA needs at least one training example".into(),
             });
         }
-        let names: Vec<String> = student
-            .named_predictors()
-            .into_iter()
-            .map(|(name, _)| name)
-            .collect();
+        let found = components(student, gepa.settings.tool_descriptions);
+        let names: Vec<String> = found.iter().map(|(name, _, _)| name.clone()).collect();
         if names.is_empty() {
             return Err(OptimizeError::Settings {
                 reason: "the program has no predictors: there are no instructions to optimize"
@@ -558,11 +631,10 @@ where
             .budget
             .metric_calls(names.len(), trainset.len(), valset.len());
         let valset = if valset.is_empty() { trainset } else { valset };
-        let seed: Vec<String> = student
-            .named_predictors()
+        let (kinds, seed): (Vec<Component>, Vec<String>) = found
             .into_iter()
-            .map(|(_, p)| p.instructions())
-            .collect();
+            .map(|(_, kind, text)| (kind, text))
+            .unzip();
         let saved = match &gepa.settings.log_dir {
             Some(dir) => {
                 std::fs::create_dir_all(dir).map_err(|e| OptimizeError::RunLog {
@@ -608,6 +680,7 @@ where
             merges: merge::Merges::default(),
             report,
             bar,
+            kinds,
         };
         run.state = match saved {
             Some(state) => {
@@ -638,7 +711,7 @@ where
         examples: &[Example],
         traces: bool,
     ) -> Result<Scored<P>, OptimizeError> {
-        let program = build(self.student, instructions);
+        let program = build(self.student, &self.kinds, instructions);
         let mut evaluation = Evaluate::new(examples, Borrowed(&self.gepa.metric))
             .with_concurrency(self.gepa.settings.concurrency)
             .with_failure_score(self.gepa.settings.failure_score)
@@ -845,7 +918,7 @@ where
                 vec![next]
             }
         };
-        let ids_by_name: Vec<PredictorId> = before
+        let ids: Vec<PredictorId> = before
             .program
             .named_predictors()
             .into_iter()
@@ -853,7 +926,7 @@ where
             .collect();
         let mut datasets: Vec<(usize, Vec<Value>)> = Vec::new();
         for &component in &components {
-            let records = self.records(&before, component, ids_by_name[component]);
+            let records = self.records(&before, component, &ids);
             if records.is_empty() {
                 tracing::info!(
                     predictor = self.state.components[component],
@@ -909,17 +982,27 @@ where
         Ok(())
     }
 
-    /// What the reflection LM sees of one predictor: one of its calls per run that succeeded,
-    /// with the feedback on it.
-    fn records(&mut self, scored: &Scored<P>, component: usize, id: PredictorId) -> Vec<Value> {
+    /// What the reflection LM sees of one component: per run that succeeded, one call of its
+    /// predictor (for a tool, one step call that called it, when there is one), with the feedback
+    /// on it. `ids`: the predictors' ids in `scored`'s program.
+    fn records(&mut self, scored: &Scored<P>, component: usize, ids: &[PredictorId]) -> Vec<Value> {
         let name = &self.state.components[component];
+        let (id, tool) = match &self.kinds[component] {
+            Component::Instructions(p) => (ids[*p], None),
+            Component::Tool { step, tool, .. } => (ids[*step], Some(tool.as_str())),
+        };
         let mut records = Vec::new();
         for result in &scored.report.results {
             let (Some(output), None) = (&result.output, &result.error) else {
                 continue;
             };
-            let Some(call) = reflection::pick_call(&result.trace, id, &mut self.reflection_random)
-            else {
+            let picked = match tool {
+                None => reflection::pick_call(&result.trace, id, &mut self.reflection_random),
+                Some(tool) => {
+                    reflection::pick_tool_call(&result.trace, id, tool, &mut self.reflection_random)
+                }
+            };
+            let Some(call) = picked else {
                 continue;
             };
             let predicted = Predicted {
@@ -960,9 +1043,16 @@ where
             let mut proposals = Vec::new();
             let mut failure = None;
             for (component, records) in datasets {
+                let asked = match &self.kinds[*component] {
+                    Component::Instructions(_) => reflection::Proposal::Instruction,
+                    Component::Tool {
+                        tool, arguments, ..
+                    } => reflection::Proposal::ToolDescription { tool, arguments },
+                };
                 match reflection::propose(
                     &self.gepa.settings.reflection_lm,
                     &self.gepa.settings.reflection_options,
+                    asked,
                     &current[*component],
                     records.clone(),
                     &mut self.report.reflection_usage,
@@ -1015,7 +1105,7 @@ where
         self.report.metric_calls = self.state.metric_calls;
         self.report.iterations = usize::try_from(self.state.iteration + 1).unwrap_or(0);
         Compiled {
-            program: build(self.student, &self.state.candidates[best]),
+            program: build(self.student, &self.kinds, &self.state.candidates[best]),
             report: self.report,
         }
     }

@@ -35,12 +35,14 @@ impl ReActCore {
 
     /// A copy that offers only the tools named in `keep`.
     pub(super) fn restricted_to(&self, keep: &[String]) -> ReActCore {
-        let tools: Vec<Arc<dyn Tool>> = self
-            .tools
-            .iter()
-            .filter(|t| keep.iter().any(|k| k == t.name()))
-            .cloned()
-            .collect();
+        let kept = |tools: &[Arc<dyn Tool>]| -> Vec<Arc<dyn Tool>> {
+            tools
+                .iter()
+                .filter(|t| keep.iter().any(|k| k == t.name()))
+                .cloned()
+                .collect()
+        };
+        let tools = kept(&self.tools);
         let (step_signature, parse_signature) = step_signatures(&self.signature, &tools);
         let mut restricted = self.clone();
         // The same predictors (their calls belong to this agent's trace), fewer tools.
@@ -49,6 +51,7 @@ impl ReActCore {
         restricted.step.signature = step_signature;
         restricted.step.parse_as = Some(parse_signature);
         restricted.tools = tools;
+        restricted.own_tools = kept(&self.own_tools);
         restricted.selection_threshold = usize::MAX;
         restricted
     }

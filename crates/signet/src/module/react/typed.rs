@@ -106,6 +106,16 @@ impl<S: Signature> ReAct<S> {
         &self.core
     }
 
+    /// Shows `tool` to the model described as `description` (see
+    /// [`ReActCore::set_tool_description`]).
+    pub fn set_tool_description(
+        &mut self,
+        tool: &str,
+        description: impl Into<String>,
+    ) -> Result<(), super::UnknownTool> {
+        self.core.set_tool_description(tool, description)
+    }
+
     /// Runs the agent on `input`, yielding its events as they happen (see [`ReActCore::stream`]);
     /// the last one is [`ReActEvent::Done`] with the typed output, or [`ReActEvent::Failed`].
     /// Dropping the stream cancels the run.

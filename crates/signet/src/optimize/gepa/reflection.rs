@@ -7,7 +7,10 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::adapter::JsonAdapter;
-use crate::adapter::templates::{GEPA_PROPOSE_FIELDS, GEPA_PROPOSE_INSTRUCTIONS};
+use crate::adapter::templates::{
+    GEPA_PROPOSE_FIELDS, GEPA_PROPOSE_INSTRUCTIONS, GEPA_TOOL_PROPOSE_FIELDS,
+    GEPA_TOOL_PROPOSE_INSTRUCTIONS,
+};
 use crate::data::PyRandom;
 use crate::lm::{Lm, LmOptions, Usage};
 use crate::module::Predictor;
@@ -40,51 +43,126 @@ pub(crate) fn pick_call<'t>(
     Some(calls[random.below(calls.len())])
 }
 
-/// DSPy's `ProposeInstruction` signature.
-fn propose_signature() -> DynSignature {
-    let field = |(name, type_name, desc): (&str, &str, &str)| {
-        let field = if type_name == "str" {
-            Field::str(name)
-        } else {
-            Field::of::<Vec<std::collections::BTreeMap<String, Value>>>(name)
-        };
-        field.with_type_name(type_name).with_desc(desc)
-    };
-    let [current, examples, new] = GEPA_PROPOSE_FIELDS;
-    DynSignature::new("ProposeInstruction")
-        .with_instructions(GEPA_PROPOSE_INSTRUCTIONS)
-        .with_input(field(current))
-        .with_input(field(examples))
-        .with_output(field(new))
+/// Of `predictor`'s calls, one that called `tool` (its `next_tool_name`, or the `name` of one of
+/// its tool calls, as native and history steps record them), drawn as [`pick_call`] draws; when no
+/// call did, one of all its calls.
+pub(crate) fn pick_tool_call<'t>(
+    trace: &'t [TraceEntry],
+    predictor: PredictorId,
+    tool: &str,
+    random: &mut PyRandom,
+) -> Option<&'t TraceEntry> {
+    let using: Vec<&TraceEntry> = trace
+        .iter()
+        .filter(|e| e.predictor == predictor && calls_tool(&Value::Object(e.outputs.clone()), tool))
+        .collect();
+    if using.is_empty() {
+        return pick_call(trace, predictor, random);
+    }
+    Some(using[random.below(using.len())])
 }
 
-/// Asks the reflection LM for a new instruction: the reply's `new_instruction`, trimmed. Fails
-/// when the call fails, the reply cannot be read, or the instruction is empty.
+/// Whether `outputs` name `tool` as the tool called: a `next_tool_name` field, or an object with
+/// `name` (and `args` or `arguments`) anywhere inside.
+fn calls_tool(outputs: &Value, tool: &str) -> bool {
+    match outputs {
+        Value::Object(map) => {
+            let named = |key: &str| map.get(key).and_then(Value::as_str) == Some(tool);
+            named("next_tool_name")
+                || (named("name") && (map.contains_key("args") || map.contains_key("arguments")))
+                || map.values().any(|v| calls_tool(v, tool))
+        }
+        Value::Array(items) => items.iter().any(|v| calls_tool(v, tool)),
+        _ => false,
+    }
+}
+
+/// What a proposal asks for.
+pub(crate) enum Proposal<'a> {
+    /// A predictor's new instructions (DSPy's `ProposeInstruction`).
+    Instruction,
+    /// A tool's new description (Signet's own prompt).
+    ToolDescription {
+        /// The tool's name.
+        tool: &'a str,
+        /// Its argument schema.
+        arguments: &'a Value,
+    },
+}
+
+impl Proposal<'_> {
+    /// The signature of the request, and the names of its current-text and answer fields.
+    fn signature(&self) -> (DynSignature, &'static str, &'static str) {
+        let field = |(name, type_name, desc): (&str, &str, &str)| {
+            let field = if type_name == "str" {
+                Field::str(name)
+            } else {
+                Field::of::<Vec<std::collections::BTreeMap<String, Value>>>(name)
+            };
+            field.with_type_name(type_name).with_desc(desc)
+        };
+        match self {
+            Proposal::Instruction => {
+                let [current, examples, new] = GEPA_PROPOSE_FIELDS;
+                let signature = DynSignature::new("ProposeInstruction")
+                    .with_instructions(GEPA_PROPOSE_INSTRUCTIONS)
+                    .with_input(field(current))
+                    .with_input(field(examples))
+                    .with_output(field(new));
+                (signature, current.0, new.0)
+            }
+            Proposal::ToolDescription { .. } => {
+                let [name, arguments, current, examples, new] = GEPA_TOOL_PROPOSE_FIELDS;
+                let signature = DynSignature::new("ProposeToolDescription")
+                    .with_instructions(GEPA_TOOL_PROPOSE_INSTRUCTIONS)
+                    .with_input(field(name))
+                    .with_input(field(arguments))
+                    .with_input(field(current))
+                    .with_input(field(examples))
+                    .with_output(field(new));
+                (signature, current.0, new.0)
+            }
+        }
+    }
+}
+
+/// Asks the reflection LM for a new text (an instruction or a tool description): the reply's
+/// answer field, trimmed. Fails when the call fails, the reply cannot be read, or the text is
+/// empty.
 pub(crate) async fn propose(
     lm: &Arc<dyn Lm>,
     options: &LmOptions,
+    asked: Proposal<'_>,
     current: &str,
     records: Vec<Value>,
     usage: &mut Usage,
 ) -> Result<String, String> {
-    let predictor = Predictor::new(propose_signature())
+    let (signature, current_field, answer_field) = asked.signature();
+    let predictor = Predictor::new(signature)
         .with_lm(lm.clone())
         .with_adapter(JsonAdapter::new())
         .with_options(options.clone());
     let mut inputs = Map::new();
-    inputs.insert("current_instruction".into(), Value::String(current.into()));
+    if let Proposal::ToolDescription { tool, arguments } = asked {
+        let [name, args, ..] = GEPA_TOOL_PROPOSE_FIELDS;
+        inputs.insert(name.0.into(), Value::String(tool.into()));
+        inputs.insert(args.0.into(), Value::String(arguments.to_string()));
+    }
+    inputs.insert(current_field.into(), Value::String(current.into()));
     inputs.insert("examples_with_feedback".into(), Value::Array(records));
     let prediction = predictor
         .forward_counting(&inputs, &crate::module::CallConfig::default(), &mut *usage)
         .await
         .map_err(|e| e.to_string())?;
-    let text = match prediction.outputs.get("new_instruction") {
+    let text = match prediction.outputs.get(answer_field) {
         Some(Value::String(text)) => text.trim().to_owned(),
         Some(other) => other.to_string().trim().to_owned(),
         None => String::new(),
     };
     if text.is_empty() {
-        return Err("the reflection LM returned an empty instruction".into());
+        return Err(format!(
+            "the reflection LM returned an empty `{answer_field}`"
+        ));
     }
     Ok(text)
 }
@@ -125,6 +203,7 @@ mod tests {
         let text = propose(
             &lm,
             &LmOptions::new().max_tokens(300),
+            Proposal::Instruction,
             "HINT-v0 instruction",
             records,
             &mut usage,
@@ -146,18 +225,20 @@ mod tests {
         let error = propose(
             &lm,
             &LmOptions::default(),
+            Proposal::Instruction,
             "x",
             Vec::new(),
             &mut Usage::default(),
         )
         .await
         .unwrap_err();
-        assert!(error.contains("empty instruction"), "{error}");
+        assert!(error.contains("empty `new_instruction`"), "{error}");
         let lm: Arc<dyn Lm> = Arc::new(ScriptedLm::texts(["not json", "still not json"]));
         assert!(
             propose(
                 &lm,
                 &LmOptions::default(),
+                Proposal::Instruction,
                 "x",
                 Vec::new(),
                 &mut Usage::default()
@@ -165,6 +246,86 @@ mod tests {
             .await
             .is_err()
         );
+    }
+
+    #[tokio::test]
+    async fn a_tool_description_is_asked_with_the_tools_name_and_arguments() {
+        let scripted = Arc::new(ScriptedLm::texts([
+            "{\"new_description\": \" Convert an amount between currencies. \"}",
+        ]));
+        let lm: Arc<dyn Lm> = scripted.clone();
+        let args =
+            serde_json::json!({"type": "object", "properties": {"amount": {"type": "number"}}});
+        let asked = Proposal::ToolDescription {
+            tool: "convert",
+            arguments: &args,
+        };
+        let records = vec![record(&entry("q=7"), "used the wrong currency".into())];
+        let mut usage = Usage::default();
+        let text = propose(
+            &lm,
+            &LmOptions::default(),
+            asked,
+            "Convert.",
+            records,
+            &mut usage,
+        )
+        .await
+        .unwrap();
+        assert_eq!(text, "Convert an amount between currencies.");
+        let request = &scripted.requests()[0];
+        assert!(request.messages[0].content.contains(
+            "1. `tool_name` (str): The tool's name.\n2. `tool_arguments` (str): The JSON schema of the tool's arguments.\n3. `current_description` (str)"
+        ));
+        assert!(
+            request.messages[0]
+                .content
+                .contains("Your task is to write a new description of the tool")
+        );
+        assert_eq!(
+            request.messages[1].content,
+            "[[ ## tool_name ## ]]\nconvert\n\n[[ ## tool_arguments ## ]]\n{\"type\":\"object\",\"properties\":{\"amount\":{\"type\":\"number\"}}}\n\n[[ ## current_description ## ]]\nConvert.\n\n[[ ## examples_with_feedback ## ]]\n[{\"Inputs\": {\"question\": \"q=7\"}, \"Generated Outputs\": {\"hint\": \"bad\"}, \"Feedback\": \"used the wrong currency\"}]\n\nRespond with a JSON object in the following order of fields: `new_description`."
+        );
+    }
+
+    #[test]
+    fn a_tool_component_reads_the_steps_that_called_the_tool() {
+        let step = PredictorId::fresh();
+        let call = |outputs: Value| TraceEntry {
+            predictor: step,
+            inputs: Map::new(),
+            outputs: outputs.as_object().unwrap().clone(),
+        };
+        let text = call(serde_json::json!({"next_tool_name": "convert", "next_tool_args": {}}));
+        let other = call(serde_json::json!({"next_tool_name": "finish", "next_tool_args": {}}));
+        let native = call(
+            serde_json::json!({"tool_turns": [[{"name": "convert", "args": {}, "observation": 1}]]}),
+        );
+        let mut random = PyRandom::new(0);
+        for _ in 0..5 {
+            let trace = vec![other.clone(), text.clone()];
+            assert_eq!(
+                pick_tool_call(&trace, step, "convert", &mut random),
+                Some(&trace[1])
+            );
+            let trace = vec![other.clone(), native.clone()];
+            assert_eq!(
+                pick_tool_call(&trace, step, "convert", &mut random),
+                Some(&trace[1])
+            );
+        }
+        // No step called it: any step call of the loop.
+        let trace = vec![other.clone()];
+        assert_eq!(
+            pick_tool_call(&trace, step, "convert", &mut random),
+            Some(&trace[0])
+        );
+        // A field merely holding the name is not a call.
+        assert!(!calls_tool(
+            &serde_json::json!({"answer": {"name": "convert"}}),
+            "convert"
+        ));
+        assert!(pick_tool_call(&[], step, "convert", &mut random).is_none());
     }
 
     #[test]
