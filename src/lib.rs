@@ -119,3 +119,7 @@ struct DspyGuide;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/not-implemented.md")]
 struct NotImplementedGuide;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/scale.md")]
+struct ScaleGuide;

@@ -50,6 +50,7 @@ pub mod blocking;
 pub mod data;
 mod error;
 pub mod evaluate;
+pub mod journal;
 pub mod lm;
 pub mod module;
 pub mod optimize;

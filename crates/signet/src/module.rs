@@ -119,6 +119,8 @@ pub struct CallConfig {
     /// For a ReAct run: its step limit, in place of the agent's
     /// [`Limits::max_iters`](react::Limits::max_iters).
     pub max_iters: Option<usize>,
+    /// Where the call's LM calls and tool calls go through (see [`crate::journal`]).
+    pub journal: Option<Arc<dyn crate::journal::Journal>>,
 }
 
 impl CallConfig {
@@ -137,6 +139,29 @@ impl CallConfig {
     pub fn with_adapter(mut self, adapter: impl Adapter + 'static) -> Self {
         self.adapter = Some(adapter::shared(adapter));
         self
+    }
+
+    /// Hands every LM call and tool call of this call — nested modules' included — to
+    /// `journal`, which runs it or answers with a recorded result (see [`crate::journal`]). The
+    /// tools of one turn then run one after another, in the model's order.
+    ///
+    /// ```
+    /// let call = signet::module::CallConfig::new()
+    ///     .with_journal(signet::journal::MemoryJournal::new());
+    /// assert!(call.journal.is_some());
+    /// ```
+    pub fn with_journal(mut self, journal: impl crate::journal::Journal + 'static) -> Self {
+        self.journal = Some(Arc::new(journal));
+        self
+    }
+
+    /// How many tool calls of one turn may run at once: `limit`, or 1 with a journal.
+    pub(crate) fn tool_concurrency(&self, limit: usize) -> usize {
+        if self.journal.is_some() {
+            1
+        } else {
+            limit.max(1)
+        }
     }
 
     /// For a ReAct run: at most `n` steps in this call (the agent's
@@ -351,6 +376,13 @@ impl Predictor {
             .or_else(|| call.lm.clone())
             .or(global_lm)
             .ok_or(LmError::NotConfigured)?;
+        let lm: Arc<dyn Lm> = match &call.journal {
+            Some(journal) => Arc::new(crate::journal::JournaledLm {
+                lm,
+                journal: journal.clone(),
+            }),
+            None => lm,
+        };
         let adapter = self
             .adapter
             .clone()

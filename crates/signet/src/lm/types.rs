@@ -784,7 +784,7 @@ impl Capabilities {
 
 /// Why an LM call failed. Transient kinds ([`is_transient`](LmError::is_transient)) are retried by
 /// clients that retry.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum LmError {
     /// HTTP 429: too many requests.
@@ -844,6 +844,13 @@ pub enum LmError {
     /// No LM was configured for a module, its call, or globally.
     #[error("no LM configured: pass one to the module or the call, or set a global one")]
     NotConfigured,
+    /// The [journal](crate::journal) a durable run's LM calls go through failed, or a replayed
+    /// call did not match what it recorded.
+    #[error("the run's journal failed: {message}")]
+    Journal {
+        /// What went wrong.
+        message: String,
+    },
 }
 
 impl LmError {

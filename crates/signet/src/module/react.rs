@@ -478,6 +478,7 @@ impl ReActCore {
         interrupts: &mut Interrupts,
         start: Start,
     ) -> Result<RunOutcome<ReActRun>, ReActError> {
+        let events = &events.with_journal(call.journal.clone());
         Ok(
             match self
                 .run_unstamped(inputs, call, events, interrupts, start)
@@ -806,7 +807,7 @@ impl ReActCore {
         });
         let started = Instant::now();
         let span = tracing::info_span!("react.tool_call", tool = name, index);
-        let runner = self.tool_runner();
+        let runner = self.tool_runner(events.journal());
         let outcome = async {
             match how {
                 _ if name == FINISH => Ok(Observation::Output(json!(FINISH_OBSERVATION))),
@@ -837,7 +838,7 @@ impl ReActCore {
         if name == FINISH {
             return Observation::Output(json!(FINISH_OBSERVATION));
         }
-        self.tool_runner().run(name, args, thought).await
+        self.tool_runner(None).run(name, args, thought).await
     }
 
     /// The step limit of a run: the call's, or the agent's.
@@ -845,8 +846,11 @@ impl ReActCore {
         call.max_iters.unwrap_or(self.limits.max_iters)
     }
 
-    /// The run's tool runner: these tools, `finish`, the approver and the limits.
-    pub(super) fn tool_runner(&self) -> super::tool_runner::ToolRunner<'_> {
+    /// The run's tool runner: these tools, `finish`, the approver, the limits and the journal.
+    pub(super) fn tool_runner<'a>(
+        &'a self,
+        journal: Option<&'a Arc<dyn crate::journal::Journal>>,
+    ) -> super::tool_runner::ToolRunner<'a> {
         super::tool_runner::ToolRunner::new(
             &self.tools,
             &[FINISH],
@@ -854,6 +858,7 @@ impl ReActCore {
             self.limits.tool_timeout,
             self.limits.max_observation_chars,
         )
+        .with_journal(journal)
     }
 
     /// When the model passed the outputs to `finish` and they parse into the output types, they are

@@ -146,7 +146,8 @@ impl Predictor {
             self.approver.as_ref(),
             self.tool_limits.tool_timeout,
             self.tool_limits.max_observation_chars,
-        );
+        )
+        .with_journal(call.journal.as_ref());
         let (mut messages, mut usage, first, resumable) = match start {
             LoopStart::Fresh { resumable } => (
                 adapter.format(&self.signature, &self.demos, inputs),
@@ -186,7 +187,7 @@ impl Predictor {
                 .map(|call| run_tool(&runner, call, thought, resumable))
                 .collect();
             let results: Vec<Result<String, Waiting>> = futures::stream::iter(calls)
-                .buffered(self.tool_limits.max_concurrent_tools.max(1))
+                .buffered(call.tool_concurrency(self.tool_limits.max_concurrent_tools))
                 .collect()
                 .await;
             let mut assistant = Message::assistant_tool_calls(completion.tool_calls.clone());

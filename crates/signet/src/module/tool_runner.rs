@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::react::{Approval, ApprovalRequest, Approver, Decision, Observation, Waiting};
+use crate::journal::{Journal, run_tool};
 use crate::lm::ToolCall;
 use crate::tool::{Tool, ToolError};
 
@@ -30,6 +31,7 @@ pub(crate) struct ToolRunner<'a> {
     approver: Option<&'a Approver>,
     timeout: Option<Duration>,
     max_chars: usize,
+    journal: Option<&'a Arc<dyn Journal>>,
 }
 
 impl<'a> ToolRunner<'a> {
@@ -47,7 +49,14 @@ impl<'a> ToolRunner<'a> {
             approver,
             timeout,
             max_chars,
+            journal: None,
         }
+    }
+
+    /// Runs the calls through `journal` (see [`crate::journal`]).
+    pub(crate) fn with_journal(mut self, journal: Option<&'a Arc<dyn Journal>>) -> Self {
+        self.journal = journal;
+        self
     }
 
     /// The tool named `name`.
@@ -139,17 +148,7 @@ impl<'a> ToolRunner<'a> {
         name: &str,
         args: &Value,
     ) -> Result<Observation, Waiting> {
-        let call = tool.call(args.clone());
-        let result = match self.timeout {
-            Some(limit) => match tokio::time::timeout(limit, call).await {
-                Ok(result) => result,
-                Err(_) => Err(ToolError::Timeout {
-                    tool: name.to_owned(),
-                    elapsed: limit,
-                }),
-            },
-            None => call.await,
-        };
+        let result = run_tool(self.journal, tool, args.clone(), self.timeout).await;
         let observation = match result {
             Ok(value) => Observation::Output(value),
             Err(ToolError::NeedsInput { question, .. }) => {

@@ -20,7 +20,7 @@ use serde_json::Value;
 /// assert!(matches!(err, ToolError::InvalidArguments { .. }));
 /// assert_eq!(err.to_string(), "invalid arguments for tool `add`: argument `a`: expected integer, got string \"1\"");
 /// ```
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum ToolError {
     /// The arguments did not match the tool's schema (or could not be deserialized into its types).
@@ -164,7 +164,7 @@ fn join(errors: &[ArgError]) -> String {
 /// assert_eq!(err.to_string(), "argument `point.x`: expected integer, got string \"bad\"");
 /// assert_eq!(err.argument(), "point");
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ArgError {
     /// Dotted path to the offending value: the argument name, then object keys and array indices
     /// (`points.0.x`). Empty when the problem is with the argument object as a whole.
@@ -183,7 +183,7 @@ impl ArgError {
 }
 
 /// The kinds of argument problems, each carrying what the caller needs to fix it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum ArgErrorKind {
     /// A required argument (or a required key of a nested object) is absent.

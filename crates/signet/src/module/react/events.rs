@@ -278,11 +278,14 @@ fn clip(text: &str, max: usize) -> String {
     }
 }
 
-/// Where a run's events go (nowhere for plain calls), and whether the answer was streamed yet.
+/// What a run carries to every step besides its inputs: where its events go (nowhere for plain
+/// calls), whether the answer was streamed yet, and the [journal](crate::journal) its tool calls
+/// go through (its call's, if any).
 #[derive(Clone, Default)]
 pub(crate) struct Emitter {
     sender: Option<tokio::sync::mpsc::UnboundedSender<ReActEvent>>,
     answered: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    journal: Option<std::sync::Arc<dyn crate::journal::Journal>>,
 }
 
 impl Emitter {
@@ -291,6 +294,33 @@ impl Emitter {
         Emitter {
             sender: Some(sender),
             answered: Default::default(),
+            journal: None,
+        }
+    }
+
+    /// This emitter, with the call's journal.
+    pub(super) fn with_journal(
+        &self,
+        journal: Option<std::sync::Arc<dyn crate::journal::Journal>>,
+    ) -> Emitter {
+        Emitter {
+            journal,
+            ..self.clone()
+        }
+    }
+
+    /// The journal the run's tool calls go through.
+    pub(super) fn journal(&self) -> Option<&std::sync::Arc<dyn crate::journal::Journal>> {
+        self.journal.as_ref()
+    }
+
+    /// How many tool calls of a turn may run at once: `limit`, or one at a time, in call
+    /// order, with a journal.
+    pub(super) fn tool_concurrency(&self, limit: usize) -> usize {
+        if self.journal.is_some() {
+            1
+        } else {
+            limit.max(1)
         }
     }
 

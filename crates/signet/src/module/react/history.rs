@@ -542,7 +542,7 @@ impl ReActCore {
             });
         }
         let observed: Vec<Result<(Observation, Duration), Waiting>> = stream::iter(runs)
-            .buffered(self.limits.max_concurrent_tools.max(1))
+            .buffered(events.tool_concurrency(self.limits.max_concurrent_tools))
             .collect()
             .await;
         let mut steps = Vec::with_capacity(calls.len());
@@ -612,7 +612,7 @@ impl ReActCore {
             Ok(observed) => observed,
             Err(waiting) if resumable => return Err(waiting),
             Err(waiting) => (
-                self.tool_runner().unattended(name, &waiting),
+                self.tool_runner(None).unattended(name, &waiting),
                 Duration::ZERO,
             ),
         };

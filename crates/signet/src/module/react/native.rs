@@ -170,7 +170,7 @@ impl ReActCore {
                 ));
             }
             let observed: Vec<_> = stream::iter(calls)
-                .buffered(self.limits.max_concurrent_tools.max(1))
+                .buffered(events.tool_concurrency(self.limits.max_concurrent_tools))
                 .collect()
                 .await;
             let mut steps = Vec::with_capacity(observed.len());

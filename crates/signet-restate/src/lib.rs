@@ -1,0 +1,57 @@
+//! # signet-restate
+//!
+//! The user guide is in the repository: <https://github.com/signet-rs/signet/tree/main/docs>
+//! (this crate: `docs/scale.md`).
+//!
+//! Runs Signet ReAct agents on [Restate](https://restate.dev), a durable execution engine, so a
+//! run outlives the process that started it:
+//!
+//! * **Every LM call and every tool call is a journaled step.** A worker that dies mid-run is
+//!   replayed on another: the calls that completed come back from Restate's journal, so no LM
+//!   call is paid twice and no tool that finished runs twice (a tool that was running when the
+//!   worker died runs again: steps are at least once). Built on [`signet::journal`]: the run
+//!   hands each call to the journal, which makes it a `ctx.run` step.
+//! * **Approvals are durable promises.** A `#[tool(confirm)]` tool (or one that returns
+//!   [`ToolError::NeedsInput`](signet::ToolError::NeedsInput)) suspends the run at no cost; the
+//!   [`decide`](Ingress::decide) call — minutes or days later, from any machine — resumes it.
+//! * **Progress is readable while it runs**: [`status`](Ingress::status) lists the journaled
+//!   calls so far and what the run waits on.
+//!
+//! A worker serves [`Agents`] as the `SignetAgent` workflow ([`serve`]); Restate calls it. A
+//! run is started, watched and answered through Restate's ingress ([`Ingress`]), by workflow id:
+//! starting the same id twice runs it once.
+//!
+//! ```no_run
+//! use signet::module::ReActCore;
+//! use signet_restate::{Agents, serve};
+//!
+//! # async fn run(agent: ReActCore) {
+//! let agents = Agents::new().agent("travel", agent);
+//! // Register http://127.0.0.1:9080 with Restate (its admin API, or `RestateServer::register`).
+//! serve("127.0.0.1:9080".parse().unwrap(), agents).await;
+//! # }
+//! ```
+//!
+//! [`RestateServer`] starts a local Restate server (installed from npm by the repository's
+//! `scripts/restate-server.sh`) for tests and examples.
+
+mod agent;
+mod ingress;
+mod journal;
+mod server;
+
+pub use agent::{Agents, Pending, RunRequest, RunResult, SignetAgent, Status};
+pub use ingress::{Ingress, IngressError};
+pub use journal::Event;
+pub use server::{RestateServer, SERVER_VERSION, ServerError, free_port, server_binary};
+
+/// Serves `agents` at `address` until the process ends: an HTTP/2 endpoint Restate calls
+/// (register its URL with the server's admin API, or [`RestateServer::register`]).
+pub async fn serve(address: std::net::SocketAddr, agents: Agents) {
+    let endpoint = restate_sdk::endpoint::Endpoint::builder()
+        .bind(agents.workflow())
+        .build();
+    restate_sdk::http_server::HttpServer::new(endpoint)
+        .listen_and_serve(address)
+        .await;
+}

@@ -1,0 +1,201 @@
+//! A local Restate server for tests and examples: the npm package's binary, on free ports, in a
+//! directory of its own, stopped when dropped.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use tokio::process::{Child, Command};
+
+use crate::ingress::Ingress;
+
+/// The server version `scripts/restate-server.sh` installs.
+pub const SERVER_VERSION: &str = "1.7.12";
+
+/// Why the local server could not be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// No server binary where it was looked for.
+    #[error(
+        "no restate-server binary at {path}: install it with `bash scripts/restate-server.sh` \
+         (npm package @restatedev/restate-server@{SERVER_VERSION}) or set SIGNET_RESTATE_SERVER"
+    )]
+    NotInstalled {
+        /// Where it was looked for.
+        path: PathBuf,
+    },
+    /// Starting it, or a file it needs, failed.
+    #[error("could not start the Restate server: {0}")]
+    Io(#[from] std::io::Error),
+    /// It did not answer in time.
+    #[error("the Restate server did not become ready within {0:?} (its log: {1})")]
+    NotReady(Duration, PathBuf),
+    /// The admin API refused the deployment.
+    #[error("Restate did not register {uri}: {message}")]
+    Register {
+        /// The deployment's URL.
+        uri: String,
+        /// What the admin API answered.
+        message: String,
+    },
+}
+
+/// A Restate server running on this machine, for tests and examples: the npm package's binary on
+/// free ports, in a directory of its own, stopped (and its directory removed) when dropped.
+pub struct RestateServer {
+    child: Child,
+    dir: PathBuf,
+    ingress: String,
+    admin: String,
+    http: reqwest::Client,
+}
+
+impl std::fmt::Debug for RestateServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RestateServer")
+            .field("ingress", &self.ingress)
+            .field("admin", &self.admin)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A port nothing listens on now.
+pub fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Where the server binary is: `SIGNET_RESTATE_SERVER`, else the install of
+/// `scripts/restate-server.sh` under `SIGNET_CACHE` (`~/.cache/signet`).
+pub fn server_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("SIGNET_RESTATE_SERVER") {
+        return PathBuf::from(path);
+    }
+    let cache = std::env::var_os("SIGNET_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/signet")
+        });
+    cache
+        .join(format!("restate/server-{SERVER_VERSION}"))
+        .join("node_modules/@restatedev/restate-server-linux-x64/bin/restate-server")
+}
+
+impl RestateServer {
+    /// Starts a server on free ports with a fresh data directory, and waits until it takes
+    /// calls. Failed steps are retried quickly (every 100 ms, backing off to 1 s), which suits
+    /// tests: a worker that died is replaced within a second.
+    pub async fn start() -> Result<RestateServer, ServerError> {
+        let binary = server_binary();
+        if !binary.exists() {
+            return Err(ServerError::NotInstalled { path: binary });
+        }
+        let (ingress_port, admin_port, node_port) = (free_port()?, free_port()?, free_port()?);
+        let dir = std::env::temp_dir().join(format!(
+            "signet-restate-{}-{ingress_port}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir)?;
+        let config = format!(
+            "node-name = \"signet\"\nbase-dir = \"{base}\"\nbind-address = \"127.0.0.1:{node_port}\"\n\
+             advertised-address = \"http://127.0.0.1:{node_port}/\"\ndefault-num-partitions = 2\n\
+             disable-telemetry = true\n\n[default-retry-policy]\ninitial-interval = \"100ms\"\n\
+             exponentiation-factor = 2.0\nmax-interval = \"1s\"\nmax-attempts = 10000\n\n\
+             [admin]\nbind-address = \"127.0.0.1:{admin_port}\"\n\n\
+             [ingress]\nbind-address = \"127.0.0.1:{ingress_port}\"\n",
+            base = dir.join("data").display(),
+        );
+        let config_path = dir.join("restate.toml");
+        std::fs::write(&config_path, config)?;
+        let log_path = dir.join("server.log");
+        let log = std::fs::File::create(&log_path)?;
+        let child = Command::new(&binary)
+            .arg("--config-file")
+            .arg(&config_path)
+            .args(["--no-logo", "--log-disable-ansi-codes", "true"])
+            .env("RESTATE_LOG_FILTER", "warn")
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()?;
+        let server = RestateServer {
+            child,
+            dir,
+            ingress: format!("http://127.0.0.1:{ingress_port}"),
+            admin: format!("http://127.0.0.1:{admin_port}"),
+            http: reqwest::Client::new(),
+        };
+        let limit = Duration::from_secs(60);
+        let started = Instant::now();
+        loop {
+            let admin = server.get_ok(&format!("{}/health", server.admin)).await;
+            let ingress = server
+                .get_ok(&format!("{}/restate/health", server.ingress))
+                .await;
+            if admin && ingress {
+                return Ok(server);
+            }
+            if started.elapsed() > limit {
+                return Err(ServerError::NotReady(limit, log_path));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn get_ok(&self, url: &str) -> bool {
+        matches!(self.http.get(url).send().await, Ok(r) if r.status().is_success())
+    }
+
+    /// Registers the worker (or load balancer) at `uri` (`http://127.0.0.1:9080`), retrying for
+    /// up to 30 s while the server or the worker comes up.
+    pub async fn register(&self, uri: &str) -> Result<(), ServerError> {
+        let url = format!("{}/deployments", self.admin);
+        let body = serde_json::json!({ "uri": uri, "force": true });
+        let started = Instant::now();
+        loop {
+            let message = match self.http.post(&url).json(&body).send().await {
+                Ok(response) if response.status().is_success() => return Ok(()),
+                Ok(response) => format!(
+                    "HTTP {}: {}",
+                    response.status(),
+                    response.text().await.unwrap_or_default()
+                ),
+                Err(error) => error.to_string(),
+            };
+            if started.elapsed() > Duration::from_secs(30) {
+                return Err(ServerError::Register {
+                    uri: uri.to_owned(),
+                    message,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// The ingress, to start and follow runs.
+    pub fn ingress(&self) -> Ingress {
+        Ingress::new(&self.ingress)
+    }
+
+    /// The ingress URL.
+    pub fn ingress_url(&self) -> &str {
+        &self.ingress
+    }
+
+    /// The admin API's URL.
+    pub fn admin_url(&self) -> &str {
+        &self.admin
+    }
+
+    /// The server's data and log directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for RestateServer {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

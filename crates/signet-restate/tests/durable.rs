@@ -1,0 +1,361 @@
+//! Agents on a real Restate server (installed by `scripts/restate-server.sh`): a worker killed in
+//! the middle of a run, an approval given over HTTP after the run suspended.
+//!
+//! Workers are this test binary run again as `durable worker --exact` with
+//! `SIGNET_RESTATE_TEST_WORKER=<port>`; several sit behind a small TCP load balancer, one
+//! Restate deployment, as they would behind any load balancer in production.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use signet::lm::{Completion, Lm, LmError, LmRequest};
+use signet::module::{CallConfig, Decision, ReActCore, Step};
+use signet::tool::FnTool;
+use signet_restate::{Agents, Ingress, IngressError, RestateServer, RunRequest, free_port};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::process::{Child, Command};
+
+const WORKER_ENV: &str = "SIGNET_RESTATE_TEST_WORKER";
+const DIR_ENV: &str = "SIGNET_RESTATE_TEST_DIR";
+
+/// A model that calls `record` with n = 0, 1, 2 (one per step), then finishes; or, for the
+/// `payer`, calls `pay` once, then finishes. Its reply depends only on the request, so a run
+/// replayed on another worker gets the same replies. With `gate`, the third step call waits
+/// for a file named `go` in that directory, after writing `waiting.<pid>` there.
+struct ScriptLm {
+    gate: Option<PathBuf>,
+}
+
+fn step(thought: &str, tool: &str, args: Value) -> String {
+    format!(
+        "[[ ## next_thought ## ]]\n{thought}\n\n[[ ## next_tool_name ## ]]\n{tool}\n\n\
+         [[ ## next_tool_args ## ]]\n{args}\n\n[[ ## completed ## ]]"
+    )
+}
+
+impl ScriptLm {
+    async fn reply(&self, request: &LmRequest) -> String {
+        let system = &request.messages[0].content;
+        let last = &request.messages[request.messages.len() - 1].content;
+        if !system.contains("next_tool_name") {
+            return "[[ ## reasoning ## ]]\nThe tools answered.\n\n[[ ## answer ## ]]\ndone\n\n\
+                    [[ ## completed ## ]]"
+                .to_owned();
+        }
+        let done = last.matches("[[ ## observation_").count();
+        if system.contains("(1) pay,") {
+            return match done {
+                0 => step("Pay first.", "pay", json!({"amount": 5})),
+                _ => step("Paid.", "finish", json!({})),
+            };
+        }
+        if done == 2
+            && let Some(dir) = &self.gate
+        {
+            std::fs::write(dir.join(format!("waiting.{}", std::process::id())), "").unwrap();
+            while !dir.join("go").exists() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        match done {
+            n @ 0..=2 => step(&format!("Record {n}."), "record", json!({"n": n})),
+            _ => step("All recorded.", "finish", json!({})),
+        }
+    }
+}
+
+impl Lm for ScriptLm {
+    fn complete<'a>(
+        &'a self,
+        request: &'a LmRequest,
+    ) -> BoxFuture<'a, Result<Completion, LmError>> {
+        async move { Ok(Completion::text(self.reply(request).await)) }.boxed()
+    }
+
+    fn model(&self) -> &str {
+        "script"
+    }
+}
+
+/// Appends `line` to `dir/calls.log` (the tools count their calls there, across processes).
+fn count(dir: &Path, line: String) {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("calls.log"))
+        .unwrap();
+    writeln!(file, "{line}").unwrap();
+}
+
+fn calls(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("calls.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The agents every worker serves (and the reference run uses).
+fn agents(dir: &Path, gate: bool) -> Agents {
+    let lm = Arc::new(ScriptLm {
+        gate: gate.then(|| dir.to_owned()),
+    });
+    let record_dir = dir.to_owned();
+    let record = FnTool::builder("record")
+        .description("Record a number.")
+        .schema(
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+        )
+        .sync_fn(move |args: Value| {
+            count(&record_dir, format!("record {}", args["n"]));
+            Ok::<_, String>(format!("recorded {}", args["n"]))
+        });
+    let pay_dir = dir.to_owned();
+    let pay = FnTool::builder("pay")
+        .description("Pay an amount.")
+        .schema(json!({"type": "object", "properties": {"amount": {"type": "integer"}}, "required": ["amount"]}))
+        .confirm(true)
+        .sync_fn(move |args: Value| {
+            count(&pay_dir, format!("pay {}", args["amount"]));
+            Ok::<_, String>(format!("paid {}", args["amount"]))
+        });
+    let signature = || "question -> answer".parse().unwrap();
+    Agents::new()
+        .agent(
+            "recorder",
+            ReActCore::new(signature()).tool(record).with_lm(lm.clone()),
+        )
+        .agent("payer", ReActCore::new(signature()).tool(pay).with_lm(lm))
+}
+
+/// Run as a worker when the parent test asks for one; a plain test run returns at once.
+#[test]
+fn worker() {
+    let Ok(port) = std::env::var(WORKER_ENV) else {
+        return;
+    };
+    let dir = PathBuf::from(std::env::var(DIR_ENV).unwrap());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(signet_restate::serve(
+        format!("127.0.0.1:{port}").parse().unwrap(),
+        agents(&dir, true),
+    ));
+}
+
+fn spawn_worker(port: u16, dir: &Path) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["worker", "--exact", "--nocapture", "--test-threads=1"])
+        .env(WORKER_ENV, port.to_string())
+        .env(DIR_ENV, dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
+/// A TCP load balancer on `listener`: each connection goes to the next backend that accepts.
+fn balance(listener: TcpListener, backends: Vec<u16>) {
+    tokio::spawn(async move {
+        let mut next = 0usize;
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            let start = next;
+            next += 1;
+            let backends = backends.clone();
+            tokio::spawn(async move {
+                for i in 0..backends.len() {
+                    let port = backends[(start + i) % backends.len()];
+                    if let Ok(mut outbound) = TcpStream::connect(("127.0.0.1", port)).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                        return;
+                    }
+                }
+            });
+        }
+    });
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("signet-restate-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn question(agent: &str, text: &str) -> RunRequest {
+    RunRequest {
+        agent: agent.into(),
+        inputs: json!({"question": text}).as_object().unwrap().clone(),
+        max_iters: None,
+    }
+}
+
+/// What a step did, without its timing.
+fn shape(steps: &[Step]) -> Vec<Value> {
+    steps
+        .iter()
+        .map(|s| {
+            json!([
+                s.index,
+                s.thought,
+                s.tool_name,
+                s.tool_args,
+                s.observation.as_value()
+            ])
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_whose_worker_is_killed_completes_on_another_with_every_tool_called_once() {
+    let server = RestateServer::start().await.unwrap();
+    let dir = scratch("kill");
+    let ports = [free_port().unwrap(), free_port().unwrap()];
+    let mut workers: Vec<Child> = ports.iter().map(|p| spawn_worker(*p, &dir)).collect();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let lb = listener.local_addr().unwrap().port();
+    balance(listener, ports.to_vec());
+    server
+        .register(&format!("http://127.0.0.1:{lb}"))
+        .await
+        .unwrap();
+    let ingress = server.ingress();
+    ingress
+        .start("kill-1", &question("recorder", "Record three numbers."))
+        .await
+        .unwrap();
+
+    // The third step call waits in a worker; kill that worker there.
+    let waiting = loop {
+        let found = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .find_map(|name| name.strip_prefix("waiting.")?.parse::<u32>().ok());
+        if let Some(pid) = found {
+            break pid;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(calls(&dir), ["record 0", "record 1"]);
+    let victim = workers
+        .iter()
+        .position(|w| w.id() == Some(waiting))
+        .expect("the waiting process is one of the workers");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(waiting as i32).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    let _ = workers[victim].wait().await;
+    std::fs::write(dir.join("go"), "").unwrap();
+
+    let result = tokio::time::timeout(Duration::from_secs(60), ingress.result("kill-1"))
+        .await
+        .expect("the run completes on the other worker")
+        .unwrap();
+    assert_eq!(result.outputs["answer"], "done");
+    assert_eq!(calls(&dir), ["record 0", "record 1", "record 2"]);
+
+    // The same trajectory as a run that was never interrupted (in process, no journal).
+    let reference_dir = scratch("kill-reference");
+    let reference = agents(&reference_dir, false);
+    let agent = reference_agent(&reference, "recorder");
+    let run = agent
+        .forward(
+            json!({"question": "Record three numbers."})
+                .as_object()
+                .unwrap(),
+            &CallConfig::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        shape(&result.trajectory.steps),
+        shape(&run.trajectory.steps)
+    );
+    assert_eq!(result.outputs, run.outputs);
+
+    // The run's events list each journaled call once: 5 LM calls (4 steps, the extractor) and
+    // 3 tool calls.
+    let status = ingress.status("kill-1").await.unwrap();
+    let tools = status
+        .events
+        .iter()
+        .filter(|e| matches!(e, signet_restate::Event::Tool { .. }))
+        .count();
+    assert_eq!((status.events.len(), tools), (8, 3));
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::remove_dir_all(&reference_dir).ok();
+}
+
+fn reference_agent(agents: &Agents, name: &str) -> ReActCore {
+    agents.get(name).expect("the agent is registered").clone()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approval_given_later_over_http_resumes_the_run() {
+    let server = RestateServer::start().await.unwrap();
+    let dir = scratch("approve");
+    let port = free_port().unwrap();
+    let _worker = spawn_worker(port, &dir);
+    server
+        .register(&format!("http://127.0.0.1:{port}"))
+        .await
+        .unwrap();
+    let ingress: Ingress = server.ingress();
+
+    let error = ingress
+        .run("unknown-1", &question("nobody", "?"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, IngressError::Status { status: 404, body, .. } if body.contains("no agent named `nobody`")),
+        "{error}"
+    );
+
+    ingress
+        .start("pay-1", &question("payer", "Pay 5."))
+        .await
+        .unwrap();
+    let status = ingress
+        .wait_for_pending("pay-1", Duration::from_secs(30))
+        .await
+        .unwrap()
+        .expect("the run waits for an approval");
+    let pending = status.pending.unwrap();
+    assert_eq!(pending.calls.len(), 1);
+    assert_eq!(pending.calls[0].tool, "pay");
+    assert!(
+        calls(&dir).is_empty(),
+        "nothing is paid before the approval"
+    );
+
+    // A decision that leaves the waiting call out is refused; the run keeps waiting.
+    let error = ingress.decide("pay-1", &BTreeMap::new()).await.unwrap_err();
+    assert!(
+        matches!(&error, IngressError::Status { status: 409, .. }),
+        "{error}"
+    );
+
+    // The person answers later (seconds here; hours would do as well: the run is suspended).
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let decisions = BTreeMap::from([(pending.calls[0].id.clone(), Decision::Approve)]);
+    ingress.decide("pay-1", &decisions).await.unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(60), ingress.result("pay-1"))
+        .await
+        .expect("the run finishes after the approval")
+        .unwrap();
+    assert_eq!(result.outputs["answer"], "done");
+    assert_eq!(calls(&dir), ["pay 5"]);
+    let steps = shape(&result.trajectory.steps);
+    assert_eq!(steps[0][2], "pay");
+    assert_eq!(steps[0][4], "paid 5");
+    std::fs::remove_dir_all(&dir).ok();
+}

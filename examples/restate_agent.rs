@@ -1,0 +1,97 @@
+//! The travel agent of `react_agent` as a durable run on Restate: a local Restate server, one
+//! worker serving the agent, and a run started, followed and awaited through Restate's ingress.
+//! Every LM call and tool call of the run is a journaled step: had the worker died, Restate would
+//! replay the run on another worker without paying for those calls again.
+//!
+//! ```text
+//! bash scripts/restate-server.sh             # once: the Restate server from npm
+//! cargo run --example restate_agent          # SmolLM2-135M locally (or OPENAI_API_KEY, ...)
+//! cargo run --example restate_agent -- "Weather in Bergen?"
+//! ```
+//!
+//! docs/scale.md explains the guarantees, approvals, and running several workers.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use signet_restate::{Agents, Event, RestateServer, RunRequest, free_port};
+
+#[path = "shared/travel.rs"]
+mod travel;
+use travel::Notes;
+#[path = "shared/travel_model.rs"]
+mod travel_model;
+use travel_model::Model;
+
+const QUESTION: &str = "What is tomorrow's weather in Oslo, and how much is 200 EUR in NOK?";
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let question = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| QUESTION.to_owned());
+    let model = Model::from_env().await?;
+    let agent = model.travel_agent(&Arc::new(Notes::default()))?;
+
+    let server = RestateServer::start().await?;
+    eprintln!(
+        "restate: ingress {}, admin {}",
+        server.ingress_url(),
+        server.admin_url()
+    );
+    let port = free_port()?;
+    let agents = Agents::new().agent("travel", agent.core().clone());
+    let worker = tokio::spawn(signet_restate::serve(
+        format!("127.0.0.1:{port}").parse()?,
+        agents,
+    ));
+    server.register(&format!("http://127.0.0.1:{port}")).await?;
+
+    let ingress = server.ingress();
+    let id = format!("travel-{}", std::process::id());
+    let request = RunRequest {
+        agent: "travel".into(),
+        inputs: json!({ "question": question })
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+        max_iters: None,
+    };
+    println!("question: {question}\nrun: {id}\n");
+    let started = Instant::now();
+    ingress.start(&id, &request).await?;
+    let result = ingress.result(&id).await?;
+    for event in ingress.status(&id).await?.events {
+        match event {
+            Event::Lm { model, ok } => {
+                println!("  lm call ({model}){}", if ok { "" } else { " failed" })
+            }
+            Event::Tool {
+                tool,
+                args,
+                result,
+                ok,
+            } => {
+                println!(
+                    "  {tool}({args}) -> {}{result}",
+                    if ok { "" } else { "error: " }
+                )
+            }
+        }
+    }
+    println!("\nanswer: {}", result.outputs["answer"]);
+    println!(
+        "{} steps, {} prompt + {} completion tokens, {:.1} s",
+        result.trajectory.steps.len(),
+        result.usage.prompt_tokens,
+        result.usage.completion_tokens,
+        started.elapsed().as_secs_f64()
+    );
+
+    worker.abort();
+    drop(server);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    model.stop().await?;
+    Ok(())
+}
