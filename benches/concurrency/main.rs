@@ -36,6 +36,7 @@ use serde_json::{Value, json};
 use signet::lm::{CallHistory, OpenAiLm};
 
 mod server;
+use server::cpu_ms;
 // Each bench binary uses part of the shared workloads.
 #[allow(dead_code)]
 #[path = "../workloads/mod.rs"]
@@ -510,22 +511,4 @@ fn proc_status_kb(key: &str) -> u64 {
             rest.trim().trim_end_matches("kB").trim().parse().ok()
         })
         .unwrap_or(0)
-}
-
-/// CPU time of this process so far (user + system, all threads), from `/proc/self/stat`.
-fn cpu_ms() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name (which may contain spaces) start at field 3.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // utime and stime are fields 14 and 15, in USER_HZ (100 per second on Linux).
-    (ticks(11) + ticks(12)) * 10.0
 }

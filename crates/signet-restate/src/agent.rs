@@ -137,16 +137,11 @@ impl SignetAgent {
     ) -> HandlerResult<Json<RunResult>> {
         let request = request.into_inner();
         let Some(agent) = self.agents.get(&request.agent).cloned() else {
-            let known: Vec<&str> = self.agents.keys().map(String::as_str).collect();
-            return Err(TerminalError::new_with_code(
-                404,
-                format!(
-                    "no agent named `{}` (this worker serves: {})",
-                    request.agent,
-                    known.join(", ")
-                ),
-            )
-            .into());
+            return Err(crate::not_served(
+                "agent",
+                &request.agent,
+                self.agents.keys(),
+            ));
         };
         let (journal, mut effects) = RestateJournal::new();
         let mut call = CallConfig::new().with_journal(journal);

@@ -31,6 +31,13 @@ pub enum IngressError {
         /// The body (Restate's error message).
         body: String,
     },
+    /// An evaluation key with characters other than letters, digits, `-`, `_` and `.` (it
+    /// becomes part of URLs).
+    #[error("the evaluation key {key:?} may hold only letters, digits, `-`, `_` and `.`")]
+    InvalidKey {
+        /// The key given.
+        key: String,
+    },
     /// The answer is not what the handler returns.
     #[error("{url} answered something that does not decode: {message}")]
     Decode {
@@ -116,7 +123,18 @@ impl Ingress {
             .map(drop)
     }
 
-    async fn send(
+    /// The ingress URL.
+    pub(crate) fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// The HTTP client.
+    pub(crate) fn client(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    /// Sends `request`; the body of a success, else a typed error.
+    pub(crate) async fn send(
         &self,
         request: reqwest::RequestBuilder,
         url: &str,

@@ -17,9 +17,14 @@
 //! * **Progress is readable while it runs**: [`status`](Ingress::status) lists the journaled
 //!   calls so far and what the run waits on.
 //!
-//! A worker serves [`Agents`] as the `SignetAgent` workflow ([`serve`]); Restate calls it. A
-//! run is started, watched and answered through Restate's ingress ([`Ingress`]), by workflow id:
-//! starting the same id twice runs it once.
+//! * **Batch evaluation**: [`Evaluations`] score one example per invocation, keyed by the
+//!   evaluation and the example, so [`Ingress::evaluate`] resumes an interrupted evaluation on
+//!   any number of workers and scores no example twice in its results.
+//!
+//! A worker serves [`Agents`] as the `SignetAgent` workflow and [`Evaluations`] as the
+//! `SignetEvaluate` service ([`serve`], [`Worker`]); Restate calls it. A run is started, watched
+//! and answered through Restate's ingress ([`Ingress`]), by workflow id: starting the same id
+//! twice runs it once.
 //!
 //! ```no_run
 //! use signet::module::ReActCore;
@@ -36,22 +41,88 @@
 //! `scripts/restate-server.sh`) for tests and examples.
 
 mod agent;
+mod evaluate;
 mod ingress;
 mod journal;
 mod server;
 
 pub use agent::{Agents, Pending, RunRequest, RunResult, SignetAgent, Status};
+pub use evaluate::{BatchReport, Evaluations, ScoreRequest, ScoredExample, SignetEvaluate};
 pub use ingress::{Ingress, IngressError};
 pub use journal::Event;
-pub use server::{RestateServer, SERVER_VERSION, ServerError, free_port, server_binary};
+pub use server::{
+    RestateServer, SERVER_VERSION, ServerError, free_port, load_balancer, server_binary,
+};
 
-/// Serves `agents` at `address` until the process ends: an HTTP/2 endpoint Restate calls
-/// (register its URL with the server's admin API, or [`RestateServer::register`]).
-pub async fn serve(address: std::net::SocketAddr, agents: Agents) {
-    let endpoint = restate_sdk::endpoint::Endpoint::builder()
-        .bind(agents.workflow())
-        .build();
-    restate_sdk::http_server::HttpServer::new(endpoint)
+/// The 404 a handler answers when the name asked for is not served here.
+pub(crate) fn not_served<'a>(
+    what: &str,
+    name: &str,
+    served: impl Iterator<Item = &'a String>,
+) -> restate_sdk::prelude::HandlerError {
+    let served: Vec<&str> = served.map(String::as_str).collect();
+    restate_sdk::prelude::TerminalError::new_with_code(
+        404,
+        format!(
+            "no {what} named `{name}` (this worker has: {})",
+            served.join(", ")
+        ),
+    )
+    .into()
+}
+
+/// What a worker serves: agents (the `SignetAgent` workflow), programs to evaluate (the
+/// `SignetEvaluate` service), or both.
+#[derive(Clone, Default)]
+pub struct Worker {
+    agents: Option<Agents>,
+    evaluations: Option<Evaluations>,
+}
+
+impl Worker {
+    /// Serves nothing yet.
+    pub fn new() -> Worker {
+        Worker::default()
+    }
+
+    /// Serves `agents`.
+    pub fn agents(mut self, agents: Agents) -> Worker {
+        self.agents = Some(agents);
+        self
+    }
+
+    /// Serves `evaluations`.
+    pub fn evaluations(mut self, evaluations: Evaluations) -> Worker {
+        self.evaluations = Some(evaluations);
+        self
+    }
+}
+
+impl From<Agents> for Worker {
+    fn from(agents: Agents) -> Worker {
+        Worker::new().agents(agents)
+    }
+}
+
+impl From<Evaluations> for Worker {
+    fn from(evaluations: Evaluations) -> Worker {
+        Worker::new().evaluations(evaluations)
+    }
+}
+
+/// Serves `worker` ([`Agents`], [`Evaluations`] or a [`Worker`] with both) at `address` until the
+/// process ends: an HTTP/2 endpoint Restate calls (register its URL with the server's admin
+/// API, or [`RestateServer::register`]).
+pub async fn serve(address: std::net::SocketAddr, worker: impl Into<Worker>) {
+    let worker = worker.into();
+    let mut endpoint = restate_sdk::endpoint::Endpoint::builder();
+    if let Some(agents) = &worker.agents {
+        endpoint = endpoint.bind(agents.workflow());
+    }
+    if let Some(evaluations) = &worker.evaluations {
+        endpoint = endpoint.bind(evaluations.service());
+    }
+    restate_sdk::http_server::HttpServer::new(endpoint.build())
         .listen_and_serve(address)
         .await;
 }

@@ -107,6 +107,8 @@ impl RestateServer {
         );
         let config_path = dir.join("restate.toml");
         std::fs::write(&config_path, config)?;
+        let scratch = dir.join("tmp");
+        std::fs::create_dir_all(&scratch)?;
         let log_path = dir.join("server.log");
         let log = std::fs::File::create(&log_path)?;
         let child = Command::new(&binary)
@@ -114,6 +116,8 @@ impl RestateServer {
             .arg(&config_path)
             .args(["--no-logo", "--log-disable-ansi-codes", "true"])
             .env("RESTATE_LOG_FILTER", "warn")
+            // Its scratch directories (invoker-*) go with the rest, removed when dropped.
+            .env("TMPDIR", &scratch)
             .stdout(log.try_clone()?)
             .stderr(log)
             .kill_on_drop(true)
@@ -198,4 +202,35 @@ impl Drop for RestateServer {
         let _ = self.child.start_kill();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Starts a TCP load balancer on a free local port in front of the workers listening on
+/// `backends` (local ports), and returns its port: each connection goes to the next backend in
+/// turn that accepts it, so a dead worker is skipped. Register its URL as the one deployment of
+/// a local cluster — Restate then spreads runs over the workers and, when one dies, retries its
+/// runs on another. For tests and local clusters; in production use any load balancer that passes
+/// HTTP/2 through. Runs until the tokio runtime stops.
+pub async fn load_balancer(backends: Vec<u16>) -> std::io::Result<u16> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    tokio::spawn(async move {
+        let mut next = 0usize;
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            let first = next;
+            next = next.wrapping_add(1);
+            let backends = backends.clone();
+            tokio::spawn(async move {
+                for i in 0..backends.len() {
+                    let port = backends[(first + i) % backends.len()];
+                    if let Ok(mut outbound) =
+                        tokio::net::TcpStream::connect(("127.0.0.1", port)).await
+                    {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    Ok(port)
 }

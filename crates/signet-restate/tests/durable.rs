@@ -14,11 +14,15 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
+use signet::data::Example;
 use signet::lm::{Completion, Lm, LmError, LmRequest};
 use signet::module::{CallConfig, Decision, ReActCore, Step};
+use signet::prelude::*;
 use signet::tool::FnTool;
-use signet_restate::{Agents, Ingress, IngressError, RestateServer, RunRequest, free_port};
-use tokio::net::{TcpListener, TcpStream};
+use signet_restate::{
+    Agents, Evaluations, Ingress, IngressError, RestateServer, RunRequest, Worker, free_port,
+    load_balancer,
+};
 use tokio::process::{Child, Command};
 
 const WORKER_ENV: &str = "SIGNET_RESTATE_TEST_WORKER";
@@ -91,7 +95,8 @@ fn count(dir: &Path, line: String) {
         .append(true)
         .open(dir.join("calls.log"))
         .unwrap();
-    writeln!(file, "{line}").unwrap();
+    // One write per line: appends from several processes then never interleave.
+    file.write_all(format!("{line}\n").as_bytes()).unwrap();
 }
 
 fn calls(dir: &Path) -> Vec<String> {
@@ -135,6 +140,59 @@ fn agents(dir: &Path, gate: bool) -> Agents {
         .agent("payer", ReActCore::new(signature()).tool(pay).with_lm(lm))
 }
 
+/// Add two numbers.
+#[derive(Signature)]
+struct AddUp {
+    #[input]
+    a: i64,
+    #[input]
+    b: i64,
+    #[output]
+    sum: i64,
+}
+
+/// A model that adds the two numbers of its request, slowly (20 ms).
+struct Adder;
+
+impl Lm for Adder {
+    fn complete<'a>(
+        &'a self,
+        request: &'a LmRequest,
+    ) -> BoxFuture<'a, Result<Completion, LmError>> {
+        async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let text = &request.messages[request.messages.len() - 1].content;
+            let number = |field: &str| -> i64 {
+                let marker = format!("[[ ## {field} ## ]]\n");
+                let start = text
+                    .find(&marker)
+                    .map_or(text.len(), |at| at + marker.len());
+                let line = text[start..].lines().next().unwrap_or_default();
+                line.trim().parse().unwrap_or_default()
+            };
+            let sum = number("a") + number("b");
+            Ok(Completion::text(format!(
+                "[[ ## sum ## ]]\n{sum}\n\n[[ ## completed ## ]]"
+            )))
+        }
+        .boxed()
+    }
+
+    fn model(&self) -> &str {
+        "adder"
+    }
+}
+
+/// The programs every worker scores with: `adder`, whose metric counts its calls in `dir`.
+fn evaluations(dir: &Path) -> Evaluations {
+    let dir = dir.to_owned();
+    let metric = move |example: &Example, output: &AddUpOutput| {
+        count(&dir, format!("score {}", example.values()["a"]));
+        output.sum == example.values()["sum"].as_i64().unwrap()
+    };
+    Evaluations::new().program("adder", Predict::<AddUp>::new().with_lm(Adder), metric)
+}
+
 /// Run as a worker when the parent test asks for one; a plain test run returns at once.
 #[test]
 fn worker() {
@@ -143,9 +201,12 @@ fn worker() {
     };
     let dir = PathBuf::from(std::env::var(DIR_ENV).unwrap());
     let runtime = tokio::runtime::Runtime::new().unwrap();
+    let worker = Worker::new()
+        .agents(agents(&dir, true))
+        .evaluations(evaluations(&dir));
     runtime.block_on(signet_restate::serve(
         format!("127.0.0.1:{port}").parse().unwrap(),
-        agents(&dir, true),
+        worker,
     ));
 }
 
@@ -161,25 +222,17 @@ fn spawn_worker(port: u16, dir: &Path) -> Child {
         .unwrap()
 }
 
-/// A TCP load balancer on `listener`: each connection goes to the next backend that accepts.
-fn balance(listener: TcpListener, backends: Vec<u16>) {
-    tokio::spawn(async move {
-        let mut next = 0usize;
-        while let Ok((mut inbound, _)) = listener.accept().await {
-            let start = next;
-            next += 1;
-            let backends = backends.clone();
-            tokio::spawn(async move {
-                for i in 0..backends.len() {
-                    let port = backends[(start + i) % backends.len()];
-                    if let Ok(mut outbound) = TcpStream::connect(("127.0.0.1", port)).await {
-                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
-                        return;
-                    }
-                }
-            });
-        }
-    });
+/// A server, and `n` workers behind a load balancer registered as its one deployment.
+async fn cluster(n: usize, dir: &Path) -> (RestateServer, Vec<Child>) {
+    let server = RestateServer::start().await.unwrap();
+    let ports: Vec<u16> = (0..n).map(|_| free_port().unwrap()).collect();
+    let workers = ports.iter().map(|p| spawn_worker(*p, dir)).collect();
+    let lb = load_balancer(ports).await.unwrap();
+    server
+        .register(&format!("http://127.0.0.1:{lb}"))
+        .await
+        .unwrap();
+    (server, workers)
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -215,17 +268,8 @@ fn shape(steps: &[Step]) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_run_whose_worker_is_killed_completes_on_another_with_every_tool_called_once() {
-    let server = RestateServer::start().await.unwrap();
     let dir = scratch("kill");
-    let ports = [free_port().unwrap(), free_port().unwrap()];
-    let mut workers: Vec<Child> = ports.iter().map(|p| spawn_worker(*p, &dir)).collect();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let lb = listener.local_addr().unwrap().port();
-    balance(listener, ports.to_vec());
-    server
-        .register(&format!("http://127.0.0.1:{lb}"))
-        .await
-        .unwrap();
+    let (server, mut workers) = cluster(2, &dir).await;
     let ingress = server.ingress();
     ingress
         .start("kill-1", &question("recorder", "Record three numbers."))
@@ -357,5 +401,69 @@ async fn an_approval_given_later_over_http_resumes_the_run() {
     let steps = shape(&result.trajectory.steps);
     assert_eq!(steps[0][2], "pay");
     assert_eq!(steps[0][4], "paid 5");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_evaluation_survives_a_killed_worker_and_a_restarted_client() {
+    let dir = scratch("batch");
+    let (server, mut workers) = cluster(3, &dir).await;
+    let ingress = server.ingress();
+    let examples: Vec<Example> = (0..200)
+        .map(|i| Example::new(json!({"a": i, "b": 2 * i, "sum": 3 * i})).with_inputs(["a", "b"]))
+        .collect();
+
+    // A client sends the examples and is gone; a worker dies while they are scored.
+    ingress
+        .submit_evaluation("adder", "batch-1", &examples, 16)
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    while calls(&dir).len() < 20 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no examples scored: {:?}",
+            ingress
+                .evaluate("adder", "batch-1", &examples[..1], 1)
+                .await
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    workers[0].start_kill().unwrap();
+    let _ = workers[0].wait().await;
+
+    // Another client resumes the evaluation: every example has one result, all correct.
+    let report = tokio::time::timeout(
+        Duration::from_secs(120),
+        ingress.evaluate("adder", "batch-1", &examples, 16),
+    )
+    .await
+    .expect("the evaluation completes on the other workers")
+    .unwrap();
+    assert_eq!(report.results.len(), 200);
+    assert_eq!((report.errors(), report.average()), (0, 1.0));
+    let ids: std::collections::BTreeSet<&str> =
+        report.results.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids.len(), 200);
+    assert_eq!(report.results[7].output, Some(json!({"sum": 21})));
+    // Every example was scored; one whose worker died mid-example was scored again elsewhere.
+    let scored = calls(&dir);
+    let distinct: std::collections::BTreeSet<&String> = scored.iter().collect();
+    assert_eq!(distinct.len(), 200);
+
+    // Asked again, nothing is scored again: the results are Restate's.
+    let before = scored.len();
+    let again = ingress
+        .evaluate("adder", "batch-1", &examples, 16)
+        .await
+        .unwrap();
+    assert_eq!(again, report);
+    assert_eq!(calls(&dir).len(), before);
+
+    let error = ingress
+        .evaluate("adder", "bad key", &examples[..1], 1)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, IngressError::InvalidKey { .. }), "{error}");
     std::fs::remove_dir_all(&dir).ok();
 }
