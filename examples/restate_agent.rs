@@ -1,5 +1,6 @@
 //! The travel agent of `react_agent` as a durable run on Restate: a local Restate server, one
-//! worker serving the agent, and a run started, followed and awaited through Restate's ingress.
+//! worker serving the agent, and a run started and followed, call by call as Restate journals
+//! it, through Restate's ingress.
 //! Every LM call and tool call of the run is a journaled step: had the worker died, Restate would
 //! replay the run on another worker without paying for those calls again.
 //!
@@ -14,8 +15,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use serde_json::json;
-use signet_restate::{Agents, Event, RestateServer, RunRequest, free_port};
+use signet_restate::{Agents, Event, Progress, RestateServer, RunRequest, free_port};
 
 #[path = "shared/travel.rs"]
 mod travel;
@@ -61,25 +63,32 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("question: {question}\nrun: {id}\n");
     let started = Instant::now();
     ingress.start(&id, &request).await?;
-    let result = ingress.result(&id).await?;
-    for event in ingress.status(&id).await?.events {
-        match event {
-            Event::Lm { model, ok } => {
+    // Follow the run as Restate journals it.
+    let mut progress = std::pin::pin!(ingress.watch(&id, Duration::from_millis(100)));
+    let mut result = None;
+    while let Some(report) = progress.next().await {
+        match report? {
+            Progress::Event(Event::Lm { model, ok }) => {
                 println!("  lm call ({model}){}", if ok { "" } else { " failed" })
             }
-            Event::Tool {
+            Progress::Event(Event::Tool {
                 tool,
                 args,
                 result,
                 ok,
-            } => {
+            }) => {
                 println!(
                     "  {tool}({args}) -> {}{result}",
                     if ok { "" } else { "error: " }
                 )
             }
+            Progress::Waiting(pending) => {
+                println!("  waiting for a decision on {:?}", pending.calls)
+            }
+            Progress::Finished(run) => result = Some(run),
         }
     }
+    let result = result.ok_or("the run ended without a result")?;
     println!("\nanswer: {}", result.outputs["answer"]);
     println!(
         "{} steps, {} prompt + {} completion tokens, {:.1} s",

@@ -6,7 +6,10 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use signet::module::Decision;
 
-use crate::agent::{RunRequest, RunResult, Status};
+use futures::Stream;
+
+use crate::agent::{Pending, RunRequest, RunResult, Status};
+use crate::journal::Event;
 
 /// Why a call to Restate's ingress failed.
 #[derive(Debug, thiserror::Error)]
@@ -111,6 +114,78 @@ impl Ingress {
         }
     }
 
+    /// Follows run `id` as it goes: each journaled call once, as it is recorded, a
+    /// [`Progress::Waiting`] each time the run starts waiting for a person, and, last,
+    /// [`Progress::Finished`] with the result (or the error the run failed with). Polls
+    /// [`status`](Self::status) every `every`; dropping the stream stops following, not the
+    /// run. Feed it to an SSE response to show a durable run live in a browser.
+    pub fn watch<'a>(
+        &'a self,
+        id: &'a str,
+        every: Duration,
+    ) -> impl Stream<Item = Result<Progress, IngressError>> + Send + 'a {
+        let start = Watch {
+            seen: 0,
+            waiting: None,
+            queue: std::collections::VecDeque::new(),
+            done: false,
+        };
+        futures::stream::unfold(start, move |mut watch| async move {
+            loop {
+                if let Some(next) = watch.queue.pop_front() {
+                    return Some((next, watch));
+                }
+                if watch.done {
+                    return None;
+                }
+                let outcome = self.output(id).await;
+                let status = match self.status(id).await {
+                    Ok(status) => status,
+                    Err(error) => {
+                        watch.done = true;
+                        return Some((Err(error), watch));
+                    }
+                };
+                for event in status.events.into_iter().skip(watch.seen) {
+                    watch.seen += 1;
+                    watch.queue.push_back(Ok(Progress::Event(event)));
+                }
+                if let Some(pending) = status.pending
+                    && watch.waiting != Some(pending.round)
+                {
+                    watch.waiting = Some(pending.round);
+                    watch.queue.push_back(Ok(Progress::Waiting(pending)));
+                }
+                match outcome {
+                    Ok(None) => {
+                        if watch.queue.is_empty() {
+                            tokio::time::sleep(every).await;
+                        }
+                    }
+                    Ok(Some(result)) => {
+                        watch.queue.push_back(Ok(Progress::Finished(result)));
+                        watch.done = true;
+                    }
+                    Err(error) => {
+                        watch.queue.push_back(Err(error));
+                        watch.done = true;
+                    }
+                }
+            }
+        })
+    }
+
+    /// Run `id`'s result if it has ended (`None` while it runs or waits).
+    pub async fn output(&self, id: &str) -> Result<Option<RunResult>, IngressError> {
+        let url = format!("{}/restate/workflow/SignetAgent/{id}/output", self.base);
+        match self.send(self.http.get(&url), &url).await {
+            Ok(body) => decode(body, &url).map(Some),
+            // Restate's "not completed yet".
+            Err(IngressError::Status { status: 470, .. }) => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
     /// Answers the calls run `id` waits on, a decision per pending call id; the run goes on.
     pub async fn decide(
         &self,
@@ -162,4 +237,28 @@ fn decode<T: DeserializeOwned>(body: String, url: &str) -> Result<T, IngressErro
         url: url.to_owned(),
         message: format!("{e}: {body}"),
     })
+}
+
+/// What [`Ingress::watch`] reports.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)]
+pub enum Progress {
+    /// A journaled LM call or tool call.
+    Event(Event),
+    /// The run waits for a person: these calls need a [decision](Ingress::decide).
+    Waiting(Pending),
+    /// The run ended with this result.
+    Finished(RunResult),
+}
+
+/// Where a [`Ingress::watch`] stream is.
+struct Watch {
+    /// Events already reported.
+    seen: usize,
+    /// The last waiting round reported.
+    waiting: Option<u32>,
+    /// Reports not handed out yet.
+    queue: std::collections::VecDeque<Result<Progress, IngressError>>,
+    /// Whether the run ended (the queue is the rest).
+    done: bool,
 }

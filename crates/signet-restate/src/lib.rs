@@ -48,7 +48,7 @@ mod server;
 
 pub use agent::{Agents, Pending, RunRequest, RunResult, SignetAgent, Status};
 pub use evaluate::{BatchReport, Evaluations, ScoreRequest, ScoredExample, SignetEvaluate};
-pub use ingress::{Ingress, IngressError};
+pub use ingress::{Ingress, IngressError, Progress};
 pub use journal::Event;
 pub use server::{
     RestateServer, SERVER_VERSION, ServerError, free_port, load_balancer, server_binary,

@@ -20,8 +20,8 @@ use signet::module::{CallConfig, Decision, ReActCore, Step};
 use signet::prelude::*;
 use signet::tool::FnTool;
 use signet_restate::{
-    Agents, Evaluations, Ingress, IngressError, RestateServer, RunRequest, Worker, free_port,
-    load_balancer,
+    Agents, Evaluations, Event, Ingress, IngressError, Progress, RestateServer, RunRequest, Worker,
+    free_port, load_balancer,
 };
 use tokio::process::{Child, Command};
 
@@ -332,7 +332,7 @@ async fn a_run_whose_worker_is_killed_completes_on_another_with_every_tool_calle
     let tools = status
         .events
         .iter()
-        .filter(|e| matches!(e, signet_restate::Event::Tool { .. }))
+        .filter(|e| matches!(e, Event::Tool { .. }))
         .count();
     assert_eq!((status.events.len(), tools), (8, 3));
     std::fs::remove_dir_all(&dir).ok();
@@ -368,6 +368,19 @@ async fn an_approval_given_later_over_http_resumes_the_run() {
         .start("pay-1", &question("payer", "Pay 5."))
         .await
         .unwrap();
+    // Someone follows the run as it goes.
+    let watcher = {
+        let ingress = ingress.clone();
+        tokio::spawn(async move {
+            use futures::StreamExt;
+            let every = Duration::from_millis(50);
+            let reports: Vec<_> = ingress.watch("pay-1", every).collect().await;
+            reports
+                .into_iter()
+                .map(Result::unwrap)
+                .collect::<Vec<Progress>>()
+        })
+    };
     let status = ingress
         .wait_for_pending("pay-1", Duration::from_secs(30))
         .await
@@ -398,6 +411,28 @@ async fn an_approval_given_later_over_http_resumes_the_run() {
         .unwrap();
     assert_eq!(result.outputs["answer"], "done");
     assert_eq!(calls(&dir), ["pay 5"]);
+    let seen: Vec<String> = watcher
+        .await
+        .unwrap()
+        .iter()
+        .map(|report| match report {
+            Progress::Event(Event::Lm { .. }) => "lm".to_owned(),
+            Progress::Event(Event::Tool { tool, result, .. }) => format!("{tool} -> {result}"),
+            Progress::Waiting(pending) => format!("waiting for {}", pending.calls[0].tool),
+            Progress::Finished(run) => format!("finished: {}", run.outputs["answer"]),
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            "lm",
+            "waiting for pay",
+            "pay -> \"paid 5\"",
+            "lm",
+            "lm",
+            "finished: \"done\""
+        ]
+    );
     let steps = shape(&result.trajectory.steps);
     assert_eq!(steps[0][2], "pay");
     assert_eq!(steps[0][4], "paid 5");
