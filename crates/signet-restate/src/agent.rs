@@ -11,7 +11,7 @@ use signet::adapter::Fields;
 use signet::lm::Usage;
 use signet::module::{CallConfig, Decision, PendingCall, ReActCore, RunOutcome, Trajectory};
 
-use crate::journal::{Event, RestateJournal, drive};
+use crate::journal::{Event, RestateJournal, drive, event_key};
 
 /// What starts a run: which agent, on which inputs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -146,12 +146,12 @@ impl SignetAgent {
         let (journal, mut effects) = RestateJournal::new();
         let mut call = CallConfig::new().with_journal(journal);
         call.max_iters = request.max_iters;
-        let mut events = Vec::new();
+        let mut recorded = 0;
         let mut outcome = drive(
             &ctx,
             agent.start(&request.inputs, &call),
             &mut effects,
-            &mut events,
+            &mut recorded,
         )
         .await;
         let mut round = 0;
@@ -187,7 +187,7 @@ impl SignetAgent {
                 &ctx,
                 agent.resume(state, decided, &call),
                 &mut effects,
-                &mut events,
+                &mut recorded,
             )
             .await;
         }
@@ -229,11 +229,13 @@ impl SignetAgent {
     /// Where the run is: its journaled calls so far and what it waits on.
     #[handler]
     async fn status(&self, ctx: SharedWorkflowContext<'_>) -> HandlerResult<Json<Status>> {
-        let events = ctx
-            .get::<Json<Vec<Event>>>("events")
-            .await?
-            .map(Json::into_inner)
-            .unwrap_or_default();
+        let count = ctx.get::<u64>("events").await?.unwrap_or(0);
+        let mut events = Vec::new();
+        for index in 0..count {
+            if let Some(event) = ctx.get::<Json<Event>>(&event_key(index)).await? {
+                events.push(event.into_inner());
+            }
+        }
         let pending = ctx
             .get::<Json<Pending>>("pending")
             .await?

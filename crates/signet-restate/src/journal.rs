@@ -180,14 +180,20 @@ impl Journal for RestateJournal {
     }
 }
 
+/// The state key of a run's `index`-th event (the `events` key holds how many there are). One
+/// key per event, so recording an event writes that event alone, not the list so far.
+pub(crate) fn event_key(index: u64) -> String {
+    format!("event.{index}")
+}
+
 /// Polls `run` while running every effect it sends under `ctx.run`, one at a time, and
-/// appending each to `events` (written to the workflow's `events` state). Returns the run's
-/// result.
+/// recording each as the workflow's next event ([`event_key`]; `recorded` counts them). Returns
+/// the run's result.
 pub(crate) async fn drive<T>(
     ctx: &WorkflowContext<'_>,
     run: impl Future<Output = T>,
     effects: &mut mpsc::UnboundedReceiver<Effect>,
-    events: &mut Vec<Event>,
+    recorded: &mut u64,
 ) -> T {
     let mut run = std::pin::pin!(run);
     loop {
@@ -195,10 +201,11 @@ pub(crate) async fn drive<T>(
             biased;
             done = &mut run => return done,
             Some(effect) = effects.recv() => {
-                let recorded = ctx.run(effect.work).name(effect.name).await;
-                let result = recorded.map(|json| json.into_inner());
-                events.push(settled(effect.event, &result));
-                ctx.set("events", Json(events.clone()));
+                let journaled = ctx.run(effect.work).name(effect.name).await;
+                let result = journaled.map(|json| json.into_inner());
+                ctx.set(&event_key(*recorded), Json(settled(effect.event, &result)));
+                *recorded += 1;
+                ctx.set("events", *recorded);
                 let _ = effect.reply.send(result);
             }
         }
