@@ -453,13 +453,12 @@ async fn a_reflection_model_that_never_answers_usably_proposes_nothing() {
     assert!(report.reflection_usage.lm_calls >= 2 * report.proposal_failures as u64);
 }
 
-#[tokio::test]
-async fn a_react_agent_s_step_and_extractor_are_optimized() {
-    // The agent calls `add` only when its instructions say so; the extractor answers 4 only after
-    // seeing the tool's result. The feedback says what to do; the reflection LM appends it.
-    let task = FnLm(|system: &str, user: &str| {
+/// The task model of the ReAct tests: its step calls `add` (once) only when the step prompt
+/// holds `cue`, else finishes; its extractor answers 4 only after seeing the tool's result.
+fn adding_lm(cue: String) -> impl signet::lm::Lm {
+    FnLm(move |system: &str, user: &str| {
         if system.contains("next_tool_name") {
-            if system.contains("Call add first.") && !user.contains("tool_name_0") {
+            if system.contains(&cue) && !user.contains("tool_name_0") {
                 support::step("add", "add", json!({"a": 2, "b": 2}))
             } else {
                 support::step("done", "finish", json!({}))
@@ -469,7 +468,14 @@ async fn a_react_agent_s_step_and_extractor_are_optimized() {
         } else {
             support::extract("unknown")
         }
-    });
+    })
+}
+
+#[tokio::test]
+async fn a_react_agent_s_step_and_extractor_are_optimized() {
+    // The agent calls `add` only when its instructions say so; the extractor answers 4 only after
+    // seeing the tool's result. The feedback says what to do; the reflection LM appends it.
+    let task = adding_lm("Call add first.".to_owned());
     let shown = Arc::new(Mutex::new(Vec::<String>::new()));
     let reflection = {
         let shown = shown.clone();
@@ -539,21 +545,7 @@ const ADD_DESCRIPTION: &str = "Add two integers. Use it for every sum before you
 /// The tool test's agent and data: the step calls `add` only when the tool list says to use it for
 /// every sum; the extractor answers 4 only after seeing the tool's result.
 fn tool_task() -> (ReAct<support::Ask>, Vec<Example>) {
-    let task = FnLm(|system: &str, user: &str| {
-        if system.contains("next_tool_name") {
-            if system.contains(&format!("<desc>{ADD_DESCRIPTION}</desc>"))
-                && !user.contains("tool_name_0")
-            {
-                support::step("add", "add", json!({"a": 2, "b": 2}))
-            } else {
-                support::step("done", "finish", json!({}))
-            }
-        } else if user.contains("observation_0") && user.contains('4') {
-            support::extract("4")
-        } else {
-            support::extract("unknown")
-        }
-    });
+    let task = adding_lm(format!("<desc>{ADD_DESCRIPTION}</desc>"));
     let data = (0..4)
         .map(|i| {
             Example::new(json!({"question": format!("What is 2 + 2? ({i})"), "answer": "4"}))

@@ -272,11 +272,7 @@ impl Ingress {
             self.base()
         );
         let body = self.send(self.client().get(&url), &url).await?;
-        let mut scored: ScoredExample =
-            serde_json::from_str(&body).map_err(|e| IngressError::Decode {
-                url: url.clone(),
-                message: format!("{e}: {body}"),
-            })?;
+        let mut scored: ScoredExample = crate::ingress::decode(body, &url)?;
         scored.id = id;
         Ok(scored)
     }

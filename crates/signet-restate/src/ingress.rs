@@ -232,7 +232,8 @@ impl Ingress {
     }
 }
 
-fn decode<T: DeserializeOwned>(body: String, url: &str) -> Result<T, IngressError> {
+/// `body` as the handler's answer, or a typed error naming `url`.
+pub(crate) fn decode<T: DeserializeOwned>(body: String, url: &str) -> Result<T, IngressError> {
     serde_json::from_str(&body).map_err(|e| IngressError::Decode {
         url: url.to_owned(),
         message: format!("{e}: {body}"),

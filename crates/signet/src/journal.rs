@@ -102,6 +102,12 @@ impl ToolRun {
     }
 }
 
+/// How many tool calls of one turn may run at once: `limit` (at least 1), or, with a journal,
+/// one at a time so the journal sees them in the model's order.
+pub(crate) fn tool_concurrency(journal: Option<&Arc<dyn Journal>>, limit: usize) -> usize {
+    if journal.is_some() { 1 } else { limit.max(1) }
+}
+
 /// Runs `tool` with `args` through `journal` when there is one, else directly.
 pub(crate) fn run_tool(
     journal: Option<&Arc<dyn Journal>>,

@@ -155,13 +155,9 @@ impl CallConfig {
         self
     }
 
-    /// How many tool calls of one turn may run at once: `limit`, or 1 with a journal.
+    /// How many tool calls of one turn may run at once (see [`crate::journal`]).
     pub(crate) fn tool_concurrency(&self, limit: usize) -> usize {
-        if self.journal.is_some() {
-            1
-        } else {
-            limit.max(1)
-        }
+        crate::journal::tool_concurrency(self.journal.as_ref(), limit)
     }
 
     /// For a ReAct run: at most `n` steps in this call (the agent's

@@ -314,14 +314,9 @@ impl Emitter {
         self.journal.as_ref()
     }
 
-    /// How many tool calls of a turn may run at once: `limit`, or one at a time, in call
-    /// order, with a journal.
+    /// How many tool calls of a turn may run at once (see [`crate::journal`]).
     pub(super) fn tool_concurrency(&self, limit: usize) -> usize {
-        if self.journal.is_some() {
-            1
-        } else {
-            limit.max(1)
-        }
+        crate::journal::tool_concurrency(self.journal.as_ref(), limit)
     }
 
     /// Whether anyone receives the events (a streamed run).
