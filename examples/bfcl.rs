@@ -9,17 +9,24 @@
 //!
 //! Directly: `cargo run --example bfcl -- --questions Q.jsonl --results R.jsonl [--modes
 //! native,chat,json,xml,constrained] [--model local|api] [--concurrency N] [--train T.jsonl
-//! --demos K] [--optimizer bootstrap|gepa|mipro] [--budget N]`. `--model api` uses any OpenAI-compatible endpoint from `OPENAI_API_KEY`,
-//! `OPENAI_BASE_URL` and `OPENAI_MODEL`. With `--train`, each mode is also compiled with
-//! `BootstrapFewShot` on the training questions (a demo is kept when its calls match BFCL's
-//! possible answers) and the compiled program answers the questions again as mode
-//! `<mode>+bootstrap`; with `--optimizer gepa`, GEPA rewrites the instruction instead (budget
-//! `--budget N` metric calls, 150 by default; minibatches and candidates scored on the training
-//! questions; the reflection LM is the API model when `OPENAI_API_KEY` is set, otherwise the
-//! task model) and the row is `<mode>+gepa`; with `--optimizer mipro`, MIPROv2 searches three
-//! instructions (the original and two proposed by the same model) and three demo sets of up to
-//! `--demos K` bootstrapped demos, each trial scored on the training questions, for 10 trials or
-//! `--budget N` metric calls, and the row is `<mode>+mipro`.
+//! --demos K --labeled L --per-category] [--optimizer bootstrap|gepa|mipro] [--budget N]`.
+//! `--model api` uses any OpenAI-compatible endpoint from `OPENAI_API_KEY`, `OPENAI_BASE_URL`
+//! and `OPENAI_MODEL`.
+//!
+//! With `--train`, each mode is also compiled on the training questions and the compiled program
+//! answers the questions again, as mode `<mode>+<optimizer>` (`--per-category`: one program per
+//! category, compiled on that category's training questions, answers that category's
+//! questions):
+//!
+//! * `bootstrap` (the default): `BootstrapFewShot`, up to K bootstrapped demos (kept when their
+//!   calls match BFCL's possible answers), then labeled demos — BFCL's first possible answer to
+//!   a training question — up to L demos in all.
+//! * `gepa`: GEPA rewrites the instruction within `--budget N` metric calls (150 by default),
+//!   minibatches and candidates scored on the training questions; the reflection LM is the API
+//!   model when `OPENAI_API_KEY` is set, otherwise the task model.
+//! * `mipro`: MIPROv2 searches three instructions (the original and two proposed by the same
+//!   model) and three demo sets of up to K bootstrapped and L demos in all, each trial scored on
+//!   the training questions, for 10 trials or `--budget N` metric calls.
 //!
 //! Every question is one `Predict<FunctionCall>` call — the request and the functions (`Tools`)
 //! in, the calls (`ToolCalls`) out — so the modes differ only in how Signet sends the functions
@@ -40,7 +47,9 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
-use signet::adapter::{Adapter, ChatAdapter, JsonAdapter, ToolCalls, Tools, XmlAdapter};
+use signet::adapter::{
+    Adapter, ChatAdapter, JsonAdapter, ToolCallRecord, ToolCalls, Tools, XmlAdapter,
+};
 use signet::data::Example;
 use signet::evaluate::Score;
 use signet::lm::{Lm, LmOptions};
@@ -170,6 +179,8 @@ pub fn wire_name(name: &str) -> String {
 pub struct Question {
     pub id: String,
     pub category: String,
+    /// The language BFCL's checker reads the calls in: `python`, `java` or `javascript`.
+    pub language: String,
     pub input: FunctionCallInput,
     pub names: HashMap<String, String>,
     /// BFCL's possible answers (`null` where the right answer is no call).
@@ -180,6 +191,7 @@ pub fn question(line: &str) -> Result<Question, String> {
     let record: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
     let id = record["id"].as_str().ok_or("no `id`")?.to_owned();
     let category = record["category"].as_str().unwrap_or_default().to_owned();
+    let language = record["language"].as_str().unwrap_or("python").to_owned();
     let messages = record["messages"].as_array().ok_or("no `messages`")?;
     let text: Vec<String> = messages
         .iter()
@@ -212,6 +224,7 @@ pub fn question(line: &str) -> Result<Question, String> {
     Ok(Question {
         id,
         category,
+        language,
         input: FunctionCallInput {
             question: text.join("\n"),
             tools: Tools(tools),
@@ -263,14 +276,98 @@ pub async fn answer(
     line
 }
 
-/// A training example for the optimizer: the inputs, and BFCL's possible answers as the label.
+/// A training example for the optimizer: the inputs, BFCL's possible answers (what the metrics
+/// read) and, as the `tool_calls` label a labeled demo shows, the first of those answers
+/// ([`answer_calls`]; none for Java and JavaScript questions).
 pub fn example(q: &Question) -> Example {
-    Example::new(json!({
+    let mut values = json!({
         "question": q.input.question,
         "tools": q.input.tools,
         "ground_truth": q.ground_truth,
-    }))
-    .with_inputs(["question", "tools"])
+    });
+    if let Some(calls) = answer_calls(q) {
+        values["tool_calls"] = json!(calls);
+    }
+    Example::new(values).with_inputs(["question", "tools"])
+}
+
+/// BFCL's first possible answer to `q` as calls (wire names): every argument its first listed
+/// value, an argument that may be left out (`""` among its values) left out unless its function
+/// requires it, and no call where the right answer is none. `None` for the Java and JavaScript
+/// categories, whose checker wants each value written as source text of that language (`new
+/// ArrayList<>(…)`), which BFCL's possible answers do not say how to write.
+pub fn answer_calls(q: &Question) -> Option<ToolCalls> {
+    if q.language != "python" {
+        return None;
+    }
+    let required = |wire: &str| -> Vec<String> {
+        q.input
+            .tools
+            .0
+            .iter()
+            .find(|tool| tool["function"]["name"] == wire)
+            .and_then(|tool| tool["function"]["parameters"]["required"].as_array())
+            .map(|names| {
+                names
+                    .iter()
+                    .filter_map(|n| n.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let tool_calls = q
+        .ground_truth
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|answer| answer.as_object()?.iter().next())
+        .map(|(name, possible)| {
+            let wire = wire_name(name);
+            let required = required(&wire);
+            let args: Map<String, Value> = possible
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(key, values)| {
+                    !values.as_array().is_some_and(|v| v.contains(&json!("")))
+                        || required.contains(key)
+                })
+                .filter_map(|(key, values)| Some((key.clone(), first_value(values)?)))
+                .collect();
+            ToolCallRecord {
+                id: None,
+                name: wire,
+                args: Value::Object(args),
+            }
+        })
+        .collect();
+    Some(ToolCalls { tool_calls })
+}
+
+/// Whether `value` is a dict answer whose possible values BFCL lists per key (every value a
+/// list), rather than a literal dict (as in the Java and JavaScript categories).
+fn lists_per_key(value: &Value) -> bool {
+    value
+        .as_object()
+        .is_some_and(|keys| keys.values().all(Value::is_array))
+}
+
+/// The first value of a list of possible values other than `""` (none: `None`). A dict value's
+/// possible values are listed per key, so it is resolved key by key, as are dicts inside lists.
+fn first_value(possible: &Value) -> Option<Value> {
+    fn resolve(value: &Value) -> Value {
+        match value {
+            Value::Object(keys) if lists_per_key(value) => Value::Object(
+                keys.iter()
+                    .filter_map(|(key, values)| Some((key.clone(), first_value(values)?)))
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(resolve).collect()),
+            scalar => scalar.clone(),
+        }
+    }
+    let values = possible.as_array()?;
+    values.iter().find(|v| **v != json!("")).map(resolve)
 }
 
 /// Whether `calls` match BFCL's possible answers `truth` (`null`: no call is right), the way its
@@ -314,6 +411,11 @@ fn same_value(want: &Value, got: &Value) -> bool {
     match (want, got) {
         (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
         (Value::String(a), Value::String(b)) => a.trim().eq_ignore_ascii_case(b.trim()),
+        // A dict's possible values are listed per key, as a call's arguments are.
+        (Value::Object(_), Value::Object(_)) if lists_per_key(want) => arguments_match(want, got),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_value(a, b))
+        }
         _ => want == got,
     }
 }
@@ -351,6 +453,8 @@ struct Args {
     concurrency: Option<usize>,
     train: Option<String>,
     demos: usize,
+    labeled: usize,
+    per_category: bool,
     optimizer: String,
     budget: usize,
 }
@@ -364,6 +468,8 @@ fn args() -> Result<Args, String> {
         concurrency: None,
         train: None,
         demos: 2,
+        labeled: 0,
+        per_category: false,
         optimizer: "bootstrap".into(),
         budget: 150,
     };
@@ -382,6 +488,8 @@ fn args() -> Result<Args, String> {
             "--concurrency" => args.concurrency = Some(number(value()?)?),
             "--train" => args.train = Some(value()?),
             "--demos" => args.demos = number(value()?)?,
+            "--labeled" => args.labeled = number(value()?)?,
+            "--per-category" => args.per_category = true,
             "--optimizer" => args.optimizer = value()?,
             "--budget" => args.budget = number(value()?)?,
             other => return Err(format!("unknown argument `{other}`")),
@@ -419,7 +527,7 @@ fn read_questions(path: &str) -> Result<Vec<Question>, String> {
 /// Answers every question with `program`, `concurrency` at a time, in order.
 async fn answer_all(
     program: &Predict<FunctionCall>,
-    questions: &[Question],
+    questions: &[&Question],
     mode: &str,
     model: &str,
     concurrency: usize,
@@ -437,6 +545,115 @@ async fn answer_all(
         start.elapsed().as_secs_f64()
     );
     lines
+}
+
+/// The questions and training questions of each category, in the order the categories first
+/// appear among the questions.
+pub fn by_category<'q>(
+    questions: &'q [Question],
+    train: &'q [Question],
+) -> Vec<(Vec<&'q Question>, Vec<&'q Question>)> {
+    let mut categories: Vec<&str> = Vec::new();
+    for q in questions {
+        if !categories.contains(&q.category.as_str()) {
+            categories.push(&q.category);
+        }
+    }
+    let of = |qs: &'q [Question], category: &str| -> Vec<&'q Question> {
+        qs.iter().filter(|q| q.category == category).collect()
+    };
+    categories
+        .into_iter()
+        .map(|c| (of(questions, c), of(train, c)))
+        .collect()
+}
+
+/// The program of `mode` compiled on `train` by the chosen optimizer, and its row label
+/// (`<mode>+bootstrap`, `<mode>+gepa` or `<mode>+mipro`).
+async fn compile(
+    args: &Args,
+    mode: &str,
+    zero_shot: &Predict<FunctionCall>,
+    train: &[&Question],
+    lm: &Arc<dyn Lm>,
+    concurrency: usize,
+) -> Result<(String, Predict<FunctionCall>), Box<dyn std::error::Error>> {
+    let trainset: Vec<Example> = train.iter().map(|q| example(q)).collect();
+    Ok(match args.optimizer.as_str() {
+        "gepa" => {
+            let reflection = reflection_lm(lm)?;
+            let compiled = Gepa::new(graded, reflection)
+                .with_reflection_options(LmOptions::new().max_tokens(600))
+                .with_budget(GepaBudget::MetricCalls(args.budget))
+                .with_concurrency(concurrency)
+                .compile(zero_shot, &trainset, &trainset)
+                .await?;
+            let report = &compiled.report;
+            eprintln!(
+                "{mode}+gepa: {} candidates ({} proposals, {} kept, {} failed), {} metric \
+                 calls; training score {:.3} -> {:.3}; instructions now: {:?}",
+                report.candidates.len(),
+                report.proposed,
+                report.accepted,
+                report.proposal_failures,
+                report.metric_calls,
+                report.candidates[0].average,
+                report.candidates[report.best].average,
+                compiled.program.predictor().instructions()
+            );
+            (format!("{mode}+gepa"), compiled.program)
+        }
+        "mipro" => {
+            // Bootstrapped demos (and labeled ones, BFCL's first possible answers, with
+            // `--labeled L`) and proposed instructions, searched with every trial on the
+            // whole training set, until 10 trials or the metric-call budget.
+            let compiled = MiproV2::new(graded, reflection_lm(lm)?)
+                .with_prompt_options(LmOptions::new().max_tokens(600))
+                .with_budget(MiproBudget::Manual {
+                    candidates: 3,
+                    trials: 10,
+                })
+                .with_max_bootstrapped_demos(args.demos)
+                .with_max_labeled_demos(args.labeled)
+                .with_minibatch(false)
+                .with_max_metric_calls(args.budget)
+                .with_concurrency(concurrency)
+                .compile(zero_shot, &trainset, &trainset)
+                .await?;
+            eprintln!(
+                "{mode}+mipro: {}; instructions now: {:?}, {} demos",
+                compiled.report,
+                compiled.program.predictor().instructions(),
+                compiled.program.predictor().demos().len()
+            );
+            (format!("{mode}+mipro"), compiled.program)
+        }
+        _ => {
+            let metric = |example: &Example, output: &FunctionCallOutput| {
+                matches(
+                    example.get("ground_truth").unwrap_or(&Value::Null),
+                    &output.tool_calls,
+                )
+            };
+            let compiled = BootstrapFewShot::new(metric)
+                .with_max_bootstrapped_demos(args.demos)
+                .with_max_labeled_demos(args.labeled)
+                .with_concurrency(concurrency)
+                .compile(zero_shot, &trainset)
+                .await?;
+            let (bootstrapped, labeled) = compiled
+                .report
+                .demos
+                .iter()
+                .fold((0, 0), |(b, l), (_, bd, ld)| (b + bd, l + ld));
+            eprintln!(
+                "{mode}+bootstrap: {bootstrapped} bootstrapped demos from {} training \
+                 questions tried, {labeled} labeled",
+                compiled.report.examples_tried
+            );
+            (format!("{mode}+bootstrap"), compiled.program)
+        }
+    })
 }
 
 #[tokio::main]
@@ -471,80 +688,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut out = std::fs::File::create(&args.results)?;
     for mode in &args.modes {
         let zero_shot = program(mode, lm.clone())?;
-        let mut lines = answer_all(&zero_shot, &questions, mode, &model, concurrency).await;
+        let all: Vec<&Question> = questions.iter().collect();
+        let mut lines = answer_all(&zero_shot, &all, mode, &model, concurrency).await;
         if !train.is_empty() {
-            let trainset: Vec<Example> = train.iter().map(example).collect();
-            let (label, compiled) = match args.optimizer.as_str() {
-                "gepa" => {
-                    let reflection = reflection_lm(&lm)?;
-                    let compiled = Gepa::new(graded, reflection)
-                        .with_reflection_options(LmOptions::new().max_tokens(600))
-                        .with_budget(GepaBudget::MetricCalls(args.budget))
-                        .with_concurrency(concurrency)
-                        .compile(&zero_shot, &trainset, &trainset)
-                        .await?;
-                    let report = &compiled.report;
-                    eprintln!(
-                        "{mode}+gepa: {} candidates ({} proposals, {} kept, {} failed), {} metric \
-                         calls; training score {:.3} -> {:.3}; instructions now: {:?}",
-                        report.candidates.len(),
-                        report.proposed,
-                        report.accepted,
-                        report.proposal_failures,
-                        report.metric_calls,
-                        report.candidates[0].average,
-                        report.candidates[report.best].average,
-                        compiled.program.predictor().instructions()
-                    );
-                    (format!("{mode}+gepa"), compiled.program)
-                }
-                "mipro" => {
-                    // Bootstrapped demos (no labeled ones: BFCL's answers are not demos) and
-                    // proposed instructions, searched with every trial on the whole training
-                    // set, until 10 trials or the metric-call budget.
-                    let compiled = MiproV2::new(graded, reflection_lm(&lm)?)
-                        .with_prompt_options(LmOptions::new().max_tokens(600))
-                        .with_budget(MiproBudget::Manual {
-                            candidates: 3,
-                            trials: 10,
-                        })
-                        .with_max_bootstrapped_demos(args.demos)
-                        .with_max_labeled_demos(0)
-                        .with_minibatch(false)
-                        .with_max_metric_calls(args.budget)
-                        .with_concurrency(concurrency)
-                        .compile(&zero_shot, &trainset, &trainset)
-                        .await?;
-                    eprintln!(
-                        "{mode}+mipro: {}; instructions now: {:?}, {} demos",
-                        compiled.report,
-                        compiled.program.predictor().instructions(),
-                        compiled.program.predictor().demos().len()
-                    );
-                    (format!("{mode}+mipro"), compiled.program)
-                }
-                _ => {
-                    let metric = |example: &Example, output: &FunctionCallOutput| {
-                        matches(
-                            example.get("ground_truth").unwrap_or(&Value::Null),
-                            &output.tool_calls,
-                        )
-                    };
-                    let compiled = BootstrapFewShot::new(metric)
-                        .with_max_bootstrapped_demos(args.demos)
-                        .with_max_labeled_demos(0)
-                        .with_concurrency(concurrency)
-                        .compile(&zero_shot, &trainset)
-                        .await?;
-                    eprintln!(
-                        "{mode}+bootstrap: {} demos from {} training questions",
-                        compiled.program.predictor().demos().len(),
-                        compiled.report.examples_tried
-                    );
-                    (format!("{mode}+bootstrap"), compiled.program)
-                }
+            let groups = if args.per_category {
+                by_category(&questions, &train)
+            } else {
+                vec![(questions.iter().collect(), train.iter().collect())]
             };
-            lines.extend(answer_all(&compiled, &questions, &label, &model, concurrency).await);
+            for (held_out, train) in groups {
+                let (label, compiled) =
+                    compile(&args, mode, &zero_shot, &train, &lm, concurrency).await?;
+                lines.extend(answer_all(&compiled, &held_out, &label, &model, concurrency).await);
+            }
         }
         for line in &lines {
             writeln!(out, "{line}")?;

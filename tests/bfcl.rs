@@ -228,6 +228,81 @@ async fn bootstrapping_keeps_the_questions_answered_right_as_demos() {
     );
 }
 
+#[tokio::test]
+async fn labeled_demos_show_the_first_possible_answer_in_the_prompt() {
+    let mut question = bfcl::question(LINE).unwrap();
+    question.ground_truth = json!([
+        {"spotify.play": {"artist": ["Taylor Swift", "T. Swift"], "duration": [20], "device": ["", "phone"]}},
+        {"spotify.play": {"artist": ["Maroon 5"], "duration": [15, 15.0]}}
+    ]);
+    let label = bfcl::answer_calls(&question).unwrap();
+    assert_eq!(
+        serde_json::to_value(&label).unwrap(),
+        json!({"tool_calls": [
+            {"name": "spotify_play", "args": {"artist": "Taylor Swift", "duration": 20}},
+            {"name": "spotify_play", "args": {"artist": "Maroon 5", "duration": 15}}
+        ]}),
+        "the first value of each argument, the optional one left out"
+    );
+    let mut java = bfcl::question(&LINE.replace(r#""id""#, r#""language": "java", "id""#)).unwrap();
+    java.ground_truth = question.ground_truth.clone();
+    assert!(
+        bfcl::answer_calls(&java).is_none(),
+        "no label in Java syntax"
+    );
+    let mut irrelevant = bfcl::question(&LINE.replace("parallel_0", "irrelevance_0")).unwrap();
+    irrelevant.ground_truth = Value::Null;
+    assert!(
+        bfcl::answer_calls(&irrelevant)
+            .unwrap()
+            .tool_calls
+            .is_empty()
+    );
+
+    // Compiled with labeled demos only, the constrained program shows the label as the demo's
+    // answer before the question.
+    let trainset = vec![bfcl::example(&question)];
+    let (student, lm) = predictor("constrained", ScriptedLm::texts([r#"{"tool_calls": []}"#]));
+    let compiled = signet::optimize::BootstrapFewShot::new(
+        |_: &signet::data::Example, _: &bfcl::FunctionCallOutput| false,
+    )
+    .with_max_bootstrapped_demos(0)
+    .with_max_labeled_demos(4)
+    .compile(&student, &trainset)
+    .await
+    .unwrap();
+    assert_eq!(compiled.program.predictor().demos().len(), 1);
+    bfcl::answer(&compiled.program, &irrelevant, "constrained", "scripted").await;
+    let sent = serde_json::to_string(&lm.requests()[0].messages).unwrap();
+    assert!(
+        sent.contains("Maroon 5") && sent.contains("Taylor Swift"),
+        "{sent}"
+    );
+}
+
+#[test]
+fn per_category_compilation_splits_questions_and_training_questions_alike() {
+    let line = |id: &str, category: &str| {
+        bfcl::question(&LINE.replace(
+            r#""id": "parallel_0", "category": "parallel""#,
+            &format!(r#""id": "{id}", "category": "{category}""#),
+        ))
+        .unwrap()
+    };
+    let questions = [line("a0", "a"), line("b0", "b"), line("a1", "a")];
+    let train = [line("b9", "b"), line("a9", "a"), line("c9", "c")];
+    let ids = |qs: &[&bfcl::Question]| qs.iter().map(|q| q.id.clone()).collect::<Vec<_>>();
+    let groups = bfcl::by_category(&questions, &train);
+    let groups: Vec<_> = groups.iter().map(|(q, t)| (ids(q), ids(t))).collect();
+    assert_eq!(
+        groups,
+        [
+            (vec!["a0".to_owned(), "a1".into()], vec!["a9".to_owned()]),
+            (vec!["b0".into()], vec!["b9".into()]),
+        ]
+    );
+}
+
 /// BFCL's data and checker, installed into the cache by the project's script (seconds once
 /// cached): the venv's python.
 fn bfcl_python() -> String {
@@ -259,16 +334,35 @@ fn bfcl_py(python: &str, args: &[&str]) {
     );
 }
 
+/// BFCL's checker's summary of `results` (result lines) for the questions in `questions`.
+fn score(python: &str, dir: &std::path::Path, questions: &std::path::Path, results: &str) -> Value {
+    let results_file = dir.join("r.jsonl");
+    std::fs::write(&results_file, results).unwrap();
+    let summary_file = dir.join("summary.json");
+    bfcl_py(
+        python,
+        &[
+            "score",
+            "--questions",
+            questions.to_str().unwrap(),
+            "--results",
+            results_file.to_str().unwrap(),
+            "--out",
+            summary_file.to_str().unwrap(),
+        ],
+    );
+    serde_json::from_str(&std::fs::read_to_string(&summary_file).unwrap()).unwrap()
+}
+
 const SINGLE_TURN: &str = "simple_python,simple_java,simple_javascript,multiple,parallel,\
 parallel_multiple,irrelevance,live_simple,live_multiple,live_parallel,live_parallel_multiple,\
 live_irrelevance,live_relevance";
 
-#[test]
-fn every_bfcl_function_converts_to_a_schema_signet_accepts() {
-    use signet::adapter::{Adapter, JsonAdapter};
-    use signet::lm::{Capabilities, LmRequest, ResponseFormat};
+/// Every question of every single-turn category, exported into a new directory named after
+/// `name`: BFCL's python, the directory and the file.
+fn export_single_turn(name: &str) -> (String, std::path::PathBuf, std::path::PathBuf) {
     let python = bfcl_python();
-    let dir = std::env::temp_dir().join(format!("signet-bfcl-all-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("signet-bfcl-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("all.jsonl");
     bfcl_py(
@@ -281,6 +375,14 @@ fn every_bfcl_function_converts_to_a_schema_signet_accepts() {
             file.to_str().unwrap(),
         ],
     );
+    (python, dir, file)
+}
+
+#[test]
+fn every_bfcl_function_converts_to_a_schema_signet_accepts() {
+    use signet::adapter::{Adapter, JsonAdapter};
+    use signet::lm::{Capabilities, LmRequest, ResponseFormat};
+    let (_, dir, file) = export_single_turn("all");
     let signature = <bfcl::FunctionCall as signet::Signature>::signature();
     let local = Capabilities::default().with_json_object_schema(true);
     let (mut questions, mut functions) = (0, 0);
@@ -323,6 +425,94 @@ fn every_bfcl_function_converts_to_a_schema_signet_accepts() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// The labels labeled demos show, BFCL's first possible answer to every question of every AST
+/// category read as Python, are right by BFCL's checker and by the demo metric.
+#[test]
+fn the_first_possible_answers_score_right_by_bfcls_checker() {
+    let (python, dir, questions) = export_single_turn("labels");
+    let mut results = String::new();
+    let (mut count, mut unanswerable) = (0, 0);
+    for line in std::fs::read_to_string(&questions).unwrap().lines() {
+        let question = bfcl::question(line).unwrap();
+        if question.category.contains("relevance") {
+            continue; // no possible answers: scored on whether a call was made
+        }
+        if !answerable(&question) {
+            unanswerable += 1;
+            continue;
+        }
+        let Some(calls) = bfcl::answer_calls(&question) else {
+            assert_ne!(question.language, "python", "{}: no label", question.id);
+            continue;
+        };
+        assert!(
+            bfcl::matches(&question.ground_truth, &calls),
+            "{}: the demo metric rejects {calls:?} for {}",
+            question.id,
+            question.ground_truth
+        );
+        let calls: Vec<Value> = calls
+            .tool_calls
+            .iter()
+            .map(|c| json!({ question.names[&c.name].clone(): c.args }))
+            .collect();
+        let line = json!({"id": question.id, "category": question.category, "mode": "labels",
+            "model": "truth", "calls": calls});
+        results.push_str(&format!("{line}\n"));
+        count += 1;
+    }
+    let summary = score(&python, &dir, &questions, &results);
+    let wrong: Vec<&Value> = summary["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        // Questions skipped above have no result.
+        .filter(|v| v["valid"] == false && v["error_type"] != "harness:missing_result")
+        .collect();
+    println!(
+        "{count} first possible answers scored by BFCL's checker; {unanswerable} questions' \
+         possible answers contradict their functions' schemas, so no reply can satisfy them"
+    );
+    assert!(unanswerable < 10, "{unanswerable} unanswerable questions");
+    assert!(count > 2000, "every AST category was exported: {count}");
+    assert!(wrong.is_empty(), "{} wrong: {wrong:#?}", wrong.len());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Whether some reply can satisfy BFCL's checker, that is whether BFCL's possible answers agree
+/// with the function's own schema: no argument listed with no possible value (`[]`, wrong both
+/// given and left out), none the function does not have, and every required one listed with a
+/// value other than `""`.
+fn answerable(question: &bfcl::Question) -> bool {
+    let truth = question.ground_truth.as_array().into_iter().flatten();
+    truth
+        .filter_map(|call| call.as_object()?.iter().next())
+        .all(|(name, possible)| {
+            let Some(tool) = question
+                .input
+                .tools
+                .0
+                .iter()
+                .find(|t| t["function"]["name"] == bfcl::wire_name(name).as_str())
+            else {
+                return false;
+            };
+            let parameters = &tool["function"]["parameters"];
+            let listed = |key: &str| {
+                possible[key]
+                    .as_array()
+                    .is_some_and(|v| v.iter().any(|x| x != ""))
+            };
+            let required = parameters["required"].as_array().into_iter().flatten();
+            possible.as_object().is_some_and(|args| {
+                args.iter().all(|(key, values)| {
+                    parameters["properties"].get(key).is_some()
+                        && values.as_array().is_none_or(|v| !v.is_empty())
+                })
+            }) && required.filter_map(Value::as_str).all(listed)
+        })
+}
+
 #[tokio::test]
 async fn a_reply_in_each_mode_scores_as_bfcl_says() {
     let python = bfcl_python();
@@ -347,23 +537,10 @@ async fn a_reply_in_each_mode_scores_as_bfcl_says() {
     let line = std::fs::read_to_string(&questions).unwrap();
     let question = bfcl::question(line.trim()).unwrap();
     // The first accepted value of every argument BFCL lists, under the wire name.
-    let right: Vec<Value> = question
-        .ground_truth
+    let right = serde_json::to_value(bfcl::answer_calls(&question).unwrap()).unwrap()["tool_calls"]
         .as_array()
         .unwrap()
-        .iter()
-        .map(|call| {
-            let (name, args) = call.as_object().unwrap().iter().next().unwrap();
-            let args: serde_json::Map<String, Value> = args
-                .as_object()
-                .unwrap()
-                .iter()
-                .filter(|(_, values)| values[0] != "")
-                .map(|(k, values)| (k.clone(), values[0].clone()))
-                .collect();
-            json!({"name": bfcl::wire_name(name), "args": args})
-        })
-        .collect();
+        .clone();
     let mut wrong = right.clone();
     let first_arg = wrong[0]["args"]
         .as_object()
@@ -408,23 +585,7 @@ async fn a_reply_in_each_mode_scores_as_bfcl_says() {
         let line = bfcl::answer(&program, &question, &format!("native-{label}"), "scripted").await;
         results.push_str(&format!("{line}\n"));
     }
-    let results_file = dir.join("r.jsonl");
-    std::fs::write(&results_file, results).unwrap();
-    let summary_file = dir.join("summary.json");
-    bfcl_py(
-        &python,
-        &[
-            "score",
-            "--questions",
-            questions.to_str().unwrap(),
-            "--results",
-            results_file.to_str().unwrap(),
-            "--out",
-            summary_file.to_str().unwrap(),
-        ],
-    );
-    let summary: Value =
-        serde_json::from_str(&std::fs::read_to_string(&summary_file).unwrap()).unwrap();
+    let summary = score(&python, &dir, &questions, &results);
     let text = summary.to_string();
     for mode in ["chat", "json", "xml", "constrained", "native"] {
         for (label, want) in [("right", true), ("wrong", false)] {
