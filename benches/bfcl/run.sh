@@ -14,10 +14,11 @@
 # `--train K` takes K questions per category for training (disjoint from the evaluated ones: both
 # come from one seeded shuffle) and adds a `<mode>+bootstrap` row per mode: the program compiled
 # with BootstrapFewShot on them (B bootstrapped demos at most, 2 by default, then labeled demos -
-# BFCL's first possible answers - up to L demos in all, 0 by default; `--per-category`: one
-# compiled program per category, from that category's training questions; `--optimizer gepa`: a `<mode>+gepa` row, the instruction
-# optimized by GEPA within N metric calls, 150 by default). `--model api` reads OPENAI_API_KEY / OPENAI_BASE_URL / OPENAI_MODEL. The summary with every
-# question's verdict is written to DIR/summary.json.
+# BFCL's first possible answers - up to L demos in all, 0 by default). `--per-category`: one
+# compiled program per category, from that category's training questions. `--optimizer gepa` /
+# `mipro`: a `<mode>+gepa` / `<mode>+mipro` row instead, optimized within N metric calls (150 by
+# default). `--model api` reads OPENAI_API_KEY / OPENAI_BASE_URL / OPENAI_MODEL. The summary with
+# every question's verdict is written to DIR/summary.json.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
