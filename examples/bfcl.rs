@@ -187,6 +187,30 @@ pub struct Question {
     pub ground_truth: Value,
 }
 
+impl Question {
+    /// The JSON Schema of the parameters of the function sent as `wire`.
+    pub fn parameters(&self, wire: &str) -> Option<&Value> {
+        self.input
+            .tools
+            .0
+            .iter()
+            .find(|tool| tool["function"]["name"] == wire)
+            .map(|tool| &tool["function"]["parameters"])
+    }
+
+    /// `calls` as BFCL's result format writes them, `{name: arguments}` under BFCL's own names.
+    pub fn bfcl_calls(&self, calls: &ToolCalls) -> Vec<Value> {
+        calls
+            .tool_calls
+            .iter()
+            .map(|call| {
+                let name = self.names.get(&call.name).unwrap_or(&call.name);
+                json!({ name: call.args })
+            })
+            .collect()
+    }
+}
+
 pub fn question(line: &str) -> Result<Question, String> {
     let record: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
     let id = record["id"].as_str().ok_or("no `id`")?.to_owned();
@@ -253,16 +277,7 @@ pub async fn answer(
         Ok((output, prediction)) => {
             line["prompt_tokens"] = json!(prediction.usage.prompt_tokens);
             line["completion_tokens"] = json!(prediction.usage.completion_tokens);
-            let calls: Vec<Value> = output
-                .tool_calls
-                .tool_calls
-                .iter()
-                .map(|call| {
-                    let name = q.names.get(&call.name).unwrap_or(&call.name);
-                    json!({ name: call.args })
-                })
-                .collect();
-            line["calls"] = json!(calls);
+            line["calls"] = json!(q.bfcl_calls(&output.tool_calls));
         }
         Err(Error::Parse(error)) => {
             line["error"] = json!(format!("unparseable reply: {error}"));
@@ -301,12 +316,8 @@ pub fn answer_calls(q: &Question) -> Option<ToolCalls> {
         return None;
     }
     let required = |wire: &str| -> Vec<String> {
-        q.input
-            .tools
-            .0
-            .iter()
-            .find(|tool| tool["function"]["name"] == wire)
-            .and_then(|tool| tool["function"]["parameters"]["required"].as_array())
+        q.parameters(wire)
+            .and_then(|parameters| parameters["required"].as_array())
             .map(|names| {
                 names
                     .iter()
@@ -588,17 +599,9 @@ async fn compile(
                 .with_concurrency(concurrency)
                 .compile(zero_shot, &trainset, &trainset)
                 .await?;
-            let report = &compiled.report;
             eprintln!(
-                "{mode}+gepa: {} candidates ({} proposals, {} kept, {} failed), {} metric \
-                 calls; training score {:.3} -> {:.3}; instructions now: {:?}",
-                report.candidates.len(),
-                report.proposed,
-                report.accepted,
-                report.proposal_failures,
-                report.metric_calls,
-                report.candidates[0].average,
-                report.candidates[report.best].average,
+                "{mode}+gepa: {}; instructions now: {:?}",
+                compiled.report,
                 compiled.program.predictor().instructions()
             );
             (format!("{mode}+gepa"), compiled.program)

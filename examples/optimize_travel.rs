@@ -231,18 +231,7 @@ async fn gepa(
         .compile(student, train, train)
         .await?;
     let report = &compiled.report;
-    eprintln!(
-        "gepa: {} candidates from {} proposals ({} kept, {} failed) in {} metric calls; \
-         training score {:.3} -> {:.3}; reflection LM calls {}",
-        report.candidates.len(),
-        report.proposed,
-        report.accepted,
-        report.proposal_failures,
-        report.metric_calls,
-        report.candidates[0].average,
-        report.candidates[report.best].average,
-        report.reflection_usage.lm_calls,
-    );
+    eprintln!("gepa: {report}");
     for (name, text) in &report.candidates[report.best].instructions {
         eprintln!("  {name}: {text:?}");
     }

@@ -451,13 +451,8 @@ fn the_first_possible_answers_score_right_by_bfcls_checker() {
             question.id,
             question.ground_truth
         );
-        let calls: Vec<Value> = calls
-            .tool_calls
-            .iter()
-            .map(|c| json!({ question.names[&c.name].clone(): c.args }))
-            .collect();
         let line = json!({"id": question.id, "category": question.category, "mode": "labels",
-            "model": "truth", "calls": calls});
+            "model": "truth", "calls": question.bfcl_calls(&calls)});
         results.push_str(&format!("{line}\n"));
         count += 1;
     }
@@ -488,16 +483,9 @@ fn answerable(question: &bfcl::Question) -> bool {
     truth
         .filter_map(|call| call.as_object()?.iter().next())
         .all(|(name, possible)| {
-            let Some(tool) = question
-                .input
-                .tools
-                .0
-                .iter()
-                .find(|t| t["function"]["name"] == bfcl::wire_name(name).as_str())
-            else {
+            let Some(parameters) = question.parameters(&bfcl::wire_name(name)) else {
                 return false;
             };
-            let parameters = &tool["function"]["parameters"];
             let listed = |key: &str| {
                 possible[key]
                     .as_array()

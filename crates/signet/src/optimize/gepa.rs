@@ -199,6 +199,8 @@ where
 /// assert_eq!(compiled.program.predictor().instructions(), "Always answer yes.");
 /// assert_eq!(compiled.report.candidates.len(), 2);
 /// assert_eq!(compiled.report.candidates[1].average, 1.0);
+/// // One line for logs: candidates, proposals, calls, and the score before and after.
+/// assert!(compiled.report.to_string().ends_with("score 0.000 -> 1.000"), "{}", compiled.report);
 /// ```
 pub struct Gepa<M, F = MetricFeedback> {
     metric: M,
@@ -278,6 +280,33 @@ pub struct GepaReport {
     pub resumed: bool,
     /// Why it stopped.
     pub stopped: GepaStop,
+}
+
+/// One line for logs: `3 candidates from 9 proposals (2 kept, 1 failed) and 1 merge (0 kept) in
+/// 152 metric calls, 10 reflection-LM calls; score 0.250 -> 0.312` (the scores are the starting
+/// and the returned candidate's validation averages; the stop reason is added when it was not
+/// the budget).
+impl std::fmt::Display for GepaReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} candidates from {} proposals ({} kept, {} failed) and {} merges ({} kept) in {} \
+             metric calls, {} reflection-LM calls; ",
+            self.candidates.len(),
+            self.proposed,
+            self.accepted,
+            self.proposal_failures,
+            self.merges_tried,
+            self.merges_accepted,
+            self.metric_calls,
+            self.reflection_usage.lm_calls,
+        )?;
+        if self.stopped != GepaStop::Budget {
+            write!(f, "stopped early ({:?}); ", self.stopped)?;
+        }
+        let average = |i: usize| self.candidates.get(i).map_or(0.0, |c| c.average);
+        write!(f, "score {:.3} -> {:.3}", average(0), average(self.best))
+    }
 }
 
 impl<M> Gepa<M> {
