@@ -38,7 +38,7 @@
 //! | `chat` | Chat | the prompt, calls read from `[[ ## tool_calls ## ]]` |
 //! | `json` | JSON | the prompt, calls read from the JSON reply |
 //! | `xml` | XML | the prompt, calls read from `<tool_calls>` |
-//! | `constrained` | `JsonAdapter::constrained()` with at most 4 calls, 200-character strings and 16-item arrays | the prompt, and the decoding schema ties each call to one function's arguments |
+//! | `constrained` | `JsonAdapter::constrained()` with at most 4 calls, 200-character strings and 16-item arrays (a reply cut off at the token limit is asked for again under a quarter of each) | the prompt, and the decoding schema ties each call to one function's arguments |
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};

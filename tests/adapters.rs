@@ -157,6 +157,53 @@ async fn structured_outputs_retry_once_in_json_mode() {
 }
 
 #[tokio::test]
+async fn a_constrained_reply_cut_off_is_retried_once_under_tighter_bounds() {
+    let local = Capabilities::default().with_json_object_schema(true);
+    let adapter = JsonAdapter::constrained()
+        .with_max_tool_calls(4)
+        .with_max_string_length(200);
+    let cut_off = r#"{"answer": "5", "tool_calls": {"tool_calls": [{"name": "add", "args": {"a": 2, "b": 3}}, {"name": "ad"#;
+    let whole = r#"{"answer": "5", "tool_calls": {"tool_calls": [{"name": "add", "args": {"a": 2, "b": 3}}]}}"#;
+    let lm = Arc::new(ScriptedLm::texts([cut_off, whole]).with_capabilities(local));
+    let prediction = Predictor::new(tool_signature())
+        .with_adapter(adapter)
+        .with_lm(lm.clone())
+        .forward(&inputs())
+        .await
+        .unwrap();
+    assert_eq!(
+        prediction.outputs["tool_calls"]["tool_calls"][0]["args"]["b"],
+        3
+    );
+    assert_eq!(prediction.usage.adapter_fallbacks, 1);
+    let max_calls = |request: &signet::lm::LmRequest| {
+        let Some(ResponseFormat::Raw(format)) = &request.response_format else {
+            panic!("{:?}", request.response_format)
+        };
+        format["schema"]["properties"]["tool_calls"]["properties"]["tool_calls"]["maxItems"].clone()
+    };
+    let requests = lm.requests();
+    assert_eq!(
+        (max_calls(&requests[0]), max_calls(&requests[1])),
+        (json!(4), json!(1))
+    );
+
+    // Cut off twice: the parse error of the retry, after two calls and no more.
+    let lm = Arc::new(ScriptedLm::texts([cut_off, cut_off, whole]).with_capabilities(local));
+    let err = Predictor::new(tool_signature())
+        .with_adapter(adapter)
+        .with_lm(lm.clone())
+        .forward(&inputs())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Parse(ParseError::NotAnObject { .. })),
+        "{err}"
+    );
+    assert_eq!(lm.requests().len(), 2);
+}
+
+#[tokio::test]
 async fn parse_errors_name_the_field_value_and_type() {
     let lm = Arc::new(ScriptedLm::texts([
         "[[ ## answer ## ]]\nParis\n\n[[ ## count ## ]]\nmany",

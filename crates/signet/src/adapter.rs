@@ -134,6 +134,15 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
     fn fallback(&self) -> Option<Box<dyn Adapter>> {
         None
     }
+
+    /// The adapter to retry with, once, when the reply to a call of `signature` with `inputs`
+    /// cannot be parsed: [`fallback`](Self::fallback) unless the adapter retries differently
+    /// depending on the call ([`JsonAdapter::constrained`] with bounds retries a `ToolCalls`
+    /// output under tighter bounds).
+    fn call_fallback(&self, signature: &DynSignature, inputs: &Fields) -> Option<Box<dyn Adapter>> {
+        let _ = (signature, inputs);
+        self.fallback()
+    }
 }
 
 /// Why a reply could not be read. Never a silent `null`: every variant names what is missing or
@@ -257,6 +266,13 @@ macro_rules! forward_adapter {
             }
             fn fallback(&self) -> Option<Box<dyn Adapter>> {
                 (**self).fallback()
+            }
+            fn call_fallback(
+                &self,
+                signature: &DynSignature,
+                inputs: &Fields,
+            ) -> Option<Box<dyn Adapter>> {
+                (**self).call_fallback(signature, inputs)
             }
             fn native_function_calling(&self) -> bool {
                 (**self).native_function_calling()
@@ -587,7 +603,7 @@ pub struct AdaptedReply {
 
 /// One adapted call: format with `adapter`, send to `lm`, parse. On a parse failure the call is
 /// retried — once in JSON mode if structured outputs were used, then once with the adapter's
-/// [`fallback`](Adapter::fallback) — each retry logged (`tracing::warn!`) and counted in
+/// [`call_fallback`](Adapter::call_fallback) — each retry logged (`tracing::warn!`) and counted in
 /// [`Usage::adapter_fallbacks`]. LM errors are returned as they are.
 pub async fn run(
     adapter: &dyn Adapter,
@@ -650,7 +666,7 @@ async fn run_call(
         Err(crate::Error::Parse(error)) => error,
         Err(other) => return Err(other),
     };
-    let Some(fallback) = adapter.fallback() else {
+    let Some(fallback) = adapter.call_fallback(call.signature, call.inputs) else {
         return Err(crate::Error::Parse(error));
     };
     tracing::warn!(

@@ -98,6 +98,12 @@ impl JsonAdapter {
     /// decoding schema's `maxItems`): small models otherwise repeat a call until the token limit
     /// cuts the reply off. No bound by default.
     ///
+    /// With any bound set, a reply that still cannot be read (under the decoding schema, only a
+    /// reply the token limit cut off) is asked for once more under a quarter of each bound,
+    /// rounded up — 4 calls become 1, 200 characters 50, 16 items 4. The retry is logged and
+    /// counted in [`Usage::adapter_fallbacks`](crate::lm::Usage::adapter_fallbacks); if it is cut
+    /// off too, the call fails with the parse error.
+    ///
     /// ```
     /// use signet::adapter::JsonAdapter;
     /// let adapter = JsonAdapter::constrained().with_max_tool_calls(4);
@@ -111,7 +117,9 @@ impl JsonAdapter {
     /// In constrained mode, at most `n` characters in each string argument of a `ToolCalls`
     /// output listed in the prompt (`maxLength` on every string without bounds of its own): a
     /// small model that starts repeating inside a string value otherwise runs on until the token
-    /// limit cuts the reply off, and the whole reply is lost. No bound by default.
+    /// limit cuts the reply off, and the whole reply is lost. No bound by default; a reply cut off
+    /// anyway is retried under tighter bounds, as for
+    /// [`with_max_tool_calls`](Self::with_max_tool_calls).
     ///
     /// ```
     /// use signet::adapter::JsonAdapter;
@@ -143,6 +151,24 @@ impl JsonAdapter {
     pub fn with_parallel_tool_calls(mut self, parallel: impl Into<Option<bool>>) -> Self {
         self.parallel_tool_calls = parallel.into();
         self
+    }
+
+    fn bounds(&self) -> CallBounds {
+        CallBounds {
+            calls: self.max_tool_calls,
+            string_chars: self.max_string_chars,
+            array_items: self.max_array_items,
+        }
+    }
+
+    /// In constrained mode, the decoding schema that ties a `ToolCalls` output to the offered
+    /// functions under this adapter's bounds; `None` when the call has no such output (or the
+    /// signature brings a schema of its own).
+    fn bounded_calls_schema(&self, signature: &DynSignature, inputs: &Fields) -> Option<Value> {
+        if !self.constrained || signature.output_schema().is_some() {
+            return None;
+        }
+        tool_calls_schema(signature, inputs, self.bounds())
     }
 }
 
@@ -198,15 +224,7 @@ impl Adapter for JsonAdapter {
         capabilities: Capabilities,
     ) {
         self.configure(signature, request, capabilities);
-        if !self.constrained || signature.output_schema().is_some() {
-            return;
-        }
-        let bounds = CallBounds {
-            calls: self.max_tool_calls,
-            string_chars: self.max_string_chars,
-            array_items: self.max_array_items,
-        };
-        let Some(schema) = tool_calls_schema(signature, inputs, bounds) else {
+        let Some(schema) = self.bounded_calls_schema(signature, inputs) else {
             return;
         };
         match &mut request.response_format {
@@ -230,6 +248,25 @@ impl Adapter for JsonAdapter {
 
     fn parallel_tool_calls(&self) -> Option<bool> {
         self.parallel_tool_calls
+    }
+
+    /// In constrained mode with bounds on a `ToolCalls` output, the reply can only be unreadable
+    /// when the token limit cut it off: the retry asks again under a quarter of each bound.
+    fn call_fallback(&self, signature: &DynSignature, inputs: &Fields) -> Option<Box<dyn Adapter>> {
+        let bounds = self.bounds();
+        let bounded = [bounds.calls, bounds.string_chars, bounds.array_items]
+            .iter()
+            .any(Option::is_some);
+        if !bounded || self.bounded_calls_schema(signature, inputs).is_none() {
+            return None;
+        }
+        let quarter = |bound: Option<usize>| bound.map(|n| n.div_ceil(4));
+        Some(Box::new(JsonAdapter {
+            max_tool_calls: quarter(bounds.calls),
+            max_string_chars: quarter(bounds.string_chars),
+            max_array_items: quarter(bounds.array_items),
+            ..*self
+        }))
     }
 
     fn parse(&self, signature: &DynSignature, text: &str) -> Result<Fields, ParseError> {
@@ -662,6 +699,50 @@ mod tests {
             args["filter"]["anyOf"][0]["properties"]["name"]["maxLength"],
             100
         );
+    }
+
+    #[test]
+    fn a_cut_off_bounded_reply_is_retried_under_a_quarter_of_each_bound() {
+        use crate::adapter::{ToolCalls, Tools};
+        let sig = DynSignature::new("Call")
+            .with_input(Field::of::<Tools>("tools"))
+            .with_output(Field::of::<ToolCalls>("tool_calls"));
+        let search = json!({"type": "function", "function": {"name": "search", "parameters": {
+            "type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}}}}}});
+        let inputs: Fields = json!({"tools": [search]}).as_object().cloned().unwrap();
+        let bounded = JsonAdapter::constrained()
+            .with_max_tool_calls(4)
+            .with_max_string_length(200)
+            .with_max_array_items(16);
+        let retry = bounded
+            .call_fallback(&sig, &inputs)
+            .expect("a tighter retry");
+        let mut request = LmRequest::default();
+        let local = Capabilities::default().with_json_object_schema(true);
+        retry.configure_call(&sig, &inputs, &mut request, local);
+        let Some(ResponseFormat::Raw(format)) = &request.response_format else {
+            panic!("{:?}", request.response_format)
+        };
+        let calls = &format["schema"]["properties"]["tool_calls"]["properties"]["tool_calls"];
+        let tags = &calls["items"]["anyOf"][0]["properties"]["args"]["properties"]["tags"];
+        assert_eq!(
+            (
+                &calls["maxItems"],
+                &tags["maxItems"],
+                &tags["items"]["maxLength"]
+            ),
+            (&json!(1), &json!(4), &json!(50))
+        );
+        // Only bounded constrained calls of a `ToolCalls` output get a retry: without bounds,
+        // or without tools to bound, the same request would be cut off the same way.
+        assert!(
+            JsonAdapter::constrained()
+                .call_fallback(&sig, &inputs)
+                .is_none()
+        );
+        let no_tools = Fields::new();
+        assert!(bounded.call_fallback(&sig, &no_tools).is_none());
+        assert!(JsonAdapter::new().call_fallback(&sig, &inputs).is_none());
     }
 
     #[test]
