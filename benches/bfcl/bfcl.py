@@ -5,6 +5,7 @@ Run with the python that install.sh prints:
   $PY benches/bfcl/bfcl.py list
   $PY benches/bfcl/bfcl.py export --categories simple_python,irrelevance --limit 20 --seed 1 --out Q.jsonl
   $PY benches/bfcl/bfcl.py score --questions Q.jsonl --results R.jsonl --out SUMMARY.json
+  $PY benches/bfcl/bfcl.py table [--markdown] SUMMARY.json [SUMMARY.json ...]
 
 Everything BFCL (data, possible answers, loaders, checker, relevance rule) is imported from the
 bfcl-eval package, unmodified; nothing of it is copied here.
@@ -269,6 +270,58 @@ def print_table(groups):
         print("  ".join(x.ljust(w) if i < 3 else x.rjust(w) for i, (x, w) in enumerate(zip(r, widths))) + "  " + r[-1])
 
 
+def merge_groups(summaries):
+    """The groups of several summaries (runs split by category or mode) as one table: each
+    summary's category rows, then one ALL row per (mode, model) over all of them, its means
+    weighted by the questions each row had."""
+    rows = [g for s in summaries for g in s["groups"] if g["category"] != "ALL"]
+    merged = []
+    for key in sorted({(g["mode"], g["model"]) for g in rows}):
+        part = [g for g in rows if (g["mode"], g["model"]) == key]
+        merged.extend(sorted(part, key=lambda g: g["category"]))
+        n = sum(g["n"] for g in part)
+        correct = sum(g["correct"] for g in part)
+        errors = Counter()
+        for g in part:
+            errors.update(g["error_types"])
+
+        def weighted(k):
+            have = [(g[k], g["n"]) for g in part if g[k] is not None]
+            weight = sum(w for _, w in have)
+            return round(sum(x * w for x, w in have) / weight, 3) if weight else None
+
+        merged.append({
+            "mode": key[0], "model": key[1], "category": "ALL", "n": n, "correct": correct,
+            "accuracy": round(correct / n, 4) if n else None, "error_types": dict(errors),
+            "unparseable": sum(g["unparseable"] for g in part),
+            "reply_errors": sum(g["reply_errors"] for g in part),
+            **{k: weighted(k) for k in ("mean_seconds", "mean_prompt_tokens", "mean_completion_tokens")},
+        })
+    return merged
+
+
+def print_markdown(groups, top=3):
+    """The table as docs/bfcl.md writes it: the checker's most frequent error types only."""
+    print("| mode | category | accuracy | unreadable | s/question | prompt / completion tokens | checker errors (most frequent) |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    for g in groups:
+        category = f"all {g['n']}" if g["category"] == "ALL" else g["category"]
+        errors = ", ".join(f"{k} {v}" for k, v in sorted(g["error_types"].items(), key=lambda kv: -kv[1])[:top])
+        tokens = " / ".join("-" if g[k] is None else f"{g[k]:.0f}" for k in ("mean_prompt_tokens", "mean_completion_tokens"))
+        seconds = "-" if g["mean_seconds"] is None else f"{g['mean_seconds']:.1f}"
+        accuracy = "-" if g["accuracy"] is None else f"{100 * g['accuracy']:.1f}%"
+        print(f"| {g['mode']} | {category} | {accuracy} | {g['unparseable']} | {seconds} | {tokens} | {errors} |")
+
+
+def cmd_table(args):
+    summaries = []
+    for path in args.summaries:
+        with open(path, encoding="utf-8") as f:
+            summaries.append(json.load(f))
+    groups = merge_groups(summaries)
+    (print_markdown if args.markdown else print_table)(groups)
+
+
 # ---------------------------------------------------------------------------------------- main
 
 
@@ -289,8 +342,12 @@ def main():
     s.add_argument("--questions", required=True)
     s.add_argument("--results", required=True)
     s.add_argument("--out", required=True)
+    t = sub.add_parser("table", help="print the table of one or more summaries (runs split by "
+                                     "category or mode), with one ALL row per mode over all of them")
+    t.add_argument("--markdown", action="store_true", help="as docs/bfcl.md writes it")
+    t.add_argument("summaries", nargs="+")
     args = p.parse_args()
-    {"list": cmd_list, "export": cmd_export, "score": cmd_score}[args.cmd](args)
+    {"list": cmd_list, "export": cmd_export, "score": cmd_score, "table": cmd_table}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@
 #             every category 100%;
 #   broken  - one wrong value in the first question of each AST category (the checker must report
 #             a value error), a call on irrelevance and none on relevance (both incorrect).
-# Also checks that --skip gives a split disjoint from --limit with the same seed.
+# Also checks that --skip gives a split disjoint from --limit with the same seed, and that `table`
+# makes one run's ALL rows out of the run scored in two parts.
 #
 #   bash benches/bfcl/selftest.sh
 set -euo pipefail
@@ -104,5 +105,30 @@ for v in s["verdicts"]:
     else:
         assert v["valid"], v
 assert len(bad_ids) == 6, bad_ids  # one per AST category
+EOF
+
+# A run split by category (scored in two parts) makes the same table as one run: `table` merges
+# the parts' summaries into one ALL row per mode.
+"$PY" - "$tmp" <<'EOF'
+import json, subprocess, sys
+tmp = sys.argv[1]
+sys.path.insert(0, "benches/bfcl")
+import bfcl
+qs, rs = bfcl.read_jsonl(f"{tmp}/q.jsonl"), bfcl.read_jsonl(f"{tmp}/r.jsonl")
+parts = []
+for name, keep in [("a", lambda c: c == "simple_python"), ("b", lambda c: c != "simple_python")]:
+    for kind, rows in [("q", qs), ("r", rs)]:
+        with open(f"{tmp}/{kind}_{name}.jsonl", "w") as f:
+            f.writelines(json.dumps(x) + "\n" for x in rows if keep(x["category"]))
+    subprocess.run([sys.executable, "benches/bfcl/bfcl.py", "score", "--questions", f"{tmp}/q_{name}.jsonl",
+                    "--results", f"{tmp}/r_{name}.jsonl", "--out", f"{tmp}/s_{name}.json"],
+                   check=True, stdout=subprocess.DEVNULL)
+    parts.append(json.load(open(f"{tmp}/s_{name}.json")))
+whole = {g["mode"]: g for g in json.load(open(f"{tmp}/summary.json"))["groups"] if g["category"] == "ALL"}
+merged = {g["mode"]: g for g in bfcl.merge_groups(parts) if g["category"] == "ALL"}
+assert merged.keys() == whole.keys(), (merged.keys(), whole.keys())
+for mode, g in merged.items():
+    assert g == whole[mode], (mode, g, whole[mode])
+print(f"selftest: table of a run scored in 2 parts = the whole run's ({', '.join(sorted(merged))})")
 print("selftest: ok")
 EOF
