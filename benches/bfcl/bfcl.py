@@ -271,14 +271,14 @@ def print_table(groups):
 
 
 def merge_groups(summaries):
-    """The groups of several summaries (runs split by category or mode) as one table: each
-    summary's category rows, then one ALL row per (mode, model) over all of them, its means
-    weighted by the questions each row had."""
+    """The groups of several summaries (runs split by category or mode) as one table: per
+    (mode, model), the summaries' category rows in the order given, then one ALL row over all of
+    them, its means weighted by the questions each row had."""
     rows = [g for s in summaries for g in s["groups"] if g["category"] != "ALL"]
     merged = []
     for key in sorted({(g["mode"], g["model"]) for g in rows}):
         part = [g for g in rows if (g["mode"], g["model"]) == key]
-        merged.extend(sorted(part, key=lambda g: g["category"]))
+        merged.extend(part)
         n = sum(g["n"] for g in part)
         correct = sum(g["correct"] for g in part)
         errors = Counter()

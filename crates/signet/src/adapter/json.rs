@@ -250,8 +250,8 @@ impl Adapter for JsonAdapter {
         self.parallel_tool_calls
     }
 
-    /// In constrained mode with bounds on a `ToolCalls` output, the reply can only be unreadable
-    /// when the token limit cut it off: the retry asks again under a quarter of each bound.
+    /// A bounded `ToolCalls` reply that cannot be read (when the LM decodes under the schema,
+    /// only one the token limit cut off) is asked for again under a quarter of each bound.
     fn call_fallback(&self, signature: &DynSignature, inputs: &Fields) -> Option<Box<dyn Adapter>> {
         let bounds = self.bounds();
         let bounded = [bounds.calls, bounds.string_chars, bounds.array_items]
