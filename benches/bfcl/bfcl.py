@@ -256,14 +256,22 @@ def cmd_score(args):
     print_table(groups)
 
 
+MEANS = ("mean_seconds", "mean_prompt_tokens", "mean_completion_tokens")
+
+
+def ranked_errors(group):
+    """The group's checker error types, most frequent first, as (type, count)."""
+    return sorted(group["error_types"].items(), key=lambda kv: -kv[1])
+
+
 def print_table(groups):
     head = ["mode", "model", "category", "n", "acc%", "unparsed", "failed", "s/q", "prompt", "compl",
             "checker errors"]
     rows = [[g["mode"], g["model"], g["category"], str(g["n"]),
              "-" if g["accuracy"] is None else f"{100 * g['accuracy']:.1f}", str(g["unparseable"]),
              str(g["reply_errors"]),
-             *("-" if g[k] is None else f"{g[k]:.1f}" for k in ("mean_seconds", "mean_prompt_tokens", "mean_completion_tokens")),
-             ", ".join(f"{k} {v}" for k, v in sorted(g["error_types"].items(), key=lambda kv: -kv[1]))]
+             *("-" if g[k] is None else f"{g[k]:.1f}" for k in MEANS),
+             ", ".join(f"{k} {v}" for k, v in ranked_errors(g))]
             for g in groups]
     widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head) - 1)]
     for r in [head] + rows:
@@ -295,7 +303,7 @@ def merge_groups(summaries):
             "accuracy": round(correct / n, 4) if n else None, "error_types": dict(errors),
             "unparseable": sum(g["unparseable"] for g in part),
             "reply_errors": sum(g["reply_errors"] for g in part),
-            **{k: weighted(k) for k in ("mean_seconds", "mean_prompt_tokens", "mean_completion_tokens")},
+            **{k: weighted(k) for k in MEANS},
         })
     return merged
 
@@ -306,8 +314,8 @@ def print_markdown(groups, top=3):
     print("|---|---|---:|---:|---:|---:|---|")
     for g in groups:
         category = f"all {g['n']}" if g["category"] == "ALL" else g["category"]
-        errors = ", ".join(f"{k} {v}" for k, v in sorted(g["error_types"].items(), key=lambda kv: -kv[1])[:top])
-        tokens = " / ".join("-" if g[k] is None else f"{g[k]:.0f}" for k in ("mean_prompt_tokens", "mean_completion_tokens"))
+        errors = ", ".join(f"{k} {v}" for k, v in ranked_errors(g)[:top])
+        tokens = " / ".join("-" if g[k] is None else f"{g[k]:.0f}" for k in MEANS[1:])
         seconds = "-" if g["mean_seconds"] is None else f"{g['mean_seconds']:.1f}"
         accuracy = "-" if g["accuracy"] is None else f"{100 * g['accuracy']:.1f}%"
         print(f"| {g['mode']} | {category} | {accuracy} | {g['unparseable']} | {seconds} | {tokens} | {errors} |")
