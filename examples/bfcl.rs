@@ -52,7 +52,8 @@ use signet::adapter::{
 };
 use signet::data::Example;
 use signet::evaluate::Score;
-use signet::lm::{Lm, LmOptions};
+use signet::journal::{Entry, MemoryJournal};
+use signet::lm::{Lm, LmOptions, Usage};
 use signet::module::{CallConfig, Error, Predict};
 use signet::optimize::{BootstrapFewShot, Gepa, GepaBudget, MiproBudget, MiproV2};
 use signet::prelude::*;
@@ -259,24 +260,26 @@ pub fn question(line: &str) -> Result<Question, String> {
 }
 
 /// Runs one question; the result line BFCL's scorer reads (`calls` null when the reply could not
-/// be read as calls).
+/// be read as calls). Its tokens are those of every LM call the question cost, read or not: the
+/// call goes through a [`MemoryJournal`], which keeps each completion, usage included, even when
+/// the prediction fails.
 pub async fn answer(
     program: &Predict<FunctionCall>,
     q: &Question,
     mode: &str,
     model: &str,
 ) -> Value {
+    let journal = MemoryJournal::new();
+    let config = CallConfig::new().with_journal(journal.clone());
     let start = Instant::now();
-    let result = program
-        .call_full(q.input.clone(), &CallConfig::default())
-        .await;
+    let result = program.call_full(q.input.clone(), &config).await;
     let seconds = start.elapsed().as_secs_f64();
+    let usage = spent(&journal);
     let mut line = json!({"id": q.id, "category": q.category, "mode": mode, "model": model,
-        "seconds": seconds, "prompt_tokens": 0, "completion_tokens": 0, "calls": null});
+        "seconds": seconds, "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens, "calls": null});
     match result {
-        Ok((output, prediction)) => {
-            line["prompt_tokens"] = json!(prediction.usage.prompt_tokens);
-            line["completion_tokens"] = json!(prediction.usage.completion_tokens);
+        Ok((output, _)) => {
             line["calls"] = json!(q.bfcl_calls(&output.tool_calls));
         }
         Err(Error::Parse(error)) => {
@@ -289,6 +292,21 @@ pub async fn answer(
         }
     }
     line
+}
+
+/// What the LM calls a journal recorded spent, summed over those that returned a completion.
+fn spent(journal: &MemoryJournal) -> Usage {
+    let mut usage = Usage::default();
+    for entry in journal.entries() {
+        if let Entry::Lm {
+            result: Ok(completion),
+            ..
+        } = entry
+        {
+            usage += completion.usage;
+        }
+    }
+    usage
 }
 
 /// A training example for the optimizer: the inputs, BFCL's possible answers (what the metrics

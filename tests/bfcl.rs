@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use signet::adapter::ToolCalls;
-use signet::lm::{Capabilities, Completion, ScriptedLm, ToolCall};
+use signet::lm::{Capabilities, Completion, ScriptedLm, ToolCall, Usage};
 use signet::module::Predict;
 
 const LINE: &str = r#"{"id": "parallel_0", "category": "parallel", "messages": [{"role": "user", "content": "Play Taylor Swift for 20 minutes and Maroon 5 for 15."}], "functions": [{"name": "spotify.play", "description": "Play an artist.", "parameters": {"type": "dict", "properties": {"artist": {"type": "string"}, "duration": {"type": "integer"}}, "required": ["artist", "duration"]}}]}"#;
@@ -119,10 +119,28 @@ async fn native_mode_sends_tools_and_reads_calls_or_no_call() {
 async fn an_unreadable_reply_is_null_calls_with_the_parse_error() {
     let question = bfcl::question(LINE).unwrap();
     // The Chat adapter retries once in JSON; both replies are unreadable.
-    let (predictor, _) = predictor("chat", ScriptedLm::texts(["I would play music.", "Sure!"]));
+    let spent = |text: &str, prompt_tokens, completion_tokens| Completion {
+        usage: Usage {
+            prompt_tokens,
+            completion_tokens,
+            lm_calls: 1,
+            ..Usage::default()
+        },
+        ..Completion::text(text)
+    };
+    let (predictor, _) = predictor(
+        "chat",
+        ScriptedLm::new([
+            spent("I would play music.", 300, 40),
+            spent("Sure!", 320, 2),
+        ]),
+    );
     let line = bfcl::answer(&predictor, &question, "chat", "scripted").await;
     assert_eq!(line["calls"], Value::Null);
     assert_eq!(line["error_kind"], "parse");
+    // The tokens of both unread replies are counted, not dropped with the failed prediction.
+    assert_eq!(line["prompt_tokens"], 620, "{line}");
+    assert_eq!(line["completion_tokens"], 42, "{line}");
     assert!(
         line["error"]
             .as_str()
