@@ -115,7 +115,8 @@ impl JsonAdapter {
     }
 
     /// In constrained mode, at most `n` characters in each string argument of a `ToolCalls`
-    /// output listed in the prompt (`maxLength` on every string without bounds of its own): a
+    /// output listed in the prompt (`maxLength` on every string without bounds of its own, and
+    /// on the values of an object argument with no declared keys): a
     /// small model that starts repeating inside a string value otherwise runs on until the token
     /// limit cuts the reply off, and the whole reply is lost. No bound by default; a reply cut off
     /// anyway is retried under tighter bounds, as for
@@ -305,7 +306,8 @@ struct CallBounds {
 
 /// Gives every string and array in `schema` without bounds of their own (`maxLength` / `maxItems`,
 /// or `enum`, `const`, `pattern`, `format` on a string) the bound in `bounds`, through objects,
-/// arrays and unions.
+/// arrays and unions. A free-form object (no `properties`, any `additionalProperties`) gets
+/// bounded values: see [`bounded_free_value`].
 fn bound_values(schema: &mut Value, bounds: CallBounds) {
     let Value::Object(map) = schema else {
         return;
@@ -315,7 +317,8 @@ fn bound_values(schema: &mut Value, bounds: CallBounds) {
         Some(Value::Array(types)) => types.iter().any(|t| t == name),
         _ => false,
     };
-    let (is_string, is_array) = (has_type("string"), has_type("array"));
+    let (is_string, is_array, is_object) =
+        (has_type("string"), has_type("array"), has_type("object"));
     let fixed = ["maxLength", "enum", "const", "pattern", "format"]
         .iter()
         .any(|key| map.contains_key(*key));
@@ -324,6 +327,18 @@ fn bound_values(schema: &mut Value, bounds: CallBounds) {
     }
     if let (true, false, Some(n)) = (is_array, map.contains_key("maxItems"), bounds.array_items) {
         map.insert("maxItems".to_owned(), json!(n));
+    }
+    let free_form = is_object
+        && !map.contains_key("properties")
+        && matches!(
+            map.get("additionalProperties"),
+            None | Some(Value::Bool(true))
+        );
+    if free_form && (bounds.string_chars.is_some() || bounds.array_items.is_some()) {
+        map.insert(
+            "additionalProperties".to_owned(),
+            bounded_free_value(bounds),
+        );
     }
     for key in ["properties", "$defs", "definitions"] {
         if let Some(Value::Object(children)) = map.get_mut(key) {
@@ -344,6 +359,28 @@ fn bound_values(schema: &mut Value, bounds: CallBounds) {
                 .for_each(|child| bound_values(child, bounds));
         }
     }
+}
+
+/// The values a free-form object argument (a `dict` with no declared keys) may hold under
+/// `bounds`: a scalar, a list of scalars, or an object of those, with every string and list
+/// bounded. Left as "any JSON value", such an argument is where a small model runs on until the
+/// token limit cuts the reply off, past the bounds on every declared string and list. Its keys
+/// stay unbounded: JSON Schema bounds them only through `propertyNames`, which decoding
+/// grammars do not follow.
+fn bounded_free_value(bounds: CallBounds) -> Value {
+    let mut string = json!({"type": "string"});
+    if let Some(n) = bounds.string_chars {
+        string["maxLength"] = json!(n);
+    }
+    let scalar =
+        json!({"anyOf": [string, {"type": "number"}, {"type": "boolean"}, {"type": "null"}]});
+    let mut list = json!({"type": "array", "items": scalar});
+    if let Some(n) = bounds.array_items {
+        list["maxItems"] = json!(n);
+    }
+    let inner = json!({"anyOf": [scalar, list]});
+    let object = json!({"type": "object", "additionalProperties": inner});
+    json!({"anyOf": [scalar, list, object]})
 }
 
 /// For constrained mode, when the tools are listed in the prompt: the outputs' schema with the
@@ -670,7 +707,9 @@ mod tests {
             "unit": {"type": "string", "enum": ["km", "mi"]},
             "tags": {"type": "array", "items": {"type": "string"}},
             "pair": {"type": "array", "items": {"type": "integer"}, "maxItems": 2},
-            "filter": {"anyOf": [{"type": "object", "properties": {"name": {"type": ["string", "null"]}}}, {"type": "null"}]}
+            "filter": {"anyOf": [{"type": "object", "properties": {"name": {"type": ["string", "null"]}}}, {"type": "null"}]},
+            "cards": {"type": "object", "description": "player name to a list of cards"},
+            "scores": {"type": "object", "additionalProperties": {"type": "integer"}}
         }}}});
         let inputs: Fields = json!({"tools": [search]}).as_object().cloned().unwrap();
         let mut request = LmRequest::default();
@@ -698,6 +737,20 @@ mod tests {
         assert_eq!(
             args["filter"]["anyOf"][0]["properties"]["name"]["maxLength"],
             100
+        );
+        // A free-form object holds bounded scalars, lists of them, or objects of those.
+        let value = &args["cards"]["additionalProperties"];
+        let [scalar, list, object] = [0, 1, 2].map(|i| &value["anyOf"][i]);
+        assert_eq!(scalar["anyOf"][0]["maxLength"], 100);
+        assert_eq!(
+            (&list["maxItems"], &list["items"]["anyOf"][0]["maxLength"]),
+            (&json!(8), &json!(100))
+        );
+        assert_eq!(object["additionalProperties"]["anyOf"][1]["maxItems"], 8);
+        assert_eq!(
+            args["scores"]["additionalProperties"],
+            json!({"type": "integer"}),
+            "declared values are kept"
         );
     }
 
