@@ -307,7 +307,7 @@ struct CallBounds {
 /// Gives every string and array in `schema` without bounds of their own (`maxLength` / `maxItems`,
 /// or `enum`, `const`, `pattern`, `format` on a string) the bound in `bounds`, through objects,
 /// arrays and unions. A free-form object (no `properties`, any `additionalProperties`) gets
-/// bounded values: see [`bounded_free_value`].
+/// the values of [`free_form_value`], bounded too.
 fn bound_values(schema: &mut Value, bounds: CallBounds) {
     let Value::Object(map) = schema else {
         return;
@@ -335,10 +335,8 @@ fn bound_values(schema: &mut Value, bounds: CallBounds) {
             None | Some(Value::Bool(true))
         );
     if free_form && (bounds.string_chars.is_some() || bounds.array_items.is_some()) {
-        map.insert(
-            "additionalProperties".to_owned(),
-            bounded_free_value(bounds),
-        );
+        // Bounded with the other children below.
+        map.insert("additionalProperties".to_owned(), free_form_value());
     }
     for key in ["properties", "$defs", "definitions"] {
         if let Some(Value::Object(children)) = map.get_mut(key) {
@@ -361,25 +359,18 @@ fn bound_values(schema: &mut Value, bounds: CallBounds) {
     }
 }
 
-/// The values a free-form object argument (a `dict` with no declared keys) may hold under
-/// `bounds`: a scalar, a list of scalars, or an object of those, with every string and list
-/// bounded. Left as "any JSON value", such an argument is where a small model runs on until the
-/// token limit cuts the reply off, past the bounds on every declared string and list. Its keys
-/// stay unbounded: JSON Schema bounds them only through `propertyNames`, which decoding
-/// grammars do not follow.
-fn bounded_free_value(bounds: CallBounds) -> Value {
-    let mut string = json!({"type": "string"});
-    if let Some(n) = bounds.string_chars {
-        string["maxLength"] = json!(n);
-    }
-    let scalar =
-        json!({"anyOf": [string, {"type": "number"}, {"type": "boolean"}, {"type": "null"}]});
-    let mut list = json!({"type": "array", "items": scalar});
-    if let Some(n) = bounds.array_items {
-        list["maxItems"] = json!(n);
-    }
-    let inner = json!({"anyOf": [scalar, list]});
-    let object = json!({"type": "object", "additionalProperties": inner});
+/// The values a free-form object argument (a `dict` with no declared keys) may hold in
+/// constrained mode: a scalar, a list of scalars, or an object of those. [`bound_values`] then
+/// bounds its strings and lists like any others. Left as "any JSON value", such an argument is
+/// where a small model runs on until the token limit cuts the reply off, past the bounds on every
+/// declared string and list. Its keys stay unbounded: JSON Schema bounds them only through
+/// `propertyNames`, which decoding grammars do not follow.
+fn free_form_value() -> Value {
+    let scalar = json!({"anyOf": [
+        {"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"}
+    ]});
+    let list = json!({"type": "array", "items": scalar});
+    let object = json!({"type": "object", "additionalProperties": {"anyOf": [scalar, list]}});
     json!({"anyOf": [scalar, list, object]})
 }
 
