@@ -125,7 +125,8 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
     }
 
     /// The `parallel_tool_calls` sent with native tools (DSPy's adapter argument of that name);
-    /// when set, `tool_choice` is `auto` too. `None` (the default) sends neither.
+    /// when set, `tool_choice` is `auto` too. `None` (the default) sends neither. ReAct's native
+    /// loop and `Predict` with tools send this setting, `true` when it is `None`.
     fn parallel_tool_calls(&self) -> Option<bool> {
         None
     }

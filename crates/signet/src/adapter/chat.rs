@@ -58,7 +58,9 @@ impl ChatAdapter {
     }
 
     /// Sends `parallel_tool_calls` (and `tool_choice: auto`) with native tools, as DSPy's
-    /// `parallel_tool_calls` adapter argument does; `None` (the default) sends neither.
+    /// `parallel_tool_calls` adapter argument does; `None` (the default) sends neither. ReAct's
+    /// native loop and `Predict` with tools send it too: `false` asks for one call a reply
+    /// (unset, they ask for concurrent calls).
     ///
     /// ```
     /// use signet::adapter::{Adapter, ChatAdapter};

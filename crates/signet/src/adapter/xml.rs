@@ -52,7 +52,9 @@ impl XmlAdapter {
     }
 
     /// Ask the provider for (or against) parallel tool calls when native function calling is
-    /// active; `None` (the default) leaves the provider's default.
+    /// active; `None` (the default) leaves the provider's default. ReAct's native loop and
+    /// `Predict` with tools send it too: `false` asks for one call a reply (unset, they ask for
+    /// concurrent calls).
     pub fn with_parallel_tool_calls(mut self, parallel: impl Into<Option<bool>>) -> Self {
         self.parallel_tool_calls = parallel.into();
         self

@@ -810,6 +810,7 @@ impl ReActCore {
         let runner = self.tool_runner(events.journal());
         let outcome = async {
             match how {
+                CallMode::Postponed(reason) => Ok(Observation::Output(json!(reason))),
                 _ if name == FINISH => Ok(Observation::Output(json!(FINISH_OBSERVATION))),
                 CallMode::Attempt { resumable } => {
                     match runner.attempt(name, args, thought).await {
@@ -892,6 +893,8 @@ enum CallMode<'d> {
     },
     /// As a person decided.
     Decided(&'d Decision),
+    /// Not run: the answering tool waits a turn, for the reason this text gives the model.
+    Postponed(&'static str),
 }
 
 /// What an untyped ReAct run produced.

@@ -166,7 +166,8 @@ impl Predictor {
             request.options = self.options.clone();
             request.tools = tools.clone();
             request.tool_choice = Some(ToolChoice::Auto);
-            request.parallel_tool_calls = Some(true);
+            // The adapter's setting (DSPy's `parallel_tool_calls`), concurrent calls by default.
+            request.parallel_tool_calls = Some(adapter.parallel_tool_calls().unwrap_or(true));
             let completion = lm.complete(&request).await?;
             usage += completion.usage;
             if completion.tool_calls.is_empty() {

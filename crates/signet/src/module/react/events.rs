@@ -432,6 +432,36 @@ pub(super) fn stop_early(trajectory: &mut Trajectory, events: &Emitter, reason: 
 pub(super) const FINISH_POSTPONED: &str =
     "Finish postponed: the user sent new messages; address them first.";
 
+/// The observation of a `finish` written in the same reply as other tool calls: the model wrote
+/// its answer before it saw their results, so the run goes on for a turn.
+pub(super) const FINISH_UNSEEN_RESULTS: &str = "Finish postponed: it was called in the same reply \
+     as other tools, before their results were known. Read the results above, then call finish \
+     again.";
+
+/// The observation of a history-mode `submit` written in the same reply as other tool calls.
+pub(super) const SUBMIT_UNSEEN_RESULTS: &str = "Submit postponed: it was called in the same reply \
+     as other tools, before their results were known. Read the results above, then call submit \
+     again.";
+
+/// Whether a reply's calls (their tool names) hold the answering tool `answer` (`finish` or
+/// `submit`) beside calls of other tools. Such an answer was written before the model saw what
+/// those calls return, so it is never taken: DSPy's loop, too, answers only after the
+/// observation.
+pub(super) fn answers_before_results<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+    answer: &str,
+) -> bool {
+    let (mut answers, mut others) = (false, false);
+    for name in names {
+        if name == answer {
+            answers = true;
+        } else {
+            others = true;
+        }
+    }
+    answers && others
+}
+
 /// The observation of a history-mode `submit` that waits because the caller sent messages.
 pub(super) const SUBMIT_POSTPONED: &str =
     "Submit postponed: the user sent new messages; address them first.";

@@ -11,7 +11,9 @@ use std::time::Duration;
 use futures::{StreamExt, stream};
 use serde_json::{Map, Value, json};
 
-use super::events::{Interrupts, SUBMIT_POSTPONED, stop_early};
+use super::events::{
+    Interrupts, SUBMIT_POSTPONED, SUBMIT_UNSEEN_RESULTS, answers_before_results, stop_early,
+};
 use super::suspend::{HistoryPosition, HistoryTurn, Resumed, Start};
 use super::{
     CallMode, Emitter, Observation, PendingCall, ReActCore, ReActError, ReActEvent, ReActRun,
@@ -81,6 +83,8 @@ impl ReActCore {
                     Ok(resumed) => resumed,
                     Err(state) => return Ok(RunOutcome::Suspended(state)),
                 };
+                let mut steps = steps;
+                postpone_early_submit(&mut steps);
                 let (event, finished) = close_turn(&position.inputs, position.thought, &steps);
                 trajectory.steps.extend(steps);
                 let mut history: Vec<(usize, Fields)> = position
@@ -146,8 +150,9 @@ impl ReActCore {
                 .await
             {
                 Ok(mut steps) => {
+                    postpone_early_submit(&mut steps);
                     if interrupts.pending() {
-                        postpone_submit(&mut steps);
+                        postpone_submit(&mut steps, SUBMIT_POSTPONED);
                     }
                     steps
                 }
@@ -698,12 +703,20 @@ fn receive_messages(
 }
 
 /// A `submit` that succeeded while the caller's messages wait does not end the run: the model
-/// reads that it was postponed, and the messages, on its next turn.
-fn postpone_submit(steps: &mut [Step]) {
+/// reads that it was postponed (`why`), and the messages, on its next turn.
+fn postpone_submit(steps: &mut [Step], why: &str) {
     for step in steps {
         if step.tool_name == SUBMIT && matches!(step.observation, Observation::Output(_)) {
-            step.observation = Observation::Output(json!(SUBMIT_POSTPONED));
+            step.observation = Observation::Output(json!(why));
         }
+    }
+}
+
+/// A `submit` in the same turn as other calls was written before their results: the model reads
+/// them, and that its submit was postponed, on its next turn (DSPy's ReActV2 takes it at once).
+fn postpone_early_submit(steps: &mut [Step]) {
+    if answers_before_results(steps.iter().map(|s| s.tool_name.as_str()), SUBMIT) {
+        postpone_submit(steps, SUBMIT_UNSEEN_RESULTS);
     }
 }
 

@@ -7,7 +7,7 @@ use futures::{StreamExt, stream};
 use serde_json::{Map, Value, json};
 
 use super::answer_stream::AnswerStream;
-use super::events::stop_early;
+use super::events::{FINISH_UNSEEN_RESULTS, answers_before_results, stop_early};
 use super::suspend::Start;
 use super::{
     CallMode, Emitter, FINISH, FINISH_OBSERVATION, FINISH_POSTPONED, Interrupts, Observation,
@@ -94,7 +94,8 @@ impl ReActCore {
             } else {
                 ToolChoice::Auto
             });
-            request.parallel_tool_calls = Some(true);
+            // The adapter's setting (DSPy's `parallel_tool_calls`), concurrent calls by default.
+            request.parallel_tool_calls = Some(adapter.parallel_tool_calls().unwrap_or(true));
             self.limits
                 .check_lm_calls(&usage)
                 .map_err(|failure| ReActError::new(failure, &trajectory, usage))?;
@@ -159,14 +160,24 @@ impl ReActCore {
             let first_index = trajectory.steps.last().map_or(0, |s| s.index + 1);
             // Concurrently, at most `max_concurrent_tools` at a time; results in call order.
             let thought_text = thought.as_deref().unwrap_or("");
+            // A `finish` beside other calls was written before their results: it does not run.
+            let early_finish = answers_before_results(
+                completion.tool_calls.iter().map(|c| c.name.as_str()),
+                FINISH,
+            );
             let mut calls = Vec::with_capacity(completion.tool_calls.len());
             for (offset, call) in completion.tool_calls.iter().enumerate() {
+                let how = if early_finish && call.name == FINISH {
+                    CallMode::Postponed(FINISH_UNSEEN_RESULTS)
+                } else {
+                    CallMode::Attempt { resumable }
+                };
                 calls.push(self.observe_call(
                     first_index + offset,
                     call,
                     thought_text,
                     events,
-                    resumable,
+                    how,
                 ));
             }
             let observed: Vec<_> = stream::iter(calls)
@@ -230,23 +241,30 @@ impl ReActCore {
     }
 
     /// After a turn's calls are in the trajectory: a `finish` among them ends the run (with its
-    /// outputs when they are valid, through the extractor otherwise) unless the caller's messages
-    /// wait, which postpones it.
+    /// outputs when they are valid, through the extractor otherwise) unless it shares the turn
+    /// with other calls (the model has not seen their results yet) or the caller's messages wait;
+    /// either postpones it.
     fn end_of_turn(
         &self,
         trajectory: &mut Trajectory,
         turn: usize,
         interrupts: &mut Interrupts,
     ) -> TurnEnd {
-        let Some(finish) = trajectory
+        let this_turn = |s: &&mut Step| s.turn == turn;
+        let mut steps: Vec<&mut Step> = trajectory
             .steps
             .iter_mut()
             .rev()
-            .take_while(|s| s.turn == turn)
-            .find(|s| s.tool_name == FINISH)
-        else {
+            .take_while(this_turn)
+            .collect();
+        let early = answers_before_results(steps.iter().map(|s| s.tool_name.as_str()), FINISH);
+        let Some(finish) = steps.iter_mut().find(|s| s.tool_name == FINISH) else {
             return TurnEnd::Next;
         };
+        if early {
+            finish.observation = Observation::Output(json!(FINISH_UNSEEN_RESULTS));
+            return TurnEnd::Next;
+        }
         if interrupts.pending() {
             // The caller wrote while the model was finishing: let it address the messages.
             finish.observation = Observation::Output(json!(FINISH_POSTPONED));
@@ -462,7 +480,7 @@ impl ReActCore {
         call: &ToolCall,
         thought: &str,
         events: &Emitter,
-        resumable: bool,
+        how: CallMode<'_>,
     ) -> (Value, Result<(Observation, std::time::Duration), Waiting>) {
         let args = match crate::module::tool_runner::arguments(call) {
             Ok(args) => args,
@@ -471,7 +489,6 @@ impl ReActCore {
                 return (raw, Ok((observation, std::time::Duration::ZERO)));
             }
         };
-        let how = CallMode::Attempt { resumable };
         let observed = self
             .observe_with_events(index, &call.name, &args, thought, events, how)
             .await;
