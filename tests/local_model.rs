@@ -286,6 +286,78 @@ async fn a_native_react_run_makes_only_valid_calls() {
 }
 
 #[tokio::test]
+async fn on_the_real_model_an_answer_comes_after_every_result_it_asked_for() {
+    let (server, lm, _guard) = serve(LlamaCpp::smollm2()).await;
+    let agent = |adapter: JsonAdapter| {
+        let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(WordCountTool), Arc::new(AddTool)];
+        ReAct::<Ask>::new()
+            .tools(tools)
+            .with_lm(lm.clone())
+            .with_adapter(adapter)
+            .with_mode(ReActMode::Native)
+            .with_required_tool_calls(true)
+            .with_limits(Limits::default().max_iters(4))
+            .with_options(greedy(200))
+    };
+    let question = || AskInput {
+        question: "Add 19 and 23, and count the words of 'to be or not to be'.".into(),
+    };
+    // Concurrent calls allowed: the `finish` that ended the run shares its turn with nothing.
+    let out = agent(JsonAdapter::constrained())
+        .call(question())
+        .await
+        .expect("a typed answer");
+    if let Some(last) = out
+        .trajectory
+        .steps
+        .last()
+        .filter(|s| s.tool_name == "finish")
+    {
+        let turn_mates = out
+            .trajectory
+            .steps
+            .iter()
+            .filter(|s| s.turn == last.turn)
+            .count();
+        assert_eq!(turn_mates, 1, "{:#?}", out.trajectory.steps);
+    }
+    for step in out
+        .trajectory
+        .steps
+        .iter()
+        .filter(|s| s.tool_name == "finish")
+    {
+        let alone = out
+            .trajectory
+            .steps
+            .iter()
+            .filter(|s| s.turn == step.turn)
+            .count()
+            == 1;
+        let completed = step.observation == Observation::Output(serde_json::json!("Completed."));
+        assert_eq!(
+            alone, completed,
+            "only a finish alone in its turn completes: {step:?}"
+        );
+    }
+    // One call a reply: the decoding schema allows no more.
+    let out = agent(JsonAdapter::constrained().with_parallel_tool_calls(false))
+        .call(question())
+        .await
+        .expect("a typed answer");
+    for step in &out.trajectory.steps {
+        let in_turn = out
+            .trajectory
+            .steps
+            .iter()
+            .filter(|s| s.turn == step.turn)
+            .count();
+        assert_eq!(in_turn, 1, "one call a turn: {:#?}", out.trajectory.steps);
+    }
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
 async fn predict_with_tools_runs_native_calls_on_the_real_model() {
     let (server, lm, _guard) = serve(LlamaCpp::smollm2()).await;
     let predict = Predict::<Ask>::new()
