@@ -445,6 +445,7 @@ impl OpenAiLm {
     /// let lm = OpenAiLm::builder("m").base_url("http://localhost:1/v1").build().unwrap();
     /// let mut request = LmRequest::new(vec![Message::user("hi")]);
     /// request.options.temperature = Some(0.7);
+    /// request.options.frequency_penalty = Some(0.5);
     /// request.response_format = Some(ResponseFormat::JsonObject);
     /// request.tool_choice = Some(ToolChoice::Function("add".into()));
     /// request.extra.insert("top_k".into(), json!(40));
@@ -453,6 +454,7 @@ impl OpenAiLm {
     ///     "model": "m",
     ///     "messages": [{"role": "user", "content": "hi"}],
     ///     "temperature": 0.7,
+    ///     "frequency_penalty": 0.5,
     ///     "response_format": {"type": "json_object"},
     ///     "tool_choice": {"type": "function", "function": {"name": "add"}},
     ///     "top_k": 40,
@@ -471,6 +473,15 @@ impl OpenAiLm {
         }
         if let Some(top_p) = options.top_p {
             body.insert("top_p".into(), f32_json(top_p));
+        }
+        for (name, penalty) in [
+            ("frequency_penalty", options.frequency_penalty),
+            ("presence_penalty", options.presence_penalty),
+            ("repeat_penalty", options.repeat_penalty),
+        ] {
+            if let Some(penalty) = penalty {
+                body.insert(name.into(), f32_json(penalty));
+            }
         }
         if let Some(max_tokens) = options.max_tokens {
             let field = if self.max_completion_tokens {

@@ -250,6 +250,17 @@ pub struct LmOptions {
     /// Nucleus sampling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_p: Option<f32>,
+    /// Lowers the odds of a token by how often it already appeared (OpenAI's
+    /// `frequency_penalty`, -2 to 2; llama.cpp, vLLM and Ollama take it too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frequency_penalty: Option<f32>,
+    /// Lowers the odds of a token that already appeared at all (OpenAI's `presence_penalty`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub presence_penalty: Option<f32>,
+    /// Divides the odds of tokens seen in the last stretch of text (llama.cpp's
+    /// `repeat_penalty`, 1.0 = off; not an OpenAI setting, so OpenAI itself rejects it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_penalty: Option<f32>,
 }
 
 impl LmOptions {
@@ -285,6 +296,36 @@ impl LmOptions {
     /// Sets nucleus sampling.
     pub fn top_p(mut self, top_p: f32) -> Self {
         self.top_p = Some(top_p);
+        self
+    }
+
+    /// Sets the frequency penalty: a small model that repeats a phrase until the token limit
+    /// repeats it less.
+    ///
+    /// ```
+    /// use signet::lm::LmOptions;
+    /// let options = LmOptions::new().frequency_penalty(0.5).presence_penalty(0.2);
+    /// assert_eq!(options.frequency_penalty, Some(0.5));
+    /// ```
+    pub fn frequency_penalty(mut self, penalty: f32) -> Self {
+        self.frequency_penalty = Some(penalty);
+        self
+    }
+
+    /// Sets the presence penalty.
+    pub fn presence_penalty(mut self, penalty: f32) -> Self {
+        self.presence_penalty = Some(penalty);
+        self
+    }
+
+    /// Sets llama.cpp's repeat penalty (1.0 is off; 1.1 to 1.3 is usual).
+    ///
+    /// ```
+    /// use signet::lm::LmOptions;
+    /// assert_eq!(LmOptions::new().repeat_penalty(1.2).repeat_penalty, Some(1.2));
+    /// ```
+    pub fn repeat_penalty(mut self, penalty: f32) -> Self {
+        self.repeat_penalty = Some(penalty);
         self
     }
 }
