@@ -37,8 +37,8 @@
 //! # }
 //! ```
 //!
-//! [`RestateServer`] starts a local Restate server (installed from npm by the repository's
-//! `scripts/restate-server.sh`) for tests and examples.
+//! [`RestateServer`] starts a local Restate server for tests and examples, installing it from
+//! npm into the cache on first use ([`install`]).
 
 mod agent;
 mod evaluate;
@@ -51,7 +51,7 @@ pub use evaluate::{BatchReport, Evaluations, ScoreRequest, ScoredExample, Signet
 pub use ingress::{Ingress, IngressError, Progress};
 pub use journal::Event;
 pub use server::{
-    RestateServer, SERVER_VERSION, ServerError, free_port, load_balancer, server_binary,
+    RestateServer, SERVER_VERSION, ServerError, free_port, install, load_balancer, server_binary,
 };
 
 /// The 404 a handler answers when the name asked for is not served here.

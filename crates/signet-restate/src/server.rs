@@ -9,21 +9,29 @@ use tokio::process::{Child, Command};
 
 use crate::ingress::Ingress;
 
-/// The server version `scripts/restate-server.sh` installs.
+/// The server version [`install`] installs (the npm package `@restatedev/restate-server`).
 pub const SERVER_VERSION: &str = "1.7.12";
 
 /// Why the local server could not be used.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServerError {
-    /// No server binary where it was looked for.
+    /// No server binary where `SIGNET_RESTATE_SERVER` says it is.
     #[error(
-        "no restate-server binary at {path}: install it with `bash scripts/restate-server.sh` \
-         (npm package @restatedev/restate-server@{SERVER_VERSION}) or set SIGNET_RESTATE_SERVER"
+        "no restate-server binary at {path} (from SIGNET_RESTATE_SERVER); unset it to have the \
+         npm package @restatedev/restate-server@{SERVER_VERSION} installed into the cache"
     )]
     NotInstalled {
         /// Where it was looked for.
         path: PathBuf,
+    },
+    /// Installing the server failed.
+    #[error("could not install the Restate server ({step}): {detail}")]
+    Install {
+        /// The step that failed.
+        step: String,
+        /// What went wrong, and what to do about it.
+        detail: String,
     },
     /// Starting it, or a file it needs, failed.
     #[error("could not start the Restate server: {0}")]
@@ -65,31 +73,110 @@ pub fn free_port() -> std::io::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-/// Where the server binary is: `SIGNET_RESTATE_SERVER`, else the install of
-/// `scripts/restate-server.sh` under `SIGNET_CACHE` (`~/.cache/signet`).
+/// Where the server binary is: `SIGNET_RESTATE_SERVER`, else where [`install`] puts it under
+/// `SIGNET_CACHE` (`~/.cache/signet`).
 pub fn server_binary() -> PathBuf {
     if let Some(path) = std::env::var_os("SIGNET_RESTATE_SERVER") {
         return PathBuf::from(path);
     }
+    install_dir().join("node_modules/@restatedev/restate-server-linux-x64/bin/restate-server")
+}
+
+/// The cache directory of this version's install.
+fn install_dir() -> PathBuf {
     let cache = std::env::var_os("SIGNET_CACHE")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/signet")
         });
-    cache
-        .join(format!("restate/server-{SERVER_VERSION}"))
-        .join("node_modules/@restatedev/restate-server-linux-x64/bin/restate-server")
+    cache.join(format!("restate/server-{SERVER_VERSION}"))
+}
+
+/// Installs the Restate server (the npm package `@restatedev/restate-server`, pinned to
+/// [`SERVER_VERSION`], a linux-x64 binary inside) into the cache when it is not there yet, and
+/// returns the binary's path; says what it does on stderr. Needs Node.js's `npm`. Idempotent
+/// and safe from several processes at once (a lock file serialises installs); an install that
+/// was interrupted is redone. With `SIGNET_RESTATE_SERVER` set, only checks that file.
+/// [`RestateServer::start`] calls it.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), signet_restate::ServerError> {
+/// let binary = signet_restate::install().await?;
+/// println!("restate-server at {}", binary.display());
+/// # Ok(()) }
+/// ```
+pub async fn install() -> Result<PathBuf, ServerError> {
+    tokio::task::spawn_blocking(install_blocking)
+        .await
+        .map_err(|e| ServerError::Install {
+            step: "install".into(),
+            detail: format!("the install task failed: {e}"),
+        })?
+}
+
+fn install_blocking() -> Result<PathBuf, ServerError> {
+    let binary = server_binary();
+    if std::env::var_os("SIGNET_RESTATE_SERVER").is_some() {
+        return match binary.exists() {
+            true => Ok(binary),
+            false => Err(ServerError::NotInstalled { path: binary }),
+        };
+    }
+    let dir = install_dir();
+    let root = dir.parent().unwrap_or(&dir);
+    std::fs::create_dir_all(root)?;
+    let lock = std::fs::File::create(root.join("install.lock"))?;
+    lock.lock()?;
+    let done = dir.join(".installed");
+    if done.exists() && binary.exists() {
+        return Ok(binary);
+    }
+    eprintln!(
+        "[signet-restate] installing the Restate server (npm @restatedev/restate-server@\
+         {SERVER_VERSION}) into {}",
+        dir.display()
+    );
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    std::fs::create_dir_all(&dir)?;
+    let status = std::process::Command::new("npm")
+        .args(["install", "--silent", "--no-audit", "--no-fund"])
+        .arg(format!("@restatedev/restate-server@{SERVER_VERSION}"))
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::from(std::io::stderr()))
+        .status()
+        .map_err(|e| ServerError::Install {
+            step: "run npm".into(),
+            detail: format!("{e}; the Restate server comes from npm, which comes with Node.js"),
+        })?;
+    if !status.success() {
+        return Err(ServerError::Install {
+            step: "npm install".into(),
+            detail: format!("npm exited with {status} (its output is above)"),
+        });
+    }
+    if !binary.exists() {
+        return Err(ServerError::Install {
+            step: "npm install".into(),
+            detail: format!(
+                "the package has no {} (the server is built for linux-x64 only)",
+                binary.display()
+            ),
+        });
+    }
+    std::fs::write(&done, SERVER_VERSION)?;
+    eprintln!("[signet-restate] the Restate server is installed");
+    Ok(binary)
 }
 
 impl RestateServer {
     /// Starts a server on free ports with a fresh data directory, and waits until it takes
-    /// calls. Failed steps are retried quickly (every 100 ms, backing off to 1 s), which suits
+    /// calls; on first use the server is installed into the cache ([`install`]). Failed steps are retried quickly (every 100 ms, backing off to 1 s), which suits
     /// tests: a worker that died is replaced within a second.
     pub async fn start() -> Result<RestateServer, ServerError> {
-        let binary = server_binary();
-        if !binary.exists() {
-            return Err(ServerError::NotInstalled { path: binary });
-        }
+        let binary = install().await?;
         let (ingress_port, admin_port, node_port) = (free_port()?, free_port()?, free_port()?);
         let dir = std::env::temp_dir().join(format!(
             "signet-restate-{}-{ingress_port}",

@@ -1,5 +1,5 @@
-//! Agents on a real Restate server (installed by `scripts/restate-server.sh`): a worker killed in
-//! the middle of a run, an approval given over HTTP after the run suspended.
+//! Agents on a real Restate server (installed from npm into the cache on first use): a worker
+//! killed in the middle of a run, an approval given over HTTP after the run suspended.
 //!
 //! Workers are this test binary run again as `durable worker --exact` with
 //! `SIGNET_RESTATE_TEST_WORKER=<port>`; several sit behind a small TCP load balancer, one
@@ -224,7 +224,9 @@ fn spawn_worker(port: u16, dir: &Path) -> Child {
 
 /// A server, and `n` workers behind a load balancer registered as its one deployment.
 async fn cluster(n: usize, dir: &Path) -> (RestateServer, Vec<Child>) {
-    let server = RestateServer::start().await.unwrap();
+    let server = RestateServer::start()
+        .await
+        .unwrap_or_else(|e| panic!("the Restate server must start: {e}"));
     let ports: Vec<u16> = (0..n).map(|_| free_port().unwrap()).collect();
     let workers = ports.iter().map(|p| spawn_worker(*p, dir)).collect();
     let lb = load_balancer(ports).await.unwrap();
@@ -345,7 +347,9 @@ fn reference_agent(agents: &Agents, name: &str) -> ReActCore {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_approval_given_later_over_http_resumes_the_run() {
-    let server = RestateServer::start().await.unwrap();
+    let server = RestateServer::start()
+        .await
+        .unwrap_or_else(|e| panic!("the Restate server must start: {e}"));
     let dir = scratch("approve");
     let port = free_port().unwrap();
     let _worker = spawn_worker(port, &dir);
