@@ -257,7 +257,7 @@ fn python_server(python: &str, label: &'static str, flags: &[&str]) -> Server {
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/mcp/python_server.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/mcp/python_server.py");
     let child = Command::new(python)
         .arg(script)
         .args(["--http", &port.to_string()])
@@ -426,7 +426,7 @@ fn summarize(mut times: Vec<f64>) -> Sequential {
 }
 
 fn python_client(python: &str, url: &str, options: &Options) -> (Sequential, Concurrent) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/compare/mcp_http_client.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("compare/mcp_http_client.py");
     let output = Command::new(python)
         .arg(script)
         .arg(url)

@@ -4,13 +4,12 @@
 //! so 6 journaled steps per run) against its mock OpenAI-compatible server (50 ms per completion).
 //!
 //! ```text
-//! bash scripts/restate-server.sh                   # once
 //! cargo bench --bench restate                      # workers 1,2,4; 200 runs each; 20 sequential runs
 //! cargo bench --bench restate -- --workers 1,2 --runs 100 --sequential 10 --latency-ms 50
 //! ```
 //!
 //! Without `--bench` (`cargo test --benches`) it runs 1 worker, 10 runs and 3 sequential runs, as
-//! a smoke test. Workers are this binary run again (`--worker PORT --base-url URL`).
+//! a smoke test. The Restate server is installed from npm into the cache on first use. Workers are this binary run again (`--worker PORT --base-url URL`).
 
 use std::net::SocketAddr;
 use std::process::Stdio;

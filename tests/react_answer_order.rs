@@ -255,7 +255,7 @@ async fn the_adapters_parallel_tool_calls_setting_is_sent() {
         ReAct::<Convert>::new()
             .tool(EurToUsdTool)
             .with_mode(ReActMode::Native)
-            .with_adapter(adapter.clone())
+            .with_adapter(adapter)
             .with_required_tool_calls(true)
             .with_lm(lm.clone())
             .call(question())

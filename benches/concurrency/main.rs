@@ -194,10 +194,7 @@ fn bench(options: Options) {
 
     let mut dspy = Vec::new();
     if let Some(python) = &options.dspy {
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/benches/compare/dspy_concurrency.py"
-        );
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/compare/dspy_concurrency.py");
         for &n in &options.dspy_ns {
             // DSPy's batch() runs one module with one LM: it uses the first port only.
             let before = server_stats(&first_url);

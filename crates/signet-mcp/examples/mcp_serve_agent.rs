@@ -24,10 +24,10 @@ use serde_json::json;
 use signet::tool::with_progress;
 use signet_mcp::{BearerAuth, McpClient, McpServer};
 
-#[path = "shared/travel.rs"]
+#[path = "../../../examples/shared/travel.rs"]
 mod travel;
 use travel::{Notes, Travel};
-#[path = "shared/travel_model.rs"]
+#[path = "../../../examples/shared/travel_model.rs"]
 mod travel_model;
 use travel_model::Model;
 

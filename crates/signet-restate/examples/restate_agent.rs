@@ -5,12 +5,12 @@
 //! replay the run on another worker without paying for those calls again.
 //!
 //! ```text
-//! bash scripts/restate-server.sh             # once: the Restate server from npm
 //! cargo run --example restate_agent          # SmolLM2-135M locally (or OPENAI_API_KEY, ...)
 //! cargo run --example restate_agent -- "Weather in Bergen?"
 //! ```
 //!
-//! docs/scale.md explains the guarantees, approvals, and running several workers.
+//! The first run installs the Restate server from npm into `~/.cache/signet` (Node.js's `npm` is
+//! needed). docs/scale.md explains the guarantees, approvals, and running several workers.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,10 +19,10 @@ use futures::StreamExt;
 use serde_json::json;
 use signet_restate::{Agents, Event, Progress, RestateServer, RunRequest, free_port};
 
-#[path = "shared/travel.rs"]
+#[path = "../../../examples/shared/travel.rs"]
 mod travel;
 use travel::Notes;
-#[path = "shared/travel_model.rs"]
+#[path = "../../../examples/shared/travel_model.rs"]
 mod travel_model;
 use travel_model::Model;
 
