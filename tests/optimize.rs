@@ -25,8 +25,8 @@ fn questions(demos: &[Fields]) -> Vec<&str> {
         .collect()
 }
 
-#[test]
-fn labeled_few_shot_samples_as_python_does() {
+#[tokio::test]
+async fn labeled_few_shot_samples_as_python_does() {
     // Python: r = random.Random(0); r.sample(range(5), 3), r.sample(range(5), 3)
     //         == [3, 4, 0], [2, 3, 1]  (one generator across the predictors)
     #[derive(Module, Clone)]
@@ -39,26 +39,66 @@ fn labeled_few_shot_samples_as_python_does() {
         second: Predict::new(),
     };
     let trainset = sums(5);
-    let compiled = LabeledFewShot::new(3).compile(&program, &trainset);
+    let compiled = LabeledFewShot::new(3)
+        .compile(&program, &trainset)
+        .await
+        .unwrap();
     assert_eq!(
-        questions(compiled.first.predictor().demos()),
+        questions(compiled.program.first.predictor().demos()),
         ["3 + 3?", "4 + 4?", "0 + 0?"]
     );
     assert_eq!(
-        questions(compiled.second.predictor().demos()),
+        questions(compiled.program.second.predictor().demos()),
         ["2 + 2?", "3 + 3?", "1 + 1?"]
     );
     // Demos are whole examples: inputs and labels.
-    assert_eq!(compiled.first.predictor().demos()[0]["answer"], "6");
+    assert_eq!(compiled.program.first.predictor().demos()[0]["answer"], "6");
     let first_k = LabeledFewShot::new(2)
         .without_sampling()
-        .compile(&program, &trainset);
+        .compile(&program, &trainset)
+        .await
+        .unwrap();
     assert_eq!(
-        questions(first_k.first.predictor().demos()),
+        questions(first_k.program.first.predictor().demos()),
         ["0 + 0?", "1 + 1?"]
     );
-    let all = LabeledFewShot::new(16).compile(&program, &trainset);
-    assert_eq!(all.first.predictor().demos().len(), 5);
+    let all = LabeledFewShot::new(16)
+        .compile_blocking(&program, &trainset)
+        .unwrap();
+    assert_eq!(all.program.first.predictor().demos().len(), 5);
+}
+
+#[tokio::test]
+async fn labeled_few_shot_reports_which_examples_each_predictor_got() {
+    #[derive(Module, Clone)]
+    struct Two {
+        first: Predict<Ask>,
+        second: Predict<Ask>,
+    }
+    let program = Two {
+        first: Predict::new(),
+        second: Predict::new(),
+    };
+    let compiled = LabeledFewShot::new(3)
+        .compile(&program, &sums(5))
+        .await
+        .unwrap();
+    assert_eq!(
+        compiled.report.demos,
+        [
+            ("first".to_owned(), vec![3, 4, 0]),
+            ("second".to_owned(), vec![2, 3, 1])
+        ]
+    );
+    assert_eq!(
+        compiled.report.to_string(),
+        "first: training examples 3, 4, 0; second: training examples 2, 3, 1"
+    );
+    let empty = LabeledFewShot::new(3).compile(&program, &[]).await.unwrap();
+    assert_eq!(
+        empty.report.to_string(),
+        "first: no demos; second: no demos"
+    );
 }
 
 #[tokio::test]

@@ -10,6 +10,12 @@
 //! * [`BootstrapFewShotWithRandomSearch`]: several bootstrapped candidates (zero-shot,
 //!   labeled-only, then bootstrap runs on reshuffled training sets), each scored on a validation
 //!   set; the best wins.
+//! * [`Gepa`]: rewrites each predictor's instructions from a reflection LM's reading of runs and
+//!   the metric's feedback.
+//! * [`MiproV2`]: searches instructions and demo sets together with a seeded TPE sampler.
+//!
+//! Every optimizer's `compile` is async (`compile_blocking` for sync code) and returns
+//! [`Compiled`]: the program and a report of what happened.
 //!
 //! A compiled program saves in DSPy's format ([`save`](crate::module::Predictors::save)) and
 //! loads in Python, and the other way round.
@@ -165,6 +171,10 @@ pub(crate) fn append_jsonl(
 /// predictor, sampled as Python's `random.Random(0).sample` samples them (or the first `k`, with
 /// [`without_sampling`](Self::without_sampling)). No LM calls.
 ///
+/// `compile` has the shape of every optimizer's: async, returning [`Compiled`] with the program
+/// and a [`LabeledReport`] of which training examples each predictor got. It never fails and never
+/// waits ([`compile_blocking`](Self::compile_blocking) needs no runtime).
+///
 /// ```
 /// use signet::data::Example;
 /// use signet::optimize::LabeledFewShot;
@@ -174,14 +184,48 @@ pub(crate) fn append_jsonl(
 /// let trainset: Vec<Example> = (0..10)
 ///     .map(|i| Example::new(serde_json::json!({"question": format!("{i} + {i}?"), "answer": (2 * i).to_string()})).with_inputs(["question"]))
 ///     .collect();
-/// let program = LabeledFewShot::new(4).compile(&Predict::<Ask>::new(), &trainset);
-/// let picked: Vec<&str> = program.predictor().demos().iter().map(|d| d["question"].as_str().unwrap()).collect();
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let compiled = LabeledFewShot::new(4).compile(&Predict::<Ask>::new(), &trainset).await?;
+/// let picked: Vec<&str> = compiled.program.predictor().demos().iter().map(|d| d["question"].as_str().unwrap()).collect();
 /// assert_eq!(picked, ["6 + 6?", "9 + 9?", "0 + 0?", "2 + 2?"]); // Python: Random(0).sample(range(10), 4) == [6, 9, 0, 2]
+/// assert_eq!(compiled.report.demos, [("self".to_owned(), vec![6, 9, 0, 2])]); // a lone Predict is `self`, as in DSPy
+/// assert_eq!(compiled.report.to_string(), "self: training examples 6, 9, 0, 2");
+/// # Ok::<(), signet::optimize::OptimizeError>(())
+/// # }).unwrap();
 /// ```
 #[derive(Debug, Clone)]
 pub struct LabeledFewShot {
     k: usize,
     sample: bool,
+}
+
+/// What [`LabeledFewShot`] did: which training examples became each predictor's demos.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LabeledReport {
+    /// Each predictor's path and the training-set indices of its demos, in demo order (empty
+    /// for every predictor when the training set is empty).
+    pub demos: Vec<(String, Vec<usize>)>,
+}
+
+/// One line: each predictor and the training examples it got.
+impl std::fmt::Display for LabeledReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.demos.is_empty() {
+            return write!(f, "no predictors");
+        }
+        for (i, (path, indices)) in self.demos.iter().enumerate() {
+            if i > 0 {
+                write!(f, "; ")?;
+            }
+            if indices.is_empty() {
+                write!(f, "{path}: no demos")?;
+            } else {
+                let list: Vec<String> = indices.iter().map(ToString::to_string).collect();
+                write!(f, "{path}: training examples {}", list.join(", "))?;
+            }
+        }
+        Ok(())
+    }
 }
 
 impl LabeledFewShot {
@@ -197,27 +241,65 @@ impl LabeledFewShot {
     }
 
     /// A copy of `student` whose predictors have `k` labeled demos each (their earlier demos
-    /// dropped; instructions and LMs kept).
-    pub fn compile<P: Predictors + Clone>(&self, student: &P, trainset: &[Example]) -> P {
+    /// dropped; instructions and LMs kept), and which examples each got. Async and fallible only
+    /// to have the shape of the other optimizers' `compile`: it makes no LM call and returns
+    /// `Ok`.
+    pub async fn compile<P: Predictors + Clone>(
+        &self,
+        student: &P,
+        trainset: &[Example],
+    ) -> Result<Compiled<P, LabeledReport>, OptimizeError> {
+        Ok(self.labeled(student, trainset))
+    }
+
+    /// [`compile`](Self::compile) from sync code (it needs no runtime: nothing waits).
+    ///
+    /// ```
+    /// # use signet::data::Example;
+    /// # use signet::optimize::LabeledFewShot;
+    /// # use signet::prelude::*;
+    /// # #[derive(Signature)]
+    /// # struct Ask { #[input] question: String, #[output] answer: String }
+    /// let trainset = vec![Example::new(serde_json::json!({"question": "1 + 1?", "answer": "2"})).with_inputs(["question"])];
+    /// let compiled = LabeledFewShot::new(4).compile_blocking(&Predict::<Ask>::new(), &trainset)?;
+    /// assert_eq!(compiled.program.predictor().demos()[0]["answer"], "2");
+    /// # Ok::<(), signet::optimize::OptimizeError>(())
+    /// ```
+    pub fn compile_blocking<P: Predictors + Clone>(
+        &self,
+        student: &P,
+        trainset: &[Example],
+    ) -> Result<Compiled<P, LabeledReport>, OptimizeError> {
+        Ok(self.labeled(student, trainset))
+    }
+
+    /// The compile itself (the other optimizers build their labeled teachers with it).
+    pub(crate) fn labeled<P: Predictors + Clone>(
+        &self,
+        student: &P,
+        trainset: &[Example],
+    ) -> Compiled<P, LabeledReport> {
         let mut program = reset_copy(student);
-        if trainset.is_empty() {
-            return program;
-        }
         let mut random = PyRandom::new(0);
         let k = self.k.min(trainset.len());
-        for (_, predictor) in program.named_predictors_mut() {
-            let picked: Vec<&Example> = if self.sample {
-                random
-                    .sample_indices(trainset.len(), k)
-                    .into_iter()
-                    .map(|i| &trainset[i])
-                    .collect()
+        let mut report = LabeledReport::default();
+        for (path, predictor) in program.named_predictors_mut() {
+            let picked: Vec<usize> = if trainset.is_empty() {
+                Vec::new()
+            } else if self.sample {
+                random.sample_indices(trainset.len(), k)
             } else {
-                trainset[..k].iter().collect()
+                (0..k).collect()
             };
-            predictor.set_demos(picked.into_iter().map(|e| e.values().clone()).collect());
+            predictor.set_demos(
+                picked
+                    .iter()
+                    .map(|&i| trainset[i].values().clone())
+                    .collect(),
+            );
+            report.demos.push((path, picked));
         }
-        program
+        Compiled { program, report }
     }
 }
 

@@ -138,7 +138,9 @@ impl<M> BootstrapFewShot<M> {
         M: Metric<P::Output>,
     {
         let teacher = if self.max_labeled_demos > 0 {
-            LabeledFewShot::new(self.max_labeled_demos).compile(student, trainset)
+            LabeledFewShot::new(self.max_labeled_demos)
+                .labeled(student, trainset)
+                .program
         } else {
             student.clone()
         };

@@ -189,7 +189,7 @@ impl<M> BootstrapFewShotWithRandomSearch<M> {
                     } else {
                         labeled.without_sampling()
                     };
-                    (labeled.compile(student, trainset), None)
+                    (labeled.labeled(student, trainset).program, None)
                 }
                 -1 => {
                     let compiled = self.bootstrap.compile(student, trainset).await?;

@@ -92,7 +92,9 @@ where
         let program = match kind {
             DemoSetKind::Empty => crate::optimize::reset_copy(student),
             DemoSetKind::Labeled => {
-                LabeledFewShot::new(bootstrap.max_labeled_demos).compile(student, trainset)
+                LabeledFewShot::new(bootstrap.max_labeled_demos)
+                    .labeled(student, trainset)
+                    .program
             }
             DemoSetKind::Bootstrapped | DemoSetKind::Shuffled { .. } => {
                 let examples: Vec<Example> = order.iter().map(|i| trainset[*i].clone()).collect();
