@@ -41,6 +41,7 @@
 //! ```
 
 mod llama_cpp;
+mod running;
 mod server;
 
 use std::path::PathBuf;

@@ -192,7 +192,9 @@ impl LlamaCpp {
 
     /// How many requests the server decodes at once (default 1). Each slot has its own
     /// [`n_ctx`](Self::n_ctx); more slots raise throughput when many runs share one server
-    /// (Evaluate, optimizers) and the cores are not already busy.
+    /// (Evaluate, optimizers) and the cores are not already busy. [`lm`](Self::lm) reports the
+    /// slots as [`Capabilities::parallel_requests`], so `Evaluate` runs that many examples at a
+    /// time unless given a concurrency.
     pub fn slots(mut self, slots: u32) -> Self {
         self.slots = slots.max(1);
         self
@@ -405,9 +407,20 @@ impl LlamaCpp {
     }
 
     /// Installs if needed, then starts the server on a free port and waits until it answers.
+    ///
+    /// When other servers started from the same cache are running
+    /// ([`running_servers`](Self::running_servers)), it says so first, on stderr and as a
+    /// `tracing` warning: two servers on the same cores each decode with one thread per core and
+    /// slow each other down (an evaluation measured 30 times slower). The new server starts
+    /// anyway.
     pub async fn serve(&self) -> Result<LocalServer, LocalError> {
         let installed = self.install().await?;
-        let template = self.template_file(&self.root()?)?;
+        let root = self.root()?;
+        let others = crate::running::running(&root);
+        if !others.is_empty() {
+            warn(&crate::running::warning(&root, &others));
+        }
+        let template = self.template_file(&root)?;
         let port = free_port()?;
         let threads = self.threads.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
@@ -430,23 +443,50 @@ impl LlamaCpp {
         if let Some(template) = template {
             args.extend(["--template".to_owned(), template.display().to_string()]);
         }
-        LocalServer::spawn(
+        let mut server = LocalServer::spawn(
             ServerCommand::new(installed.python)
                 .args(args)
                 .port(port)
                 .ready_timeout(self.ready_timeout),
         )
-        .await
+        .await?;
+        // Best effort: a server that cannot be recorded still serves.
+        if let Some(registration) = server
+            .pid()
+            .and_then(|pid| crate::running::register(&root, pid, &installed.launcher).ok())
+        {
+            server.set_registration(registration);
+        }
+        Ok(server)
     }
 
-    /// An [`OpenAiLm`] for `server` with llama.cpp's capabilities (schema-constrained JSON) and
-    /// the context window of a slot ([`n_ctx`](Self::n_ctx)), the model's alias, no API key: text
-    /// and JSON only, no native tool calls.
+    /// The process ids of the model servers started from this cache (by [`serve`](Self::serve),
+    /// in this process or another) that are running now. `serve` warns when there are any.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), signet_local::LocalError> {
+    /// let model = signet_local::LlamaCpp::smollm2();
+    /// let server = model.serve().await?;
+    /// assert_eq!(model.running_servers()?, [server.pid().unwrap()]);
+    /// # Ok(()) }
+    /// ```
+    pub fn running_servers(&self) -> Result<Vec<u32>, LocalError> {
+        Ok(crate::running::running(&self.root()?))
+    }
+
+    /// An [`OpenAiLm`] for `server` with llama.cpp's capabilities (schema-constrained JSON), the
+    /// context window of a slot ([`n_ctx`](Self::n_ctx)) and the number of slots
+    /// ([`Capabilities::parallel_requests`], which `Evaluate` runs that many examples at a time
+    /// by), the model's alias, no API key: text and JSON only, no native tool calls.
     pub fn openai_lm(&self, server: &LocalServer) -> Result<OpenAiLm, LocalError> {
         Ok(OpenAiLm::builder(self.model.alias.clone())
             .base_url(server.base_url())
             .api_key("")
-            .capabilities(Capabilities::llama_cpp().with_context_window(self.n_ctx))
+            .capabilities(
+                Capabilities::llama_cpp()
+                    .with_context_window(self.n_ctx)
+                    .with_parallel_requests(self.slots),
+            )
             .timeout(self.request_timeout)
             .build()?)
     }
@@ -519,4 +559,9 @@ fn run(step: &str, command: &mut Command) -> Result<(), LocalError> {
 fn progress(message: &str) {
     eprintln!("[signet-local] {message}");
     tracing::info!("{message}");
+}
+
+fn warn(message: &str) {
+    eprintln!("[signet-local] warning: {message}");
+    tracing::warn!("{message}");
 }

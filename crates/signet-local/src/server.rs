@@ -105,6 +105,8 @@ pub struct LocalServer {
     child: Child,
     base_url: String,
     log: Arc<Mutex<VecDeque<String>>>,
+    /// The pid file of a server started from a cache (removed with the handle).
+    registration: Option<crate::running::Registration>,
 }
 
 impl LocalServer {
@@ -136,6 +138,7 @@ impl LocalServer {
             child,
             base_url,
             log,
+            registration: None,
         };
         server.wait_ready(command.ready_timeout).await?;
         tracing::info!(base_url = %server.base_url, "model server ready");
@@ -176,6 +179,11 @@ impl LocalServer {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// Keeps `registration` (a pid file in the cache) for as long as the server runs.
+    pub(crate) fn set_registration(&mut self, registration: crate::running::Registration) {
+        self.registration = Some(registration);
     }
 
     /// The OpenAI-compatible base URL, e.g. `http://127.0.0.1:8080/v1`.

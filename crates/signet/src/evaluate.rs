@@ -55,11 +55,15 @@ pub(crate) use progress::Bar;
 pub use progress::Progress;
 pub use report::{ExampleError, ExampleResult, Report};
 
+/// How many examples run at once when neither the caller nor the program's LM says.
+const DEFAULT_CONCURRENCY: usize = 8;
+
 /// Runs a program over examples and scores it (see the [module docs](self)).
 pub struct Evaluate<'d, M> {
     examples: &'d [Example],
     metric: M,
-    concurrency: usize,
+    /// `None`: the program's LM decides ([`concurrency_for`](Evaluate::concurrency_for)).
+    concurrency: Option<usize>,
     progress: Progress,
     max_errors: Option<usize>,
     failure_score: f64,
@@ -92,13 +96,15 @@ pub enum EvaluateError<O> {
 
 impl<'d, M> Evaluate<'d, M> {
     /// An evaluation of `examples` (a [`Dataset`](crate::data::Dataset), a `Vec` or a slice of
-    /// [`Example`]s) with `metric`. Defaults: 8 examples at a time, progress on a terminal, no
-    /// error limit, failures scored 0.
+    /// [`Example`]s) with `metric`. Defaults: as many examples at a time as the program's LM
+    /// decodes at once when it says (a local model's slots:
+    /// [`concurrency_for`](Self::concurrency_for)), else 8; progress on a terminal, no error
+    /// limit, failures scored 0.
     pub fn new(examples: &'d (impl AsRef<[Example]> + ?Sized), metric: M) -> Evaluate<'d, M> {
         Evaluate {
             examples: examples.as_ref(),
             metric,
-            concurrency: 8,
+            concurrency: None,
             progress: Progress::Auto,
             max_errors: None,
             failure_score: 0.0,
@@ -107,10 +113,49 @@ impl<'d, M> Evaluate<'d, M> {
     }
 
     /// How many examples run at once (at least 1). Each runs the whole program; its LM calls
-    /// and tools overlap with the other examples'.
+    /// and tools overlap with the other examples'. Without it, see
+    /// [`concurrency_for`](Self::concurrency_for).
     pub fn with_concurrency(mut self, n: usize) -> Self {
-        self.concurrency = n.max(1);
+        self.concurrency = Some(n.max(1));
         self
+    }
+
+    /// How many examples of `program` run at once: the
+    /// [`with_concurrency`](Self::with_concurrency) given, else the fewest requests any of the
+    /// program's LMs decodes at once when they say
+    /// ([`Capabilities::parallel_requests`](crate::lm::Capabilities::parallel_requests): a local
+    /// model's slots; more examples would only wait at the server), else 8. The LMs are those
+    /// the program's predictors call (their own, else the global one).
+    ///
+    /// ```
+    /// use signet::data::Example;
+    /// use signet::evaluate::{Evaluate, exact_match};
+    /// use signet::lm::{Capabilities, ScriptedLm};
+    /// use signet::prelude::*;
+    /// # #[derive(Signature)]
+    /// # struct Ask { #[input] question: String, #[output] answer: String }
+    /// let one_slot = ScriptedLm::texts(["[[ ## answer ## ]]\n4"])
+    ///     .with_capabilities(Capabilities::llama_cpp().with_parallel_requests(1));
+    /// let program = Predict::<Ask>::new().with_lm(one_slot);
+    /// let devset: Vec<Example> = Vec::new();
+    /// let evaluate = Evaluate::new(&devset, exact_match("answer"));
+    /// assert_eq!(evaluate.concurrency_for(&program), 1);
+    /// assert_eq!(evaluate.with_concurrency(4).concurrency_for(&program), 4);
+    /// ```
+    pub fn concurrency_for<P: crate::module::Predictors>(&self, program: &P) -> usize {
+        self.concurrency.unwrap_or_else(|| {
+            program
+                .named_predictors()
+                .into_iter()
+                .filter_map(|(_, predictor)| {
+                    let resolved = predictor
+                        .resolve(&crate::module::CallConfig::default())
+                        .ok()?;
+                    resolved.lm.capabilities().parallel_requests
+                })
+                .min()
+                .map_or(DEFAULT_CONCURRENCY, |n| n.max(1) as usize)
+        })
     }
 
     /// How progress is shown (see [`Progress`]).
@@ -161,11 +206,17 @@ impl<'d, M> Evaluate<'d, M> {
         M: Metric<P::Output>,
     {
         let started = Instant::now();
+        let concurrency = self.concurrency_for(program);
+        tracing::debug!(
+            concurrency,
+            examples = self.examples.len(),
+            "evaluate: starting"
+        );
         let bar = progress::Bar::new(self.progress, "evaluate", self.examples.len());
         let mut sum = 0.0;
         let runs = stream::iter(self.examples.iter().enumerate())
             .map(|(index, example)| self.run_one(program, index, example))
-            .buffer_unordered(self.concurrency)
+            .buffer_unordered(concurrency)
             .take_until(cancel);
         let mut runs = std::pin::pin!(runs);
         let mut results: Vec<ExampleResult<P::Output>> = Vec::with_capacity(self.examples.len());

@@ -131,6 +131,37 @@ impl<O> Report<O> {
         }
     }
 
+    /// The tokens the LM generated per second of the evaluation: completion tokens over the
+    /// wall time, every example together (0 when nothing was timed). On a local model it shows
+    /// whether the server ran at its usual speed (SmolLM2-135M on 2 cores: about 100 tokens/s)
+    /// or shared its cores with something else.
+    ///
+    /// ```
+    /// # use signet::data::Dataset;
+    /// # use signet::evaluate::{Evaluate, exact_match};
+    /// # use signet::lm::{Completion, ScriptedLm, Usage};
+    /// # use signet::prelude::*;
+    /// # #[derive(Signature)]
+    /// # struct Ask { #[input] question: String, #[output] answer: String }
+    /// let mut reply = Completion::text("[[ ## answer ## ]]\nParis");
+    /// reply.usage = Usage { completion_tokens: 30, ..Usage::default() };
+    /// let program = Predict::<Ask>::new().with_lm(ScriptedLm::new([reply]));
+    /// let devset = Dataset::from_jsonl_str("{\"question\": \"Capital of France?\", \"answer\": \"Paris\"}", &["question"])?;
+    /// let report = Evaluate::new(&devset, exact_match("answer")).run_blocking(&program)?;
+    /// let expected = 30.0 / report.elapsed.as_secs_f64();
+    /// assert!((report.tokens_per_second() - expected).abs() < 1e-6);
+    /// assert!(report.to_string().ends_with(" completion tokens/s"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tokens_per_second(&self) -> f64 {
+        let seconds = self.elapsed.as_secs_f64();
+        if seconds > 0.0 {
+            self.usage.completion_tokens as f64 / seconds
+        } else {
+            0.0
+        }
+    }
+
     /// How many examples scored above zero without an error.
     pub fn passed(&self) -> usize {
         self.results
@@ -214,7 +245,7 @@ impl<O> Report<O> {
     }
 }
 
-/// The summary: score, passes, failures (with the first error), usage and time.
+/// The summary: score, passes, failures (with the first error), usage, time and generation speed.
 impl<O> fmt::Display for Report<O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let finished = self.results.len();
@@ -234,11 +265,12 @@ impl<O> fmt::Display for Report<O> {
         }
         write!(
             f,
-            "; {} LM calls, {} prompt + {} completion tokens; {:.1} s",
+            "; {} LM calls, {} prompt + {} completion tokens; {:.1} s, {:.1} completion tokens/s",
             self.usage.lm_calls,
             self.usage.prompt_tokens,
             self.usage.completion_tokens,
-            self.elapsed.as_secs_f64()
+            self.elapsed.as_secs_f64(),
+            self.tokens_per_second()
         )
     }
 }

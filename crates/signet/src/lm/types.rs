@@ -632,6 +632,11 @@ pub struct Capabilities {
     /// The context window of one request in tokens, prompt and reply together, when known.
     /// ReAct keeps its prompts within it before sending ([context budget](crate::module::Limits::context_window)).
     pub context_window: Option<u32>,
+    /// How many requests the server decodes at once (llama.cpp's slots), when it says.
+    /// [`Evaluate`](crate::evaluate::Evaluate) runs that many examples at a time unless given a
+    /// concurrency: more would only queue at the server. `None` (unknown, the default) leaves the
+    /// caller's own default.
+    pub parallel_requests: Option<u32>,
 }
 
 impl Default for Capabilities {
@@ -643,6 +648,7 @@ impl Default for Capabilities {
             json_object: true,
             json_object_schema: false,
             context_window: None,
+            parallel_requests: None,
         }
     }
 }
@@ -683,6 +689,17 @@ impl Capabilities {
         self
     }
 
+    /// Sets how many requests the server decodes at once (at least 1).
+    ///
+    /// ```
+    /// let caps = signet::lm::Capabilities::llama_cpp().with_parallel_requests(2);
+    /// assert_eq!(caps.parallel_requests, Some(2));
+    /// ```
+    pub fn with_parallel_requests(mut self, requests: u32) -> Self {
+        self.parallel_requests = Some(requests.max(1));
+        self
+    }
+
     /// OpenAI's own API: native tools, structured outputs and JSON mode.
     ///
     /// ```
@@ -696,6 +713,7 @@ impl Capabilities {
             json_object: true,
             json_object_schema: false,
             context_window: None,
+            parallel_requests: None,
         }
     }
 
@@ -718,6 +736,7 @@ impl Capabilities {
             json_object: true,
             json_object_schema: true,
             context_window: None,
+            parallel_requests: None,
         }
     }
 
@@ -752,6 +771,7 @@ impl Capabilities {
             json_object: true,
             json_object_schema: false,
             context_window: None,
+            parallel_requests: None,
         }
     }
 
@@ -785,6 +805,7 @@ impl Capabilities {
             json_object: true,
             json_object_schema: false,
             context_window: None,
+            parallel_requests: None,
         }
     }
 
@@ -819,6 +840,7 @@ impl Capabilities {
             json_object: true,
             json_object_schema: false,
             context_window: None,
+            parallel_requests: None,
         }
     }
 }
