@@ -63,8 +63,8 @@ fn question() -> ConvertInput {
 }
 
 const POSTPONED: &str = "Finish postponed: it was called in the same reply as other tools, \
-                         before their results were known. Read the results above, then call \
-                         finish again.";
+                         before their results were known; the model was asked again with their \
+                         results.";
 
 #[tokio::test]
 async fn native_finish_beside_a_tool_call_waits_for_its_result() {
@@ -106,16 +106,17 @@ async fn native_finish_beside_a_tool_call_waits_for_its_result() {
         ],
         "the early finish is not run, and the stream says so"
     );
-    // The second call shows the result and why the finish did not end the run.
+    // The second call shows the result, and the turn as if only the conversion had been made.
     let second = &lm.requests()[1].messages;
     let n = second.len();
-    assert_eq!(
-        (
-            second[n - 2].content.as_str(),
-            second[n - 1].content.as_str()
-        ),
-        ("54.0", POSTPONED)
-    );
+    let names: Vec<&str> = second[n - 2]
+        .tool_calls
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(names, ["eur_to_usd"], "the early finish is not shown");
+    assert_eq!(second[n - 1].content, "54.0");
+    assert!(second.iter().all(|m| m.content != POSTPONED));
     assert_eq!(lm.requests().len(), 2);
 }
 
@@ -173,9 +174,16 @@ async fn a_finish_beside_an_approved_call_waits_after_resume_too() {
     assert_eq!(out.output.amount, 10.5);
     let shown = &second.requests()[0].messages;
     let n = shown.len();
+    assert_eq!(shown[n - 1].content, "moved 10");
     assert_eq!(
-        (shown[n - 2].content.as_str(), shown[n - 1].content.as_str()),
-        ("moved 10", POSTPONED)
+        shown[n - 2].tool_calls.len(),
+        1,
+        "the early finish is not shown"
+    );
+    assert_eq!(
+        out.trajectory.steps[1].observation,
+        Observation::Output(json!(POSTPONED)),
+        "the trajectory keeps it"
     );
 }
 

@@ -343,3 +343,44 @@ async fn tool_concurrency_is_bounded_by_the_limit() {
         "never more than two at once, and two did overlap"
     );
 }
+
+#[tokio::test]
+async fn the_last_turn_must_finish_when_asked_so_the_model_answers_itself() {
+    let lm = Arc::new(
+        ScriptedLm::new([
+            calls(&[("c1", "add", r#"{"a": 2, "b": 3}"#)]),
+            calls(&[("c2", "finish", r#"{"answer": "5"}"#)]),
+        ])
+        .with_capabilities(function_calling()),
+    );
+    let agent = ReAct::<Ask>::new()
+        .tool(AddTool)
+        .with_lm(lm.clone())
+        .with_required_tool_calls(true)
+        .with_finish_on_last_turn(true)
+        .with_limits(Limits::default().max_iters(2));
+    let out = agent
+        .call(AskInput {
+            question: "2 + 3?".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.output.answer, "5");
+    assert!(
+        out.trajectory.stopped_early.is_none(),
+        "no step limit, no extractor"
+    );
+    let choices: Vec<Option<ToolChoice>> = lm
+        .requests()
+        .iter()
+        .map(|r| r.tool_choice.clone())
+        .collect();
+    assert_eq!(
+        choices,
+        [
+            Some(ToolChoice::Required),
+            Some(ToolChoice::Function("finish".into()))
+        ]
+    );
+    assert_eq!(out.usage.lm_calls, 2);
+}

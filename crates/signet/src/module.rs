@@ -32,6 +32,7 @@ use std::sync::{Arc, RwLock};
 use serde::Serialize;
 use serde_json::Value;
 
+mod demo_selection;
 mod module_tool;
 mod program;
 mod react;
@@ -53,6 +54,7 @@ use crate::lm::{Completion, Lm, LmError, LmOptions, Usage};
 use crate::signature::{DynSignature, Field, Signature};
 
 pub use crate::error::Error;
+pub use demo_selection::{DemoSelector, NearestDemos};
 pub use module_tool::ModuleTool;
 pub(crate) use program::tool_component;
 pub use program::{Module, Predictors, join_path, prefixed};
@@ -206,6 +208,7 @@ pub struct Predictor {
     signature: DynSignature,
     parse_as: Option<DynSignature>,
     demos: Vec<Fields>,
+    demo_selector: Option<Arc<dyn DemoSelector>>,
     lm: Option<Arc<dyn Lm>>,
     adapter: Option<Arc<dyn Adapter>>,
     options: LmOptions,
@@ -245,6 +248,7 @@ impl Predictor {
             signature: self.signature.clone(),
             parse_as: self.parse_as.clone(),
             demos: self.demos.clone(),
+            demo_selector: self.demo_selector.clone(),
             lm: self.lm.clone(),
             adapter: self.adapter.clone(),
             options: self.options.clone(),
@@ -263,6 +267,7 @@ impl Predictor {
             signature,
             parse_as: None,
             demos: Vec::new(),
+            demo_selector: None,
             lm: None,
             adapter: None,
             options: LmOptions::default(),
@@ -324,6 +329,60 @@ impl Predictor {
     /// Replaces the demos (what optimizers do).
     pub fn set_demos(&mut self, demos: Vec<Fields>) {
         self.demos = demos;
+    }
+
+    /// Shows each call only the demos `selector` picks for its inputs (default: every demo), e.g.
+    /// the few nearest to the question ([`NearestDemos`], DSPy's `KNNFewShot`): a large pool of
+    /// demos, a short prompt. A [`NearestDemos`] setting is saved with the program
+    /// (`demo_selection`, which DSPy ignores) and restored by loading it.
+    ///
+    /// ```
+    /// use signet::module::{NearestDemos, Predictor};
+    /// let qa = Predictor::new("question -> answer".parse().unwrap())
+    ///     .with_demo_selector(NearestDemos::new(3).on(["question"]));
+    /// assert!(qa.demo_selector().is_some());
+    /// ```
+    pub fn with_demo_selector(mut self, selector: impl DemoSelector + 'static) -> Self {
+        self.demo_selector = Some(Arc::new(selector));
+        self
+    }
+
+    /// Sets (or, with `None`, removes) the demo selector (see
+    /// [`with_demo_selector`](Self::with_demo_selector)).
+    pub fn set_demo_selector(&mut self, selector: Option<Arc<dyn DemoSelector>>) {
+        self.demo_selector = selector;
+    }
+
+    /// The demo selector, if one is set.
+    pub fn demo_selector(&self) -> Option<&Arc<dyn DemoSelector>> {
+        self.demo_selector.as_ref()
+    }
+
+    /// The demos a call with `inputs` shows: those the [selector](Self::with_demo_selector)
+    /// picks, else all of them.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use signet::module::{NearestDemos, Predictor};
+    ///
+    /// let demo = |q: &str, a: &str| [("question".to_owned(), json!(q)), ("answer".to_owned(), json!(a))].into_iter().collect();
+    /// let qa = Predictor::new("question -> answer".parse().unwrap())
+    ///     .with_demos(vec![demo("Capital of France?", "Paris"), demo("2 + 2?", "4")])
+    ///     .with_demo_selector(NearestDemos::new(1).on(["question"]));
+    /// let inputs = [("question".to_owned(), json!("Capital of Spain?"))].into_iter().collect();
+    /// assert_eq!(qa.demos_for(&inputs)[0]["answer"], "Paris");
+    /// ```
+    pub fn demos_for(&self, inputs: &Fields) -> std::borrow::Cow<'_, [Fields]> {
+        match &self.demo_selector {
+            None => std::borrow::Cow::Borrowed(&self.demos),
+            Some(selector) => std::borrow::Cow::Owned(
+                selector
+                    .select(&self.demos, inputs)
+                    .into_iter()
+                    .filter_map(|i| self.demos.get(i).cloned())
+                    .collect(),
+            ),
+        }
     }
 
     /// The instructions (the signature's).
@@ -443,10 +502,11 @@ impl Predictor {
             return Ok(prediction);
         }
         let Resolved { lm, adapter } = self.resolve(call)?;
+        let demos = self.demos_for(inputs);
         let adapted = adapter::Call {
             signature: &self.signature,
             parse_as: self.parse_as.as_ref(),
-            demos: &self.demos,
+            demos: &demos,
             inputs,
             options: &self.options,
             tool_choice: None,

@@ -51,6 +51,7 @@
 
 mod bootstrap;
 mod gepa;
+mod knn;
 mod mipro;
 mod random_search;
 
@@ -66,6 +67,7 @@ pub use gepa::{
     CandidateSelection, ComponentSelection, Gepa, GepaBudget, GepaCandidate, GepaReport, GepaStop,
     MetricFeedback, PredictorFeedback,
 };
+pub use knn::{KnnFewShot, KnnReport};
 pub use mipro::{
     DemoSetKind, MiproBudget, MiproChoice, MiproReport, MiproStop, MiproTrial, MiproV2, TrialKind,
 };

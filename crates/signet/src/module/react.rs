@@ -103,6 +103,7 @@ pub struct ReActCore {
     selection_threshold: usize,
     selection_limit: Option<usize>,
     require_tool_calls: bool,
+    finish_on_last_turn: bool,
 }
 
 /// A request to run a tool that needs a person's approval (`#[tool(confirm)]`).
@@ -167,6 +168,7 @@ impl ReActCore {
             selection_threshold: 12,
             selection_limit: None,
             require_tool_calls: false,
+            finish_on_last_turn: false,
         }
     }
 
@@ -199,6 +201,26 @@ impl ReActCore {
     /// to call a tool it does not need. Text mode is unchanged.
     pub fn with_required_tool_calls(mut self, required: bool) -> Self {
         self.require_tool_calls = required;
+        self
+    }
+
+    /// In native mode, the last turn the step limit allows ([`Limits::max_iters`], or the call's
+    /// [`CallConfig::max_iters`]) must call `finish` (`tool_choice` names it): a run that would
+    /// have reached the limit ends with the model's own answer, written after it saw every
+    /// result, instead of stopping early and asking the extractor. For models that keep calling
+    /// tools: with `max_iters(2)`, a question that needs one round of calls is answered on the
+    /// second turn. Text mode is unchanged (after the limit, the extractor answers, as in DSPy);
+    /// history mode always ends with DSPy's forced `submit`.
+    ///
+    /// ```
+    /// use signet::module::{Limits, ReActCore};
+    /// let agent = ReActCore::new("question -> answer".parse().unwrap())
+    ///     .with_limits(Limits::default().max_iters(2))
+    ///     .with_finish_on_last_turn(true);
+    /// # let _ = agent;
+    /// ```
+    pub fn with_finish_on_last_turn(mut self, on: bool) -> Self {
+        self.finish_on_last_turn = on;
         self
     }
 
@@ -666,10 +688,11 @@ impl ReActCore {
         };
         let lm = predictor.resolve(call).map_err(RunFailure::Call)?.lm;
         let measure = |trajectory: &Trajectory| {
+            let fields = with_trajectory(trajectory);
             let messages = adapter.format(
                 predictor.signature(),
-                predictor.demos(),
-                &with_trajectory(trajectory),
+                &predictor.demos_for(&fields),
+                &fields,
             );
             crate::lm::count_prompt_tokens(lm.model(), &messages, &[]).tokens
         };

@@ -141,6 +141,9 @@ impl Predictor {
             "demos".into(),
             Value::Array(self.demos.iter().cloned().map(Value::Object).collect()),
         );
+        if let Some(selection) = self.demo_selector.as_ref().and_then(|s| s.state()) {
+            state.insert("demo_selection".into(), selection);
+        }
         state.insert(
             "signature".into(),
             json!({"instructions": self.signature.instructions(), "fields": fields}),
@@ -173,6 +176,7 @@ struct PredictorState {
     traces: Option<Value>,
     train: Option<Value>,
     demos: Option<Vec<Fields>>,
+    demo_selection: Option<super::NearestDemos>,
     instructions: String,
     fields: Vec<(String, String)>,
     decisions: Option<Value>,
@@ -260,6 +264,16 @@ impl PredictorState {
             ),
             Some(other) => return Err(invalid(&key("demos"), "a list", other)),
         };
+        let demo_selection = match object.get("demo_selection") {
+            None => None,
+            Some(state) => Some(super::NearestDemos::from_state(state).ok_or_else(|| {
+                invalid(
+                    &key("demo_selection"),
+                    "{\"nearest\": k, \"keys\": [..], \"most_similar_last\": bool}",
+                    state,
+                )
+            })?),
+        };
         let lm = match object.get("lm") {
             None => return Err(StateError::Missing { key: key("lm") }),
             Some(Value::Null) => None,
@@ -270,6 +284,7 @@ impl PredictorState {
             traces: object.get("traces").cloned(),
             train: object.get("train").cloned(),
             demos,
+            demo_selection,
             instructions,
             fields,
             decisions: object.get("fields").cloned(),
@@ -296,6 +311,9 @@ impl PredictorState {
         );
         if let Some(demos) = self.demos {
             predictor.demos = demos;
+        }
+        if let Some(selection) = self.demo_selection {
+            predictor.demo_selector = Some(std::sync::Arc::new(selection));
         }
         predictor.carried = Carried {
             traces: self.traces,

@@ -150,7 +150,7 @@ impl Predictor {
         .with_journal(call.journal.as_ref());
         let (mut messages, mut usage, first, resumable) = match start {
             LoopStart::Fresh { resumable } => (
-                adapter.format(&self.signature, &self.demos, inputs),
+                adapter.format(&self.signature, &self.demos_for(inputs), inputs),
                 Usage::default(),
                 0,
                 resumable,

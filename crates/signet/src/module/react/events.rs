@@ -432,11 +432,13 @@ pub(super) fn stop_early(trajectory: &mut Trajectory, events: &Emitter, reason: 
 pub(super) const FINISH_POSTPONED: &str =
     "Finish postponed: the user sent new messages; address them first.";
 
-/// The observation of a `finish` written in the same reply as other tool calls: the model wrote
-/// its answer before it saw their results, so the run goes on for a turn.
+/// What the trajectory and the event stream record for a `finish` written in the same reply as
+/// other tool calls: the model wrote its answer before it saw their results, so the answer is not
+/// taken and the run goes on for a turn. The model is not shown the call (nor this text): its
+/// next turn reads as if it had made only the other calls.
 pub(super) const FINISH_UNSEEN_RESULTS: &str = "Finish postponed: it was called in the same reply \
-     as other tools, before their results were known. Read the results above, then call finish \
-     again.";
+     as other tools, before their results were known; the model was asked again with their \
+     results.";
 
 /// The observation of a history-mode `submit` written in the same reply as other tool calls.
 pub(super) const SUBMIT_UNSEEN_RESULTS: &str = "Submit postponed: it was called in the same reply \

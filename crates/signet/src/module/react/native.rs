@@ -89,7 +89,9 @@ impl ReActCore {
             let mut request = LmRequest::new(conversation(&base, &trajectory));
             request.options = self.step.options().clone();
             request.tools = tools.clone();
-            request.tool_choice = Some(if self.require_tool_calls {
+            request.tool_choice = Some(if self.finish_on_last_turn && turn + 1 == max_iters {
+                ToolChoice::Function(FINISH.to_owned())
+            } else if self.require_tool_calls {
                 ToolChoice::Required
             } else {
                 ToolChoice::Auto
@@ -262,7 +264,7 @@ impl ReActCore {
             return TurnEnd::Next;
         };
         if early {
-            finish.observation = Observation::Output(json!(FINISH_UNSEEN_RESULTS));
+            finish.observation = early_finish();
             return TurnEnd::Next;
         }
         if interrupts.pending() {
@@ -301,7 +303,7 @@ impl ReActCore {
         if let Some(system) = messages.first_mut() {
             system.content.push_str(&templates::native_tools_note());
         }
-        let demos = self.native_demo_messages(adapter);
+        let demos = self.native_demo_messages(adapter, inputs);
         let at = 1.min(messages.len());
         messages.splice(at..at, demos);
         messages
@@ -310,9 +312,9 @@ impl ReActCore {
     /// The step predictor's native demos (those with [`TOOL_TURNS`]) as conversations: the
     /// demo's inputs as a user message, each turn's calls and results, then `finish` with the
     /// demo's outputs. Text-mode demos are not shown in native mode.
-    fn native_demo_messages(&self, adapter: &dyn Adapter) -> Vec<Message> {
+    fn native_demo_messages(&self, adapter: &dyn Adapter, inputs: &Fields) -> Vec<Message> {
         let mut messages = Vec::new();
-        for (d, demo) in self.step.demos().iter().enumerate() {
+        for (d, demo) in self.step.demos_for(inputs).iter().enumerate() {
             let Some(Value::Array(turns)) = demo.get(TOOL_TURNS) else {
                 continue;
             };
@@ -527,14 +529,22 @@ fn conversation(base: &[Message], trajectory: &Trajectory) -> Vec<Message> {
         while let Some(next) = steps.next_if(|s| s.turn == first.turn) {
             group.push(next);
         }
-        let calls = group
+        // A `finish` written beside other calls was not taken: the model is shown its turn as
+        // if it had made only the other calls, so it reads their results and answers again (a
+        // small model would copy a "postponed" note into its answer).
+        let shown: Vec<&Step> = group
+            .iter()
+            .copied()
+            .filter(|s| !(s.tool_name == FINISH && s.observation == early_finish()))
+            .collect();
+        let calls = shown
             .iter()
             .map(|s| ToolCall::new(call_id(s), &s.tool_name, s.tool_args.to_string()))
             .collect();
         let mut assistant = Message::assistant_tool_calls(calls);
         assistant.content = first.thought.clone();
         messages.push(assistant);
-        for step in &group {
+        for step in &shown {
             messages.push(Message::tool_result(
                 call_id(step),
                 step.observation.as_text(),
@@ -551,6 +561,11 @@ fn conversation(base: &[Message], trajectory: &Trajectory) -> Vec<Message> {
         }
     }
     messages
+}
+
+/// The observation a `finish` written beside other calls is recorded with.
+fn early_finish() -> Observation {
+    Observation::Output(json!(FINISH_UNSEEN_RESULTS))
 }
 
 fn call_id(step: &Step) -> String {

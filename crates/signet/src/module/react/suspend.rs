@@ -362,7 +362,7 @@ pub(crate) fn describe_tools(tools: &[std::sync::Arc<dyn crate::tool::Tool>]) ->
 impl ReActCore {
     /// A digest of what a resumed run depends on: the signature (name, instructions, fields), the
     /// tools (name, description, parameters, whether they need confirmation) and the loop's
-    /// settings (mode, step limit, required tool calls).
+    /// settings (mode, step limit, required tool calls, a last turn that must finish).
     pub fn fingerprint(&self) -> String {
         let mode = match self.mode {
             ReActMode::Auto => "auto",
@@ -370,13 +370,18 @@ impl ReActCore {
             ReActMode::Native => "native",
             ReActMode::History => "history",
         };
-        digest(&json!({
+        let mut described = json!({
             "signature": describe_signature(&self.signature),
             "tools": describe_tools(&self.tools),
             "mode": mode,
             "max_iters": self.limits.max_iters,
             "require_tool_calls": self.require_tool_calls,
-        }))
+        });
+        // Only when set, so that the states of agents without it keep their fingerprints.
+        if self.finish_on_last_turn {
+            described["finish_on_last_turn"] = json!(true);
+        }
+        digest(&described)
     }
 }
 

@@ -81,6 +81,9 @@ impl<S: Signature> ReAct<S> {
         /// Native mode: every turn calls a tool, the answer is `finish` (see
         /// [`ReActCore::with_required_tool_calls`]).
         fn with_required_tool_calls(required: bool);
+        /// Native mode: the last turn the step limit allows must call `finish` (see
+        /// [`ReActCore::with_finish_on_last_turn`]).
+        fn with_finish_on_last_turn(on: bool);
     }
 
     /// Asks `approver` before running tools that require confirmation (`#[tool(confirm)]`).

@@ -1,0 +1,138 @@
+//! DSPy's `KNNFewShot`: every training example becomes a demo, and each call shows only the `k`
+//! nearest to its inputs.
+
+use super::{Compiled, OptimizeError, reset_copy};
+use crate::data::Example;
+use crate::module::{NearestDemos, Predictors};
+
+/// Compiles a program whose predictors hold every training example as a demo and show each call
+/// the `k` whose inputs are nearest the call's ([`NearestDemos`]: word overlap on the examples'
+/// input keys, no model needed). No LM call at compile time.
+///
+/// DSPy's `KNNFewShot` runs `BootstrapFewShot` on the `k` neighbours at every call, paying for
+/// teacher runs at inference time; here the pool is fixed when compiling, so a call costs what an
+/// uncompiled one does. To pool bootstrapped demos instead of labeled ones, compile with
+/// [`BootstrapFewShot`](super::BootstrapFewShot) first and give its predictors a
+/// [`NearestDemos`] selector ([`Predictor::set_demo_selector`](crate::module::Predictor::set_demo_selector)).
+///
+/// ```
+/// use serde_json::json;
+/// use signet::data::Example;
+/// use signet::module::Predictor;
+/// use signet::optimize::KnnFewShot;
+///
+/// let qa = Predictor::new("question -> answer".parse().unwrap());
+/// let train: Vec<Example> = [("Capital of France?", "Paris"), ("2 + 2?", "4"), ("Capital of Peru?", "Lima")]
+///     .iter()
+///     .map(|(q, a)| Example::new(json!({"question": q, "answer": a})).with_inputs(["question"]))
+///     .collect();
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let compiled = KnnFewShot::new(2).compile(&qa, &train).await.unwrap();
+/// assert_eq!(compiled.report.pool, 3);
+/// let inputs = [("question".to_owned(), json!("Capital of Spain?"))].into_iter().collect();
+/// let shown: Vec<_> = compiled.program.demos_for(&inputs).iter().map(|d| d["answer"].clone()).collect();
+/// assert_eq!(shown, [json!("Paris"), json!("Lima")]);
+/// # });
+/// ```
+#[derive(Debug, Clone)]
+pub struct KnnFewShot {
+    k: usize,
+    most_similar_last: bool,
+}
+
+/// What [`KnnFewShot`] did.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct KnnReport {
+    /// Demos each predictor holds (the training examples).
+    pub pool: usize,
+    /// Demos a call shows.
+    pub k: usize,
+    /// The inputs compared (the training examples' input keys).
+    pub keys: Vec<String>,
+    /// The predictors given the pool, by path.
+    pub predictors: Vec<String>,
+}
+
+impl std::fmt::Display for KnnReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let on = if self.keys.is_empty() {
+            "every input".to_owned()
+        } else {
+            self.keys.join(", ")
+        };
+        write!(
+            f,
+            "{} demos in {}; each call shows the {} nearest on {on}",
+            self.pool,
+            self.predictors.join(", "),
+            self.k
+        )
+    }
+}
+
+impl KnnFewShot {
+    /// Each call shows the `k` nearest training examples (DSPy's `KNNFewShot(k, trainset)`).
+    pub fn new(k: usize) -> KnnFewShot {
+        KnnFewShot {
+            k,
+            most_similar_last: false,
+        }
+    }
+
+    /// Shows the nearest example last, next to the question, instead of first (see
+    /// [`NearestDemos::most_similar_last`]).
+    pub fn most_similar_last(mut self, last: bool) -> KnnFewShot {
+        self.most_similar_last = last;
+        self
+    }
+
+    /// A copy of `student` whose predictors hold every example of `trainset` as a demo (their
+    /// earlier demos dropped) and show each call the `k` nearest. It never fails and never waits
+    /// (the shape of every optimizer's `compile`; [`compile_blocking`](Self::compile_blocking)
+    /// needs no runtime).
+    pub async fn compile<P: Predictors + Clone>(
+        &self,
+        student: &P,
+        trainset: &[Example],
+    ) -> Result<Compiled<P, KnnReport>, OptimizeError> {
+        self.compile_blocking(student, trainset)
+    }
+
+    /// [`compile`](Self::compile) for sync code.
+    pub fn compile_blocking<P: Predictors + Clone>(
+        &self,
+        student: &P,
+        trainset: &[Example],
+    ) -> Result<Compiled<P, KnnReport>, OptimizeError> {
+        let mut keys: Vec<String> = Vec::new();
+        for example in trainset {
+            for key in example.input_keys() {
+                if !keys.contains(key) {
+                    keys.push(key.clone());
+                }
+            }
+        }
+        let selector = std::sync::Arc::new(
+            NearestDemos::new(self.k)
+                .on(keys.clone())
+                .most_similar_last(self.most_similar_last),
+        );
+        let mut program = reset_copy(student);
+        let mut predictors = Vec::new();
+        for (path, predictor) in program.named_predictors_mut() {
+            predictor.set_demos(trainset.iter().map(|e| e.values().clone()).collect());
+            predictor.set_demo_selector(Some(selector.clone()));
+            predictors.push(path);
+        }
+        Ok(Compiled {
+            program,
+            report: KnnReport {
+                pool: trainset.len(),
+                k: self.k,
+                keys,
+                predictors,
+            },
+        })
+    }
+}
