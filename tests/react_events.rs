@@ -135,7 +135,7 @@ async fn the_extractor_streams_its_answer_field_by_field() {
 }
 
 #[tokio::test]
-async fn with_the_json_adapter_the_raw_reply_streams() {
+async fn with_the_json_adapter_the_fields_stream_by_name() {
     let reply = r#"{"reasoning": "none needed", "answer": "5"}"#;
     let lm = Arc::new(ScriptedLm::texts([
         r#"{"next_thought": "done", "next_tool_name": "finish", "next_tool_args": {}}"#.to_owned(),
@@ -146,7 +146,13 @@ async fn with_the_json_adapter_the_raw_reply_streams() {
         .with_lm(lm)
         .with_adapter(signet::adapter::JsonAdapter::new());
     let events = all_events(&agent, "2 + 3?").await;
-    assert_eq!(answer_text(&events), [(None, reply.to_owned())]);
+    assert_eq!(
+        answer_text(&events),
+        [
+            (Some("reasoning".into()), "none needed".into()),
+            (Some("answer".into()), "5".into())
+        ]
+    );
     assert!(matches!(events.last(), Some(ReActEvent::Done { .. })));
 }
 

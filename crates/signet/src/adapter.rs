@@ -10,6 +10,7 @@
 //! and counted in [`Usage`].
 
 mod chat;
+pub(crate) mod field_stream;
 mod json;
 pub(crate) mod native;
 pub(crate) mod python;

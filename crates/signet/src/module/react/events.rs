@@ -97,13 +97,21 @@ pub enum ReActEvent<O = Fields> {
     },
     /// The extractor runs (the loop ended without outputs from `finish` or a final answer).
     Extracting,
-    /// A piece of the extractor's reply, as the LM streams it (only in streamed runs).
+    /// A piece of the answer, as the LM streams it (only in streamed runs): the extractor's reply,
+    /// or a native model's text answer with the Chat adapter.
     ///
-    /// With the Chat adapter the pieces are routed to their output field and the
-    /// `[[ ## field ## ]]` markers are hidden; with other adapters `field` is `None` and the pieces
-    /// are the raw reply text. The [`Done`](ReActEvent::Done) event carries the parsed outputs.
+    /// Every piece names its output field and holds only that field's text, in every adapter: the
+    /// Chat adapter's `[[ ## field ## ]]` markers, the JSON adapter's keys, quotes and escapes and
+    /// the XML adapter's tags and entities are not shown. `reasoning` comes first, under its own
+    /// name, then the signature's outputs in the order the model writes them. Text arrives as it
+    /// is written; a JSON value that is not a string (a number, a list) arrives whole, as compact
+    /// JSON, when it ends; in the Chat and XML formats a field's text is what the model wrote for
+    /// it (a list is JSON text in Chat, nested tags in XML). An answer that was not streamed
+    /// (`finish` carried it, history mode's `submit`) comes as one piece per field, its value as
+    /// text. The deltas are for display: [`Done`](ReActEvent::Done) carries the parsed outputs.
     AnswerDelta {
-        /// The output field this text belongs to (`reasoning` first, then the signature's outputs).
+        /// The output field this text belongs to. `None` only for a reply in none of the
+        /// adapters' formats (an adapter of your own): it arrives whole, when it ends.
         field: Option<String>,
         /// The text.
         text: String,
