@@ -494,6 +494,22 @@ impl LlamaCpp {
     /// The LM for `server`: [`openai_lm`](Self::openai_lm), with native tool calls made through
     /// [`ConstrainedToolCalls`] when the chat template describes tools (the default), so ReAct's
     /// native mode and `Predict::with_tools` work on models too small to call tools by themselves.
+    ///
+    /// To see the prompts it is sent and its replies (DSPy's `inspect_history`), wrap it in a
+    /// [`HistoryLm`](signet::lm::HistoryLm):
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::sync::Arc;
+    /// use signet::lm::HistoryLm;
+    ///
+    /// let model = signet_local::LlamaCpp::smollm2();
+    /// let server = model.serve().await?;
+    /// let lm = Arc::new(HistoryLm::wrap(model.lm(&server)?));
+    /// // .. give `lm.clone()` to a module with `with_lm`, run it, then:
+    /// lm.inspect_history(2);
+    /// # Ok(()) }
+    /// ```
     pub fn lm(&self, server: &LocalServer) -> Result<Arc<dyn Lm>, LocalError> {
         let lm = self.openai_lm(server)?;
         Ok(if self.template.describes_tools() {
