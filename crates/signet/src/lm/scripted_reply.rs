@@ -77,7 +77,8 @@ pub enum ScriptedReply {
 }
 
 impl ScriptedReply {
-    /// Call `name` with `args`.
+    /// Call `name` with `args`, with the thought `"I will call a tool."` (change it with
+    /// [`thought`](Self::thought)).
     pub fn tool(name: impl Into<String>, args: Value) -> ScriptedReply {
         ScriptedReply::Tool {
             name: name.into(),
@@ -86,7 +87,9 @@ impl ScriptedReply {
         }
     }
 
-    /// Call `finish` with `outputs` (`json!({})` for none).
+    /// Call `finish` with `outputs` (`json!({})` for none: the extractor then answers, from the
+    /// next reply), with the thought `"I have everything I need."` (change it with
+    /// [`thought`](Self::thought)).
     pub fn finish(outputs: Value) -> ScriptedReply {
         ScriptedReply::Finish {
             outputs,
@@ -94,12 +97,24 @@ impl ScriptedReply {
         }
     }
 
-    /// Answer with `fields` (an object of output values).
+    /// Answer with `fields` (an object of output values). When the request asks for a
+    /// `reasoning` field (a ChainOfThought, ReAct's extractor) and `fields` has none, it is
+    /// `"Scripted reasoning."`.
     pub fn answer(fields: Value) -> ScriptedReply {
         ScriptedReply::Answer { fields }
     }
 
-    /// The thought written with a tool call or `finish` (ignored for answers).
+    /// The thought written with a tool call or `finish` (ignored for answers): a text-mode
+    /// step's `next_thought`, a native reply's text beside its call; the trajectory's
+    /// [`Step::thought`](crate::module::Step::thought) and the `thought` events show it.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use signet::lm::ScriptedReply;
+    /// let reply = ScriptedReply::tool("add", json!({"a": 1, "b": 2})).thought("Add them.");
+    /// assert!(matches!(reply, ScriptedReply::Tool { ref thought, .. } if thought == "Add them."));
+    /// assert!(matches!(ScriptedReply::finish(json!({})), ScriptedReply::Finish { ref thought, .. } if thought == "I have everything I need."));
+    /// ```
     pub fn thought(mut self, text: impl Into<String>) -> ScriptedReply {
         match &mut self {
             ScriptedReply::Tool { thought, .. } | ScriptedReply::Finish { thought, .. } => {
