@@ -512,7 +512,11 @@ impl LlamaCpp {
     /// ```
     pub fn lm(&self, server: &LocalServer) -> Result<Arc<dyn Lm>, LocalError> {
         let lm = self.openai_lm(server)?;
-        Ok(if self.template.describes_tools() {
+        Ok(if self.template == ChatTemplate::ChatmlTools {
+            // Its template opens a calls-only turn with `<tool_call>`, as its demos' calls open.
+            let kwargs = signet::serde_json::json!({"tool_call_only": true});
+            Arc::new(ConstrainedToolCalls::new(lm).with_calls_only_template_kwargs(kwargs))
+        } else if self.template.describes_tools() {
             Arc::new(ConstrainedToolCalls::new(lm))
         } else {
             Arc::new(lm)

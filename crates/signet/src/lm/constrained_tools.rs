@@ -58,6 +58,7 @@ use crate::adapter::native::{descriptor_name, descriptor_parameters};
 pub struct ConstrainedToolCalls<L> {
     inner: L,
     max_calls: Option<usize>,
+    calls_only_kwargs: Option<Value>,
 }
 
 impl<L: Lm> ConstrainedToolCalls<L> {
@@ -68,6 +69,7 @@ impl<L: Lm> ConstrainedToolCalls<L> {
         ConstrainedToolCalls {
             inner,
             max_calls: None,
+            calls_only_kwargs: None,
         }
     }
 
@@ -82,6 +84,26 @@ impl<L: Lm> ConstrainedToolCalls<L> {
     /// ```
     pub fn max_calls(mut self, max_calls: usize) -> Self {
         self.max_calls = Some(max_calls.max(1));
+        self
+    }
+
+    /// When a reply may only be calls (`tool_choice` `required` or a named tool), sends `kwargs`
+    /// to the server's chat template as `chat_template_kwargs` (a request extension of llama.cpp's
+    /// and vLLM's servers), so that the template can open the assistant's turn as its examples of
+    /// calls open: a small model then continues a call the way its demos show one instead of
+    /// being forced into a different first token by the decoding schema. signet-local's template
+    /// opens the turn with `<tool_call>` when given `{"tool_call_only": true}`. Kwargs the request
+    /// already carries are kept.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use signet::lm::{ConstrainedToolCalls, ScriptedLm};
+    /// let lm = ConstrainedToolCalls::new(ScriptedLm::texts(["[]"]))
+    ///     .with_calls_only_template_kwargs(json!({"tool_call_only": true}));
+    /// # let _ = lm;
+    /// ```
+    pub fn with_calls_only_template_kwargs(mut self, kwargs: Value) -> Self {
+        self.calls_only_kwargs = Some(kwargs);
         self
     }
 
@@ -113,6 +135,18 @@ impl<L: Lm> ConstrainedToolCalls<L> {
             });
         };
         let mut sent = request.clone();
+        let calls_only = !matches!(request.tool_choice, None | Some(ToolChoice::Auto));
+        if let (true, Some(Value::Object(kwargs))) = (calls_only, &self.calls_only_kwargs) {
+            let entry = sent
+                .extra
+                .entry("chat_template_kwargs")
+                .or_insert_with(|| json!({}));
+            if let Value::Object(existing) = entry {
+                for (key, value) in kwargs {
+                    existing.entry(key.clone()).or_insert_with(|| value.clone());
+                }
+            }
+        }
         sent.response_format = Some(format);
         // The constraint decides; the server only renders the tools into the prompt.
         sent.tool_choice = Some(ToolChoice::Auto);
@@ -479,5 +513,38 @@ mod tests {
             panic!("no Done: {events:?}")
         };
         assert_eq!(done.tool_calls[0].id, "call_0");
+    }
+
+    #[tokio::test]
+    async fn a_calls_only_reply_tells_the_template_so_and_keeps_its_own_kwargs() {
+        let reply = r#"[{"name": "add", "arguments": {"a": 2, "b": 3}}]"#;
+        let sent_kwargs = |choice: Option<ToolChoice>, extra: Option<Value>| async move {
+            let lm = wrapped(&[reply], Capabilities::llama_cpp())
+                .with_calls_only_template_kwargs(json!({"tool_call_only": true, "x": 1}));
+            let mut request = request(choice);
+            if let Some(extra) = extra {
+                request.extra.insert("chat_template_kwargs".into(), extra);
+            }
+            lm.complete(&request).await.unwrap();
+            lm.inner().requests()[0]
+                .extra
+                .get("chat_template_kwargs")
+                .cloned()
+        };
+        assert_eq!(
+            sent_kwargs(Some(ToolChoice::Required), None).await,
+            Some(json!({"tool_call_only": true, "x": 1}))
+        );
+        assert_eq!(
+            sent_kwargs(
+                Some(ToolChoice::Function("add".into())),
+                Some(json!({"x": 2}))
+            )
+            .await,
+            Some(json!({"x": 2, "tool_call_only": true})),
+            "the request's own kwargs win"
+        );
+        assert_eq!(sent_kwargs(Some(ToolChoice::Auto), None).await, None);
+        assert_eq!(sent_kwargs(None, None).await, None);
     }
 }

@@ -41,7 +41,8 @@ pub trait DemoSelector: Send + Sync + Debug {
 
 /// Shows the `k` demos whose inputs are most like the call's: TF-IDF-weighted word overlap
 /// (cosine similarity) over the input values named by [`on`](Self::on), or over every input of
-/// the call when no keys are named. Ties go to the earlier demo. No model and no network: the
+/// the call when no keys are named; words are lowercased and every number counts as the same
+/// word. Ties go to the earlier demo. No model and no network: the
 /// words decide, which suits demos that differ by kind of question (a forecast, a conversion,
 /// something else) more than by meaning.
 ///
@@ -128,10 +129,17 @@ impl NearestDemos {
                 Some(Value::Null) | None => continue,
                 Some(other) => other.to_string().to_lowercase(),
             };
+            // Numbers are one word: "250 EUR" is like "500 EUR", whatever the amounts.
             words.extend(
                 text.split(|c: char| !c.is_alphanumeric())
                     .filter(|w| !w.is_empty())
-                    .map(str::to_owned),
+                    .map(|w| {
+                        if w.chars().all(|c| c.is_ascii_digit()) {
+                            "#".to_owned()
+                        } else {
+                            w.to_owned()
+                        }
+                    }),
             );
         }
         words
@@ -285,6 +293,13 @@ mod tests {
                 .len(),
             1
         );
+    }
+
+    #[test]
+    fn numbers_are_alike_whatever_their_value() {
+        let demos = questions(&["How much is 500 EUR in NOK?", "What is the weather in Oslo?"]);
+        let call = fields(&[("question", "How much is 12.5?")]);
+        assert_eq!(NearestDemos::new(1).select(&demos, &call), [0]);
     }
 
     #[test]
