@@ -1,53 +1,63 @@
-//! Compile the travel agent of `react_agent` on SmolLM2-135M: evaluate it on held-out questions,
-//! bootstrap demos from its own successful runs on training questions (other cities, other
-//! amounts), evaluate the compiled agent, and save it where `react_agent` loads it.
+//! Compile the travel agent of `react_agent` on SmolLM2-135M against a metric that judges its
+//! **answers**: evaluate it on held-out questions, compile it on training questions, evaluate
+//! the compiled agent, and save it where `react_agent` loads it.
 //!
 //! ```text
-//! cargo run --release --example optimize_travel
-//! cargo run --release --example optimize_travel -- --labeled 0 --rounds 6 --save /tmp/agent.json
+//! cargo run --release --example optimize_travel -- --test          # the shipped agent
+//! cargo run --release --example optimize_travel -- --k 3 --save /tmp/agent.json
+//! cargo run --release --example optimize_travel -- --optimizer bootstrap --save /tmp/agent.json
 //! cargo run --release --example optimize_travel -- --optimizer gepa --budget 100
-//! cargo run --release --example optimize_travel -- --optimizer gepa --budget 100 --tool-descriptions
-//! cargo run --release --example optimize_travel -- --optimizer mipro --trials 6
 //! ```
 //!
-//! Flags: `--demos N` (bootstrapped demos kept, 3), `--labeled N` (labeled demos the teacher
-//! sees, 3), `--rounds N` (teacher runs per question, 1), `--slots N` (concurrent runs, 2),
-//! `--auto-tool-choice` (the model may answer without a tool call), `--keep-labeled` (the
-//! compiled agent keeps the labeled demos too), `--skip-baseline`, `--save PATH`
-//! (`examples/travel_agent.json`; `target/travel_agent_gepa.json` with GEPA).
+//! The questions (`examples/data/travel_{train,dev,test}.jsonl`: 66 to compile from, 30
+//! held-out to choose settings with, 28 looked at only to report the chosen agent with `--test`)
+//! are of five kinds: the forecast and a conversion, the forecast only, a conversion only, a city
+//! the forecast tool does not know, and a question the tools cannot answer. A run is *right* when
+//! a user would call its answer right (`examples/shared/travel_metric.rs`): it used exactly the
+//! tools the question needs, and its answer states what they returned and nothing false. The
+//! tables also give the tool calls alone (right tools, right arguments, no others, finished).
 //!
-//! `--optimizer gepa` optimizes the agent's instructions with GEPA instead (no demos): the
-//! metric's feedback says what a run missed ("no forecast for Oslo; no conversion of 250"), the
-//! reflection LM rewrites the step's or the extractor's instruction, `--budget N` metric calls
-//! (100) on the training questions; `--tool-descriptions` lets it rewrite the descriptions of the
-//! agent's tools too (`eur_to_nok`, `forecast`, `remember`), each its own component. The
-//! reflection LM is the API model named by `OPENAI_MODEL` when `OPENAI_API_KEY` is set (any
-//! OpenAI-compatible `OPENAI_BASE_URL`), otherwise the local model itself, whose proposals are
-//! weak.
+//! Every optimizer starts from **labeled** training questions: the calls a person would make (run
+//! through the agent's tools, so the results are the tools' own) and an answer that says their
+//! results. Optimizers (`--optimizer`):
 //!
-//! `--optimizer mipro` runs MIPROv2: `--candidates N` (3) instructions (the agent's own and
-//! proposals from the same prompt model as GEPA's) and demo sets (none, labeled, bootstrapped
-//! with `--demos` / `--labeled`), searched jointly for `--trials N` (6) trials, each scored on
-//! every training question (`target/travel_agent_mipro.json`).
+//! - `knn` (the default, `KnnFewShot`): every labeled question is a demo, and each question is
+//!   shown the `--k N` (6) most like it, the nearest last (`--nearest-first`: DSPy's order).
+//! - `labeled` (`LabeledFewShot`): the first `--labeled N` (5) labeled questions, for every
+//!   question.
+//! - `bootstrap` (`BootstrapFewShot`): the teacher is the agent with `--labeled N` labeled demos;
+//!   up to `--demos N` (5) of its runs the metric accepts become the demos (`--keep-labeled`
+//!   keeps the labeled ones too).
+//! - `gepa`: instructions rewritten by a reflection LM from the metric's feedback, `--budget N`
+//!   metric calls (100); `--tool-descriptions` lets it rewrite the tools' descriptions too.
+//! - `mipro` (MIPROv2): `--candidates N` (3) instructions and demo sets searched for `--trials N`
+//!   (6) trials.
+//! - `none`: the agent as it is.
 //!
-//! A run *completes* a task when the agent called `forecast` for the question's city and
-//! `eur_to_nok` with its amount (both calls succeeded) and then finished by itself. The
-//! training and held-out questions are in `examples/data/travel_{train,dev}.jsonl`.
+//! GEPA's reflection and MIPROv2's proposals come from the API model named by `OPENAI_MODEL`
+//! when `OPENAI_API_KEY` is set, else from the local model itself.
 //!
-//! How the demos are found (DSPy's BootstrapFewShot): the teacher is the agent itself with a few
-//! labeled demos — training questions with the calls a person would make (run through the tools
-//! to record their results) and an answer built from those results. The teacher runs on each
-//! training question (never with that question among its demos); every run the metric accepts
-//! becomes a demo of the compiled agent: the question, the tool calls of each turn with their
-//! results, the final answer — the model's own work, shown to it as an earlier conversation.
+//! The agent's settings can be varied to see what moves the model: `--max-iters N` (2),
+//! `--no-finish-last` (the last turn need not call `finish`), `--repeat-penalty X`,
+//! `--frequency-penalty X`, `--presence-penalty X`, `--max-tokens N` (400),
+//! `--one-call-a-reply` (`parallel_tool_calls: false`, and labeled demos with one call a turn),
+//! `--auto-tool-choice` (the model may answer without a tool call). `--per-kind K` instead
+//! evaluates each kind of held-out question with `K` labeled demos of its own kind only (an
+//! upper bound for demo selection). Also `--slots N` (2 concurrent runs), `--skip-baseline`,
+//! `--limit N` (the first N held-out questions), `--save PATH` (`examples/travel_agent.json` for
+//! `knn`, `labeled` and `bootstrap`, under `target/` for the others), `--show` (every run's calls
+//! and answer, and what was wrong).
 
 use std::sync::Arc;
 
 use serde_json::json;
-use signet::data::{Dataset, Example};
-use signet::evaluate::{Evaluate, Report, Score};
-use signet::module::{Predictors, ReActOutput, TOOL_TURNS, Trajectory};
-use signet::optimize::{BootstrapFewShot, Gepa, GepaBudget, MiproBudget, MiproV2};
+use signet::adapter::Adapter;
+use signet::data::Dataset;
+use signet::evaluate::{Evaluate, Report};
+use signet::module::{Predictors, ReActOutput, TOOL_TURNS};
+use signet::optimize::{
+    BootstrapFewShot, Gepa, GepaBudget, KnnFewShot, LabeledFewShot, MiproBudget, MiproV2,
+};
 use signet::prelude::*;
 
 #[path = "shared/api_model.rs"]
@@ -58,154 +68,89 @@ use api_model::reflection_lm;
 mod travel;
 use travel::{Notes, Travel, TravelOutput};
 
+#[path = "shared/travel_model.rs"]
+#[allow(dead_code)]
+mod travel_model;
+
+#[path = "shared/travel_metric.rs"]
+mod travel_metric;
+use travel_metric::{Case, Kind, right_answer, right_calls};
+
 /// Where the compiled agent is saved (and where `react_agent` loads it from).
 const SAVED: &str = "examples/travel_agent.json";
 
-/// The agent as `react_agent` builds it: native tool calls (every turn calls a tool; the answer
-/// is `finish`), at most 5 turns, greedy decoding.
+/// The agent `react_agent` runs, before compiling, with the settings the flags change.
 fn agent(lm: Arc<dyn Lm>) -> ReAct<Travel> {
-    ReAct::<Travel>::new()
-        .tools(travel::tools(&Arc::new(Notes::default())))
-        .with_required_tool_calls(!std::env::args().any(|a| a == "--auto-tool-choice"))
-        .with_lm(lm)
-        .with_adapter(JsonAdapter::constrained())
-        .with_limits(Limits::default().max_iters(5))
-        .with_options(LmOptions::new().temperature(0.0).max_tokens(400))
-}
-
-/// Whether the run called `tool` with `arg` = `want` and got a result.
-fn called(trajectory: &Trajectory, tool: &str, arg: &str, want: &serde_json::Value) -> bool {
-    trajectory.steps.iter().any(|s| {
-        s.tool_name == tool
-            && matches!(s.observation, Observation::Output(_))
-            && match (s.tool_args[arg].as_f64(), want.as_f64()) {
-                (Some(got), Some(want)) => (got - want).abs() < 1e-9,
-                _ => s.tool_args[arg]
-                    .as_str()
-                    .zip(want.as_str())
-                    .is_some_and(|(got, want)| got.trim().eq_ignore_ascii_case(want)),
-            }
-    })
-}
-
-/// 1.0 when the task was completed, with feedback naming what was missed otherwise.
-fn completed(example: &Example, out: &ReActOutput<TravelOutput>) -> Score {
-    let t = &out.trajectory;
-    let city = example.get("city").cloned().unwrap_or_default();
-    let amount = example.get("amount").cloned().unwrap_or_default();
-    let mut missed = Vec::new();
-    if !called(t, "forecast", "city", &city) {
-        missed.push(format!("no forecast for {city}"));
+    let mut adapter = JsonAdapter::constrained();
+    if has("--one-call-a-reply") {
+        adapter = adapter.with_parallel_tool_calls(false);
     }
-    if !called(t, "eur_to_nok", "amount", &amount) {
-        missed.push(format!("no conversion of {amount}"));
+    let adapter: Arc<dyn Adapter> = Arc::new(adapter);
+    let mut options = LmOptions::new()
+        .temperature(0.0)
+        .max_tokens(flag("--max-tokens", 400.0) as u32);
+    options.repeat_penalty = flag_value("--repeat-penalty").and_then(|v| v.parse().ok());
+    options.frequency_penalty = flag_value("--frequency-penalty").and_then(|v| v.parse().ok());
+    options.presence_penalty = flag_value("--presence-penalty").and_then(|v| v.parse().ok());
+    let mut agent = travel_model::agent(lm, adapter, true, &Arc::new(Notes::default()))
+        .with_required_tool_calls(!has("--auto-tool-choice"))
+        .with_finish_on_last_turn(!has("--no-finish-last"))
+        .with_options(options);
+    if let Some(n) = flag_value("--max-iters").and_then(|v| v.parse().ok()) {
+        agent = agent.with_limits(Limits::default().max_iters(n));
     }
-    if let Some(reason) = &t.stopped_early {
-        missed.push(format!("did not finish: {reason}"));
-    }
-    if missed.is_empty() {
-        Score::new(1.0)
-    } else {
-        Score::new(0.0).with_feedback(missed.join("; "))
-    }
+    agent
 }
 
-/// Whether the answer states the kroner amount (not part of completing the task: a 135M model
-/// often garbles the numbers it was given).
-fn states_kroner(example: &Example, out: &ReActOutput<TravelOutput>) -> bool {
-    let amount = example
-        .get("amount")
-        .and_then(|a| a.as_f64())
-        .unwrap_or_default();
-    let kroner = travel::eur_to_nok(amount);
-    out.output.answer.contains(&format!("{kroner}"))
-        || out.output.answer.contains(&format!("{kroner:.1}"))
-}
-
-fn summary(name: &str, report: &Report<ReActOutput<TravelOutput>>) -> String {
-    let n = report.results.len();
-    let kroner = report
-        .results
-        .iter()
-        .filter(|r| {
-            r.output
-                .as_ref()
-                .is_some_and(|out| states_kroner(&r.example, out))
-        })
-        .count();
-    format!(
-        "| {name} | {}/{n} ({:.0} %) | {kroner}/{n} | {} | {:.1} | {} |",
-        report.passed(),
-        report.score,
-        report.errors().count(),
-        report.elapsed.as_secs_f64() / n.max(1) as f64,
-        report.usage.lm_calls,
-    )
-}
-
-fn show_runs(report: &Report<ReActOutput<TravelOutput>>) {
-    for result in &report.results {
-        let calls = result.output.as_ref().map_or_else(
-            || {
-                result
-                    .error
-                    .as_ref()
-                    .map(ToString::to_string)
-                    .unwrap_or_default()
-            },
-            |out| {
-                out.trajectory
-                    .steps
-                    .iter()
-                    .map(|s| format!("{}({})", s.tool_name, s.tool_args))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            },
-        );
-        eprintln!(
-            "  {} {} | {calls}{}",
-            if result.score.value > 0.0 {
-                "ok  "
-            } else {
-                "miss"
-            },
-            result
-                .example
-                .get("question")
-                .and_then(|q| q.as_str())
-                .unwrap_or_default(),
-            result
-                .score
-                .feedback
-                .as_deref()
-                .map(|f| format!(" | {f}"))
-                .unwrap_or_default(),
-        );
-    }
-}
-
-/// The training questions with what a person would do: forecast, convert, then answer with both
-/// results. The calls run through the agent's tools, so the results are the tools' own.
-async fn labeled_trajectories(agent: &ReAct<Travel>, train: &Dataset) -> Dataset {
+/// The training questions with what a person would do: the calls the question needs (run
+/// through the agent's tools, so the results are the tools' own) and an answer written from
+/// their results.
+async fn labeled(agent: &ReAct<Travel>, train: &Dataset) -> Dataset {
     let mut labeled = Vec::new();
     for example in train.iter() {
-        let city = example
-            .get("city")
-            .and_then(|c| c.as_str())
-            .unwrap_or_default();
-        let amount = example.get("amount").cloned().unwrap_or_default();
-        let turns = agent
-            .demo_turns([vec![
-                ("forecast", json!({ "city": city })),
-                ("eur_to_nok", json!({ "amount": amount })),
-            ]])
-            .await;
-        let forecast = &turns[0][0]["observation"];
-        let nok = &turns[0][1]["observation"];
-        let answer = format!(
-            "Tomorrow in {city}: {}. {amount} EUR is {nok} NOK.",
-            forecast.as_str().unwrap_or_default()
-        );
+        let case = Case::of(example).expect("a valid training question");
+        // The conversion first, the forecast last; the answer says the latest result first (a
+        // small model copies the result it just read best), then the earlier one, whose opening
+        // words ("200 EUR is") appear nowhere else.
+        let mut calls = Vec::new();
+        if let Some(amount) = case.amount {
+            calls.push(("eur_to_nok", json!({ "amount": amount })));
+        }
+        if let Some(city) = &case.city {
+            calls.push(("forecast", json!({ "city": city })));
+        }
+        let turns = if calls.is_empty() {
+            json!([])
+        } else if has("--one-call-a-reply") {
+            agent
+                .demo_turns(calls.into_iter().map(|call| vec![call]))
+                .await
+        } else {
+            agent.demo_turns([calls]).await
+        };
+        let results: Vec<String> = turns
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|turn| turn.as_array().into_iter().flatten())
+            .map(|call| {
+                if case.kind == Kind::UnknownCity && call["name"] == "forecast" {
+                    // The first sentence of the forecast's error.
+                    let city = case.city.as_deref().unwrap_or_default();
+                    return format!("There is no forecast for {city}.");
+                }
+                match &call["observation"] {
+                    serde_json::Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                }
+            })
+            .collect();
+        let answer = match case.kind {
+            Kind::OffTopic => "Sorry, I can only help with tomorrow's weather and euro to kroner \
+                               conversions."
+                .to_owned(),
+            _ => results.into_iter().rev().collect::<Vec<_>>().join(" "),
+        };
         labeled.push(
             example
                 .clone()
@@ -216,61 +161,81 @@ async fn labeled_trajectories(agent: &ReAct<Travel>, train: &Dataset) -> Dataset
     labeled.into_iter().collect()
 }
 
-/// GEPA on the agent's instructions: minibatches and candidates from the training questions.
-async fn gepa(
-    student: &ReAct<Travel>,
-    lm: &Arc<dyn Lm>,
-    train: &Dataset,
-    slots: usize,
-) -> Result<ReAct<Travel>, Box<dyn std::error::Error>> {
-    let compiled = Gepa::new(completed, reflection_lm(lm)?)
-        .with_reflection_options(LmOptions::new().max_tokens(600))
-        .with_budget(GepaBudget::MetricCalls(flag("--budget", 100)))
-        .with_tool_descriptions(std::env::args().any(|a| a == "--tool-descriptions"))
-        .with_concurrency(slots)
-        .compile(student, train, train)
-        .await?;
-    let report = &compiled.report;
-    eprintln!("gepa: {report}");
-    for (name, text) in &report.candidates[report.best].instructions {
-        eprintln!("  {name}: {text:?}");
+/// Right answers and right calls per question kind, and in all.
+fn table(rows: &[(&str, &Report<ReActOutput<TravelOutput>>)]) -> String {
+    let mut text = String::from("| agent | question kind | right answers | right tool calls |\n");
+    text.push_str("|---|---|---:|---:|\n");
+    for (name, report) in rows {
+        let of_kind = |kind: Option<Kind>| {
+            let results: Vec<_> = report
+                .results
+                .iter()
+                .filter(|r| kind.is_none_or(|k| Case::of(&r.example).is_ok_and(|c| c.kind == k)))
+                .collect();
+            let answers = results.iter().filter(|r| r.score.value > 0.0).count();
+            let calls = results
+                .iter()
+                .filter(|r| {
+                    r.output
+                        .as_ref()
+                        .is_some_and(|out| right_calls(&r.example, out).value > 0.0)
+                })
+                .count();
+            let n = results.len();
+            let percent = |k: usize| 100.0 * k as f64 / n.max(1) as f64;
+            format!(
+                "{answers}/{n} ({:.0} %) | {calls}/{n} ({:.0} %)",
+                percent(answers),
+                percent(calls)
+            )
+        };
+        let asked = |kind: Kind| {
+            report
+                .results
+                .iter()
+                .any(|r| Case::of(&r.example).is_ok_and(|c| c.kind == kind))
+        };
+        for kind in Kind::ALL.into_iter().filter(|k| asked(*k)) {
+            text.push_str(&format!(
+                "| {name} | {} | {} |\n",
+                kind.name(),
+                of_kind(Some(kind))
+            ));
+        }
+        text.push_str(&format!("| {name} | **all** | {} |\n", of_kind(None)));
     }
-    Ok(compiled.program)
+    text
 }
 
-/// MIPROv2 on the agent's instructions and demos: demo sets bootstrapped from the labeled
-/// training questions, trials scored on the training questions.
-async fn mipro(
-    student: &ReAct<Travel>,
-    lm: &Arc<dyn Lm>,
-    labeled: &Dataset,
-    train: &Dataset,
-    slots: usize,
-) -> Result<ReAct<Travel>, Box<dyn std::error::Error>> {
-    let compiled = MiproV2::new(completed, reflection_lm(lm)?)
-        .with_prompt_options(LmOptions::new().max_tokens(600))
-        .with_budget(MiproBudget::Manual {
-            candidates: flag("--candidates", 3),
-            trials: flag("--trials", 6),
-        })
-        .with_max_bootstrapped_demos(flag("--demos", 3))
-        .with_max_labeled_demos(flag("--labeled", 3))
-        .with_minibatch(false)
-        .with_concurrency(slots)
-        .compile(student, labeled, train)
-        .await?;
-    let report = &compiled.report;
-    eprintln!("mipro: {report}");
-    for (p, name) in report.predictors.iter().enumerate() {
-        let choice = report.trials[report.best].choices[p];
+/// Every run: right or not, the calls, the answer, and what was wrong.
+fn show_runs(report: &Report<ReActOutput<TravelOutput>>) {
+    for result in &report.results {
+        let question = result.example.get("question").and_then(|q| q.as_str());
+        let run = match (&result.output, &result.error) {
+            (Some(out), _) => {
+                let calls: Vec<String> = out
+                    .trajectory
+                    .steps
+                    .iter()
+                    .filter(|s| s.tool_name != "finish")
+                    .map(|s| format!("{}({})", s.tool_name, s.tool_args))
+                    .collect();
+                format!("{} -> {:?}", calls.join(", "), out.output.answer)
+            }
+            (None, Some(error)) => format!("error: {error}"),
+            (None, None) => String::new(),
+        };
+        let verdict = if result.score.value > 0.0 {
+            "right"
+        } else {
+            "wrong"
+        };
+        let why = result.score.feedback.as_deref().unwrap_or_default();
         eprintln!(
-            "  {name}: instruction {} of {}, demo set {:?}",
-            choice.instruction,
-            report.instructions[p].len(),
-            choice.demos
+            "  {verdict} {:?}\n        {run}\n        {why}",
+            question.unwrap_or_default()
         );
     }
-    Ok(compiled.program)
 }
 
 /// The value after `--name` on the command line.
@@ -280,21 +245,28 @@ fn flag_value(name: &str) -> Option<String> {
     args.get(at + 1).cloned()
 }
 
-fn flag(name: &str, default: usize) -> usize {
+fn flag(name: &str, default: f64) -> f64 {
     flag_value(name)
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
 }
 
+fn has(name: &str) -> bool {
+    std::env::args().any(|a| a == name)
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let rounds = flag("--rounds", 1);
-    let demos = flag("--demos", 3);
-    let labeled = flag("--labeled", 3);
-    let slots = flag("--slots", 2);
+    let slots = flag("--slots", 2.0) as usize;
+    let demos = flag("--demos", 5.0) as usize;
+    let labeled_demos = flag("--labeled", 5.0) as usize;
+    let optimizer = flag_value("--optimizer").unwrap_or_else(|| "knn".into());
 
     let train = Dataset::from_jsonl("examples/data/travel_train.jsonl", &["question"])?;
-    let dev = Dataset::from_jsonl("examples/data/travel_dev.jsonl", &["question"])?;
+    let mut dev = Dataset::from_jsonl("examples/data/travel_dev.jsonl", &["question"])?;
+    if let Some(limit) = flag_value("--limit").and_then(|v| v.parse().ok()) {
+        dev = dev.split_at(limit).0;
+    }
     eprintln!(
         "{} training questions, {} held-out questions",
         train.len(),
@@ -305,91 +277,181 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = local.serve().await?;
     let lm = local.lm(&server)?;
     let student = agent(lm.clone());
-    let metric = completed;
-    let unlabeled = train.clone();
-    let train = labeled_trajectories(&student, &train).await;
+    let labeled = labeled(&student, &train).await;
 
-    let evaluate = Evaluate::new(&dev, metric).with_concurrency(slots);
-    let before = if std::env::args().any(|a| a == "--skip-baseline") {
+    let evaluate = Evaluate::new(&dev, right_answer).with_concurrency(slots);
+    let before = if has("--skip-baseline") {
         None
     } else {
         let before = evaluate.run(&student).await?;
         eprintln!("zero-shot: {before}");
-        show_runs(&before);
+        if has("--show") {
+            show_runs(&before);
+        }
         Some(before)
     };
 
-    let optimizer = flag_value("--optimizer").unwrap_or_else(|| "bootstrap".into());
-    let compiled = if optimizer == "gepa" {
-        gepa(&student, &lm, &unlabeled, slots).await?
-    } else if optimizer == "mipro" {
-        mipro(&student, &lm, &train, &unlabeled, slots).await?
-    } else {
-        // The teacher: the agent with `labeled` labeled demos; up to `demos` accepted runs become
-        // the compiled agent's demos (the labeled ones are only the teacher's).
-        let compiled = BootstrapFewShot::new(metric)
-            .with_max_bootstrapped_demos(demos)
-            .with_max_labeled_demos(labeled)
-            .with_max_rounds(rounds)
-            .with_max_errors(train.len())
-            .with_concurrency(slots)
-            .compile(&student, &train)
-            .await?;
-        eprintln!(
-            "bootstrap: {} demos from {} questions in {} runs ({} failed)",
-            compiled.report.bootstrapped,
-            compiled.report.examples_tried,
-            compiled.report.attempts,
-            compiled.report.errors.len()
-        );
-        let mut compiled = compiled.program;
-        // Keep only the model's own runs: labeled demos taught the teacher.
-        let keep_labeled = std::env::args().any(|a| a == "--keep-labeled");
-        for (_, predictor) in compiled
-            .named_predictors_mut()
-            .into_iter()
-            .filter(|_| !keep_labeled)
-        {
-            let own: Vec<_> = predictor
-                .demos()
-                .iter()
-                .filter(|d| d.get("augmented").is_some())
-                .cloned()
-                .collect();
-            predictor.set_demos(own);
+    if let Some(k) = flag_value("--per-kind").and_then(|v| v.parse::<usize>().ok()) {
+        // Experiment: each kind's questions with k labeled demos of that kind only.
+        let mut rows = Vec::new();
+        for kind in Kind::ALL {
+            let of_kind = |data: &Dataset| -> Dataset {
+                data.iter()
+                    .filter(|e| Case::of(e).is_ok_and(|c| c.kind == kind))
+                    .cloned()
+                    .collect()
+            };
+            let program = LabeledFewShot::new(k)
+                .without_sampling()
+                .compile(&student, &of_kind(&labeled))
+                .await?
+                .program;
+            let dev_kind = of_kind(&dev);
+            let report = Evaluate::new(&dev_kind, right_answer)
+                .with_concurrency(slots)
+                .run(&program)
+                .await?;
+            if has("--show") {
+                show_runs(&report);
+            }
+            rows.push(report);
         }
-        compiled
+        for report in &rows {
+            println!("{}", table(&[("per kind", report)]));
+        }
+        server.stop().await?;
+        return Ok(());
+    }
+    let compiled = match optimizer.as_str() {
+        "none" => student.clone(),
+        "knn" => {
+            let compiled = KnnFewShot::new(flag("--k", 6.0) as usize)
+                .most_similar_last(!has("--nearest-first"))
+                .compile(&student, &labeled)
+                .await?;
+            eprintln!("knn: {}", compiled.report);
+            compiled.program
+        }
+        "labeled" => {
+            LabeledFewShot::new(labeled_demos)
+                .without_sampling()
+                .compile(&student, &labeled)
+                .await?
+                .program
+        }
+        "gepa" => {
+            let compiled = Gepa::new(right_answer, reflection_lm(&lm)?)
+                .with_reflection_options(LmOptions::new().max_tokens(600))
+                .with_budget(GepaBudget::MetricCalls(flag("--budget", 100.0) as usize))
+                .with_tool_descriptions(has("--tool-descriptions"))
+                .with_concurrency(slots)
+                .compile(&student, &train, &train)
+                .await?;
+            eprintln!("gepa: {}", compiled.report);
+            compiled.program
+        }
+        "mipro" => {
+            let compiled = MiproV2::new(right_answer, reflection_lm(&lm)?)
+                .with_prompt_options(LmOptions::new().max_tokens(600))
+                .with_budget(MiproBudget::Manual {
+                    candidates: flag("--candidates", 3.0) as usize,
+                    trials: flag("--trials", 6.0) as usize,
+                })
+                .with_max_bootstrapped_demos(demos)
+                .with_max_labeled_demos(labeled_demos)
+                .with_minibatch(false)
+                .with_concurrency(slots)
+                .compile(&student, &labeled, &train)
+                .await?;
+            eprintln!("mipro: {}", compiled.report);
+            compiled.program
+        }
+        "bootstrap" => {
+            let compiled = BootstrapFewShot::new(right_answer)
+                .with_max_bootstrapped_demos(demos)
+                .with_max_labeled_demos(labeled_demos)
+                .with_max_errors(labeled.len())
+                .with_concurrency(slots)
+                .compile(&student, &labeled)
+                .await?;
+            eprintln!(
+                "bootstrap: {} demos from {} questions in {} runs ({} failed)",
+                compiled.report.bootstrapped,
+                compiled.report.examples_tried,
+                compiled.report.attempts,
+                compiled.report.errors.len()
+            );
+            let mut compiled = compiled.program;
+            if !has("--keep-labeled") {
+                // Keep only the model's own runs: the labeled demos taught the teacher.
+                for (_, predictor) in compiled.named_predictors_mut() {
+                    let own: Vec<_> = predictor
+                        .demos()
+                        .iter()
+                        .filter(|d| d.get("augmented").is_some())
+                        .cloned()
+                        .collect();
+                    predictor.set_demos(own);
+                }
+            }
+            compiled
+        }
+        other => return Err(format!("unknown optimizer `{other}` (see the example's doc)").into()),
     };
     let after = evaluate.run(&compiled).await?;
     eprintln!("compiled: {after}");
-    show_runs(&after);
+    if has("--show") {
+        show_runs(&after);
+    }
+    // The test questions, looked at only to report the chosen agent's score.
+    let test = if has("--test") {
+        let test = Dataset::from_jsonl("examples/data/travel_test.jsonl", &["question"])?;
+        let report = Evaluate::new(&test, right_answer)
+            .with_concurrency(slots)
+            .run(&compiled)
+            .await?;
+        eprintln!("test: {report}");
+        if has("--show") {
+            show_runs(&report);
+        }
+        Some(report)
+    } else {
+        None
+    };
     server.stop().await?;
 
     let default_save = match optimizer.as_str() {
-        "gepa" => "target/travel_agent_gepa.json",
-        "mipro" => "target/travel_agent_mipro.json",
-        _ => SAVED,
+        "knn" | "bootstrap" | "labeled" => SAVED.to_owned(),
+        other => format!("target/travel_agent_{other}.json"),
     };
-    let saved = flag_value("--save").unwrap_or_else(|| default_save.to_owned());
+    let saved = flag_value("--save").unwrap_or(default_save);
     compiled.save(&saved)?;
-    let shown: usize = compiled
-        .named_predictors()
-        .iter()
-        .map(|(_, p)| p.demos().len())
-        .sum();
-    println!(
-        "| agent | held-out tasks completed | answer states the kroner | failed runs | s/run | LM calls |"
-    );
-    println!("|---|---|---|---|---|---|");
-    if let Some(before) = &before {
-        println!("{}", summary("zero-shot", before));
-    }
+    // The step predictor's demos (the extractor, which this agent never calls, holds the same).
+    let shown = compiled.named_predictors()[0].1.demos().len();
     let label = match optimizer.as_str() {
-        "gepa" => "GEPA instructions".to_owned(),
-        "mipro" => format!("MIPROv2 ({shown} demos)"),
-        _ => format!("compiled ({shown} demos)"),
+        "knn" => format!(
+            "knn ({} demos, {} a question)",
+            labeled.len(),
+            flag("--k", 6.0) as usize
+        ),
+        _ => format!("{optimizer} ({shown} demos)"),
     };
-    println!("{}", summary(&label, &after));
-    println!("\nsaved to {saved}");
+    let mut rows = Vec::new();
+    if let Some(before) = &before {
+        rows.push(("zero-shot", before));
+    }
+    rows.push((label.as_str(), &after));
+    println!("held-out (dev) questions:\n\n{}", table(&rows));
+    if let Some(test) = &test {
+        println!("test questions:\n\n{}", table(&[(label.as_str(), test)]));
+    }
+    println!(
+        "held-out: {:.1} s a question, {} LM calls, {} prompt + {} completion tokens (compiled)",
+        after.elapsed.as_secs_f64() / after.results.len().max(1) as f64,
+        after.usage.lm_calls,
+        after.usage.prompt_tokens,
+        after.usage.completion_tokens
+    );
+    println!("saved to {saved}");
     Ok(())
 }

@@ -302,38 +302,20 @@ async fn on_the_real_model_an_answer_comes_after_every_result_it_asked_for() {
     let question = || AskInput {
         question: "Add 19 and 23, and count the words of 'to be or not to be'.".into(),
     };
+    let in_turn = |steps: &[signet::module::Step], turn: usize| {
+        steps.iter().filter(|s| s.turn == turn).count()
+    };
     // Concurrent calls allowed: the `finish` that ended the run shares its turn with nothing.
     let out = agent(JsonAdapter::constrained())
         .call(question())
         .await
         .expect("a typed answer");
-    if let Some(last) = out
-        .trajectory
-        .steps
-        .last()
-        .filter(|s| s.tool_name == "finish")
-    {
-        let turn_mates = out
-            .trajectory
-            .steps
-            .iter()
-            .filter(|s| s.turn == last.turn)
-            .count();
-        assert_eq!(turn_mates, 1, "{:#?}", out.trajectory.steps);
+    let steps = &out.trajectory.steps;
+    if let Some(last) = steps.last().filter(|s| s.tool_name == "finish") {
+        assert_eq!(in_turn(steps, last.turn), 1, "{steps:#?}");
     }
-    for step in out
-        .trajectory
-        .steps
-        .iter()
-        .filter(|s| s.tool_name == "finish")
-    {
-        let alone = out
-            .trajectory
-            .steps
-            .iter()
-            .filter(|s| s.turn == step.turn)
-            .count()
-            == 1;
+    for step in steps.iter().filter(|s| s.tool_name == "finish") {
+        let alone = in_turn(steps, step.turn) == 1;
         let completed = step.observation == Observation::Output(serde_json::json!("Completed."));
         assert_eq!(
             alone, completed,
@@ -345,14 +327,9 @@ async fn on_the_real_model_an_answer_comes_after_every_result_it_asked_for() {
         .call(question())
         .await
         .expect("a typed answer");
-    for step in &out.trajectory.steps {
-        let in_turn = out
-            .trajectory
-            .steps
-            .iter()
-            .filter(|s| s.turn == step.turn)
-            .count();
-        assert_eq!(in_turn, 1, "one call a turn: {:#?}", out.trajectory.steps);
+    let steps = &out.trajectory.steps;
+    for step in steps {
+        assert_eq!(in_turn(steps, step.turn), 1, "one call a turn: {steps:#?}");
     }
     server.stop().await.unwrap();
 }

@@ -137,15 +137,20 @@ fn add(a: i64, b: i64) -> i64 {
     a + b
 }
 
-#[tokio::test]
-async fn finish_with_outputs_ends_the_run() {
-    let lm = Arc::new(
+/// A model that calls `add(2, 3)`, then `finish` with the answer 5.
+fn add_then_finish() -> Arc<ScriptedLm> {
+    Arc::new(
         ScriptedLm::new([
             calls(&[("c1", "add", r#"{"a": 2, "b": 3}"#)]),
             calls(&[("c2", "finish", r#"{"answer": "5"}"#)]),
         ])
         .with_capabilities(function_calling()),
-    );
+    )
+}
+
+#[tokio::test]
+async fn finish_with_outputs_ends_the_run() {
+    let lm = add_then_finish();
     let out = ReAct::<Ask>::new()
         .tool(AddTool)
         .with_lm(lm.clone())
@@ -194,13 +199,7 @@ async fn finish_carries_the_outputs_bounds_for_decoding_constraints() {
 
 #[tokio::test]
 async fn required_tool_calls_make_every_turn_a_call_and_the_answer_a_finish() {
-    let lm = Arc::new(
-        ScriptedLm::new([
-            calls(&[("c1", "add", r#"{"a": 2, "b": 3}"#)]),
-            calls(&[("c2", "finish", r#"{"answer": "5"}"#)]),
-        ])
-        .with_capabilities(function_calling()),
-    );
+    let lm = add_then_finish();
     ReAct::<Ask>::new()
         .tool(AddTool)
         .with_lm(lm.clone())
@@ -346,13 +345,7 @@ async fn tool_concurrency_is_bounded_by_the_limit() {
 
 #[tokio::test]
 async fn the_last_turn_must_finish_when_asked_so_the_model_answers_itself() {
-    let lm = Arc::new(
-        ScriptedLm::new([
-            calls(&[("c1", "add", r#"{"a": 2, "b": 3}"#)]),
-            calls(&[("c2", "finish", r#"{"answer": "5"}"#)]),
-        ])
-        .with_capabilities(function_calling()),
-    );
+    let lm = add_then_finish();
     let agent = ReAct::<Ask>::new()
         .tool(AddTool)
         .with_lm(lm.clone())

@@ -18,33 +18,45 @@ pub struct Travel {
 
 /// Convert an amount of euros to Norwegian kroner.
 #[tool]
-pub fn eur_to_nok(amount: f64) -> f64 {
+pub fn eur_to_nok(amount: f64) -> String {
+    format!("In kroner: {amount} EUR is {:.2} NOK.", kroner(amount))
+}
+
+/// `amount` euros in kroner, rounded to the øre.
+pub fn kroner(amount: f64) -> f64 {
     (amount * 11.7 * 100.0).round() / 100.0
 }
 
 /// Get tomorrow's forecast for a city.
 #[tool]
 pub async fn forecast(city: String) -> Result<String, String> {
-    let forecast = match city.trim().to_lowercase().as_str() {
-        "oslo" => "4 °C, light rain",
-        "bergen" => "7 °C, heavy rain",
-        "tromsø" | "tromso" => "-3 °C, snow",
-        "lillehammer" => "-1 °C, clear",
-        "stavanger" => "8 °C, wind",
-        "trondheim" => "3 °C, cloudy",
-        "bodø" | "bodo" => "1 °C, sleet",
-        "ålesund" | "alesund" => "6 °C, showers",
-        "kristiansand" => "9 °C, sunny",
-        "narvik" => "-2 °C, snow showers",
-        "hammerfest" => "-5 °C, snow",
-        other => {
-            return Err(format!(
-                "no forecast for `{other}`; known cities: Oslo, Bergen, Tromsø, Lillehammer, \
-                 Stavanger, Trondheim, Bodø, Ålesund, Kristiansand, Narvik, Hammerfest"
-            ));
-        }
-    };
-    Ok(forecast.into())
+    let (name, forecast) = forecast_for(&city).ok_or_else(|| {
+        format!(
+            "There is no forecast for {}. Known cities: Oslo, Bergen, Tromsø, Lillehammer, \
+             Stavanger, Trondheim, Bodø, Ålesund, Kristiansand, Narvik, Hammerfest.",
+            city.trim()
+        )
+    })?;
+    Ok(format!("Tomorrow in {name}: {forecast}."))
+}
+
+/// The city's name and tomorrow's forecast for it ("4 °C, light rain"), if the forecast tool
+/// knows the city.
+pub fn forecast_for(city: &str) -> Option<(&'static str, &'static str)> {
+    Some(match city.trim().to_lowercase().as_str() {
+        "oslo" => ("Oslo", "4 °C, light rain"),
+        "bergen" => ("Bergen", "7 °C, heavy rain"),
+        "tromsø" | "tromso" => ("Tromsø", "-3 °C, snow"),
+        "lillehammer" => ("Lillehammer", "-1 °C, clear"),
+        "stavanger" => ("Stavanger", "8 °C, wind"),
+        "trondheim" => ("Trondheim", "3 °C, cloudy"),
+        "bodø" | "bodo" => ("Bodø", "1 °C, sleet"),
+        "ålesund" | "alesund" => ("Ålesund", "6 °C, showers"),
+        "kristiansand" => ("Kristiansand", "9 °C, sunny"),
+        "narvik" => ("Narvik", "-2 °C, snow showers"),
+        "hammerfest" => ("Hammerfest", "-5 °C, snow"),
+        _ => return None,
+    })
 }
 
 /// The traveller's notes, shared by the tools below.

@@ -11,6 +11,27 @@ use super::travel::{self, Notes, Travel};
 /// The compiled agent's state (demos), in DSPy's `program.save()` format.
 const COMPILED: &str = include_str!("../travel_agent.json");
 
+/// The travel agent before it is compiled, on `lm` with `adapter`: greedy decoding, replies of at
+/// most 400 tokens, at most 5 turns. On a `small` model (the local one) every turn calls a tool,
+/// the answer being a `finish` call, and there are two turns: the tools, then `finish` (the
+/// second turn must call it), since a question here needs one round of calls and a 135M model
+/// otherwise calls tools again instead of answering. `optimize_travel` compiles this agent.
+pub fn agent(
+    lm: Arc<dyn Lm>,
+    adapter: Arc<dyn Adapter>,
+    small: bool,
+    notes: &Arc<Notes>,
+) -> ReAct<Travel> {
+    ReAct::<Travel>::new()
+        .tools(travel::tools(notes))
+        .with_lm(lm)
+        .with_adapter(adapter)
+        .with_required_tool_calls(small)
+        .with_finish_on_last_turn(small)
+        .with_limits(Limits::default().max_iters(if small { 2 } else { 5 }))
+        .with_options(LmOptions::new().temperature(0.0).max_tokens(400))
+}
+
 /// The model, and the local server behind it (stop it at the end).
 pub struct Model {
     pub lm: Arc<dyn Lm>,
@@ -54,13 +75,12 @@ impl Model {
         &self,
         notes: &Arc<Notes>,
     ) -> Result<ReAct<Travel>, Box<dyn std::error::Error>> {
-        let mut agent = ReAct::<Travel>::new()
-            .tools(travel::tools(notes))
-            .with_lm(self.lm.clone())
-            .with_adapter(self.adapter.clone())
-            .with_required_tool_calls(self.local.is_some())
-            .with_limits(Limits::default().max_iters(5))
-            .with_options(LmOptions::new().temperature(0.0).max_tokens(400));
+        let mut agent = agent(
+            self.lm.clone(),
+            self.adapter.clone(),
+            self.local.is_some(),
+            notes,
+        );
         agent.load_json(COMPILED)?;
         let demos = agent.named_predictors()[0].1.demos().len();
         eprintln!("agent: compiled, {demos} demos (examples/travel_agent.json)");
