@@ -297,7 +297,10 @@ mod tests {
 
     #[test]
     fn numbers_are_alike_whatever_their_value() {
-        let demos = questions(&["How much is 500 EUR in NOK?", "What is the weather in Oslo?"]);
+        let demos = questions(&[
+            "How much is 500 EUR in NOK?",
+            "What is the weather in Oslo?",
+        ]);
         let call = fields(&[("question", "How much is 12.5?")]);
         assert_eq!(NearestDemos::new(1).select(&demos, &call), [0]);
     }
