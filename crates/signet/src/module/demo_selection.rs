@@ -2,7 +2,7 @@
 //! the call's inputs ([`NearestDemos`], what DSPy's `KNNFewShot` does) — so a large pool of
 //! demos costs a short prompt, and a small model sees the examples most like its question.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::fmt::Debug;
 
 use serde_json::{Value, json};
@@ -155,7 +155,7 @@ impl DemoSelector for NearestDemos {
         };
         let documents: Vec<Vec<String>> = demos.iter().map(|d| self.words(d, &keys)).collect();
         // Inverse document frequency over the demos (smoothed, as scikit-learn's).
-        let mut frequency: HashMap<&str, usize> = HashMap::new();
+        let mut frequency: BTreeMap<&str, usize> = BTreeMap::new();
         for document in &documents {
             let mut seen: Vec<&str> = document.iter().map(String::as_str).collect();
             seen.sort_unstable();
@@ -169,8 +169,8 @@ impl DemoSelector for NearestDemos {
             let df = frequency.get(word).copied().unwrap_or(0) as f64;
             ((n + 1.0) / (df + 1.0)).ln() + 1.0
         };
-        let vector = |words: &[String]| -> HashMap<String, f64> {
-            let mut counts: HashMap<String, f64> = HashMap::new();
+        let vector = |words: &[String]| -> BTreeMap<String, f64> {
+            let mut counts: BTreeMap<String, f64> = BTreeMap::new();
             for word in words {
                 *counts.entry(word.clone()).or_default() += 1.0;
             }
@@ -179,7 +179,7 @@ impl DemoSelector for NearestDemos {
             }
             counts
         };
-        let norm = |v: &HashMap<String, f64>| v.values().map(|w| w * w).sum::<f64>().sqrt();
+        let norm = |v: &BTreeMap<String, f64>| v.values().map(|w| w * w).sum::<f64>().sqrt();
         let query = vector(&self.words(inputs, &keys));
         let query_norm = norm(&query);
         let mut scored: Vec<(usize, f64)> = documents
@@ -197,10 +197,14 @@ impl DemoSelector for NearestDemos {
                 } else {
                     0.0
                 };
+                // Rounded so two demos as near as each other (say, one city
+                // swapped for another) tie exactly despite rounding noise.
+                let similarity = (similarity * 1e9).round() / 1e9;
                 (i, similarity)
             })
             .collect();
-        // Most similar first; the earlier demo wins a tie.
+        // Most similar first; the earlier demo wins a tie. Sums run in word
+        // order (BTreeMap), so every run scores the same, never by hashing.
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         let mut chosen: Vec<usize> = scored.into_iter().take(self.k).map(|(i, _)| i).collect();
         if self.most_similar_last {
@@ -231,6 +235,23 @@ mod tests {
 
     fn questions(texts: &[&str]) -> Vec<Fields> {
         texts.iter().map(|q| fields(&[("question", q)])).collect()
+    }
+
+    #[test]
+    fn demos_that_differ_only_by_a_rare_word_tie_and_the_earlier_wins_every_time() {
+        // One city swapped for another: the same distance from the question,
+        // whatever order the words are summed in.
+        let demos = questions(&[
+            "How much is 500 EUR in NOK?",
+            "Weather in Oslo tomorrow?",
+            "Who wrote Peer Gynt?",
+            "Weather in Bergen tomorrow?",
+            "Weather in Zermatt tomorrow?",
+        ]);
+        let question = fields(&[("question", "Weather in Tromsø tomorrow?")]);
+        for _ in 0..500 {
+            assert_eq!(NearestDemos::new(3).select(&demos, &question), [1, 3, 4]);
+        }
     }
 
     #[test]

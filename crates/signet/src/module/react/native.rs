@@ -535,7 +535,7 @@ fn conversation(base: &[Message], trajectory: &Trajectory) -> Vec<Message> {
         let shown: Vec<&Step> = group
             .iter()
             .copied()
-            .filter(|s| !(s.tool_name == FINISH && s.observation == early_finish()))
+            .filter(|s| !is_early_finish(s))
             .collect();
         let calls = shown
             .iter()
@@ -566,6 +566,12 @@ fn conversation(base: &[Message], trajectory: &Trajectory) -> Vec<Message> {
 /// The observation a `finish` written beside other calls is recorded with.
 fn early_finish() -> Observation {
     Observation::Output(json!(FINISH_UNSEEN_RESULTS))
+}
+
+/// Whether `step` is a `finish` that was not taken because it shared its reply with other calls.
+fn is_early_finish(step: &Step) -> bool {
+    step.tool_name == FINISH
+        && matches!(&step.observation, Observation::Output(Value::String(text)) if text == FINISH_UNSEEN_RESULTS)
 }
 
 fn call_id(step: &Step) -> String {
