@@ -2,14 +2,21 @@
 //! as JSON, and a second request — minutes later, from another process — approves, denies or edits
 //! the call and the run goes on.
 //!
-//! `cargo run --example react_approval`, then
+//! `APPROVAL_TOKEN=<a secret> cargo run --example react_approval` (without `APPROVAL_TOKEN` it
+//! makes up a random token and prints it), then
 //!
 //! ```text
-//! curl -N -X POST localhost:3000/runs -H 'content-type: application/json' -d '{"request": "pay bob 20"}'
-//! # ... event: suspended  data: {"run_id": "run-..", "pending": [{"id": "step_0", "tool": "transfer", ..}]}
-//! curl -N -X POST localhost:3000/runs/run-../decisions -H 'content-type: application/json' \
-//!      -d '{"step_0": {"decision": "approve"}}'
+//! curl -N -X POST localhost:3000/runs -H "authorization: Bearer $APPROVAL_TOKEN" \
+//!      -H 'content-type: application/json' -d '{"request": "pay bob 20"}'
+//! # ... event: suspended  data: {"run_id": "<32 hex digits>", "pending": [{"id": "step_0", "tool": "transfer", ..}]}
+//! curl -N -X POST localhost:3000/runs/<run id>/decisions -H "authorization: Bearer $APPROVAL_TOKEN" \
+//!      -H 'content-type: application/json' -d '{"step_0": {"decision": "approve"}}'
 //! ```
+//!
+//! Every request needs the bearer token (else 401) and a `Host` header naming the address the
+//! server is bound to (`localhost:3000` or `127.0.0.1:3000`; else 403): a web page open in a
+//! browser on this machine can neither start a payment nor approve one, even through DNS
+//! rebinding. Run ids are 128 random bits, so one run's id says nothing about another's.
 //!
 //! Both answers are Server-Sent Events, one per [`signet::module::ReActEvent`]. Parked runs are
 //! files in a directory (`SIGNET_RUNS`, default a temporary one), so any server process that
@@ -22,8 +29,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::extract::{Path, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -63,6 +71,98 @@ pub fn agent(lm: impl Lm + 'static) -> ReAct<Payment> {
         .with_lm(lm)
 }
 
+/// 128 bits from the operating system's random source, as 32 hex digits (run ids, tokens).
+pub fn random_hex() -> String {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    let from_os = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+    if from_os.is_err() {
+        // No /dev/urandom: SipHash under the standard library's per-process random keys.
+        use std::hash::{BuildHasher, Hasher};
+        for half in bytes.chunks_mut(8) {
+            let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+            hasher.write_u128(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos()),
+            );
+            half.copy_from_slice(&hasher.finish().to_le_bytes());
+        }
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Who may call the service: requests must carry `Authorization: Bearer <token>` and a `Host`
+/// header that is one of `hosts` (the names of the address the server is bound to).
+#[derive(Debug, Clone)]
+pub struct Access {
+    pub token: String,
+    pub hosts: Vec<String>,
+}
+
+impl Access {
+    /// `token`, and the loopback names of `address` (`127.0.0.1:3000` and `localhost:3000`).
+    pub fn local(token: impl Into<String>, address: std::net::SocketAddr) -> Access {
+        let port = address.port();
+        let mut hosts = vec![address.to_string(), format!("localhost:{port}")];
+        if address.ip().is_unspecified() {
+            hosts.push(format!("127.0.0.1:{port}"));
+        }
+        Access {
+            token: token.into(),
+            hosts,
+        }
+    }
+}
+
+/// Refuses a request whose `Host` is not one of the server's own names (403) or whose bearer
+/// token is missing or wrong (401).
+async fn guard(State(access): State<Arc<Access>>, request: Request, next: Next) -> Response {
+    let refuse =
+        |status: StatusCode, error: &str| (status, Json(json!({"error": error}))).into_response();
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    if !access.hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "this server answers only to its own address",
+        );
+    }
+    let token = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| h.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map_or("", |(_, token)| token.trim());
+    // An empty token (none configured) lets no one in.
+    if access.token.is_empty() || !same(token.as_bytes(), access.token.as_bytes()) {
+        let mut response = refuse(StatusCode::UNAUTHORIZED, "a valid bearer token is needed");
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, "Bearer".parse().unwrap());
+        return response;
+    }
+    next.run(request).await
+}
+
+/// `router` open only to requests with `access`'s bearer token and one of its `Host` names (the
+/// service as `main` serves it; [`router`] alone is for mounting behind your own checks).
+pub fn protect(router: Router, access: Access) -> Router {
+    router.layer(axum::middleware::from_fn_with_state(
+        Arc::new(access),
+        guard,
+    ))
+}
+
+/// Whether `a` and `b` are equal, in a time that does not depend on where they differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+}
+
 /// Where parked runs wait: one JSON file per run.
 pub struct RunStore {
     dir: PathBuf,
@@ -79,32 +179,58 @@ impl RunStore {
         })
     }
 
-    /// Parks `state` under a new id.
+    /// Parks `state` under a new id: 32 random hex digits.
     fn save(&self, state: &SuspendedRun) -> std::io::Result<String> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let id = format!("run-{nanos}-{}", self.next.fetch_add(1, Ordering::SeqCst));
+        let id = random_hex();
         self.put(&id, state)?;
         Ok(id)
     }
 
-    /// Parks `state` under `id`.
+    /// Parks `state` under `id`, atomically: the JSON goes to a temporary file in the store's
+    /// directory, is synced and renamed over `{id}.json`, so a crash or a full disk never leaves
+    /// half a run (a reader sees the whole old file, the whole new one, or none).
     fn put(&self, id: &str, state: &SuspendedRun) -> std::io::Result<()> {
+        use std::io::Write;
         let json = serde_json::to_vec_pretty(state).map_err(std::io::Error::other)?;
-        std::fs::write(self.dir.join(format!("{id}.json")), json)
+        let path = self.dir.join(format!("{id}.json"));
+        let n = self.next.fetch_add(1, Ordering::SeqCst);
+        let temporary = self
+            .dir
+            .join(format!(".{id}.json.{}.{n}.tmp", std::process::id()));
+        let written = std::fs::File::create(&temporary)
+            .and_then(|mut file| {
+                file.write_all(&json)?;
+                file.sync_all()
+            })
+            .and_then(|()| std::fs::rename(&temporary, &path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&temporary);
+            return written;
+        }
+        #[cfg(unix)]
+        std::fs::File::open(&self.dir)?.sync_all()?;
+        Ok(())
     }
 
     /// The parked run `id`, removed from the store (a run is resumed once); `None` when there
-    /// is no such run.
+    /// is no such run. The file is deleted only once it has been read and parsed: a file that
+    /// cannot be read stays for a person to look at. Of two requests taking the same run at
+    /// once, only the one whose delete succeeds gets it.
     fn take(&self, id: &str) -> Option<SuspendedRun> {
         if !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
             return None;
         }
         let path = self.dir.join(format!("{id}.json"));
         let text = std::fs::read_to_string(&path).ok()?;
+        let state = match serde_json::from_str(&text) {
+            Ok(state) => state,
+            Err(error) => {
+                eprintln!("parked run {} cannot be read: {error}", path.display());
+                return None;
+            }
+        };
         std::fs::remove_file(&path).ok()?;
-        serde_json::from_str(&text).ok()
+        Some(state)
     }
 }
 
@@ -260,16 +386,26 @@ fn observation(prompt: &str) -> Option<String> {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::var_os("SIGNET_RUNS")
         .map_or_else(|| std::env::temp_dir().join("signet-runs"), PathBuf::from);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+    let token = match std::env::var("APPROVAL_TOKEN") {
+        Ok(token) if !token.is_empty() => token,
+        _ => {
+            let token = random_hex();
+            println!("APPROVAL_TOKEN is not set; this run's token is {token}");
+            token
+        }
+    };
+    let address = listener.local_addr()?;
     let app = Arc::new(App {
         agent: agent(Teller),
         store: RunStore::new(dir.clone())?,
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
     println!(
-        "listening on http://{}/runs (parked runs in {})",
-        listener.local_addr()?,
+        "listening on http://{address}/runs (parked runs in {}); send `Authorization: Bearer \
+         <token>`",
         dir.display()
     );
-    axum::serve(listener, router(app)).await?;
+    let service = protect(router(app), Access::local(token, address));
+    axum::serve(listener, service).await?;
     Ok(())
 }

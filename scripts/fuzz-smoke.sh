@@ -3,6 +3,10 @@
 # starting from the committed seeds. Installs cargo-fuzz if it is missing. A crash fails the script
 # and leaves the input in fuzz/artifacts/<target>/.
 #
+# Inputs may be up to 1 MB (libFuzzer's default cap is 4 KB, too small to reach a harmful depth),
+# every target runs its input on a 256 KiB stack (signet_fuzz::on_small_stack), and the build keeps
+# overflow checks and debug assertions on (`-a`), so an arithmetic overflow is a finding too.
+#
 # cargo-fuzz needs unstable compiler flags; RUSTC_BOOTSTRAP=1 lets the stable toolchain accept them.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
@@ -14,12 +18,12 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 
 export RUSTC_BOOTSTRAP=1
-cargo fuzz build -O
+cargo fuzz build -O -a
 for target in $(cargo fuzz list); do
     mkdir -p "corpus/$target"
     echo "== fuzz $target (${seconds} s)"
-    cargo fuzz run -O "$target" "corpus/$target" "seeds/$target" -- \
-        -max_total_time="$seconds" -print_final_stats=1 2>&1 |
+    cargo fuzz run -O -a "$target" "corpus/$target" "seeds/$target" -- \
+        -max_total_time="$seconds" -max_len=1048576 -print_final_stats=1 2>&1 |
         grep -E "^Done|stat::number_of_executed_units|panicked|ERROR|SUMMARY|Test unit written" || true
     # `cargo fuzz run` exits non-zero on a crash; grep above swallows the status, so check artifacts.
     failed=""

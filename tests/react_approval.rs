@@ -11,7 +11,10 @@ use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use react_approval::{App, RunStore, Teller, agent, router};
+use react_approval::{Access, App, RunStore, Teller, agent, protect, router};
+
+/// The token every test server takes.
+const TOKEN: &str = "test-token-0123456789abcdef";
 
 /// A server process: its own agent, the shared store directory.
 async fn server(dir: &std::path::Path) -> (String, tokio::task::JoinHandle<()>) {
@@ -21,22 +24,39 @@ async fn server(dir: &std::path::Path) -> (String, tokio::task::JoinHandle<()>) 
         agent: agent(Teller),
         store: RunStore::new(dir.to_owned()).unwrap(),
     });
+    // The service as `main` serves it.
+    let service = protect(router(app), Access::local(TOKEN, address));
     let handle = tokio::spawn(async move {
-        axum::serve(listener, router(app)).await.unwrap();
+        axum::serve(listener, service).await.unwrap();
     });
     (format!("http://{address}"), handle)
 }
 
-/// POSTs `body` and reads the SSE answer as (event, data) pairs; or the status and body when the
-/// answer is not a stream.
+/// POSTs `body` with the server's token and reads the SSE answer as (event, data) pairs; or the
+/// status and body when the answer is not a stream.
 async fn post(url: &str, body: Value) -> Result<Vec<(String, Value)>, (u16, Value)> {
-    let response = reqwest::Client::new()
+    post_as(url, body, Some(&format!("Bearer {TOKEN}")), None).await
+}
+
+/// [`post`] with this `authorization` header (none if `None`) and this `Host` header (the URL's if
+/// `None`).
+async fn post_as(
+    url: &str,
+    body: Value,
+    authorization: Option<&str>,
+    host: Option<&str>,
+) -> Result<Vec<(String, Value)>, (u16, Value)> {
+    let mut request = reqwest::Client::new()
         .post(url)
         .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap();
+        .body(body.to_string());
+    if let Some(authorization) = authorization {
+        request = request.header("authorization", authorization);
+    }
+    if let Some(host) = host {
+        request = request.header("host", host);
+    }
+    let response = request.send().await.unwrap();
     if response.headers()["content-type"] != "text/event-stream" {
         let status = response.status().as_u16();
         let text = response.text().await.unwrap();
@@ -150,4 +170,101 @@ async fn decisions_that_do_not_fit_fail_the_stream_and_keep_the_run_parked() {
             .contains("no decision for pending call `step_0`")
     );
     handle.abort();
+}
+
+#[tokio::test]
+async fn a_request_without_the_token_is_401_and_starts_nothing() {
+    let dir = store_dir("token");
+    let (server, handle) = server(&dir).await;
+    let start = json!({"request": "pay bob 20"});
+    for authorization in [
+        None,
+        Some("Bearer wrong-token".to_owned()),
+        Some(format!("Bearer {TOKEN}x")),
+        Some(format!("Basic {TOKEN}")),
+        Some("Bearer ".to_owned()),
+    ] {
+        let (status, body) = post_as(
+            &format!("{server}/runs"),
+            start.clone(),
+            authorization.as_deref(),
+            None,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(status, 401, "{authorization:?}: {body}");
+    }
+    // Nor may a decision be sent without it (the run stays parked and can still be approved).
+    let run_id = park(&dir).await;
+    let url = format!("{server}/runs/{run_id}/decisions");
+    let approve = json!({"step_0": {"decision": "approve"}});
+    assert_eq!(
+        post_as(&url, approve.clone(), None, None)
+            .await
+            .unwrap_err()
+            .0,
+        401
+    );
+    let events = post(&url, approve).await.unwrap();
+    assert_eq!(events.last().unwrap().0, "done", "{events:?}");
+    // Only the run started with the token was parked.
+    let parked = std::fs::read_dir(&dir).unwrap().count();
+    assert_eq!(parked, 0);
+    handle.abort();
+}
+
+#[tokio::test]
+async fn a_request_for_a_foreign_host_is_403_even_with_the_token() {
+    // What a browser sends after DNS rebinding: the attacker's name, this server's address.
+    let dir = store_dir("host");
+    let (server, handle) = server(&dir).await;
+    let port = server.rsplit(':').next().unwrap().to_owned();
+    let bearer = format!("Bearer {TOKEN}");
+    for host in [
+        format!("evil.example:{port}"),
+        "evil.example".to_owned(),
+        format!("127.0.0.1:{}", port.parse::<u16>().unwrap() + 1),
+        "localhost".to_owned(),
+    ] {
+        let (status, body) = post_as(
+            &format!("{server}/runs"),
+            json!({"request": "pay bob 20"}),
+            Some(&bearer),
+            Some(&host),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(status, 403, "{host}: {body}");
+    }
+    // The server's own names are fine.
+    for host in [format!("localhost:{port}"), format!("127.0.0.1:{port}")] {
+        let events = post_as(
+            &format!("{server}/runs"),
+            json!({"request": "pay bob 20"}),
+            Some(&bearer),
+            Some(&host),
+        )
+        .await
+        .unwrap();
+        assert_eq!(events.last().unwrap().0, "suspended", "{host}: {events:?}");
+    }
+    handle.abort();
+}
+
+#[tokio::test]
+async fn run_ids_are_128_random_bits() {
+    let dir = store_dir("ids");
+    let first = park(&dir).await;
+    let second = park(&dir).await;
+    for id in [&first, &second] {
+        assert_eq!(id.len(), 32, "{id}");
+        assert!(
+            id.chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()),
+            "{id}"
+        );
+    }
+    assert_ne!(first, second);
+    // Not one counter apart either: they share no long prefix.
+    assert_ne!(first[..8], second[..8]);
 }

@@ -7,13 +7,15 @@ use signet::Tool;
 use signet_fuzz::PlotTool;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(args) = serde_json::from_slice::<serde_json::Value>(data) else {
-        return;
-    };
-    let tool = PlotTool;
-    let valid = tool.spec().validate(&args).is_ok();
-    let called = tool.call_blocking(args);
-    if valid {
-        assert!(called.is_ok(), "validated arguments must run: {called:?}");
-    }
+    signet_fuzz::on_small_stack(|| {
+        let Ok(args) = serde_json::from_slice::<serde_json::Value>(data) else {
+            return;
+        };
+        let tool = PlotTool;
+        let valid = tool.spec().validate(&args).is_ok();
+        let called = tool.call_blocking(args);
+        if valid {
+            assert!(called.is_ok(), "validated arguments must run: {called:?}");
+        }
+    });
 });

@@ -8,11 +8,13 @@ use signet::adapter::{Adapter, XmlAdapter};
 use signet_fuzz::Everything;
 
 fuzz_target!(|data: &[u8]| {
-    let text = String::from_utf8_lossy(data);
-    let signature = Everything::signature();
-    if let Ok(outputs) = XmlAdapter::new().parse(signature, &text) {
-        let names: Vec<&str> = outputs.keys().map(String::as_str).collect();
-        let expected: Vec<&str> = signature.outputs().iter().map(|f| f.name()).collect();
-        assert_eq!(names, expected);
-    }
+    signet_fuzz::on_small_stack(|| {
+        let text = String::from_utf8_lossy(data);
+        let signature = Everything::signature();
+        if let Ok(outputs) = XmlAdapter::new().parse(signature, &text) {
+            let names: Vec<&str> = outputs.keys().map(String::as_str).collect();
+            let expected: Vec<&str> = signature.outputs().iter().map(|f| f.name()).collect();
+            assert_eq!(names, expected);
+        }
+    });
 });

@@ -106,6 +106,21 @@ pub enum LocalError {
         /// Its last output lines.
         log: String,
     },
+    /// Something other than the server started answers on its port: the port was taken between
+    /// choosing it and the server binding it, or another server was left running on it (the
+    /// started process was stopped).
+    #[error(
+        "the port of {url} is taken by something else: it answers without listing the model \
+         the started server serves ({answered}); the server's last output:\n{log}"
+    )]
+    PortTaken {
+        /// The URL asked.
+        url: String,
+        /// The start of what it answered.
+        answered: String,
+        /// The started server's last output lines.
+        log: String,
+    },
     /// No cache directory could be chosen (neither `SIGNET_CACHE`, `XDG_CACHE_HOME` nor `HOME` is
     /// set).
     #[error("no cache directory: set SIGNET_CACHE (or HOME)")]

@@ -408,6 +408,11 @@ impl LlamaCpp {
 
     /// Installs if needed, then starts the server on a free port and waits until it answers.
     ///
+    /// The server is known by a second, random model alias that `/v1/models` must list
+    /// ([`ServerCommand::expect_model`]): a port taken by another process between choosing it
+    /// and the server binding it is not mistaken for the server. Such a start is tried again on
+    /// a fresh port (three times in all) before [`LocalError::PortTaken`] is returned.
+    ///
     /// When other servers started from the same cache are running
     /// ([`running_servers`](Self::running_servers)), it says so first, on stderr and as a
     /// `tracing` warning: two servers on the same cores each decode with one thread per core and
@@ -421,10 +426,50 @@ impl LlamaCpp {
             warn(&crate::running::warning(&root, &others));
         }
         let template = self.template_file(&root)?;
-        let port = free_port()?;
         let threads = self.threads.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
         });
+        let mut attempt = 0;
+        let mut server = loop {
+            attempt += 1;
+            let port = free_port()?;
+            // `~` sorts after letters and digits: llama.cpp names the model by its first alias,
+            // which stays the real one.
+            let check = format!("~signet-{}", crate::server::nonce());
+            let started = LocalServer::spawn(
+                ServerCommand::new(&installed.python)
+                    .args(self.server_args(&installed, template.as_deref(), threads, port))
+                    .args(["--check-alias".to_owned(), check.clone()])
+                    .port(port)
+                    .expect_model(check)
+                    .ready_timeout(self.ready_timeout),
+            )
+            .await;
+            match started {
+                Err(error) if attempt < 3 && port_lost(&error) => {
+                    tracing::warn!(port, %error, "the model server's port was taken; trying another");
+                }
+                started => break started?,
+            }
+        };
+        // Best effort: a server that cannot be recorded still serves.
+        if let Some(registration) = server
+            .pid()
+            .and_then(|pid| crate::running::register(&root, pid, &installed.launcher).ok())
+        {
+            server.set_registration(registration);
+        }
+        Ok(server)
+    }
+
+    /// The launcher's arguments for a server on `port`.
+    fn server_args(
+        &self,
+        installed: &Installed,
+        template: Option<&Path>,
+        threads: usize,
+        port: u16,
+    ) -> Vec<String> {
         let mut args = vec![
             installed.launcher.display().to_string(),
             "--model".into(),
@@ -443,21 +488,7 @@ impl LlamaCpp {
         if let Some(template) = template {
             args.extend(["--template".to_owned(), template.display().to_string()]);
         }
-        let mut server = LocalServer::spawn(
-            ServerCommand::new(installed.python)
-                .args(args)
-                .port(port)
-                .ready_timeout(self.ready_timeout),
-        )
-        .await?;
-        // Best effort: a server that cannot be recorded still serves.
-        if let Some(registration) = server
-            .pid()
-            .and_then(|pid| crate::running::register(&root, pid, &installed.launcher).ok())
-        {
-            server.set_registration(registration);
-        }
-        Ok(server)
+        args
     }
 
     /// The process ids of the model servers started from this cache (by [`serve`](Self::serve),
@@ -521,6 +552,16 @@ impl LlamaCpp {
         } else {
             Arc::new(lm)
         })
+    }
+}
+
+/// Whether a server failed to start because its port was taken: something else answered on it,
+/// or it exited saying it could not bind.
+fn port_lost(error: &LocalError) -> bool {
+    match error {
+        LocalError::PortTaken { .. } => true,
+        LocalError::Exited { log, .. } => log.to_ascii_lowercase().contains("bind"),
+        _ => false,
     }
 }
 

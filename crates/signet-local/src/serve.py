@@ -14,6 +14,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model", required=True, help="the GGUF file")
     parser.add_argument("--alias", required=True, help="the model name clients send")
+    parser.add_argument(
+        "--check-alias",
+        help="a second name, listed by /v1/models, by which the starter knows its own server",
+    )
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--ctx", type=int, required=True, help="context tokens, all slots together")
     parser.add_argument("--slots", type=int, default=1, help="requests served in parallel")
@@ -31,7 +35,7 @@ def main() -> int:
 
     params = xllamacpp.CommonParams()
     params.model.path = args.model
-    params.model_alias = {args.alias}
+    params.model_alias = {args.alias} | ({args.check_alias} if args.check_alias else set())
     params.port = args.port
     params.n_ctx = args.ctx
     params.n_parallel = args.slots

@@ -27,13 +27,44 @@ const LOG_LINES: usize = 40;
 ///     .ready_timeout(Duration::from_secs(60));
 /// assert_eq!(command.base_url(), "http://127.0.0.1:8080/v1");
 /// ```
-#[derive(Debug, Clone)]
+///
+/// `Debug` shows the environment's names but never its values (API keys are often passed this
+/// way): each value is shown as `[redacted]`.
+#[derive(Clone)]
 pub struct ServerCommand {
     program: PathBuf,
     args: Vec<String>,
     env: Vec<(String, String)>,
     port: u16,
     ready_timeout: Duration,
+    expect_model: Option<String>,
+}
+
+impl std::fmt::Debug for ServerCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let env: Vec<(&str, Redacted)> = self
+            .env
+            .iter()
+            .map(|(name, _)| (name.as_str(), Redacted))
+            .collect();
+        f.debug_struct("ServerCommand")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("env", &env)
+            .field("port", &self.port)
+            .field("ready_timeout", &self.ready_timeout)
+            .field("expect_model", &self.expect_model)
+            .finish()
+    }
+}
+
+/// Stands for an environment variable's value in `Debug` output.
+struct Redacted;
+
+impl std::fmt::Debug for Redacted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
 }
 
 impl ServerCommand {
@@ -45,6 +76,7 @@ impl ServerCommand {
             env: Vec::new(),
             port: 8080,
             ready_timeout: Duration::from_secs(120),
+            expect_model: None,
         }
     }
 
@@ -73,6 +105,17 @@ impl ServerCommand {
     /// How long the server may take to answer its first request.
     pub fn ready_timeout(mut self, timeout: Duration) -> Self {
         self.ready_timeout = timeout;
+        self
+    }
+
+    /// Checks that the process answering on the port is the one started: it is ready only when
+    /// `GET /v1/models` lists a model named `name` (an id, an alias or a name). Start the server
+    /// with a name no other process could know (a random alias): another process that answers
+    /// on the port — it was taken between choosing it and the server binding it, or a server
+    /// left running — is then [`LocalError::PortTaken`], not a server that seems ready. Without
+    /// it, any 200 answer counts.
+    pub fn expect_model(mut self, name: impl Into<String>) -> Self {
+        self.expect_model = Some(name.into());
         self
     }
 
@@ -110,9 +153,11 @@ pub struct LocalServer {
 }
 
 impl LocalServer {
-    /// Starts the server and waits until `GET {base_url}/models` answers 200. Fails with
-    /// [`LocalError::Exited`] if the process ends first, or [`LocalError::NotReady`] (after killing
-    /// it) if it does not answer in time; both carry the server's last output lines.
+    /// Starts the server and waits until `GET {base_url}/models` answers 200 (listing the
+    /// [expected model](ServerCommand::expect_model), when one is set). Fails with
+    /// [`LocalError::Exited`] if the process ends first, [`LocalError::NotReady`] (after killing
+    /// it) if it does not answer in time, both with the server's last output lines, or
+    /// [`LocalError::PortTaken`] (after killing it) if something else answers on its port.
     pub async fn spawn(command: ServerCommand) -> Result<LocalServer, LocalError> {
         let base_url = command.base_url();
         let mut process = Command::new(&command.program);
@@ -140,12 +185,18 @@ impl LocalServer {
             log,
             registration: None,
         };
-        server.wait_ready(command.ready_timeout).await?;
+        server
+            .wait_ready(command.ready_timeout, command.expect_model.as_deref())
+            .await?;
         tracing::info!(base_url = %server.base_url, "model server ready");
         Ok(server)
     }
 
-    async fn wait_ready(&mut self, timeout: Duration) -> Result<(), LocalError> {
+    async fn wait_ready(
+        &mut self,
+        timeout: Duration,
+        expect_model: Option<&str>,
+    ) -> Result<(), LocalError> {
         let client = reqwest::Client::new();
         let url = format!("{}/models", self.base_url);
         let started = Instant::now();
@@ -161,14 +212,36 @@ impl LocalServer {
                     log: self.recent_output(),
                 });
             }
-            let answered = client
+            let answer = client
                 .get(&url)
                 .timeout(Duration::from_secs(2))
                 .send()
                 .await
-                .is_ok_and(|r| r.status().is_success());
-            if answered {
-                return Ok(());
+                .ok()
+                .filter(|r| r.status().is_success());
+            if let Some(answer) = answer {
+                let Some(name) = expect_model else {
+                    return Ok(());
+                };
+                let body = read_capped(answer, MAX_MODELS_BODY).await;
+                if lists_model(&body, name) {
+                    return Ok(());
+                }
+                let _ = self.child.kill().await;
+                let mut answered = String::from_utf8_lossy(&body).into_owned();
+                if answered.len() > 200 {
+                    let mut end = 200;
+                    while !answered.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    answered.truncate(end);
+                    answered.push_str("...");
+                }
+                return Err(LocalError::PortTaken {
+                    url,
+                    answered,
+                    log: self.recent_output(),
+                });
             }
             if started.elapsed() > timeout {
                 let _ = self.child.kill().await;
@@ -211,6 +284,61 @@ impl LocalServer {
     }
 }
 
+/// The most of a `/v1/models` answer read (a process that is not the server may send anything).
+const MAX_MODELS_BODY: usize = 1 << 20;
+
+/// Up to `limit` bytes of `response`'s body (what arrived, if it breaks off).
+async fn read_capped(mut response: reqwest::Response, limit: usize) -> Vec<u8> {
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        let room = limit - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() == limit {
+            break;
+        }
+    }
+    body
+}
+
+/// Whether a `/v1/models` answer lists `name`: as a model's `id` or one of its `aliases` (OpenAI's
+/// and llama.cpp's `data`), or as a `name` or `model` (llama.cpp's Ollama-style `models`).
+fn lists_model(body: &[u8], name: &str) -> bool {
+    let Ok(answer) = signet::serde_json::from_slice::<signet::serde_json::Value>(body) else {
+        return false;
+    };
+    let is_name =
+        |value: Option<&signet::serde_json::Value>| value.and_then(|v| v.as_str()) == Some(name);
+    let listed = |key: &str| {
+        answer[key].as_array().into_iter().flatten().any(|model| {
+            is_name(model.get("id"))
+                || is_name(model.get("name"))
+                || is_name(model.get("model"))
+                || model["aliases"]
+                    .as_array()
+                    .is_some_and(|aliases| aliases.iter().any(|a| is_name(Some(a))))
+        })
+    };
+    listed("data") || listed("models")
+}
+
+/// A name no other process can guess in advance (for [`ServerCommand::expect_model`]): 128 bits
+/// from the standard library's per-process random keys, the process id and the time.
+pub(crate) fn nonce() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut digits = String::with_capacity(32);
+    for part in 0..2u8 {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u8(part);
+        hasher.write_u32(std::process::id());
+        hasher.write_u128(nanos);
+        digits.push_str(&format!("{:016x}", hasher.finish()));
+    }
+    digits
+}
+
 /// Reads `output` line by line, keeping the last [`LOG_LINES`] (the pipe must be drained so the
 /// server never blocks on a full pipe).
 async fn keep_lines(output: impl AsyncRead + Unpin, log: Arc<Mutex<VecDeque<String>>>) {
@@ -239,4 +367,54 @@ pub fn free_port() -> Result<u16, LocalError> {
             action: "find a free port".into(),
             source,
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_is_listed_by_id_alias_or_name() {
+        let llama = br#"{"models": [{"name": "a", "model": "a"}],
+                         "data": [{"id": "a", "aliases": ["a", "smollm2"]}]}"#;
+        for name in ["a", "smollm2"] {
+            assert!(lists_model(llama, name), "{name}");
+        }
+        assert!(lists_model(br#"{"data": [{"id": "gpt"}]}"#, "gpt"));
+        for other in [
+            &b"{}"[..],
+            b"not json",
+            br#"{"data": [{"id": "b"}]}"#,
+            b"[]",
+        ] {
+            assert!(!lists_model(other, "a"));
+        }
+    }
+
+    #[test]
+    fn nonces_differ() {
+        let (a, b) = (nonce(), nonce());
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn debug_shows_variable_names_but_never_their_values() {
+        let command = ServerCommand::new("/opt/llama-server")
+            .args(["--port", "8123"])
+            .env("HF_TOKEN", "env-SECRET-789")
+            .port(8123);
+        for shown in [format!("{command:?}"), format!("{command:#?}")] {
+            assert!(!shown.contains("SECRET"), "{shown}");
+            for kept in [
+                "/opt/llama-server",
+                "--port",
+                "8123",
+                "HF_TOKEN",
+                "[redacted]",
+            ] {
+                assert!(shown.contains(kept), "{kept} missing from {shown}");
+            }
+        }
+    }
 }

@@ -81,7 +81,9 @@ impl std::fmt::Debug for McpClient {
 ///     .tool_prefix("fs_");
 /// # let _ = builder;
 /// ```
-#[derive(Debug, Clone)]
+///
+/// `Debug` shows every option but never the bearer token (it is shown as `[redacted]`).
+#[derive(Clone)]
 pub struct McpClientBuilder {
     name: Option<String>,
     call_timeout: Option<Duration>,
@@ -92,6 +94,40 @@ pub struct McpClientBuilder {
     roots: Option<Vec<Root>>,
     sampling: Option<Sampling>,
     elicitation: Option<ElicitationHandler>,
+    max_list_pages: usize,
+    max_tools: usize,
+    relist_debounce: Duration,
+}
+
+impl std::fmt::Debug for McpClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClientBuilder")
+            .field("name", &self.name)
+            .field("call_timeout", &self.call_timeout)
+            .field("startup_timeout", &self.startup_timeout)
+            .field("max_restarts", &self.max_restarts)
+            .field("tool_prefix", &self.tool_prefix)
+            .field(
+                "bearer_token",
+                &self.bearer_token.as_ref().map(|_| Redacted),
+            )
+            .field("roots", &self.roots)
+            .field("sampling", &self.sampling)
+            .field("elicitation", &self.elicitation)
+            .field("max_list_pages", &self.max_list_pages)
+            .field("max_tools", &self.max_tools)
+            .field("relist_debounce", &self.relist_debounce)
+            .finish()
+    }
+}
+
+/// Stands for a secret (a token, an environment variable's value) in `Debug` output.
+struct Redacted;
+
+impl std::fmt::Debug for Redacted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
 }
 
 impl Default for McpClientBuilder {
@@ -106,9 +142,21 @@ impl Default for McpClientBuilder {
             roots: None,
             sampling: None,
             elicitation: None,
+            max_list_pages: DEFAULT_MAX_LIST_PAGES,
+            max_tools: DEFAULT_MAX_TOOLS,
+            relist_debounce: DEFAULT_RELIST_DEBOUNCE,
         }
     }
 }
+
+/// The default of [`McpClientBuilder::max_list_pages`].
+const DEFAULT_MAX_LIST_PAGES: usize = 100;
+
+/// The default of [`McpClientBuilder::max_tools`].
+const DEFAULT_MAX_TOOLS: usize = 10_000;
+
+/// The default of [`McpClientBuilder::relist_debounce`].
+const DEFAULT_RELIST_DEBOUNCE: Duration = Duration::from_millis(250);
 
 impl McpClientBuilder {
     /// The server's label in errors and logs (default: the script's or program's file name, or the
@@ -203,6 +251,41 @@ impl McpClientBuilder {
         Fut: Future<Output = ElicitationAnswer> + Send + 'static,
     {
         self.elicitation = Some(ElicitationHandler::new(handler));
+        self
+    }
+
+    /// The most pages one `tools/list` may take (default 100): a server that keeps answering
+    /// with a next cursor past it fails the listing with [`Error::TooManyPages`] (at connect:
+    /// connecting fails) instead of being paged forever.
+    ///
+    /// ```
+    /// let builder = signet_mcp::McpClient::builder().max_list_pages(10).max_tools(500);
+    /// # let _ = builder;
+    /// ```
+    pub fn max_list_pages(mut self, max: usize) -> Self {
+        self.max_list_pages = max.max(1);
+        self
+    }
+
+    /// The most tools one listing may hold, over all its pages (default 10,000): past it the
+    /// listing fails with [`Error::TooManyTools`].
+    pub fn max_tools(mut self, max: usize) -> Self {
+        self.max_tools = max;
+        self
+    }
+
+    /// How long the client waits after a `notifications/tools/list_changed` before listing the
+    /// tools again (default 250 ms). Notifications that arrive in that time, or while a listing
+    /// runs, are answered by one more listing, not one each: a server flooding the notification
+    /// gets at most one `tools/list` per interval.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let builder = signet_mcp::McpClient::builder().relist_debounce(Duration::from_secs(1));
+    /// # let _ = builder;
+    /// ```
+    pub fn relist_debounce(mut self, wait: Duration) -> Self {
+        self.relist_debounce = wait;
         self
     }
 
@@ -429,4 +512,35 @@ impl Drop for McpClient {
 fn url_label(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     rest.split('/').next().unwrap_or(rest).to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builder_debug_shows_every_option_but_never_the_token() {
+        let builder = McpClient::builder()
+            .name("files")
+            .tool_prefix("fs_")
+            .max_restarts(2)
+            .bearer_token("sk-SECRET-123")
+            .roots([Root::directory("/srv/data").unwrap()]);
+        let shown = format!("{builder:?}");
+        assert!(shown.contains("bearer_token: Some([redacted])"), "{shown}");
+        for shown in [shown, format!("{builder:#?}")] {
+            assert!(!shown.contains("SECRET"), "{shown}");
+            for kept in [
+                "[redacted]",
+                "\"files\"",
+                "\"fs_\"",
+                "max_restarts: 2",
+                "/srv/data",
+            ] {
+                assert!(shown.contains(kept), "{kept} missing from {shown}");
+            }
+        }
+        let without = format!("{:?}", McpClient::builder());
+        assert!(without.contains("bearer_token: None"), "{without}");
+    }
 }

@@ -96,6 +96,32 @@ pub enum Error {
         /// The server's label.
         server: String,
     },
+    /// The server kept answering `tools/list` with a next page past the client's limit
+    /// ([`McpClientBuilder::max_list_pages`](crate::McpClientBuilder::max_list_pages)); the
+    /// listing was dropped.
+    #[error(
+        "MCP server `{server}` kept paging tools/list past {limit} pages \
+         (McpClientBuilder::max_list_pages); the listing was dropped"
+    )]
+    TooManyPages {
+        /// The server's label.
+        server: String,
+        /// The page limit.
+        limit: usize,
+    },
+    /// The server listed more tools than the client's limit
+    /// ([`McpClientBuilder::max_tools`](crate::McpClientBuilder::max_tools)); the listing was
+    /// dropped.
+    #[error(
+        "MCP server `{server}` listed more than {limit} tools (McpClientBuilder::max_tools); \
+         the listing was dropped"
+    )]
+    TooManyTools {
+        /// The server's label.
+        server: String,
+        /// The tool limit.
+        limit: usize,
+    },
     /// A transport failure that is not one of the above.
     #[error("MCP transport error with `{server}`: {message}")]
     Transport {

@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::serve::ListenerExt;
 use rmcp::model::{
@@ -65,9 +66,59 @@ pub struct McpServer {
     info: Implementation,
     instructions: Option<String>,
     allowed_hosts: Option<Vec<String>>,
+    allowed_origins: Option<Vec<String>>,
     auth: Option<BearerAuth>,
     allow_remote: bool,
     http_mode: HttpMode,
+    /// Admits the `tools/call`s that may run at once; shared by every copy of this server.
+    calls: Arc<tokio::sync::Semaphore>,
+    max_calls: usize,
+    /// Counts the HTTP sessions open at once; shared by every copy of this server.
+    sessions: Arc<AtomicUsize>,
+    max_sessions: usize,
+    /// The session slot a copy serving one HTTP session holds, given back when it is dropped.
+    slot: Option<Arc<SessionSlot>>,
+}
+
+/// The default of [`McpServer::max_concurrent_calls`].
+const DEFAULT_MAX_CALLS: usize = 32;
+
+/// The default of [`McpServer::max_sessions`].
+const DEFAULT_MAX_SESSIONS: usize = 64;
+
+/// The browser origins an HTTP endpoint accepts unless [`McpServer::with_allowed_origins`] says
+/// otherwise: pages served from this machine.
+const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "https://localhost:*",
+    "http://127.0.0.1:*",
+    "https://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://[::1]:*",
+];
+
+/// The host names an HTTP endpoint answers to unless [`McpServer::with_allowed_hosts`] says
+/// otherwise (rmcp's default).
+const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// One open HTTP session's place under [`McpServer::max_sessions`].
+struct SessionSlot(Arc<AtomicUsize>);
+
+impl SessionSlot {
+    /// A place, or `None` when `max` sessions are open.
+    fn take(open: &Arc<AtomicUsize>, max: usize) -> Option<SessionSlot> {
+        open.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+            (n < max).then_some(n + 1)
+        })
+        .ok()?;
+        Some(SessionSlot(open.clone()))
+    }
+}
+
+impl Drop for SessionSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl std::fmt::Debug for McpServer {
@@ -97,9 +148,15 @@ impl McpServer {
             info: Implementation::new("signet-mcp", env!("CARGO_PKG_VERSION")),
             instructions: None,
             allowed_hosts: None,
+            allowed_origins: None,
             auth: None,
             allow_remote: false,
             http_mode: HttpMode::default(),
+            calls: Arc::new(tokio::sync::Semaphore::new(DEFAULT_MAX_CALLS)),
+            max_calls: DEFAULT_MAX_CALLS,
+            sessions: Arc::new(AtomicUsize::new(0)),
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            slot: None,
         }
     }
 
@@ -189,12 +246,62 @@ impl McpServer {
 
     /// Host names (or `host:port`) the HTTP server answers to; the default is the loopback names
     /// only (`localhost`, `127.0.0.1`, `::1`), which protects a local server from DNS rebinding.
+    /// Names other than loopback take effect only with [authentication](Self::with_bearer_auth)
+    /// or [`allow_unauthenticated_remote`](Self::allow_unauthenticated_remote): an endpoint
+    /// reachable under them is reachable from other machines.
     pub fn with_allowed_hosts<I, S>(mut self, hosts: I) -> McpServer
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
         self.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Browser origins allowed to call the HTTP endpoint (`"https://app.example.com:443"`,
+    /// `"http://localhost:*"` for any port, `"null"`): a request carrying an `Origin` header not
+    /// in the list is refused with `403 Forbidden`, so a web page the user visits cannot drive the
+    /// server from their browser. Requests without `Origin` (every non-browser client) are not
+    /// affected. The default allows pages served from this machine only (`http` and `https` on
+    /// `localhost`, `127.0.0.1` and `[::1]`, any port); an empty list refuses every request that
+    /// carries an `Origin`.
+    ///
+    /// ```
+    /// let server = signet_mcp::McpServer::new().with_allowed_origins(["https://app.example.com:443"]);
+    /// # let _ = server;
+    /// ```
+    pub fn with_allowed_origins<I, S>(mut self, origins: I) -> McpServer
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allowed_origins = Some(origins.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The most `tools/call`s that may run at once over every session and transport of this
+    /// server and its copies (default 32; at least 1): each can be a whole ReAct run. A call over
+    /// the limit is not queued: it fails at once with a JSON-RPC error (`-32000`) saying the
+    /// server is busy, which a Signet client reports as [`Error::Protocol`].
+    ///
+    /// ```
+    /// let server = signet_mcp::McpServer::new().max_concurrent_calls(4).max_sessions(8);
+    /// # let _ = server;
+    /// ```
+    pub fn max_concurrent_calls(mut self, max: usize) -> McpServer {
+        let max = max.clamp(1, tokio::sync::Semaphore::MAX_PERMITS);
+        self.calls = Arc::new(tokio::sync::Semaphore::new(max));
+        self.max_calls = max;
+        self
+    }
+
+    /// The most HTTP sessions open at once (default 64; at least 1). With
+    /// [`HttpMode::Sessions`] a session lasts until its client ends it or it sits idle for 5
+    /// minutes; [stateless](HttpMode::Stateless), each request is a session of its own. A new
+    /// session over the limit is refused with `500` and a body saying the server is busy.
+    pub fn max_sessions(mut self, max: usize) -> McpServer {
+        self.max_sessions = max.max(1);
+        self.sessions = Arc::new(AtomicUsize::new(0));
         self
     }
 
@@ -220,9 +327,16 @@ impl McpServer {
         self
     }
 
-    /// Lets [`serve_http`](Self::serve_http) listen on an address other than loopback without
+    /// Lets the HTTP endpoint be reached from other machines without
     /// [authentication](Self::with_bearer_auth) — for a server behind a proxy that
-    /// authenticates. Without this, such a server is refused with [`Error::Unprotected`].
+    /// authenticates, or an [`http_service`](Self::http_service) mounted behind your own
+    /// authentication. Without this, an unauthenticated endpoint serves only this machine:
+    /// [`serve_http`](Self::serve_http) on an address other than loopback fails with
+    /// [`Error::Unprotected`]; every way of serving answers only to loopback host names (see
+    /// [`with_allowed_hosts`](Self::with_allowed_hosts)); and [`serve_http`](Self::serve_http),
+    /// and [`http_router`](Self::http_router) served with
+    /// `into_make_service_with_connect_info::<SocketAddr>()`, refuse requests from other
+    /// machines' addresses with `403 Forbidden`.
     pub fn allow_unauthenticated_remote(mut self) -> McpServer {
         self.allow_remote = true;
         self
@@ -265,7 +379,12 @@ impl McpServer {
     /// router; each session (without sessions, each request) gets its own copy of this server,
     /// answering as [`with_http_mode`](Self::with_http_mode) says. It does not check
     /// [bearer tokens](Self::with_bearer_auth): put your own authentication in front of it, or
-    /// mount [`http_router`](Self::http_router), which does.
+    /// mount [`http_router`](Self::http_router), which does. Unless a bearer check is set or
+    /// [`allow_unauthenticated_remote`](Self::allow_unauthenticated_remote) says your
+    /// authentication is in front, it answers only to loopback host names. Like every way of
+    /// serving, it refuses browser origins not [allowed](Self::with_allowed_origins) and keeps
+    /// to [`max_sessions`](Self::max_sessions) and
+    /// [`max_concurrent_calls`](Self::max_concurrent_calls).
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -284,6 +403,11 @@ impl McpServer {
 
     /// An axum router serving the endpoint at `path`, behind the
     /// [bearer-token check](Self::with_bearer_auth) when one is set; merge or nest it in your app.
+    /// Without a bearer check (and without
+    /// [`allow_unauthenticated_remote`](Self::allow_unauthenticated_remote)) it serves only this
+    /// machine: a request for a host name other than loopback, or — when served with
+    /// `into_make_service_with_connect_info::<SocketAddr>()` — from another machine's address,
+    /// gets `403 Forbidden`.
     ///
     /// ```
     /// use signet_mcp::{BearerAuth, McpServer};
@@ -297,13 +421,48 @@ impl McpServer {
 
     fn router_with(self, path: &str, cancel: CancellationToken) -> axum::Router {
         let auth = self.auth.clone();
+        let local_only = self.local_only();
         let router = axum::Router::new().route_service(path, self.http_service_with(cancel));
         match auth {
             Some(auth) => router.layer(axum::middleware::from_fn(move |request, next| {
                 crate::auth::require(auth.clone(), request, next)
             })),
+            None if local_only => router.layer(axum::middleware::from_fn(refuse_remote)),
             None => router,
         }
+    }
+
+    /// Whether the endpoint may serve only this machine: no authentication, and no
+    /// [`allow_unauthenticated_remote`](Self::allow_unauthenticated_remote).
+    fn local_only(&self) -> bool {
+        self.auth.is_none() && !self.allow_remote
+    }
+
+    /// The host names the endpoint answers to: the ones given, less those other than loopback
+    /// when the endpoint may serve only this machine.
+    fn effective_hosts(&self) -> Vec<String> {
+        let given = self
+            .allowed_hosts
+            .clone()
+            .unwrap_or_else(|| LOOPBACK_HOSTS.map(String::from).to_vec());
+        if !self.local_only() {
+            return given;
+        }
+        let (local, remote): (Vec<String>, Vec<String>) =
+            given.into_iter().partition(|host| is_loopback_host(host));
+        if !remote.is_empty() || local.is_empty() {
+            tracing::warn!(
+                ignored = ?remote,
+                "an MCP endpoint without authentication answers only to loopback host names \
+                 (McpServer::with_bearer_auth, or allow_unauthenticated_remote when a proxy in \
+                 front authenticates)"
+            );
+        }
+        if local.is_empty() {
+            // rmcp reads an empty list as "any host".
+            return LOOPBACK_HOSTS.map(String::from).to_vec();
+        }
+        local
     }
 
     fn http_service_with(
@@ -311,15 +470,32 @@ impl McpServer {
         cancel: CancellationToken,
     ) -> StreamableHttpService<McpServer, LocalSessionManager> {
         let stateless = self.http_mode == HttpMode::Stateless;
-        let mut config = StreamableHttpServerConfig::default()
+        let origins = self
+            .allowed_origins
+            .clone()
+            .unwrap_or_else(|| LOOPBACK_ORIGINS.map(String::from).to_vec());
+        let config = StreamableHttpServerConfig::default()
             .with_cancellation_token(cancel)
             .with_legacy_session_mode(!stateless)
-            .with_json_response(stateless);
-        if let Some(hosts) = &self.allowed_hosts {
-            config = config.with_allowed_hosts(hosts.clone());
-        }
+            .with_json_response(stateless)
+            .with_allowed_hosts(self.effective_hosts())
+            .with_allowed_origins(origins)
+            .enforce_origin_validation();
         StreamableHttpService::new(
-            move || Ok(self.clone()),
+            move || {
+                // Each session (stateless: each request) is served by a copy holding a slot.
+                let slot =
+                    SessionSlot::take(&self.sessions, self.max_sessions).ok_or_else(|| {
+                        std::io::Error::other(format!(
+                            "the MCP server is busy: {} sessions are open \
+                         (McpServer::max_sessions); try again later",
+                            self.max_sessions
+                        ))
+                    })?;
+                let mut copy = self.clone();
+                copy.slot = Some(Arc::new(slot));
+                Ok(copy)
+            },
             Arc::new(LocalSessionManager::default()),
             config,
         )
@@ -353,7 +529,7 @@ impl McpServer {
             addr: "the given address".to_owned(),
             source,
         })?;
-        if !local.ip().is_loopback() && self.auth.is_none() && !self.allow_remote {
+        if !local.ip().is_loopback() && self.local_only() {
             return Err(Error::Unprotected { addr: local });
         }
         let cancel = CancellationToken::new();
@@ -367,7 +543,9 @@ impl McpServer {
                     tracing::debug!(%error, "could not set TCP_NODELAY");
                 }
             });
-            let served = axum::serve(listener, router)
+            // The peer's address lets an endpoint without authentication refuse other machines.
+            let app = router.into_make_service_with_connect_info::<SocketAddr>();
+            let served = axum::serve(listener, app)
                 .with_graceful_shutdown(shutdown.cancelled_owned())
                 .await;
             if let Err(e) = served {
@@ -385,6 +563,67 @@ impl McpServer {
     fn find(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools.iter().find(|t| t.name() == name)
     }
+}
+
+/// The JSON-RPC error code of a `tools/call` refused because
+/// [`McpServer::max_concurrent_calls`] calls are running (in the implementation-defined range).
+const SERVER_BUSY: i32 = -32000;
+
+/// The middleware of an endpoint without authentication: refuses requests from another
+/// machine's address (when the connection's peer is known) or for a host name other than
+/// loopback, with `403 Forbidden` and a body saying how to allow them.
+async fn refuse_remote(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let peer = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map(|info| info.0.ip());
+    let host = request
+        .headers()
+        .get(axum::http::header::HOST)
+        .and_then(|value| value.to_str().ok());
+    match remote_reason(peer, host) {
+        None => next.run(request).await,
+        Some(reason) => {
+            tracing::debug!(%reason, "refused an unauthenticated MCP request");
+            (
+                axum::http::StatusCode::FORBIDDEN,
+                format!(
+                    "refusing an MCP request {reason} without authentication: this endpoint \
+                     serves only this machine; set McpServer::with_bearer_auth, or \
+                     allow_unauthenticated_remote when a proxy in front authenticates"
+                ),
+            )
+                .into_response()
+        }
+    }
+}
+
+/// Why a request from `peer` for `host` does not come from this machine, if it does not.
+fn remote_reason(peer: Option<std::net::IpAddr>, host: Option<&str>) -> Option<String> {
+    if let Some(peer) = peer.filter(|ip| !ip.to_canonical().is_loopback()) {
+        return Some(format!("from {peer}"));
+    }
+    let host = host?;
+    (!is_loopback_host(host)).then(|| format!("for host `{host}`"))
+}
+
+/// Whether `host` (a host name, `host:port`, or a bracketed IPv6 address) names this machine.
+fn is_loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(rest),
+        // One colon: `host:port`; more: a bare IPv6 address.
+        None if host.matches(':').count() == 1 => host.split(':').next().unwrap_or(host),
+        None => host,
+    };
+    let name = name.trim_end_matches('.');
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// How a Signet server answers over streamable HTTP ([`McpServer::with_http_mode`]).
@@ -595,6 +834,23 @@ impl ServerHandler for McpServer {
                 None,
             ));
         };
+        // Each call may be a whole ReAct run: past the limit, say so rather than queue.
+        let Ok(_permit) = self.calls.clone().try_acquire_owned() else {
+            tracing::debug!(
+                tool = name,
+                limit = self.max_calls,
+                "refused a call: server busy"
+            );
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode(SERVER_BUSY),
+                format!(
+                    "the MCP server is busy: {} tool calls are already running \
+                     (McpServer::max_concurrent_calls); try again later",
+                    self.max_calls
+                ),
+                Some(serde_json::json!({"limit": self.max_calls})),
+            ));
+        };
         let args = Value::Object(request.arguments.unwrap_or_default());
         let span = tracing::debug_span!("mcp.tools_call", tool = name);
         let call = tool.call(args).instrument(span);
@@ -626,6 +882,45 @@ impl ServerHandler for McpServer {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn only_this_machine_counts_as_local() {
+        for host in [
+            "localhost",
+            "localhost:8000",
+            "LOCALHOST.",
+            "127.0.0.1",
+            "127.0.0.1:9",
+            "127.1.2.3:80",
+            "[::1]:8000",
+            "::1",
+        ] {
+            assert!(is_loopback_host(host), "{host}");
+        }
+        for host in [
+            "0.0.0.0:8000",
+            "10.0.0.7",
+            "example.com:80",
+            "localhost.example.com",
+            "[2001:db8::1]:80",
+        ] {
+            assert!(!is_loopback_host(host), "{host}");
+        }
+        let loopback = Some("127.0.0.1".parse().unwrap());
+        let mapped = Some("::ffff:127.0.0.1".parse().unwrap());
+        let remote = Some("10.0.0.7".parse().unwrap());
+        assert_eq!(remote_reason(loopback, Some("localhost:1")), None);
+        assert_eq!(remote_reason(mapped, Some("localhost:1")), None);
+        assert_eq!(remote_reason(None, None), None);
+        assert_eq!(
+            remote_reason(remote, Some("localhost:1")).as_deref(),
+            Some("from 10.0.0.7")
+        );
+        assert_eq!(
+            remote_reason(loopback, Some("mcp.example.com")).as_deref(),
+            Some("for host `mcp.example.com`")
+        );
+    }
 
     #[test]
     fn values_become_mcp_results() {

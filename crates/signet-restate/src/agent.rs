@@ -171,6 +171,8 @@ impl SignetAgent {
                 }
             };
             round += 1;
+            // Read by `decide`, to check edited arguments against the agent's tools.
+            ctx.set("agent", request.agent.clone());
             ctx.set(
                 "pending",
                 Json(Pending {
@@ -194,31 +196,27 @@ impl SignetAgent {
     }
 
     /// Answers the calls the run waits on: a decision per [pending call id](PendingCall::id).
-    /// An error (409) when the run waits on nothing or a waiting call has no decision.
+    /// An error (409) when the run waits on nothing, or the decisions do not fit the calls it
+    /// waits on — a waiting call left out, an id it does not wait on, an id given twice, edited
+    /// arguments its tool's schema refuses — and then the run keeps waiting for decisions that
+    /// fit.
     #[handler]
     async fn decide(
         &self,
         ctx: SharedWorkflowContext<'_>,
-        decisions: Json<BTreeMap<String, Decision>>,
+        decisions: Json<DecisionEntries>,
     ) -> HandlerResult<()> {
-        let decisions = decisions.into_inner();
+        let DecisionEntries(entries) = decisions.into_inner();
         let Some(pending) = ctx.get::<Json<Pending>>("pending").await? else {
             return Err(TerminalError::new_with_code(409, "the run waits on no decision").into());
         };
         let pending = pending.into_inner();
-        let missing: Vec<&str> = pending
-            .calls
-            .iter()
-            .map(|c| c.id.as_str())
-            .filter(|id| !decisions.contains_key(*id))
-            .collect();
-        if !missing.is_empty() {
-            return Err(TerminalError::new_with_code(
-                409,
-                format!("no decision for the waiting call(s) {}", missing.join(", ")),
-            )
-            .into());
-        }
+        let agent = ctx
+            .get::<String>("agent")
+            .await?
+            .and_then(|name| self.agents.get(&name).cloned());
+        let decisions = check_decisions(&pending, entries, agent.as_deref())
+            .map_err(|message| TerminalError::new_with_code(409, message))?;
         ctx.resolve_promise::<Json<BTreeMap<String, Decision>>>(
             &promise_key(pending.round),
             Json(decisions),
@@ -241,5 +239,119 @@ impl SignetAgent {
             .await?
             .map(Json::into_inner);
         Ok(Json(Status { events, pending }))
+    }
+}
+
+/// The body of a `decide` call, as the handler reads it: a decision per call id, in the order
+/// given, an id given twice kept twice (a map would keep the last of the two without a word) so
+/// that `decide` can refuse it. It serialises as a JSON object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecisionEntries(Vec<(String, Decision)>);
+
+impl From<BTreeMap<String, Decision>> for DecisionEntries {
+    fn from(decisions: BTreeMap<String, Decision>) -> DecisionEntries {
+        DecisionEntries(decisions.into_iter().collect())
+    }
+}
+
+impl Serialize for DecisionEntries {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (id, decision) in &self.0 {
+            map.serialize_entry(id, decision)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for DecisionEntries {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Entries;
+        impl<'de> serde::de::Visitor<'de> for Entries {
+            type Value = DecisionEntries;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object with a decision per waiting call id")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<DecisionEntries, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry::<String, Decision>()? {
+                    entries.push(entry);
+                }
+                Ok(DecisionEntries(entries))
+            }
+        }
+        deserializer.deserialize_map(Entries)
+    }
+}
+
+/// The decisions, by id, when they fit the calls `pending` waits on: one per waiting call, no
+/// other id, no id twice, and edited arguments that `agent`'s tool accepts. Else why not.
+pub(crate) fn check_decisions(
+    pending: &Pending,
+    entries: Vec<(String, Decision)>,
+    agent: Option<&ReActCore>,
+) -> Result<BTreeMap<String, Decision>, String> {
+    let waiting: Vec<&str> = pending.calls.iter().map(|c| c.id.as_str()).collect();
+    let mut decisions = BTreeMap::new();
+    let mut problems = Vec::new();
+    for (id, decision) in entries {
+        if !waiting.contains(&id.as_str()) {
+            problems.push(format!("the run does not wait on a call `{id}`"));
+            continue;
+        }
+        match decisions.entry(id) {
+            std::collections::btree_map::Entry::Occupied(entry) => {
+                problems.push(format!("call `{}` is decided twice", entry.key()));
+            }
+            std::collections::btree_map::Entry::Vacant(entry) => {
+                entry.insert(decision);
+            }
+        }
+    }
+    let missing: Vec<&str> = waiting
+        .iter()
+        .copied()
+        .filter(|id| !decisions.contains_key(*id))
+        .collect();
+    if !missing.is_empty() {
+        problems.push(format!(
+            "no decision for the waiting call(s) {}",
+            missing.join(", ")
+        ));
+    }
+    if let Some(agent) = agent {
+        for call in &pending.calls {
+            let Some(Decision::Edit(args)) = decisions.get(&call.id) else {
+                continue;
+            };
+            let Some(tool) = agent.tool_list().iter().find(|t| t.name() == call.tool) else {
+                continue;
+            };
+            // Tools without arguments accept `null` as well as `{}`.
+            let args = if args.is_null() {
+                serde_json::Value::Object(serde_json::Map::new())
+            } else {
+                args.clone()
+            };
+            if let Err(error) = tool.spec().validate(&args) {
+                problems.push(format!(
+                    "the edited arguments of call `{}` do not fit `{}`: {error}",
+                    call.id, call.tool
+                ));
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(decisions)
+    } else {
+        Err(format!(
+            "{} (the run waits on {}; it keeps waiting)",
+            problems.join("; "),
+            waiting.join(", ")
+        ))
     }
 }

@@ -271,7 +271,7 @@ impl Ingress {
             "{}/restate/invocation/SignetEvaluate/score/{id}/attach",
             self.base()
         );
-        let body = self.send(self.client().get(&url), &url).await?;
+        let body = self.send_waiting(self.client().get(&url), &url).await?;
         let mut scored: ScoredExample = crate::ingress::decode(body, &url)?;
         scored.id = id;
         Ok(scored)

@@ -41,6 +41,13 @@ pub enum IngressError {
         /// The key given.
         key: String,
     },
+    /// A run id that cannot name a run in a URL: empty, `.` or `..` (any other id is
+    /// percent-escaped into the URL, so `/`, `?`, `#` and `%` in an id are just characters).
+    #[error("the run id {id:?} cannot name a run: it is empty, `.` or `..`")]
+    InvalidId {
+        /// The id given.
+        id: String,
+    },
     /// The answer is not what the handler returns.
     #[error("{url} answered something that does not decode: {message}")]
     Decode {
@@ -51,11 +58,27 @@ pub enum IngressError {
     },
 }
 
+/// How long [`Ingress`] waits to connect to Restate, unless set
+/// ([`Ingress::connect_timeout`]).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long [`Ingress`] waits for the answer to a call that does not wait for a run to end
+/// (start, status, decide, output), unless set ([`Ingress::request_timeout`]).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Restate's ingress, for `SignetAgent` runs (a run is named by its workflow id).
+///
+/// Every call gives up on a Restate that does not accept the connection within
+/// [`CONNECT_TIMEOUT`] (10 s) or does not answer within [`REQUEST_TIMEOUT`] (60 s), with
+/// [`IngressError::Unreachable`]; the calls that wait for a run to end ([`result`](Self::result),
+/// [`run`](Self::run), an evaluation's results) wait as long as the run takes unless
+/// [`wait_timeout`](Self::wait_timeout) is set. A run id goes into URLs percent-escaped.
 #[derive(Debug, Clone)]
 pub struct Ingress {
     base: String,
     http: reqwest::Client,
+    request_timeout: Duration,
+    wait_timeout: Option<Duration>,
 }
 
 impl Ingress {
@@ -63,14 +86,36 @@ impl Ingress {
     pub fn new(base: impl Into<String>) -> Ingress {
         Ingress {
             base: base.into().trim_end_matches('/').to_owned(),
-            http: reqwest::Client::new(),
+            http: client(CONNECT_TIMEOUT),
+            request_timeout: REQUEST_TIMEOUT,
+            wait_timeout: None,
         }
+    }
+
+    /// How long to wait to connect to Restate ([`CONNECT_TIMEOUT`] unless set).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Ingress {
+        self.http = client(timeout);
+        self
+    }
+
+    /// How long to wait for the answer to a call that does not wait for a run to end
+    /// ([`REQUEST_TIMEOUT`] unless set).
+    pub fn request_timeout(mut self, timeout: Duration) -> Ingress {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// How long the calls that wait for a run (or an evaluated example) to end may wait: no
+    /// limit unless set.
+    pub fn wait_timeout(mut self, timeout: Duration) -> Ingress {
+        self.wait_timeout = Some(timeout);
+        self
     }
 
     /// Starts run `id` and returns without waiting. Starting an id again is accepted and
     /// changes nothing: a workflow id runs once.
     pub async fn start(&self, id: &str, request: &RunRequest) -> Result<(), IngressError> {
-        let url = format!("{}/SignetAgent/{id}/run/send", self.base);
+        let url = format!("{}/SignetAgent/{}/run/send", self.base, escape(id)?);
         self.send(self.http.post(&url).json(request), &url)
             .await
             .map(drop)
@@ -84,13 +129,17 @@ impl Ingress {
 
     /// Waits for run `id` to end and returns its result.
     pub async fn result(&self, id: &str) -> Result<RunResult, IngressError> {
-        let url = format!("{}/restate/workflow/SignetAgent/{id}/attach", self.base);
-        decode(self.send(self.http.get(&url), &url).await?, &url)
+        let url = format!(
+            "{}/restate/workflow/SignetAgent/{}/attach",
+            self.base,
+            escape(id)?
+        );
+        decode(self.send_waiting(self.http.get(&url), &url).await?, &url)
     }
 
     /// Where run `id` is: its journaled calls and what it waits on.
     pub async fn status(&self, id: &str) -> Result<Status, IngressError> {
-        let url = format!("{}/SignetAgent/{id}/status", self.base);
+        let url = format!("{}/SignetAgent/{}/status", self.base, escape(id)?);
         decode(self.send(self.http.post(&url), &url).await?, &url)
     }
 
@@ -177,7 +226,11 @@ impl Ingress {
 
     /// Run `id`'s result if it has ended (`None` while it runs or waits).
     pub async fn output(&self, id: &str) -> Result<Option<RunResult>, IngressError> {
-        let url = format!("{}/restate/workflow/SignetAgent/{id}/output", self.base);
+        let url = format!(
+            "{}/restate/workflow/SignetAgent/{}/output",
+            self.base,
+            escape(id)?
+        );
         match self.send(self.http.get(&url), &url).await {
             Ok(body) => decode(body, &url).map(Some),
             // Restate's "not completed yet".
@@ -187,12 +240,15 @@ impl Ingress {
     }
 
     /// Answers the calls run `id` waits on, a decision per pending call id; the run goes on.
+    /// Decisions that do not fit the calls it waits on (a call left out, an id it does not wait
+    /// on, edited arguments the tool's schema refuses) are [`IngressError::Status`] 409, and the
+    /// run keeps waiting.
     pub async fn decide(
         &self,
         id: &str,
         decisions: &BTreeMap<String, Decision>,
     ) -> Result<(), IngressError> {
-        let url = format!("{}/SignetAgent/{id}/decide", self.base);
+        let url = format!("{}/SignetAgent/{}/decide", self.base, escape(id)?);
         self.send(self.http.post(&url).json(decisions), &url)
             .await
             .map(drop)
@@ -208,8 +264,32 @@ impl Ingress {
         &self.http
     }
 
-    /// Sends `request`; the body of a success, else a typed error.
+    /// Sends `request`, which must be answered within the request timeout; the body of a
+    /// success, else a typed error.
     pub(crate) async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+        url: &str,
+    ) -> Result<String, IngressError> {
+        self.answer(request.timeout(self.request_timeout), url)
+            .await
+    }
+
+    /// Sends `request`, which waits for a run or an example to end (within the wait timeout, if
+    /// set); the body of a success, else a typed error.
+    pub(crate) async fn send_waiting(
+        &self,
+        request: reqwest::RequestBuilder,
+        url: &str,
+    ) -> Result<String, IngressError> {
+        let request = match self.wait_timeout {
+            Some(timeout) => request.timeout(timeout),
+            None => request,
+        };
+        self.answer(request, url).await
+    }
+
+    async fn answer(
         &self,
         request: reqwest::RequestBuilder,
         url: &str,
@@ -230,6 +310,32 @@ impl Ingress {
         }
         Ok(body)
     }
+}
+
+/// An HTTP client that gives up connecting after `connect`.
+fn client(connect: Duration) -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(connect)
+        .build()
+        .unwrap_or_default()
+}
+
+/// `id` as one URL path segment: every byte but letters, digits, `-`, `_`, `.` and `~`
+/// percent-escaped. `.` and `..` (which URLs read as "here" and "up") and the empty id are
+/// refused.
+pub(crate) fn escape(id: &str) -> Result<String, IngressError> {
+    if matches!(id, "" | "." | "..") {
+        return Err(IngressError::InvalidId { id: id.to_owned() });
+    }
+    let mut escaped = String::with_capacity(id.len());
+    for byte in id.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            escaped.push(char::from(byte));
+        } else {
+            escaped.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    Ok(escaped)
 }
 
 /// `body` as the handler's answer, or a typed error naming `url`.
@@ -262,4 +368,90 @@ struct Watch {
     queue: std::collections::VecDeque<Result<Progress, IngressError>>,
     /// Whether the run ended (the queue is the rest).
     done: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_are_escaped_into_one_path_segment() {
+        assert_eq!(escape("order-1234").unwrap(), "order-1234");
+        assert_eq!(escape("a/b?c=%d#e f").unwrap(), "a%2Fb%3Fc%3D%25d%23e%20f");
+        assert_eq!(escape("é").unwrap(), "%C3%A9");
+        assert_eq!(escape("v1.2").unwrap(), "v1.2");
+        for refused in ["", ".", ".."] {
+            assert!(matches!(
+                escape(refused),
+                Err(IngressError::InvalidId { .. })
+            ));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_run_id_never_leaves_its_path_segment() {
+        // A stand-in ingress that answers every request with the path it was sent.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            loop {
+                let Ok((mut socket, _)) = listener.accept().await else {
+                    return;
+                };
+                let mut request = vec![0; 4096];
+                let n = socket.read(&mut request).await.unwrap_or(0);
+                let head = String::from_utf8_lossy(&request[..n]).into_owned();
+                let path = head.split(' ').nth(1).unwrap_or("").to_owned();
+                let body = serde_json::json!({"events": [], "pending": null, "path": path});
+                let body = body.to_string();
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+                     connection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(reply.as_bytes()).await;
+            }
+        });
+        let ingress = Ingress::new(format!("http://{address}"));
+        let id = "../../restate/workflow/x?y=1#z%41";
+        let url = format!(
+            "http://{address}/SignetAgent/{}/status",
+            escape(id).unwrap()
+        );
+        let body = ingress.send(ingress.http.post(&url), &url).await.unwrap();
+        let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            answer["path"],
+            "/SignetAgent/..%2F..%2Frestate%2Fworkflow%2Fx%3Fy%3D1%23z%2541/status"
+        );
+        assert!(ingress.status(id).await.is_ok());
+        assert!(matches!(
+            ingress.status("..").await,
+            Err(IngressError::InvalidId { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_silent_ingress_is_unreachable_after_the_request_timeout() {
+        // Accepts connections and never answers.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let held = tokio::spawn(async move {
+            let mut sockets = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                sockets.push(socket);
+            }
+        });
+        let ingress =
+            Ingress::new(format!("http://{address}")).request_timeout(Duration::from_millis(300));
+        let started = std::time::Instant::now();
+        let error = ingress.status("order-1").await.unwrap_err();
+        assert!(
+            matches!(error, IngressError::Unreachable { .. }),
+            "{error:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+        held.abort();
+    }
 }

@@ -46,9 +46,9 @@ mod ingress;
 mod journal;
 mod server;
 
-pub use agent::{Agents, Pending, RunRequest, RunResult, SignetAgent, Status};
+pub use agent::{Agents, DecisionEntries, Pending, RunRequest, RunResult, SignetAgent, Status};
 pub use evaluate::{BatchReport, Evaluations, ScoreRequest, ScoredExample, SignetEvaluate};
-pub use ingress::{Ingress, IngressError, Progress};
+pub use ingress::{CONNECT_TIMEOUT, Ingress, IngressError, Progress, REQUEST_TIMEOUT};
 pub use journal::Event;
 pub use server::{
     RestateServer, SERVER_VERSION, ServerError, free_port, install, load_balancer, server_binary,

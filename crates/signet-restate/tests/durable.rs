@@ -444,6 +444,95 @@ async fn an_approval_given_later_over_http_resumes_the_run() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn decisions_that_do_not_fit_are_409_and_the_run_keeps_waiting_for_one_that_does() {
+    let server = RestateServer::start()
+        .await
+        .unwrap_or_else(|e| panic!("the Restate server must start: {e}"));
+    let dir = scratch("misfit");
+    let port = free_port().unwrap();
+    let _worker = spawn_worker(port, &dir);
+    server
+        .register(&format!("http://127.0.0.1:{port}"))
+        .await
+        .unwrap();
+    let ingress: Ingress = server.ingress();
+
+    // An id with `/`, `?`, `#` and `%` names one run: it is escaped into the URLs.
+    let id = "pay/2?x=%41#y";
+    ingress
+        .start(id, &question("payer", "Pay 5."))
+        .await
+        .unwrap();
+    let status = ingress
+        .wait_for_pending(id, Duration::from_secs(30))
+        .await
+        .unwrap()
+        .expect("the run waits for an approval");
+    let call = status.pending.unwrap().calls[0].id.clone();
+    assert!(
+        matches!(
+            ingress.status("pay").await,
+            Ok(signet_restate::Status { pending: None, .. })
+        ),
+        "the id's prefix is another (empty) run"
+    );
+    assert!(matches!(
+        ingress.status("..").await,
+        Err(IngressError::InvalidId { .. })
+    ));
+
+    let misfits = [
+        // A call it does not wait on, beside the right one.
+        BTreeMap::from([
+            (call.clone(), Decision::Approve),
+            ("step_9".to_owned(), Decision::Approve),
+        ]),
+        // Edited arguments the tool's schema refuses.
+        BTreeMap::from([(call.clone(), Decision::Edit(json!({"amount": "five"})))]),
+        BTreeMap::from([(call.clone(), Decision::Edit(json!({})))]),
+    ];
+    for decisions in &misfits {
+        let error = ingress.decide(id, decisions).await.unwrap_err();
+        assert!(
+            matches!(&error, IngressError::Status { status: 409, body, .. } if body.contains("keeps waiting")),
+            "{decisions:?}: {error}"
+        );
+    }
+    // The same id twice (a JSON object may hold a key twice): refused, not the last one taken.
+    let twice =
+        format!(r#"{{"{call}": {{"decision": "approve"}}, "{call}": {{"decision": "deny"}}}}"#);
+    let url = format!(
+        "{}/SignetAgent/pay%2F2%3Fx%3D%2541%23y/decide",
+        server.ingress_url()
+    );
+    let response = reqwest::Client::new()
+        .post(&url)
+        .header("content-type", "application/json")
+        .body(twice)
+        .send()
+        .await
+        .unwrap();
+    let status_code = response.status().as_u16();
+    let body = response.text().await.unwrap();
+    assert_eq!(status_code, 409, "{body}");
+    assert!(body.contains("decided twice"), "{body}");
+
+    // Still waiting, nothing paid; a decision that fits goes on.
+    let status = ingress.status(id).await.unwrap();
+    assert_eq!(status.pending.expect("still waiting").calls[0].id, call);
+    assert!(calls(&dir).is_empty());
+    let decisions = BTreeMap::from([(call, Decision::Edit(json!({"amount": 7})))]);
+    ingress.decide(id, &decisions).await.unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(60), ingress.result(id))
+        .await
+        .expect("the run finishes after the decision")
+        .unwrap();
+    assert_eq!(result.outputs["answer"], "done");
+    assert_eq!(calls(&dir), ["pay 7"]);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_batch_evaluation_survives_a_killed_worker_and_a_restarted_client() {
     let dir = scratch("batch");
     let (server, mut workers) = cluster(3, &dir).await;

@@ -152,21 +152,18 @@ impl<O> From<crate::evaluate::EvaluateError<O>> for OptimizeError {
     }
 }
 
-/// Appends one JSON line to a run log.
+/// Appends one JSON line to a run log, synced before it returns (see
+/// [`crate::fs_atomic::append_line`]).
 pub(crate) fn append_jsonl(
     path: &std::path::Path,
     entry: &serde_json::Value,
 ) -> Result<(), OptimizeError> {
-    use std::io::Write;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .and_then(|mut file| writeln!(file, "{entry}"))
-        .map_err(|source| OptimizeError::RunLog {
+    crate::fs_atomic::append_line(path, &entry.to_string()).map_err(|source| {
+        OptimizeError::RunLog {
             path: path.to_owned(),
             reason: source.to_string(),
-        })
+        }
+    })
 }
 
 /// DSPy's `LabeledFewShot`: `k` training examples (inputs and labels) as demos on every

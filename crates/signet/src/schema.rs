@@ -36,11 +36,53 @@ pub fn schema_for<T: JsonSchema + ?Sized>() -> Value {
     value
 }
 
+/// How many JSON values [`inline_refs`] may produce before it gives up inlining and keeps the
+/// schema's `$ref`s: a schema whose definitions refer to each other several times can expand to
+/// far more than it is written with (40 definitions, each referring to the next twice, expand to
+/// about 2^40 values).
+pub const INLINE_NODE_LIMIT: usize = 10_000;
+
+/// How deeply nested the result of [`inline_refs`] may be (objects and arrays inside each other)
+/// before it gives up inlining and keeps the schema's `$ref`s.
+pub const INLINE_DEPTH_LIMIT: usize = 128;
+
+/// Why [`try_inline_refs`] did not inline a schema.
+///
+/// ```
+/// use signet::schema::{InlineError, try_inline_refs};
+/// use serde_json::json;
+/// let schema = json!({"$ref": "#/$defs/A", "$defs": {"A": {"type": "array", "items": [1, 2, 3]}}});
+/// let error = try_inline_refs(&schema, 3, 128).unwrap_err();
+/// assert_eq!(error, InlineError::TooLarge { limit: 3 });
+/// assert_eq!(error.to_string(), "inlining the schema's $refs would produce more than 3 values");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InlineError {
+    /// The inlined schema would hold more than `limit` JSON values.
+    #[error("inlining the schema's $refs would produce more than {limit} values")]
+    TooLarge {
+        /// The node limit.
+        limit: usize,
+    },
+    /// The inlined schema would be nested more than `limit` levels deep.
+    #[error("inlining the schema's $refs would nest it more than {limit} levels deep")]
+    TooDeep {
+        /// The depth limit.
+        limit: usize,
+    },
+}
+
 /// Replaces every local `$ref` (`#/$defs/..` or `#/definitions/..`) by the definition it names.
 ///
 /// Definitions that refer to themselves (directly or through others) cannot be inlined without end;
 /// their references are kept, and so is a `$defs` holding exactly the definitions still referenced.
 /// Sibling keywords next to a `$ref` (such as `description`) are kept and win over the definition's.
+///
+/// Inlining is bounded: a schema that would expand past [`INLINE_NODE_LIMIT`] values or
+/// [`INLINE_DEPTH_LIMIT`] levels (definitions that refer to each other many times over, as a
+/// hostile MCP server may send) is returned as given, its `$ref`s and `$defs` kept, which
+/// validators resolve just as well. [`try_inline_refs`] says why instead.
 ///
 /// ```
 /// use serde_json::json;
@@ -55,6 +97,37 @@ pub fn schema_for<T: JsonSchema + ?Sized>() -> Value {
 /// assert!(inlined.get("$defs").is_none());
 /// ```
 pub fn inline_refs(schema: &Value) -> Value {
+    match try_inline_refs(schema, INLINE_NODE_LIMIT, INLINE_DEPTH_LIMIT) {
+        Ok(inlined) => inlined,
+        Err(error) => {
+            tracing::debug!(%error, "keeping the schema's $refs");
+            schema.clone()
+        }
+    }
+}
+
+/// [`inline_refs`] with explicit limits: an error, rather than the schema as given, when the
+/// result would hold more than `max_nodes` JSON values or be nested more than `max_depth` levels.
+/// The work done is bounded by the limits, whatever the schema.
+///
+/// ```
+/// use serde_json::{Value, json};
+/// use signet::schema::{InlineError, try_inline_refs};
+/// // 40 definitions, each referring to the next twice: about 2^40 values once inlined.
+/// let mut defs = serde_json::Map::new();
+/// for i in 0..40 {
+///     let next = json!({"$ref": format!("#/$defs/D{}", i + 1)});
+///     defs.insert(format!("D{i}"), json!({"type": "array", "prefixItems": [next.clone(), next]}));
+/// }
+/// defs.insert("D40".into(), json!({"type": "string"}));
+/// let schema = json!({"$ref": "#/$defs/D0", "$defs": Value::Object(defs)});
+/// assert!(matches!(try_inline_refs(&schema, 10_000, 128), Err(InlineError::TooLarge { .. })));
+/// ```
+pub fn try_inline_refs(
+    schema: &Value,
+    max_nodes: usize,
+    max_depth: usize,
+) -> Result<Value, InlineError> {
     let mut defs = Map::new();
     for key in ["$defs", "definitions"] {
         if let Some(Value::Object(d)) = schema.get(key) {
@@ -64,18 +137,24 @@ pub fn inline_refs(schema: &Value) -> Value {
         }
     }
     if defs.is_empty() {
-        return schema.clone();
+        return Ok(schema.clone());
     }
-    let mut kept = Map::new();
-    let mut stack = Vec::new();
-    let mut out = inline_value(schema, &defs, &mut stack, &mut kept);
+    let mut inliner = Inliner {
+        defs: &defs,
+        stack: Vec::new(),
+        kept: Map::new(),
+        nodes: 0,
+        max_nodes,
+        max_depth,
+    };
+    let mut out = inliner.value(schema, 0)?;
     if let Value::Object(map) = &mut out {
         map.remove("$defs");
         map.remove("definitions");
-        if !kept.is_empty() {
+        if !inliner.kept.is_empty() {
             // Keep the recursive definitions, themselves inlined as far as they can be.
             let mut remaining = Map::new();
-            let mut pending: Vec<String> = kept.keys().cloned().collect();
+            let mut pending: Vec<String> = inliner.kept.keys().cloned().collect();
             while let Some(reference) = pending.pop() {
                 let name = reference
                     .rsplit('/')
@@ -85,67 +164,121 @@ pub fn inline_refs(schema: &Value) -> Value {
                 if remaining.contains_key(&name) {
                     continue;
                 }
-                let mut more = Map::new();
-                let mut stack = vec![reference.clone()];
+                inliner.kept.clear();
+                inliner.stack = vec![reference.clone()];
                 let def = defs.get(&reference).cloned().unwrap_or(Value::Bool(true));
-                let inlined = inline_value(&def, &defs, &mut stack, &mut more);
+                let inlined = inliner.value(&def, 2)?;
                 remaining.insert(name, inlined);
-                pending.extend(more.keys().cloned());
+                pending.extend(inliner.kept.keys().cloned());
             }
             map.insert("$defs".to_owned(), Value::Object(remaining));
         }
     }
-    out
+    Ok(out)
 }
 
-fn inline_value(
-    value: &Value,
-    defs: &Map<String, Value>,
-    stack: &mut Vec<String>,
-    kept: &mut Map<String, Value>,
-) -> Value {
-    match value {
-        Value::Object(map) => {
-            if let Some(Value::String(reference)) = map.get("$ref")
-                && let Some(def) = defs.get(reference)
-            {
-                if stack.contains(reference) {
-                    kept.insert(reference.clone(), Value::Null);
-                    let mut out = map.clone();
-                    // Point at the `$defs` we keep, whatever the original section was called.
-                    let name = reference.rsplit('/').next().unwrap_or(reference);
-                    out.insert("$ref".to_owned(), Value::String(format!("#/$defs/{name}")));
-                    return Value::Object(out);
+/// The state of one [`try_inline_refs`]: the definitions, the references being inlined, the
+/// recursive ones met, and the values produced so far against the limits.
+struct Inliner<'a> {
+    defs: &'a Map<String, Value>,
+    stack: Vec<String>,
+    kept: Map<String, Value>,
+    nodes: usize,
+    max_nodes: usize,
+    max_depth: usize,
+}
+
+impl Inliner<'_> {
+    /// Counts `n` more values produced at nesting `depth`.
+    fn produce(&mut self, n: usize, depth: usize) -> Result<(), InlineError> {
+        if depth > self.max_depth {
+            return Err(InlineError::TooDeep {
+                limit: self.max_depth,
+            });
+        }
+        self.nodes = self.nodes.saturating_add(n);
+        if self.nodes > self.max_nodes {
+            return Err(InlineError::TooLarge {
+                limit: self.max_nodes,
+            });
+        }
+        Ok(())
+    }
+
+    /// `value` with its references inlined; `depth` is where it lands in the result.
+    fn value(&mut self, value: &Value, depth: usize) -> Result<Value, InlineError> {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(reference)) = map.get("$ref")
+                    && let Some(def) = self.defs.get(reference)
+                {
+                    if self.stack.contains(reference) {
+                        self.kept.insert(reference.clone(), Value::Null);
+                        let mut out = map.clone();
+                        self.produce(count_values(value, depth, self.max_depth), depth)?;
+                        // Point at the `$defs` we keep, whatever the original section was called.
+                        let name = reference.rsplit('/').next().unwrap_or(reference);
+                        out.insert("$ref".to_owned(), Value::String(format!("#/$defs/{name}")));
+                        return Ok(Value::Object(out));
+                    }
+                    self.stack.push(reference.clone());
+                    let resolved = self.value(def, depth);
+                    self.stack.pop();
+                    let mut out = match resolved? {
+                        Value::Object(m) => m,
+                        other => return Ok(other),
+                    };
+                    for (k, v) in map {
+                        if k != "$ref" {
+                            let inlined = self.value(v, depth + 1)?;
+                            out.insert(k.clone(), inlined);
+                        }
+                    }
+                    return Ok(Value::Object(out));
                 }
-                stack.push(reference.clone());
-                let resolved = inline_value(def, defs, stack, kept);
-                stack.pop();
-                let mut out = match resolved {
-                    Value::Object(m) => m,
-                    other => return other,
-                };
+                self.produce(1, depth)?;
+                let mut out = Map::new();
                 for (k, v) in map {
-                    if k != "$ref" {
-                        out.insert(k.clone(), inline_value(v, defs, stack, kept));
+                    if k != "$defs" && k != "definitions" {
+                        let inlined = self.value(v, depth + 1)?;
+                        out.insert(k.clone(), inlined);
                     }
                 }
-                return Value::Object(out);
+                Ok(Value::Object(out))
             }
-            Value::Object(
-                map.iter()
-                    .filter(|(k, _)| k.as_str() != "$defs" && k.as_str() != "definitions")
-                    .map(|(k, v)| (k.clone(), inline_value(v, defs, stack, kept)))
-                    .collect(),
-            )
+            Value::Array(items) => {
+                self.produce(1, depth)?;
+                let mut out = Vec::with_capacity(items.len());
+                for item in items {
+                    out.push(self.value(item, depth + 1)?);
+                }
+                Ok(Value::Array(out))
+            }
+            other => {
+                self.produce(1, depth)?;
+                Ok(other.clone())
+            }
         }
-        Value::Array(items) => Value::Array(
-            items
-                .iter()
-                .map(|v| inline_value(v, defs, stack, kept))
-                .collect(),
-        ),
-        other => other.clone(),
     }
+}
+
+/// How many values `value` holds, nested from `depth`; stops counting past `max_depth`, returning
+/// `usize::MAX`, which no node limit admits.
+fn count_values(value: &Value, depth: usize, max_depth: usize) -> usize {
+    if depth > max_depth {
+        return usize::MAX;
+    }
+    1usize.saturating_add(match value {
+        Value::Object(map) => map
+            .values()
+            .map(|v| count_values(v, depth + 1, max_depth))
+            .fold(0, usize::saturating_add),
+        Value::Array(items) => items
+            .iter()
+            .map(|v| count_values(v, depth + 1, max_depth))
+            .fold(0, usize::saturating_add),
+        _ => 0,
+    })
 }
 
 /// Reorders every object in `schema` the way DSPy prints schemas: `type` first, then the other keys
@@ -677,6 +810,56 @@ mod tests {
             "string"
         );
         assert!(inlined["$defs"].get("Leaf").is_none());
+    }
+
+    /// 40 definitions, each referring to the next twice: a few KB written, ~2^40 values inlined.
+    fn exploding_schema() -> Value {
+        let mut defs = Map::new();
+        for i in 0..40 {
+            let next = json!({"$ref": format!("#/$defs/D{}", i + 1)});
+            defs.insert(
+                format!("D{i}"),
+                json!({"type": "object", "properties": {"left": next.clone(), "right": next}}),
+            );
+        }
+        defs.insert("D40".into(), json!({"type": "string"}));
+        json!({
+            "type": "object",
+            "properties": {"root": {"$ref": "#/$defs/D0"}},
+            "required": ["root"],
+            "$defs": Value::Object(defs)
+        })
+    }
+
+    #[test]
+    fn an_exploding_schema_keeps_its_refs_quickly() {
+        let schema = exploding_schema();
+        assert!(schema.to_string().len() < 8_000);
+        let started = std::time::Instant::now();
+        let inlined = inline_refs(&schema);
+        assert!(started.elapsed() < std::time::Duration::from_millis(500));
+        // Given back as it was: bounded, and still resolvable by a validator.
+        assert_eq!(inlined, schema);
+        assert_eq!(
+            try_inline_refs(&schema, INLINE_NODE_LIMIT, INLINE_DEPTH_LIMIT),
+            Err(InlineError::TooLarge {
+                limit: INLINE_NODE_LIMIT
+            })
+        );
+        // A generous node limit meets the depth limit instead.
+        assert_eq!(
+            try_inline_refs(&schema, usize::MAX, 16),
+            Err(InlineError::TooDeep { limit: 16 })
+        );
+        // The same shape, 5 levels deep, is inlined in full.
+        let mut small = schema.clone();
+        small["$defs"]["D5"] = json!({"type": "string"});
+        let inlined = inline_refs(&small);
+        assert!(inlined.get("$defs").is_none());
+        assert_eq!(
+            inlined.pointer("/properties/root/properties/left/properties/right/properties/left/properties/right/properties/left/type"),
+            Some(&json!("string"))
+        );
     }
 
     #[test]

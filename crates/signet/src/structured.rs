@@ -267,6 +267,9 @@ async fn send(lm: &dyn Lm, request: &LmRequest, usage: &mut Usage) -> Result<Com
 
 /// The first JSON object in `text`, checked against the schema.
 fn read(validator: &jsonschema::Validator, text: &str) -> Result<Value, String> {
+    if value::nested_too_deep(text) {
+        return Err(value::too_deep());
+    }
     let candidate = value::first_json_object(text).unwrap_or(text);
     let value =
         value::lenient_json(candidate).ok_or_else(|| "the reply holds no JSON value".to_owned())?;

@@ -25,7 +25,9 @@
 //! * **Sync tools** run on tokio's blocking pool when called from inside a tokio runtime
 //!   (multi-thread or current-thread), so a slow sync tool never stalls the executor. Outside tokio
 //!   they run on the calling thread. `#[tool(inline)]` opts a cheap, non-blocking function out of
-//!   the hop to the blocking pool.
+//!   the hop to the blocking pool. A sync body cannot be stopped: a call that times out keeps its
+//!   thread until the body returns, so once [`max_blocking_calls_per_tool`] given-up calls of one
+//!   tool (16 by default) still run, a new call fails at once with [`ToolError::Busy`].
 //! * **Sync callers** use [`Tool::call_blocking`]: sync tools run directly; async tools run on a
 //!   per-thread current-thread runtime when there is no runtime on the thread, or through
 //!   `block_in_place` on a multi-thread runtime. On a thread that drives a current-thread runtime
@@ -50,6 +52,10 @@ use serde_json::Value;
 pub use args_schema::ArgsSchema;
 pub use cancel::{CancelToken, is_cancelled};
 use dispatch::block_on_tool;
+pub use dispatch::{
+    DEFAULT_MAX_BLOCKING_CALLS_PER_TOOL, max_blocking_calls_per_tool,
+    set_max_blocking_calls_per_tool,
+};
 pub use error::{ArgError, ArgErrorKind, ToolError};
 pub use func::{FnTool, FnToolBuilder};
 pub use progress::{

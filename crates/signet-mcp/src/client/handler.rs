@@ -140,18 +140,9 @@ impl ClientHandler for ClientSide {
         &self,
         context: NotificationContext<RoleClient>,
     ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
-        let inner = self.inner.clone();
-        let generation = self.generation;
-        // Listing is a request on the same session: do it off the session's message loop.
-        tokio::spawn(async move {
-            let Some(inner) = inner.upgrade() else {
-                return;
-            };
-            tracing::debug!(server = %inner.label(), "tools/list_changed: listing the tools again");
-            if let Err(e) = inner.refresh_from(&context.peer, generation).await {
-                tracing::warn!(server = %inner.label(), error = %e, "re-listing MCP tools failed");
-            }
-        });
+        if let Some(inner) = self.inner.upgrade() {
+            inner.tools_list_changed(context.peer, self.generation);
+        }
         std::future::ready(())
     }
 }

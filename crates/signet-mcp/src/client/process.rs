@@ -33,13 +33,33 @@ const STDERR_TAIL: usize = 20;
 ///     .inherit_env(["PATH", "HOME"]);
 /// assert_eq!(server.program(), "npx");
 /// ```
-#[derive(Debug, Clone)]
+///
+/// `Debug` shows the program, its arguments and the variables' names, never their values (API
+/// keys are often passed this way): each value is shown as `[redacted]`.
+#[derive(Clone)]
 pub struct StdioCommand {
     program: OsString,
     args: Vec<OsString>,
     env: Vec<(OsString, OsString)>,
     inherit: Vec<OsString>,
     current_dir: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for StdioCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let env: Vec<(&OsString, super::Redacted)> = self
+            .env
+            .iter()
+            .map(|(name, _)| (name, super::Redacted))
+            .collect();
+        f.debug_struct("StdioCommand")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("env", &env)
+            .field("inherit", &self.inherit)
+            .field("current_dir", &self.current_dir)
+            .finish()
+    }
 }
 
 impl StdioCommand {
@@ -342,5 +362,29 @@ mod tests {
             .inherit_env(["SIGNET_MCP_SURELY_UNSET_VARIABLE"])
             .environment();
         assert_eq!(env, vec![(OsString::from("A"), OsString::from("1"))]);
+    }
+
+    #[test]
+    fn debug_shows_variable_names_but_never_their_values() {
+        let command = StdioCommand::new("/usr/bin/mcp-server")
+            .args(["--port", "7"])
+            .env("OPENAI_API_KEY", "env-SECRET-789")
+            .envs([("GITHUB_TOKEN", "env-SECRET-790")])
+            .inherit_env(["PATH"])
+            .current_dir("/srv");
+        for shown in [format!("{command:?}"), format!("{command:#?}")] {
+            assert!(!shown.contains("SECRET"), "{shown}");
+            for kept in [
+                "/usr/bin/mcp-server",
+                "--port",
+                "OPENAI_API_KEY",
+                "GITHUB_TOKEN",
+                "PATH",
+                "/srv",
+                "[redacted]",
+            ] {
+                assert!(shown.contains(kept), "{kept} missing from {shown}");
+            }
+        }
     }
 }

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
-    CancelledNotificationParam, ClientRequest, ProgressToken, RequestId, ServerResult,
+    CancelledNotificationParam, ClientRequest, PaginatedRequestParams, ProgressToken, RequestId,
+    ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -105,6 +106,18 @@ pub(crate) struct Inner {
     pub(super) sampled: std::sync::Mutex<Usage>,
     /// Where the server's progress notifications go, by the token of the call they belong to.
     pub(super) progress: Mutex<ProgressRoutes>,
+    /// The re-listing that `tools/list_changed` notifications ask for, coalesced.
+    relist: Mutex<Relist>,
+}
+
+/// The tool re-listing asked for by `tools/list_changed`: at most one task lists at a time, and
+/// the notifications that come while it waits or lists are answered by its next round.
+#[derive(Default)]
+struct Relist {
+    /// The connection of the latest notification not yet answered.
+    pending: Option<(Peer<RoleClient>, u64)>,
+    /// Whether a task is waiting or listing.
+    running: bool,
 }
 
 /// The progress routes of calls waiting for their reply, and the latest messages that came for
@@ -171,13 +184,16 @@ impl Inner {
             roots: RwLock::new(options.roots.take()),
             sampled: std::sync::Mutex::new(Usage::default()),
             progress: Mutex::default(),
+            relist: Mutex::default(),
             options,
         });
         let conn = inner.connect().await?;
         if let Err(e) = inner.refresh_from(&conn.peer, conn.generation).await {
             inner.shutdown(true).await;
             return Err(match e {
-                Error::Timeout { .. } => e,
+                Error::Timeout { .. } | Error::TooManyPages { .. } | Error::TooManyTools { .. } => {
+                    e
+                }
                 other => Error::Handshake {
                     server: inner.label.clone(),
                     message: format!("tools/list failed: {other}"),
@@ -347,14 +363,13 @@ impl Inner {
     ) -> Result<(), Error> {
         let ticket = self.list_ticket.fetch_add(1, Ordering::SeqCst) + 1;
         let limit = self.options.startup_timeout;
-        let listed = tokio::time::timeout(limit, peer.list_all_tools())
+        let listed = tokio::time::timeout(limit, self.list_all_tools(peer))
             .await
             .map_err(|_| Error::Timeout {
                 server: self.label.clone(),
                 what: "tools/list".to_owned(),
                 timeout: limit,
-            })?
-            .map_err(|e| self.service_error(e))?;
+            })??;
         if generation != self.generation.load(Ordering::SeqCst) {
             return Ok(());
         }
@@ -378,6 +393,77 @@ impl Inner {
             self.changes.send_modify(|n| *n += 1);
         }
         Ok(())
+    }
+
+    /// Answers a `tools/list_changed` from connection `generation`: lists the tools again after
+    /// [`McpClientBuilder::relist_debounce`], once for all the notifications that arrive until
+    /// the listing starts, and once more after it for those that arrive while it runs.
+    pub(super) fn tools_list_changed(self: &Arc<Self>, peer: Peer<RoleClient>, generation: u64) {
+        let mut relist = lock(&self.relist);
+        relist.pending = Some((peer, generation));
+        if relist.running {
+            return;
+        }
+        relist.running = true;
+        drop(relist);
+        let weak = Arc::downgrade(self);
+        let wait = self.options.relist_debounce;
+        // Listing is a request on the same session: do it off the session's message loop.
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(wait).await;
+                let Some(inner) = weak.upgrade() else {
+                    return;
+                };
+                let next = {
+                    let mut relist = lock(&inner.relist);
+                    match relist.pending.take() {
+                        Some(next) => next,
+                        None => {
+                            relist.running = false;
+                            return;
+                        }
+                    }
+                };
+                let (peer, generation) = next;
+                tracing::debug!(server = %inner.label(), "tools/list_changed: listing the tools again");
+                if let Err(e) = inner.refresh_from(&peer, generation).await {
+                    tracing::warn!(server = %inner.label(), error = %e, "re-listing MCP tools failed");
+                }
+            }
+        });
+    }
+
+    /// Every page of `tools/list`, within the client's page and tool limits
+    /// ([`McpClientBuilder::max_list_pages`], [`McpClientBuilder::max_tools`]).
+    async fn list_all_tools(
+        &self,
+        peer: &Peer<RoleClient>,
+    ) -> Result<Vec<rmcp::model::Tool>, Error> {
+        let mut tools = Vec::new();
+        let mut cursor = None;
+        for _ in 0..self.options.max_list_pages {
+            let params = PaginatedRequestParams::default().with_cursor(cursor);
+            let page = peer
+                .list_tools(Some(params))
+                .await
+                .map_err(|e| self.service_error(e))?;
+            if tools.len().saturating_add(page.tools.len()) > self.options.max_tools {
+                return Err(Error::TooManyTools {
+                    server: self.label.clone(),
+                    limit: self.options.max_tools,
+                });
+            }
+            tools.extend(page.tools);
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(tools),
+            }
+        }
+        Err(Error::TooManyPages {
+            server: self.label.clone(),
+            limit: self.options.max_list_pages,
+        })
     }
 
     /// The latest listing of the tool the server calls `remote`.

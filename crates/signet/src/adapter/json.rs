@@ -273,6 +273,13 @@ impl Adapter for JsonAdapter {
     }
 
     fn parse(&self, signature: &DynSignature, text: &str) -> Result<Fields, ParseError> {
+        if value::nested_too_deep(text) {
+            return Err(ParseError::Malformed {
+                adapter: self.name(),
+                message: value::too_deep(),
+                response: text.to_owned(),
+            });
+        }
         let Some(object) = value::reply_object(text) else {
             return Err(ParseError::NotAnObject {
                 adapter: self.name(),

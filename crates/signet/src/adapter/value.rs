@@ -45,6 +45,9 @@ fn parse_text_value(field: &Field, text: &str) -> Result<Value, String> {
     if field.is_text() {
         return Ok(Value::String(text.to_owned()));
     }
+    if nested_too_deep(text) {
+        return Err(too_deep());
+    }
     if let Some(value) = literal_match(field, &Value::String(text.to_owned())) {
         return value;
     }
@@ -130,8 +133,65 @@ fn accepts_str_and_null(schema: &Value) -> bool {
     has("string") && has("null")
 }
 
+/// How deep a value read from a model may nest: serde_json's own limit. Deeper text is refused
+/// with an error (see [`nested_too_deep`]) before anything recursive reads it, so a hostile reply
+/// cannot overflow the stack.
+pub const MAX_NESTING: usize = 128;
+
+/// Whether brackets (`[`, `{`, `(`) or XML elements in `text` open more than [`MAX_NESTING`]
+/// levels deep, counted outside double-quoted strings. Linear in the text and never recursive.
+///
+/// ```
+/// use signet::adapter::value::nested_too_deep;
+/// assert!(!nested_too_deep("[[1, 2], {\"a\": [3]}]"));
+/// assert!(nested_too_deep(&"[".repeat(129)));
+/// assert!(!nested_too_deep(&format!("\"{}\"", "[".repeat(500))));
+/// ```
+pub fn nested_too_deep(text: &str) -> bool {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '[' | '{' | '(' => depth += 1,
+            ']' | '}' | ')' => depth = depth.saturating_sub(1),
+            '<' => match chars.peek() {
+                Some('/') => depth = depth.saturating_sub(1),
+                Some(next) if next.is_alphabetic() || *next == '_' => depth += 1,
+                _ => {}
+            },
+            '/' if chars.peek() == Some(&'>') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth > MAX_NESTING {
+            return true;
+        }
+    }
+    false
+}
+
+/// The error for a value deeper than [`MAX_NESTING`].
+pub(crate) fn too_deep() -> String {
+    format!(
+        "the value is nested deeper than {MAX_NESTING} levels, more than Signet reads \
+         (a reply this deep is not an answer)"
+    )
+}
+
 /// Reads JSON, or a Python literal (`True`, `None`, `'single quotes'`, tuples), leniently: trailing
-/// commas are dropped and unclosed brackets closed. `None` when the text is neither.
+/// commas are dropped and unclosed brackets closed. `None` when the text is neither, or when it
+/// nests deeper than [`MAX_NESTING`].
 pub fn lenient_json(text: &str) -> Option<Value> {
     let text = strip(text);
     if text.is_empty() {
@@ -143,6 +203,7 @@ pub fn lenient_json(text: &str) -> Option<Value> {
     let mut parser = Literal {
         chars: text.chars().collect(),
         pos: 0,
+        depth: 0,
         repaired: false,
     };
     let value = parser.value()?;
@@ -256,6 +317,8 @@ pub fn first_json_object(text: &str) -> Option<&str> {
 struct Literal {
     chars: Vec<char>,
     pos: usize,
+    /// Containers open around `pos`; reading stops past [`MAX_NESTING`].
+    depth: usize,
     repaired: bool,
 }
 
@@ -268,10 +331,21 @@ impl Literal {
 
     fn value(&mut self) -> Option<Value> {
         self.skip_ws();
-        match *self.chars.get(self.pos)? {
-            '{' => self.object(),
-            '[' => self.sequence(']'),
-            '(' => self.sequence(')'),
+        let open = *self.chars.get(self.pos)?;
+        if matches!(open, '{' | '[' | '(') {
+            if self.depth >= MAX_NESTING {
+                return None;
+            }
+            self.depth += 1;
+            let value = match open {
+                '{' => self.object(),
+                '[' => self.sequence(']'),
+                _ => self.sequence(')'),
+            };
+            self.depth -= 1;
+            return value;
+        }
+        match open {
             '"' | '\'' => self.string().map(Value::String),
             _ => self.word(),
         }
@@ -614,6 +688,13 @@ mod tests {
         Field::from_schema("count", json!({"type": "integer"}))
     }
 
+    fn int_list() -> Field {
+        Field::from_schema(
+            "counts",
+            json!({"type": "array", "items": {"type": "integer"}}),
+        )
+    }
+
     #[test]
     fn ints_follow_pydantic_lax_rules() {
         assert_eq!(parse_text(&int(), "3").unwrap(), 3);
@@ -676,6 +757,18 @@ mod tests {
                 .unwrap_err()
                 .contains("name")
         );
+    }
+
+    #[test]
+    fn the_lenient_reader_stops_at_the_nesting_limit() {
+        let at_limit = format!("{}{}", "(".repeat(MAX_NESTING), ")".repeat(MAX_NESTING));
+        assert!(lenient_json(&at_limit).is_some());
+        assert!(!nested_too_deep(&at_limit));
+        // Torn (so serde_json is not the one refusing) and one level deeper.
+        let past = "[".repeat(MAX_NESTING + 1);
+        assert_eq!(lenient_json(&past), None);
+        assert!(nested_too_deep(&past));
+        assert_eq!(parse_text(&int_list(), &past).unwrap_err(), too_deep());
     }
 
     #[test]

@@ -83,6 +83,13 @@ impl Adapter for XmlAdapter {
     }
 
     fn parse(&self, signature: &DynSignature, text: &str) -> Result<Fields, ParseError> {
+        if value::nested_too_deep(text) {
+            return Err(ParseError::Malformed {
+                adapter: self.name(),
+                message: value::too_deep(),
+                response: text.to_owned(),
+            });
+        }
         let wrapped = format!("<dspy_root>{text}</dspy_root>");
         let document = roxmltree::Document::parse(&wrapped).map_err(|e| ParseError::Malformed {
             adapter: self.name(),

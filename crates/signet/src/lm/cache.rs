@@ -179,14 +179,10 @@ impl ResponseCache {
             key: key.to_owned(),
             completion: completion.clone(),
         };
+        // Atomically, so a reader (this process or another) never sees half a file.
         let result = serde_json::to_vec_pretty(&entry)
             .map_err(std::io::Error::other)
-            .and_then(|bytes| {
-                // Write then rename, so a reader never sees half a file.
-                let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-                std::fs::write(&tmp, bytes)?;
-                std::fs::rename(&tmp, &path)
-            });
+            .and_then(|bytes| crate::fs_atomic::write_atomic(&path, &bytes));
         if let Err(error) = result {
             tracing::warn!(path = %path.display(), %error, "could not write a cache file");
         }

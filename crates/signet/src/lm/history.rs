@@ -76,8 +76,9 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
     (year, month, day)
 }
 
-/// The last calls made through an LM, oldest first, bounded (the oldest entries are dropped
-/// beyond the capacity). Successful calls only, cache hits included.
+/// The last calls made through an LM, oldest first, bounded by count and by size (the oldest
+/// entries are dropped beyond the [capacity](CallHistory::with_capacity) and beyond
+/// [`max_bytes`](CallHistory::with_max_bytes)). Successful calls only, cache hits included.
 ///
 /// [`render`](CallHistory::render) prints the last `n` calls the way Python's
 /// `dspy.inspect_history(n)` does: a timestamp, each message under `<Role> message:`, then
@@ -97,8 +98,16 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 /// ```
 #[derive(Debug)]
 pub struct CallHistory {
-    entries: Mutex<VecDeque<CallRecord>>,
+    entries: Mutex<Kept>,
     capacity: usize,
+    max_bytes: usize,
+}
+
+/// The kept entries, each with its estimated size, and their total.
+#[derive(Debug, Default)]
+struct Kept {
+    entries: VecDeque<(usize, CallRecord)>,
+    bytes: usize,
 }
 
 impl Default for CallHistory {
@@ -111,6 +120,9 @@ impl CallHistory {
     /// How many calls a [`CallHistory::new`] keeps.
     pub const DEFAULT_CAPACITY: usize = 1000;
 
+    /// How many bytes of calls a history keeps unless told otherwise: 64 MiB.
+    pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
+
     /// An empty history keeping the last [`DEFAULT_CAPACITY`](CallHistory::DEFAULT_CAPACITY) calls.
     pub fn new() -> CallHistory {
         CallHistory::default()
@@ -119,9 +131,28 @@ impl CallHistory {
     /// An empty history keeping the last `capacity` calls (0 keeps none).
     pub fn with_capacity(capacity: usize) -> CallHistory {
         CallHistory {
-            entries: Mutex::new(VecDeque::new()),
+            entries: Mutex::new(Kept::default()),
             capacity,
+            max_bytes: CallHistory::DEFAULT_MAX_BYTES,
         }
+    }
+
+    /// Keeps at most `bytes` bytes of calls (default
+    /// [`DEFAULT_MAX_BYTES`](CallHistory::DEFAULT_MAX_BYTES)), estimated as the text of the
+    /// messages (kept twice: in [`CallRecord::messages`] and [`CallRecord::request`]), the tools'
+    /// JSON and the reply: the oldest entries are dropped to make room, and a call larger than
+    /// the whole budget is not kept.
+    ///
+    /// ```
+    /// use signet::lm::{CallHistory, Completion, LmRequest, Message};
+    /// let history = CallHistory::new().with_max_bytes(1_000);
+    /// let big = LmRequest::new(vec![Message::user("x".repeat(2_000))]);
+    /// history.record("m", &big, &Completion::text("ok"));
+    /// assert!(history.is_empty());
+    /// ```
+    pub fn with_max_bytes(mut self, bytes: usize) -> CallHistory {
+        self.max_bytes = bytes;
+        self
     }
 
     /// How many calls it keeps.
@@ -129,9 +160,18 @@ impl CallHistory {
         self.capacity
     }
 
+    /// How many bytes of calls it keeps (see [`with_max_bytes`](Self::with_max_bytes)).
+    pub fn max_bytes(&self) -> usize {
+        self.max_bytes
+    }
+
     /// Records a call, stamped now.
     pub fn record(&self, model: &str, request: &LmRequest, completion: &Completion) {
         if self.capacity == 0 {
+            return;
+        }
+        let size = record_size(request, completion);
+        if size > self.max_bytes {
             return;
         }
         let entry = CallRecord {
@@ -142,44 +182,62 @@ impl CallHistory {
             usage: completion.usage,
             timestamp: SystemTime::now(),
         };
-        let mut entries = self.lock();
-        while entries.len() >= self.capacity {
-            entries.pop_front();
+        let mut kept = self.lock();
+        while kept.entries.len() >= self.capacity
+            || kept.bytes.saturating_add(size) > self.max_bytes
+        {
+            let Some((dropped, _)) = kept.entries.pop_front() else {
+                break;
+            };
+            kept.bytes -= dropped;
         }
-        entries.push_back(entry);
+        kept.bytes += size;
+        kept.entries.push_back((size, entry));
     }
 
     /// Every kept entry, oldest first.
     pub fn entries(&self) -> Vec<CallRecord> {
-        self.lock().iter().cloned().collect()
+        self.lock().entries.iter().map(|(_, e)| e.clone()).collect()
     }
 
     /// The last `n` entries, oldest first.
     pub fn last(&self, n: usize) -> Vec<CallRecord> {
-        let entries = self.lock();
-        let skip = entries.len().saturating_sub(n);
-        entries.iter().skip(skip).cloned().collect()
+        let kept = self.lock();
+        let skip = kept.entries.len().saturating_sub(n);
+        kept.entries
+            .iter()
+            .skip(skip)
+            .map(|(_, e)| e.clone())
+            .collect()
     }
 
     /// The number of kept entries.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().entries.len()
     }
 
     /// Whether nothing is kept.
     pub fn is_empty(&self) -> bool {
-        self.lock().is_empty()
+        self.lock().entries.is_empty()
+    }
+
+    /// The estimated size of the kept entries, in bytes (see
+    /// [`with_max_bytes`](Self::with_max_bytes)).
+    pub fn bytes(&self) -> usize {
+        self.lock().bytes
     }
 
     /// Forgets every entry.
     pub fn clear(&self) {
-        self.lock().clear();
+        let mut kept = self.lock();
+        kept.entries.clear();
+        kept.bytes = 0;
     }
 
     /// The usage of every kept call, added up.
     pub fn total_usage(&self) -> Usage {
         let mut total = Usage::default();
-        for entry in self.lock().iter() {
+        for (_, entry) in self.lock().entries.iter() {
             total += entry.usage;
         }
         total
@@ -214,9 +272,34 @@ impl CallHistory {
         print!("{}", render_history(&self.last(n), true));
     }
 
-    fn lock(&self) -> MutexGuard<'_, VecDeque<CallRecord>> {
+    fn lock(&self) -> MutexGuard<'_, Kept> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// The estimated size of a call's record: its messages twice (as [`CallRecord::messages`] and in
+/// [`CallRecord::request`]), the tools' JSON, and the reply.
+fn record_size(request: &LmRequest, completion: &Completion) -> usize {
+    let calls = |calls: &[super::ToolCall]| -> usize {
+        calls
+            .iter()
+            .map(|c| c.id.len() + c.name.len() + c.arguments.len())
+            .sum()
+    };
+    let messages: usize = request
+        .messages
+        .iter()
+        .map(|m| m.content.len() + calls(&m.tool_calls) + 64)
+        .sum();
+    let tools: usize = request.tools.iter().map(|t| t.to_string().len()).sum();
+    let reply = completion.text.as_ref().map_or(0, String::len)
+        + completion.reasoning.as_ref().map_or(0, String::len)
+        + calls(&completion.tool_calls);
+    messages
+        .saturating_mul(2)
+        .saturating_add(tools)
+        .saturating_add(reply)
+        .saturating_add(256)
 }
 
 /// Renders entries the way DSPy's `pretty_print_history` does, with or without ANSI colours.

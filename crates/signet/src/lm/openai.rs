@@ -40,6 +40,12 @@ use super::{
 /// OpenAI's API base, used when neither the builder nor `OPENAI_BASE_URL` names another.
 pub(super) const OPENAI_API_BASE: &str = "https://api.openai.com/v1";
 
+/// The most bytes of one response body a client reads unless told otherwise: 16 MiB.
+const DEFAULT_MAX_RESPONSE_BYTES: usize = 16 << 20;
+
+/// The longest a streamed reply may take unless told otherwise: 10 minutes.
+const DEFAULT_STREAM_DEADLINE: Duration = Duration::from_secs(600);
+
 /// A client for any OpenAI-compatible chat-completions endpoint.
 ///
 /// Built with [`OpenAiLm::builder`]. Each call:
@@ -54,7 +60,11 @@ pub(super) const OPENAI_API_BASE: &str = "https://api.openai.com/v1";
 /// `Rejected` (other 4xx), `ContextWindowExceeded` (recognised from the provider's message or
 /// code whatever the status), `Timeout`, `Connect`, `InvalidResponse`.
 ///
-/// The API key never appears in `Debug` output, logs or error messages.
+/// The API key and the values of custom [headers](OpenAiLmBuilder::header) never appear in `Debug`
+/// output, logs or error messages (a server that echoes them gets them replaced by `[redacted]`).
+/// Redirects are followed only within the base URL's origin (scheme, host and port), and only
+/// `307`/`308`: another origin would receive those headers. A redirect that is not followed is a
+/// [`LmError::Rejected`] with the redirect's status, naming where it led.
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -82,6 +92,11 @@ pub struct OpenAiLm {
     model: String,
     base_url: String,
     api_key: Option<ApiKey>,
+    /// The names of the custom headers (their values are in `secrets`).
+    header_names: Vec<String>,
+    /// Every secret the client sends (the API key, the custom headers' values), longest first:
+    /// removed from error messages.
+    secrets: Vec<String>,
     capabilities: Capabilities,
     timeout: Duration,
     retry: RetryPolicy,
@@ -89,6 +104,8 @@ pub struct OpenAiLm {
     history: Arc<CallHistory>,
     stream_usage: bool,
     max_completion_tokens: bool,
+    max_response_bytes: usize,
+    stream_deadline: Duration,
 }
 
 impl fmt::Debug for OpenAiLm {
@@ -97,6 +114,7 @@ impl fmt::Debug for OpenAiLm {
             .field("model", &self.model)
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key)
+            .field("headers", &self.header_names)
             .field("capabilities", &self.capabilities)
             .field("timeout", &self.timeout)
             .field("retry", &self.retry)
@@ -188,6 +206,8 @@ pub struct OpenAiLmBuilder {
     headers: Vec<(String, ApiKey)>,
     stream_usage: bool,
     max_completion_tokens: bool,
+    max_response_bytes: usize,
+    stream_deadline: Duration,
 }
 
 impl fmt::Debug for OpenAiLmBuilder {
@@ -296,6 +316,22 @@ impl OpenAiLmBuilder {
         self
     }
 
+    /// The most bytes of one response body the client reads (default 16 MiB): a reply body, a
+    /// whole event stream, an error body (cut there). A longer reply or stream fails with
+    /// [`LmError::ResponseTooLarge`], which is not retried.
+    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
+        self.max_response_bytes = bytes;
+        self
+    }
+
+    /// The longest a streamed reply may take from the request to its last event (default 10
+    /// minutes), however regularly its chunks arrive ([`timeout`](Self::timeout) bounds each
+    /// wait): a stream still going past it fails with [`LmError::Timeout`].
+    pub fn stream_deadline(mut self, deadline: Duration) -> Self {
+        self.stream_deadline = deadline;
+        self
+    }
+
     /// Builds the client, reading `OPENAI_BASE_URL` and `OPENAI_API_KEY` for what was not set.
     pub fn build(self) -> Result<OpenAiLm, BuildError> {
         let base_url = self
@@ -350,11 +386,15 @@ impl OpenAiLmBuilder {
         }
         let http = reqwest::Client::builder()
             .connect_timeout(self.timeout)
+            .redirect(same_origin_redirects())
             .build()
             .map_err(|e| BuildError::HttpClient(error_chain(&e)))?;
         // Our own transport replaces async-openai's, whose built-in retries would hide attempts
         // from the retry policy and whose error path drops `Retry-After`.
-        let client = Client::with_config(config).with_http_service(Transport { http });
+        let client = Client::with_config(config).with_http_service(Transport {
+            http,
+            max_body_bytes: self.max_response_bytes,
+        });
 
         let cache = match (self.cache, self.disk_cache) {
             (Some(cache), _) => Some(cache),
@@ -363,11 +403,22 @@ impl OpenAiLmBuilder {
             )),
             (None, None) => None,
         };
+        let mut secrets: Vec<String> = api_key
+            .iter()
+            .chain(self.headers.iter().map(|(_, value)| value))
+            .map(|secret| secret.0.clone())
+            .filter(|secret| !secret.is_empty())
+            .collect();
+        // Longest first, so that a secret containing another is removed whole.
+        secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
+        secrets.dedup();
         Ok(OpenAiLm {
             client,
             model: self.model,
             base_url,
             api_key,
+            header_names: self.headers.into_iter().map(|(name, _)| name).collect(),
+            secrets,
             capabilities,
             timeout: self.timeout,
             retry: self.retry,
@@ -375,6 +426,8 @@ impl OpenAiLmBuilder {
             history: self.history.unwrap_or_default(),
             stream_usage: self.stream_usage,
             max_completion_tokens: self.max_completion_tokens,
+            max_response_bytes: self.max_response_bytes,
+            stream_deadline: self.stream_deadline,
         })
     }
 }
@@ -402,6 +455,8 @@ impl OpenAiLm {
             headers: Vec::new(),
             stream_usage: true,
             max_completion_tokens: false,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            stream_deadline: DEFAULT_STREAM_DEADLINE,
         }
     }
 
@@ -531,10 +586,13 @@ impl OpenAiLm {
     async fn complete_once(&self, request: &LmRequest) -> Result<Completion, LmError> {
         let body = self.request_body(request, false);
         let chat = self.client.chat();
-        let reply = match tokio::time::timeout(self.timeout, chat.create_byot::<Value, Value>(body))
-            .await
-        {
+        let cut = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let call = BODY_CUT.scope(cut.clone(), chat.create_byot::<Value, Value>(body));
+        let reply = match tokio::time::timeout(self.timeout, call).await {
             Err(_) => return Err(self.timed_out()),
+            Ok(Err(_)) if cut.load(std::sync::atomic::Ordering::Relaxed) > 0 => {
+                return Err(self.too_large());
+            }
             Ok(reply) => reply.map_err(|e| self.map_error(e))?,
         };
         parse_completion(&reply).map_err(|e| self.scrub_error(e))
@@ -545,12 +603,18 @@ impl OpenAiLm {
         &'a self,
         request: &'a LmRequest,
     ) -> BoxStream<'a, Result<StreamEvent, LmError>> {
+        let deadline = tokio::time::Instant::now() + self.stream_deadline;
+        let cut = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let flag = cut.clone();
         let open = async move {
             let body = self.request_body(request, true);
             let chat = self.client.chat();
-            match tokio::time::timeout(self.timeout, chat.create_stream_byot::<Value, Value>(body))
-                .await
-            {
+            let wait = self
+                .timeout
+                .min(deadline.saturating_duration_since(tokio::time::Instant::now()));
+            let opening = BODY_CUT.scope(flag, chat.create_stream_byot::<Value, Value>(body));
+            match tokio::time::timeout(wait, opening).await {
+                Err(_) if tokio::time::Instant::now() >= deadline => Err(self.past_deadline()),
                 Err(_) => Err(self.timed_out()),
                 Ok(opened) => opened.map_err(|e| self.map_error(e)),
             }
@@ -566,6 +630,8 @@ impl OpenAiLm {
                         pending: VecDeque::new(),
                         finished: false,
                         saw_choice: false,
+                        deadline,
+                        cut: cut.clone(),
                     };
                     stream::unfold(state, StreamState::next_event).boxed()
                 }
@@ -579,20 +645,46 @@ impl OpenAiLm {
         }
     }
 
-    /// Turns a client error into an [`LmError`], with the API key scrubbed from its message.
+    /// A stream still going at its [deadline](OpenAiLmBuilder::stream_deadline).
+    fn past_deadline(&self) -> LmError {
+        LmError::Timeout {
+            after: self.stream_deadline,
+        }
+    }
+
+    /// A body cut at the [limit](OpenAiLmBuilder::max_response_bytes).
+    fn too_large(&self) -> LmError {
+        LmError::ResponseTooLarge {
+            limit: self.max_response_bytes as u64,
+        }
+    }
+
+    /// Turns a client error into an [`LmError`], with every secret scrubbed from its message.
     fn map_error(&self, error: OpenAIError) -> LmError {
         let mapped = match error {
             OpenAIError::Boxed(boxed) => match boxed.downcast::<HttpFailure>() {
-                Ok(failure) => classify_http(failure.status, failure.retry_after, &failure.body),
-                Err(other) => LmError::Connect {
-                    message: error_chain(other.as_ref()),
+                // The body is scrubbed before it is parsed and cut to length, so that no part of
+                // a secret survives at the cut.
+                Ok(failure) => classify_http(
+                    failure.status,
+                    failure.retry_after,
+                    &self.scrub(failure.body),
+                ),
+                Err(other) => match other.downcast::<RefusedRedirect>() {
+                    Ok(redirect) => LmError::Rejected {
+                        status: redirect.status,
+                        message: redirect.message(),
+                    },
+                    Err(other) => LmError::Connect {
+                        message: error_chain(other.as_ref()),
+                    },
                 },
             },
             OpenAIError::Reqwest(error) => self.map_reqwest(&error),
             OpenAIError::JSONDeserialize(error, body) => LmError::InvalidResponse {
                 message: format!(
                     "the body is not valid JSON ({error}): {}",
-                    truncate(&body, MAX_ERROR_MESSAGE)
+                    truncate(&self.scrub(body), MAX_ERROR_MESSAGE)
                 ),
             },
             OpenAIError::StreamError(error) => {
@@ -606,7 +698,8 @@ impl OpenAiLm {
             OpenAIError::ApiError(response) => {
                 let api = &response.api_error;
                 let body = json!({"error": {"message": api.message, "code": api.code, "type": api.r#type}});
-                classify_http(response.status_code.as_u16(), None, &body.to_string())
+                let body = self.scrub(body.to_string());
+                classify_http(response.status_code.as_u16(), None, &body)
             }
             OpenAIError::InvalidArgument(message) => LmError::Rejected { status: 0, message },
             other => LmError::InvalidResponse {
@@ -617,20 +710,48 @@ impl OpenAiLm {
     }
 
     fn map_reqwest(&self, error: &reqwest::Error) -> LmError {
+        if let Some(limit) = body_too_large(error) {
+            return LmError::ResponseTooLarge {
+                limit: limit as u64,
+            };
+        }
         if error.is_timeout() {
             return self.timed_out();
+        }
+        if error.is_redirect() {
+            // A redirect loop: trying again would loop again.
+            return LmError::InvalidResponse {
+                message: error_chain(error),
+            };
         }
         LmError::Connect {
             message: error_chain(error),
         }
     }
 
-    /// Removes the API key from an error's message, should a server have echoed it.
+    /// Replaces every secret the client sends (the API key, the custom headers' values) in `text`
+    /// by `[redacted]`, as sent and as escaped in a JSON string.
+    fn scrub(&self, mut text: String) -> String {
+        for secret in &self.secrets {
+            if text.contains(secret.as_str()) {
+                text = text.replace(secret.as_str(), "[redacted]");
+            }
+            let escaped = Value::String(secret.clone()).to_string();
+            let escaped = &escaped[1..escaped.len() - 1];
+            if escaped != secret && text.contains(escaped) {
+                text = text.replace(escaped, "[redacted]");
+            }
+        }
+        text
+    }
+
+    /// Removes every secret the client sends from an error's message, should a server have echoed
+    /// it.
     fn scrub_error(&self, error: LmError) -> LmError {
-        let Some(ApiKey(key)) = &self.api_key else {
+        if self.secrets.is_empty() {
             return error;
-        };
-        let scrub = |message: String| message.replace(key.as_str(), "[redacted]");
+        }
+        let scrub = |message: String| self.scrub(message);
         match error {
             LmError::RateLimited {
                 retry_after,
@@ -869,5 +990,14 @@ mod tests {
             message: "Incorrect API key provided: sk-very-secret-123".into(),
         });
         assert!(!echoed.to_string().contains("sk-very-secret-123"));
+        let echoed = lm.scrub_error(LmError::Server {
+            status: 500,
+            message: r#"headers: {"x-api-key": "header-secret-456"}"#.into(),
+        });
+        assert!(
+            !echoed.to_string().contains("header-secret-456"),
+            "{echoed}"
+        );
+        assert!(echoed.to_string().contains("x-api-key"), "{echoed}");
     }
 }

@@ -145,7 +145,8 @@ impl RetryPolicy {
         loop {
             match attempt().await {
                 Ok(mut completion) => {
-                    completion.usage.retries += u64::from(retries);
+                    completion.usage.retries =
+                        completion.usage.retries.saturating_add(u64::from(retries));
                     return Ok(completion);
                 }
                 Err(error) if error.is_transient() && retries < self.max_retries => {
@@ -187,7 +188,8 @@ impl RetryPolicy {
                     .chain(rest)
                     .map(move |event| match event {
                         Ok(StreamEvent::Done(mut completion)) => {
-                            completion.usage.retries += u64::from(retries);
+                            completion.usage.retries =
+                                completion.usage.retries.saturating_add(u64::from(retries));
                             Ok(StreamEvent::Done(completion))
                         }
                         other => other,

@@ -421,18 +421,24 @@ pub struct Usage {
 impl Usage {
     /// Prompt plus completion tokens.
     pub fn total_tokens(&self) -> u64 {
-        self.prompt_tokens + self.completion_tokens
+        self.prompt_tokens.saturating_add(self.completion_tokens)
     }
 }
 
+/// Adds counts with saturating arithmetic: the token counts come from the endpoint, and a count
+/// near `u64::MAX` stays at `u64::MAX` instead of overflowing.
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, other: Usage) {
-        self.prompt_tokens += other.prompt_tokens;
-        self.completion_tokens += other.completion_tokens;
-        self.lm_calls += other.lm_calls;
-        self.cache_hits += other.cache_hits;
-        self.adapter_fallbacks += other.adapter_fallbacks;
-        self.retries += other.retries;
+        self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
+        self.completion_tokens = self
+            .completion_tokens
+            .saturating_add(other.completion_tokens);
+        self.lm_calls = self.lm_calls.saturating_add(other.lm_calls);
+        self.cache_hits = self.cache_hits.saturating_add(other.cache_hits);
+        self.adapter_fallbacks = self
+            .adapter_fallbacks
+            .saturating_add(other.adapter_fallbacks);
+        self.retries = self.retries.saturating_add(other.retries);
     }
 }
 
@@ -897,6 +903,17 @@ pub enum LmError {
     InvalidResponse {
         /// What was wrong.
         message: String,
+    },
+    /// The server's response was longer than the client allows
+    /// ([`OpenAiLmBuilder::max_response_bytes`](crate::lm::OpenAiLmBuilder::max_response_bytes)):
+    /// the client stopped reading it. Not retried.
+    #[error(
+        "the LM server's response exceeds the client's limit of {limit} bytes; it was not read \
+         further"
+    )]
+    ResponseTooLarge {
+        /// The limit, in bytes.
+        limit: u64,
     },
     /// A scripted LM ran out of replies.
     #[error("the scripted LM has no reply left for call {call}")]

@@ -104,6 +104,9 @@ pub struct ReActCore {
     selection_limit: Option<usize>,
     require_tool_calls: bool,
     finish_on_last_turn: bool,
+    /// The key suspended states are sealed with and checked against (see
+    /// [`with_state_key`](Self::with_state_key)).
+    state_key: Option<Arc<[u8]>>,
 }
 
 /// A request to run a tool that needs a person's approval (`#[tool(confirm)]`).
@@ -137,6 +140,7 @@ impl std::fmt::Debug for ReActCore {
             .field("signature", &self.signature.name())
             .field("tools", &tools)
             .field("limits", &self.limits)
+            .field("state_key", &self.state_key.as_ref().map(|_| "[redacted]"))
             .finish_non_exhaustive()
     }
 }
@@ -169,6 +173,7 @@ impl ReActCore {
             selection_limit: None,
             require_tool_calls: false,
             finish_on_last_turn: false,
+            state_key: None,
         }
     }
 
@@ -246,6 +251,18 @@ impl ReActCore {
         Fut: std::future::Future<Output = Approval> + Send + 'static,
     {
         self.approver = Some(super::tool_runner::approver(approver));
+        self
+    }
+
+    /// Seals every state the agent suspends with `key` (an HMAC-SHA256, [`SuspendedRun::seal`]),
+    /// and resumes only states sealed with it: a state without a seal is
+    /// [`ResumeError::Unsealed`], one changed since it was sealed [`ResumeError::BadSeal`]. With a
+    /// key a state may pass through hands that could change it (a client's request, a shared
+    /// store): the seal proves it unchanged, though not unread (it is not encrypted) nor unused (a
+    /// sealed state can be resumed more than once). Use a long random key from the service's
+    /// secrets. The key is not part of the [fingerprint](Self::fingerprint).
+    pub fn with_state_key(mut self, key: impl AsRef<[u8]>) -> Self {
+        self.state_key = Some(Arc::from(key.as_ref()));
         self
     }
 
@@ -509,6 +526,10 @@ impl ReActCore {
                 RunOutcome::Suspended(mut state) => {
                     state.fingerprint = self.fingerprint();
                     state.signature = self.signature.name().to_owned();
+                    match &self.state_key {
+                        Some(key) => state.seal(key),
+                        None => state.seal = None,
+                    }
                     RunOutcome::Suspended(state)
                 }
                 finished => finished,
@@ -716,7 +737,7 @@ impl ReActCore {
             {
                 Ok(prediction) => return Ok(prediction),
                 Err(Error::Lm(LmError::ContextWindowExceeded { message })) => {
-                    usage.lm_calls += 1;
+                    usage.lm_calls = usage.lm_calls.saturating_add(1);
                     tracing::warn!(
                         "Trajectory exceeded the context window, truncating the oldest tool call information."
                     );
@@ -834,6 +855,7 @@ impl ReActCore {
         let outcome = async {
             match how {
                 CallMode::Postponed(reason) => Ok(Observation::Output(json!(reason))),
+                CallMode::Refused(reason) => Ok(Observation::Error(reason.to_owned())),
                 _ if name == FINISH => Ok(Observation::Output(json!(FINISH_OBSERVATION))),
                 CallMode::Attempt { resumable } => {
                     match runner.attempt(name, args, thought).await {
@@ -882,6 +904,7 @@ impl ReActCore {
             self.limits.tool_timeout,
             self.limits.max_observation_chars,
         )
+        .with_max_kept_bytes(self.limits.max_kept_observation_bytes)
         .with_journal(journal)
     }
 
@@ -918,6 +941,8 @@ enum CallMode<'d> {
     Decided(&'d Decision),
     /// Not run: the answering tool waits a turn, for the reason this text gives the model.
     Postponed(&'static str),
+    /// Not run, beyond the reply's limit of calls: this text is its error observation.
+    Refused(&'d str),
 }
 
 /// What an untyped ReAct run produced.
@@ -972,6 +997,16 @@ pub struct Limits {
     pub max_observation_chars: usize,
     /// How many tool calls of one native-mode reply run at the same time. Default 8.
     pub max_concurrent_tools: usize,
+    /// How many tool calls of one reply run (native and history modes). The calls beyond it do not
+    /// run: each gets an error observation naming this limit, which the model reads (every call
+    /// keeps its result, so the conversation stays valid) and the run goes on. Default 16.
+    pub max_tool_calls_per_turn: usize,
+    /// How many bytes of a tool's whole output an [`Observation::Truncated`] keeps (in the
+    /// trajectory, traces and a [`SuspendedRun`]) once the model's view is cut at
+    /// [`max_observation_chars`](Self::max_observation_chars). A longer output is kept as text cut
+    /// at this many bytes and ending with a marker saying how many bytes were dropped. Default
+    /// 1 MiB.
+    pub max_kept_observation_bytes: usize,
     /// The context window of the model, in tokens, when the LM does not report it
     /// ([`Capabilities::context_window`](crate::lm::Capabilities::context_window)). With a known
     /// window every step's prompt is counted before it is sent and the trajectory truncated
@@ -988,6 +1023,8 @@ impl Default for Limits {
             tool_timeout: Some(Duration::from_secs(60)),
             max_observation_chars: 20_000,
             max_concurrent_tools: 8,
+            max_tool_calls_per_turn: 16,
+            max_kept_observation_bytes: 1 << 20,
             context_window: None,
         }
     }
@@ -1035,6 +1072,31 @@ impl Limits {
     pub fn max_concurrent_tools(mut self, n: usize) -> Self {
         self.max_concurrent_tools = n;
         self
+    }
+
+    /// At most `n` tool calls of one reply run (see
+    /// [`max_tool_calls_per_turn`](Self::max_tool_calls_per_turn)).
+    pub fn max_tool_calls_per_turn(mut self, n: usize) -> Self {
+        self.max_tool_calls_per_turn = n;
+        self
+    }
+
+    /// Whole outputs kept up to `n` bytes (see
+    /// [`max_kept_observation_bytes`](Self::max_kept_observation_bytes)).
+    pub fn max_kept_observation_bytes(mut self, n: usize) -> Self {
+        self.max_kept_observation_bytes = n;
+        self
+    }
+
+    /// The observation of a call beyond [`max_tool_calls_per_turn`](Self::max_tool_calls_per_turn)
+    /// in a reply of `calls` calls.
+    pub(crate) fn refused_call(&self, calls: usize) -> String {
+        format!(
+            "Not run: the reply made {calls} tool calls, and at most {} of one reply run \
+             (Limits::max_tool_calls_per_turn). Call it again in a later turn if it is still \
+             needed.",
+            self.max_tool_calls_per_turn
+        )
     }
 
     /// Fails when `usage` has used up the run's LM calls.

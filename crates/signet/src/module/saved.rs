@@ -525,9 +525,10 @@ pub(super) fn from_text(origin: &str, text: &str) -> Result<Value, StateError> {
     })
 }
 
-/// Writes `text` to `path`.
+/// Writes `text` to `path` atomically (see [`crate::fs_atomic::write_atomic`]): on an error the
+/// file at `path` is as it was.
 pub(super) fn write(path: &Path, text: &str) -> Result<(), StateError> {
-    std::fs::write(path, text).map_err(|source| StateError::Io {
+    crate::fs_atomic::write_atomic(path, text.as_bytes()).map_err(|source| StateError::Io {
         action: "write",
         path: path.display().to_string(),
         source,

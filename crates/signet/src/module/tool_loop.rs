@@ -52,7 +52,8 @@ impl Predictor {
     }
 
     /// The limits on tool calls, as in ReAct: `tool_timeout` (default 60 s),
-    /// `max_observation_chars` and `max_concurrent_tools` apply; the others are ReAct's.
+    /// `max_observation_chars`, `max_kept_observation_bytes`, `max_concurrent_tools` and
+    /// `max_tool_calls_per_turn` apply; the others are ReAct's.
     pub fn with_tool_limits(mut self, limits: Limits) -> Self {
         self.tool_limits = limits;
         self
@@ -147,6 +148,7 @@ impl Predictor {
             self.tool_limits.tool_timeout,
             self.tool_limits.max_observation_chars,
         )
+        .with_max_kept_bytes(self.tool_limits.max_kept_observation_bytes)
         .with_journal(call.journal.as_ref());
         let (mut messages, mut usage, first, resumable) = match start {
             LoopStart::Fresh { resumable } => (
@@ -157,7 +159,7 @@ impl Predictor {
             ),
             LoopStart::Resume { state, decided } => match carry_out(&runner, *state, decided).await
             {
-                Ok((messages, usage, turn)) => (messages, usage, turn + 1, true),
+                Ok((messages, usage, turn)) => (messages, usage, turn.saturating_add(1), true),
                 Err(state) => return Ok(RunOutcome::Suspended(state)),
             },
         };
@@ -182,10 +184,21 @@ impl Predictor {
             }
             // Concurrently, at most `max_concurrent_tools` at a time; results in call order.
             let thought = completion.text.as_deref().unwrap_or_default();
+            // Beyond the reply's limit of calls, a call does not run: its result says so.
+            let limit = self.tool_limits.max_tool_calls_per_turn;
+            let refusal = self.tool_limits.refused_call(completion.tool_calls.len());
+            let refusal = refusal.as_str();
+            let runner = &runner;
             let calls: Vec<_> = completion
                 .tool_calls
                 .iter()
-                .map(|call| run_tool(&runner, call, thought, resumable))
+                .enumerate()
+                .map(move |(index, call)| async move {
+                    if index >= limit {
+                        return Ok(refusal.to_owned());
+                    }
+                    run_tool(runner, call, thought, resumable).await
+                })
                 .collect();
             let results: Vec<Result<String, Waiting>> = futures::stream::iter(calls)
                 .buffered(call.tool_concurrency(self.tool_limits.max_concurrent_tools))

@@ -31,6 +31,8 @@ pub(crate) struct ToolRunner<'a> {
     approver: Option<&'a Approver>,
     timeout: Option<Duration>,
     max_chars: usize,
+    /// How many bytes of a truncated output's whole value are kept.
+    max_kept_bytes: usize,
     journal: Option<&'a Arc<dyn Journal>>,
 }
 
@@ -49,8 +51,16 @@ impl<'a> ToolRunner<'a> {
             approver,
             timeout,
             max_chars,
+            max_kept_bytes: super::react::Limits::default().max_kept_observation_bytes,
             journal: None,
         }
+    }
+
+    /// Keeps at most `n` bytes of a truncated output's whole value (see
+    /// [`Observation::kept_within`]).
+    pub(crate) fn with_max_kept_bytes(mut self, n: usize) -> Self {
+        self.max_kept_bytes = n;
+        self
     }
 
     /// Runs the calls through `journal` (see [`crate::journal`]).
@@ -119,7 +129,7 @@ impl<'a> ToolRunner<'a> {
         let args = match decision {
             Decision::Deny(reason) => return Ok(denied(name, reason.as_deref())),
             Decision::Respond(answer) => {
-                return Ok(Observation::Output(answer.clone()).limited_to(self.max_chars));
+                return Ok(self.limited(Observation::Output(answer.clone())));
             }
             Decision::Approve => args,
             Decision::Edit(edited) => edited,
@@ -156,7 +166,14 @@ impl<'a> ToolRunner<'a> {
             }
             Err(error) => Observation::Error(format!("Execution error in {name}: {error}")),
         };
-        Ok(observation.limited_to(self.max_chars))
+        Ok(self.limited(observation))
+    }
+
+    /// The observation cut for the model, its whole value cut to what is kept.
+    fn limited(&self, observation: Observation) -> Observation {
+        observation
+            .limited_to(self.max_chars)
+            .kept_within(self.max_kept_bytes)
     }
 }
 

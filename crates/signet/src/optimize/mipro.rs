@@ -299,6 +299,7 @@ struct Settings {
     max_lm_calls: Option<u64>,
     max_metric_calls: Option<usize>,
     log_dir: Option<PathBuf>,
+    metric_name: Option<String>,
     progress: Progress,
 }
 
@@ -334,6 +335,7 @@ impl<M> MiproV2<M> {
                 max_lm_calls: None,
                 max_metric_calls: None,
                 log_dir: None,
+                metric_name: None,
                 progress: Progress::Auto,
             },
         }
@@ -484,11 +486,28 @@ impl<M> MiproV2<M> {
     }
 
     /// Logs the run in `dir` (`mipro_log.jsonl`: the demo sets, the instructions and every trial;
-    /// `best_program.json`: the best program so far, in DSPy's format). A run given a directory
-    /// holding a log of the same run continues it without repeating its LM calls; creating
-    /// `mipro.stop` there stops it before its next trial.
+    /// `best_program.json`: the best program so far, in DSPy's format, written atomically). A
+    /// run given a directory holding a log of the same run continues it without repeating its LM
+    /// calls; creating `mipro.stop` there stops it before its next trial.
+    ///
+    /// The same run means the same settings, predictors and seed, and the same fingerprint: the
+    /// training and validation data (hashed by content), the metric's name (see
+    /// [`with_metric_name`](Self::with_metric_name)), the program's saved JSON and the models
+    /// (each predictor's, the prompt model's, the teacher's). A log of another run is refused
+    /// with [`OptimizeError::RunLog`], never replayed. A torn last line (a run killed while
+    /// writing it) is skipped with a warning; a damaged line before it is
+    /// [`OptimizeError::RunLog`] naming the line.
     pub fn with_log_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.settings.log_dir = Some(dir.into());
+        self
+    }
+
+    /// The metric's name in the run log's fingerprint (default: its Rust type name, which names
+    /// the function or, for a closure, the function it is written in). Change it when the
+    /// metric's scoring changes, so that a log scored by the old one is not replayed; set it to
+    /// keep resuming a log after the metric moved.
+    pub fn with_metric_name(mut self, name: impl Into<String>) -> Self {
+        self.settings.metric_name = Some(name.into());
         self
     }
 
@@ -659,23 +678,51 @@ where
             )));
         }
         let log = match &settings.log_dir {
-            Some(dir) => Some(RunLog::open(
-                dir,
-                json!({
-                    "predictors": names,
-                    "train": trainset.len(),
-                    "val": valset.len(),
-                    "seed": seed,
-                    "instruction_candidates": instruction_count,
-                    "demo_sets": demo_set_count,
-                    "trials": trials,
-                    "minibatch": minibatch,
-                    "minibatch_size": settings.minibatch_size,
-                    "full_eval_steps": settings.full_eval_steps,
-                    "max_bootstrapped_demos": settings.max_bootstrapped_demos,
-                    "max_labeled_demos": settings.max_labeled_demos,
-                }),
-            )?),
+            Some(dir) => {
+                let model = |lm: &Arc<dyn Lm>| lm.model().to_owned();
+                let task: Vec<Option<String>> = student
+                    .named_predictors()
+                    .into_iter()
+                    .map(|(_, p)| {
+                        p.resolve(&crate::module::CallConfig::new())
+                            .ok()
+                            .map(|r| model(&r.lm))
+                    })
+                    .collect();
+                let metric = settings
+                    .metric_name
+                    .clone()
+                    .unwrap_or_else(|| std::any::type_name::<M>().to_owned());
+                let fingerprint = log::fingerprint(
+                    &trainset,
+                    &valset,
+                    &metric,
+                    &student.to_saved_json(),
+                    json!({
+                        "task": task,
+                        "prompt": model(&settings.prompt_lm),
+                        "teacher": settings.teacher_lm.as_ref().map(model),
+                    }),
+                );
+                Some(RunLog::open(
+                    dir,
+                    json!({
+                        "predictors": names,
+                        "train": trainset.len(),
+                        "val": valset.len(),
+                        "seed": seed,
+                        "instruction_candidates": instruction_count,
+                        "demo_sets": demo_set_count,
+                        "trials": trials,
+                        "minibatch": minibatch,
+                        "minibatch_size": settings.minibatch_size,
+                        "full_eval_steps": settings.full_eval_steps,
+                        "max_bootstrapped_demos": settings.max_bootstrapped_demos,
+                        "max_labeled_demos": settings.max_labeled_demos,
+                        "fingerprint": fingerprint,
+                    }),
+                )?)
+            }
             None => None,
         };
         let report = MiproReport {
@@ -752,7 +799,19 @@ where
         );
         self.report.demo_set_kinds = plan.iter().map(|(kind, _)| *kind).collect();
         match self.log.as_mut().and_then(RunLog::next) {
-            Some(Logged::DemoSets { sets }) if sets.len() == self.names.len() => return Ok(sets),
+            // As many sets per predictor as planned: the search draws set indices below that.
+            Some(Logged::DemoSets { sets })
+                if sets.len() == self.names.len() && sets.iter().all(|s| s.len() == plan.len()) =>
+            {
+                return Ok(sets);
+            }
+            Some(Logged::DemoSets { .. }) => {
+                return Err(self.mismatch(&format!(
+                    "the logged demo sets are not {} sets for each of {} predictors",
+                    plan.len(),
+                    self.names.len()
+                )));
+            }
             Some(_) => return Err(self.mismatch("the demo sets were expected first")),
             None => {}
         }
@@ -873,6 +932,18 @@ where
             Some((logged, summary, failures)) => {
                 if logged.len() != self.names.len() {
                     return Err(self.mismatch("the instructions are for another program"));
+                }
+                // The predictor's own instruction and at most one per proposal after the first:
+                // the search draws candidate indices below the count.
+                if logged
+                    .iter()
+                    .any(|c| c.is_empty() || c.len() > proposals.max(1))
+                {
+                    return Err(self.mismatch(&format!(
+                        "each predictor has 1 to {} instruction candidates, the log has {:?}",
+                        proposals.max(1),
+                        logged.iter().map(Vec::len).collect::<Vec<_>>()
+                    )));
                 }
                 self.report.instructions = logged;
                 self.report.dataset_summary = summary;

@@ -100,6 +100,20 @@ pub enum ToolError {
         /// What the remote side or the transport reported.
         message: String,
     },
+    /// A sync tool was not run because `limit` earlier calls of it that were given up on (timed
+    /// out, or their run dropped) still hold threads of the blocking pool: a sync body runs to its
+    /// end whatever happens to its call. See
+    /// [`set_max_blocking_calls_per_tool`](crate::tool::set_max_blocking_calls_per_tool).
+    #[error(
+        "tool `{tool}` was not run: {limit} earlier calls of it that timed out or were cancelled \
+         are still running, and no more may be; try again once they return"
+    )]
+    Busy {
+        /// The tool's name.
+        tool: String,
+        /// How many given-up calls of one sync tool may still run.
+        limit: usize,
+    },
 }
 
 impl ToolError {
@@ -119,7 +133,8 @@ impl ToolError {
             | ToolError::InvalidSchema { tool, .. }
             | ToolError::BlockingInAsyncContext { tool }
             | ToolError::NeedsInput { tool, .. }
-            | ToolError::Remote { tool, .. } => tool,
+            | ToolError::Remote { tool, .. }
+            | ToolError::Busy { tool, .. } => tool,
         }
     }
 

@@ -10,6 +10,11 @@ pub(super) struct StreamState<'a> {
     pub(super) pending: VecDeque<Result<StreamEvent, LmError>>,
     pub(super) finished: bool,
     pub(super) saw_choice: bool,
+    /// When the whole stream must have ended ([`OpenAiLmBuilder::stream_deadline`]).
+    pub(super) deadline: tokio::time::Instant,
+    /// Set when the body was cut at the client's limit (the flag given to the transport through
+    /// [`BODY_CUT`] when the stream opened).
+    pub(super) cut: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl<'a> StreamState<'a> {
@@ -23,9 +28,22 @@ impl<'a> StreamState<'a> {
             if self.finished {
                 return None;
             }
-            let next = tokio::time::timeout(self.lm.timeout, self.chunks.next()).await;
+            let now = tokio::time::Instant::now();
+            if now >= self.deadline {
+                self.fail(self.lm.past_deadline());
+                continue;
+            }
+            // Each wait is bounded by the client's timeout, the whole stream by its deadline.
+            let wait = self.lm.timeout.min(self.deadline - now);
+            let next = tokio::time::timeout(wait, self.chunks.next()).await;
             match next {
+                Err(_) if tokio::time::Instant::now() >= self.deadline => {
+                    self.fail(self.lm.past_deadline());
+                }
                 Err(_) => self.fail(self.lm.timed_out()),
+                Ok(Some(Err(_))) if self.cut.load(std::sync::atomic::Ordering::Relaxed) > 0 => {
+                    self.fail(self.lm.too_large());
+                }
                 Ok(Some(Err(error))) => {
                     let error = self.lm.map_error(error);
                     self.fail(error);
@@ -37,6 +55,9 @@ impl<'a> StreamState<'a> {
                         self.fail(error);
                     }
                 },
+                Ok(None) if self.cut.load(std::sync::atomic::Ordering::Relaxed) > 0 => {
+                    self.fail(self.lm.too_large());
+                }
                 Ok(None) => {
                     self.finished = true;
                     if self.saw_choice && self.assembler.finish_reason.is_none() {

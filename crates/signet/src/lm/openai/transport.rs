@@ -2,11 +2,17 @@
 
 use super::*;
 
+/// How many redirects one request may follow.
+const MAX_REDIRECTS: usize = 10;
+
 /// The HTTP layer under async-openai: sends the request, and turns every non-2xx response into an
-/// [`HttpFailure`] that keeps the status, `Retry-After` and the raw body.
+/// [`HttpFailure`] that keeps the status, `Retry-After` and the raw body, or, for a redirect the
+/// client did not follow, a [`RefusedRedirect`].
 #[derive(Clone)]
 pub(super) struct Transport {
     pub(super) http: reqwest::Client,
+    /// The most bytes of a response body read ([`OpenAiLmBuilder::max_response_bytes`]).
+    pub(super) max_body_bytes: usize,
 }
 
 impl tower::Service<HttpRequestFactory> for Transport {
@@ -20,12 +26,18 @@ impl tower::Service<HttpRequestFactory> for Transport {
 
     fn call(&mut self, factory: HttpRequestFactory) -> Self::Future {
         let http = self.http.clone();
+        let limit = self.max_body_bytes;
         async move {
             let request = factory.build().await?;
             let response = http.execute(request).await.map_err(OpenAIError::Reqwest)?;
             let status = response.status();
             if status.is_success() {
-                return Ok(response);
+                // The caller's flag, taken here (in its task): the body may be read in another.
+                let flag = BODY_CUT.try_with(Arc::clone).ok();
+                return Ok(capped(response, limit, flag));
+            }
+            if status.is_redirection() {
+                return Err(OpenAIError::Boxed(Box::new(RefusedRedirect::of(&response))));
             }
             let headers = response.headers();
             let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
@@ -34,10 +46,7 @@ impl tower::Service<HttpRequestFactory> for Transport {
                 .filter(|ms| ms.is_finite() && *ms >= 0.0)
                 .and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok())
                 .or_else(|| header("retry-after").and_then(parse_retry_after));
-            let body = match response.text().await {
-                Ok(body) => body,
-                Err(error) => format!("(the error body could not be read: {error})"),
-            };
+            let body = read_error_body(response, limit).await;
             Err(OpenAIError::Boxed(Box::new(HttpFailure {
                 status: status.as_u16(),
                 retry_after,
@@ -46,6 +55,93 @@ impl tower::Service<HttpRequestFactory> for Transport {
         }
         .boxed()
     }
+}
+
+/// The client's redirect policy: follows `307` and `308` (which resend the same method and body)
+/// within the request's origin (scheme, host and port) only. Another origin would receive the API
+/// key and every custom header (reqwest strips only `Authorization` and cookies on a change of
+/// host); a `301`-`303` would turn the POST into a GET without its body. Any other redirect is
+/// returned as the response, which [`Transport`] turns into a [`RefusedRedirect`].
+pub(super) fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let keeps_body = matches!(attempt.status().as_u16(), 307 | 308);
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if !keeps_body || !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
+/// A redirect the client did not follow (see [`same_origin_redirects`]).
+#[derive(Debug)]
+pub(super) struct RefusedRedirect {
+    pub(super) status: u16,
+    /// Where the request was sent (after the redirects that were followed): origin and path.
+    pub(super) from: String,
+    /// Where the server redirected it: origin and path, without credentials, query or fragment;
+    /// `None` when the response had no usable `Location`.
+    pub(super) to: Option<String>,
+    /// Whether `to` is on another origin than `from`.
+    pub(super) cross_origin: bool,
+}
+
+impl RefusedRedirect {
+    fn of(response: &reqwest::Response) -> RefusedRedirect {
+        let from = response.url();
+        let to = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|location| location.to_str().ok())
+            .and_then(|location| from.join(location.trim()).ok());
+        RefusedRedirect {
+            status: response.status().as_u16(),
+            from: shown_url(from),
+            cross_origin: to.as_ref().is_some_and(|to| to.origin() != from.origin()),
+            to: to.as_ref().map(shown_url),
+        }
+    }
+
+    /// The message of the [`LmError`] it becomes.
+    pub(super) fn message(&self) -> String {
+        let from = &self.from;
+        match (&self.to, self.cross_origin) {
+            (None, _) => format!(
+                "the server redirected {from} without a usable Location; the redirect was not \
+                 followed: set the base URL to the endpoint's final address"
+            ),
+            (Some(to), true) => format!(
+                "the server redirected {from} to another origin, {to}; the request was not sent \
+                 there, as it carries the API key and the custom headers: set the base URL to the \
+                 endpoint's final address if you trust it"
+            ),
+            (Some(to), false) => format!(
+                "the server redirected {from} to {to}; only 307 and 308 redirects within the same \
+                 origin are followed (a {} would resend the POST as a GET without its body): set \
+                 the base URL to the endpoint's final address",
+                self.status
+            ),
+        }
+    }
+}
+
+impl fmt::Display for RefusedRedirect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message())
+    }
+}
+
+impl std::error::Error for RefusedRedirect {}
+
+/// A URL as errors show it: scheme, host, port and path; no credentials, query or fragment.
+fn shown_url(url: &reqwest::Url) -> String {
+    format!("{}{}", url.origin().ascii_serialization(), url.path())
 }
 
 /// A non-2xx HTTP response.
@@ -63,3 +159,103 @@ impl fmt::Display for HttpFailure {
 }
 
 impl std::error::Error for HttpFailure {}
+
+tokio::task_local! {
+    /// The flag of the call in progress, which a body cut at the client's limit sets, for the
+    /// call to report [`LmError::ResponseTooLarge`] (the SSE layer keeps only the text of a
+    /// body's error).
+    pub(super) static BODY_CUT: Arc<std::sync::atomic::AtomicU64>;
+}
+
+/// A response body longer than the client's limit.
+#[derive(Debug)]
+pub(super) struct BodyTooLarge {
+    pub(super) limit: usize,
+}
+
+impl fmt::Display for BodyTooLarge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the response body exceeds the client's limit of {} bytes",
+            self.limit
+        )
+    }
+}
+
+impl std::error::Error for BodyTooLarge {}
+
+/// The limit of a body cut at the client's limit, found in an error's chain of sources.
+pub(super) fn body_too_large(error: &(dyn std::error::Error + 'static)) -> Option<usize> {
+    let mut current = Some(error);
+    while let Some(error) = current {
+        if let Some(cut) = error.downcast_ref::<BodyTooLarge>() {
+            return Some(cut.limit);
+        }
+        current = error.source();
+    }
+    None
+}
+
+/// `response` with a body that fails with [`BodyTooLarge`] past `limit` bytes, and then ends
+/// (whatever the server goes on sending is not read).
+fn capped(
+    response: reqwest::Response,
+    limit: usize,
+    flag: Option<Arc<std::sync::atomic::AtomicU64>>,
+) -> reqwest::Response {
+    let status = response.status();
+    let version = response.version();
+    let headers = response.headers().clone();
+    let body = response
+        .bytes_stream()
+        .scan((0usize, false), move |(seen, cut), chunk| {
+            if *cut {
+                return futures::future::ready(None);
+            }
+            let item: Result<_, Box<dyn std::error::Error + Send + Sync>> = match chunk {
+                Ok(chunk) => {
+                    *seen = seen.saturating_add(chunk.len());
+                    if *seen > limit {
+                        *cut = true;
+                        if let Some(flag) = &flag {
+                            flag.store(limit as u64, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        Err(Box::new(BodyTooLarge { limit }))
+                    } else {
+                        Ok(chunk)
+                    }
+                }
+                Err(error) => Err(Box::new(error)),
+            };
+            futures::future::ready(Some(item))
+        });
+    let mut capped = http::Response::new(reqwest::Body::wrap_stream(body));
+    *capped.status_mut() = status;
+    *capped.version_mut() = version;
+    *capped.headers_mut() = headers;
+    reqwest::Response::from(capped)
+}
+
+/// At most `limit` bytes of an error response's body, as text (a longer one is cut, with a note).
+async fn read_error_body(mut response: reqwest::Response, limit: usize) -> String {
+    let mut body = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                let room = limit.saturating_sub(body.len());
+                if chunk.len() > room {
+                    body.extend_from_slice(&chunk[..room]);
+                    let mut text = String::from_utf8_lossy(&body).into_owned();
+                    text.push_str(&format!(
+                        " [the error body was cut at the client's limit of {limit} bytes]"
+                    ));
+                    return text;
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) => return String::from_utf8_lossy(&body).into_owned(),
+            Err(error) => return format!("(the error body could not be read: {error})"),
+        }
+    }
+}

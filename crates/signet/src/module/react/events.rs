@@ -239,7 +239,7 @@ impl<O> ReActEvent<O> {
         use ReActEvent as E;
         const MAX: usize = 200;
         let message = match self {
-            E::StepStarted { turn } => format!("turn {}", turn + 1),
+            E::StepStarted { turn } => format!("turn {}", turn.saturating_add(1)),
             E::Thought { text, .. } => format!("thought: {}", clip(text, MAX)),
             E::ToolCallStarted { name, args, .. } => {
                 format!("calling {name} {}", clip(&args.to_string(), MAX))

@@ -98,7 +98,13 @@ impl ReActCore {
                         outputs, history, trajectory, usage,
                     )));
                 }
-                (Fields::new(), history, trajectory, usage, turn + 1)
+                (
+                    Fields::new(),
+                    history,
+                    trajectory,
+                    usage,
+                    turn.saturating_add(1),
+                )
             }
         };
         let mut reason = None;
@@ -466,7 +472,7 @@ impl ReActCore {
             match result {
                 Ok(reply) => return Ok(reply.outputs),
                 Err(Error::Lm(LmError::ContextWindowExceeded { message })) => {
-                    usage.lm_calls += 1;
+                    usage.lm_calls = usage.lm_calls.saturating_add(1);
                     tracing::warn!(
                         "The history exceeded the context window, truncating the oldest tool call information."
                     );
@@ -537,12 +543,22 @@ impl ReActCore {
                 text: thought_text.clone(),
             });
         }
-        let first_index = trajectory.steps.last().map_or(0, |s| s.index + 1);
+        let first_index = trajectory
+            .steps
+            .last()
+            .map_or(0, |s| s.index.saturating_add(1));
+        let refusal = self.limits.refused_call(calls.len());
         let mut runs = Vec::with_capacity(calls.len());
         for (offset, call) in calls.iter().enumerate() {
             let thought = thought_text.as_str();
+            let refusal = refusal.as_str();
             runs.push(async move {
-                self.history_observe(first_index + offset, call, thought, events, resumable)
+                // Beyond the reply's limit of calls: not run, an error result the model reads.
+                if offset >= self.limits.max_tool_calls_per_turn {
+                    return Ok((Observation::Error(refusal.to_owned()), Duration::ZERO));
+                }
+                let index = first_index.saturating_add(offset);
+                self.history_observe(index, call, thought, events, resumable)
                     .await
             });
         }
@@ -553,7 +569,7 @@ impl ReActCore {
         let mut steps = Vec::with_capacity(calls.len());
         let mut waiting = Vec::new();
         for (offset, (call, observed)) in calls.into_iter().zip(observed).enumerate() {
-            let index = first_index + offset;
+            let index = first_index.saturating_add(offset);
             match observed {
                 Ok((observation, elapsed)) => steps.push(Step {
                     index,

@@ -64,7 +64,7 @@ impl ReActCore {
                     return Ok(self.native_answer(inputs, trajectory, outputs, None, usage));
                 }
                 TurnEnd::Extract => done = true,
-                TurnEnd::Next => turn += 1,
+                TurnEnd::Next => turn = turn.saturating_add(1),
             }
         }
         let measure = |trajectory: &Trajectory| {
@@ -89,13 +89,15 @@ impl ReActCore {
             let mut request = LmRequest::new(conversation(&base, &trajectory));
             request.options = self.step.options().clone();
             request.tools = tools.clone();
-            request.tool_choice = Some(if self.finish_on_last_turn && turn + 1 == max_iters {
-                ToolChoice::Function(FINISH.to_owned())
-            } else if self.require_tool_calls {
-                ToolChoice::Required
-            } else {
-                ToolChoice::Auto
-            });
+            request.tool_choice = Some(
+                if self.finish_on_last_turn && turn.saturating_add(1) == max_iters {
+                    ToolChoice::Function(FINISH.to_owned())
+                } else if self.require_tool_calls {
+                    ToolChoice::Required
+                } else {
+                    ToolChoice::Auto
+                },
+            );
             // The adapter's setting (DSPy's `parallel_tool_calls`), concurrent calls by default.
             request.parallel_tool_calls = Some(adapter.parallel_tool_calls().unwrap_or(true));
             self.limits
@@ -159,7 +161,10 @@ impl ReActCore {
                     text: text.clone(),
                 });
             }
-            let first_index = trajectory.steps.last().map_or(0, |s| s.index + 1);
+            let first_index = trajectory
+                .steps
+                .last()
+                .map_or(0, |s| s.index.saturating_add(1));
             // Concurrently, at most `max_concurrent_tools` at a time; results in call order.
             let thought_text = thought.as_deref().unwrap_or("");
             // A `finish` beside other calls was written before their results: it does not run.
@@ -167,15 +172,18 @@ impl ReActCore {
                 completion.tool_calls.iter().map(|c| c.name.as_str()),
                 FINISH,
             );
+            let refusal = self.limits.refused_call(completion.tool_calls.len());
             let mut calls = Vec::with_capacity(completion.tool_calls.len());
             for (offset, call) in completion.tool_calls.iter().enumerate() {
-                let how = if early_finish && call.name == FINISH {
+                let how = if offset >= self.limits.max_tool_calls_per_turn {
+                    CallMode::Refused(&refusal)
+                } else if early_finish && call.name == FINISH {
                     CallMode::Postponed(FINISH_UNSEEN_RESULTS)
                 } else {
                     CallMode::Attempt { resumable }
                 };
                 calls.push(self.observe_call(
-                    first_index + offset,
+                    first_index.saturating_add(offset),
                     call,
                     thought_text,
                     events,
@@ -191,7 +199,7 @@ impl ReActCore {
             for (offset, (tool_call, (args, observed))) in
                 completion.tool_calls.iter().zip(observed).enumerate()
             {
-                let index = first_index + offset;
+                let index = first_index.saturating_add(offset);
                 let thought = thought.clone().unwrap_or_default();
                 match observed {
                     Ok((observation, elapsed)) => steps.push(Step {

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 
+use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -86,6 +87,12 @@ pub struct SuspendedRun {
     /// The conversation so far, for a run in [`ReActMode::History`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<HistoryPosition>,
+    /// An HMAC-SHA256 of the rest of the state (64 hex digits), set by [`seal`](Self::seal) or by
+    /// an agent with a [state key](ReActCore::with_state_key), which then refuses to resume a
+    /// state without it ([`ResumeError::Unsealed`]) or with a seal that does not match
+    /// ([`ResumeError::BadSeal`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seal: Option<String>,
 }
 
 /// Where a [`ReActMode::History`] run stands when it suspends: the conversation's earlier turns
@@ -211,6 +218,27 @@ pub enum ResumeError {
         /// The pending ids, comma-separated.
         pending: String,
     },
+    /// The state contradicts itself or this agent (a pending call of a tool the agent lacks,
+    /// two calls with one id, a turn number out of range, ..): it was not written by an agent as
+    /// it stands.
+    #[error("the suspended run is not a valid state: {reason}")]
+    Invalid {
+        /// What is wrong.
+        reason: String,
+    },
+    /// The agent has a [state key](ReActCore::with_state_key) and the state carries no seal.
+    #[error(
+        "the suspended run is not sealed, and this agent resumes only states sealed with its \
+         state key"
+    )]
+    Unsealed,
+    /// The state's seal does not match its content under the agent's state key: the state was
+    /// changed after it was sealed, or sealed with another key.
+    #[error(
+        "the suspended run's seal does not match its content: the state was changed after it \
+         was sealed, or sealed with another key"
+    )]
+    BadSeal,
 }
 
 impl SuspendedRun {
@@ -237,7 +265,123 @@ impl SuspendedRun {
             pending,
             selected_tools: None,
             history: None,
+            seal: None,
         }
+    }
+
+    /// Seals the state with `key`: an HMAC-SHA256 of its content (everything but the seal, its
+    /// JSON objects' keys sorted, so a store that reorders them keeps the seal valid). An agent
+    /// built [`with_state_key`](ReActCore::with_state_key) seals what it suspends itself; call
+    /// this for a state made otherwise.
+    ///
+    /// ```
+    /// # fn show(mut state: signet::module::SuspendedRun) {
+    /// state.seal(b"a long random key from the service's secrets");
+    /// assert!(state.verify(b"a long random key from the service's secrets").is_ok());
+    /// # }
+    /// ```
+    pub fn seal(&mut self, key: &[u8]) {
+        self.seal = Some(hex(&self.mac(key).finalize().into_bytes()));
+    }
+
+    /// Checks the state's seal against `key`: [`ResumeError::Unsealed`] without one,
+    /// [`ResumeError::BadSeal`] when it does not match (compared in constant time).
+    pub fn verify(&self, key: &[u8]) -> Result<(), ResumeError> {
+        let Some(seal) = &self.seal else {
+            return Err(ResumeError::Unsealed);
+        };
+        let Some(bytes) = unhex(seal) else {
+            return Err(ResumeError::BadSeal);
+        };
+        self.mac(key)
+            .verify_slice(&bytes)
+            .map_err(|_| ResumeError::BadSeal)
+    }
+
+    /// The HMAC of the state's content, under `key`.
+    fn mac(&self, key: &[u8]) -> Hmac<Sha256> {
+        let mut unsealed = self.clone();
+        unsealed.seal = None;
+        let mut mac =
+            <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("HMAC takes a key of any length");
+        // Serialising a state cannot fail: its maps have string keys.
+        let value = serde_json::to_value(&unsealed).unwrap_or(Value::Null);
+        mac.update(canonical(&value).as_bytes());
+        mac
+    }
+
+    /// Checks that the state is consistent in itself and with `agent` (see
+    /// [`ResumeError::Invalid`]): a state read from a store is not trusted as given.
+    fn validate(&self, agent: &ReActCore) -> Result<(), ResumeError> {
+        let invalid = |reason: String| Err(ResumeError::Invalid { reason });
+        if self.pending.is_empty() {
+            return invalid("it has no pending call".into());
+        }
+        // The loop adds one to the turn; a turn at the type's end would overflow.
+        if self.turn.checked_add(1).is_none() {
+            return invalid(format!("its turn {} is out of range", self.turn));
+        }
+        let known = |name: &str| agent.tools.iter().any(|tool| tool.name() == name);
+        if let Some(selected) = &self.selected_tools
+            && let Some(name) = selected.iter().find(|name| !known(name))
+        {
+            return invalid(format!("it selected tool `{name}`, which this agent lacks"));
+        }
+        for step in &self.trajectory.steps {
+            if step.turn > self.turn {
+                return invalid(format!(
+                    "step {} belongs to turn {}, after the suspended turn {}",
+                    step.index, step.turn, self.turn
+                ));
+            }
+        }
+        let mut ids = std::collections::HashSet::new();
+        let mut indices = std::collections::HashSet::new();
+        for step in &self.settled {
+            if step.turn != self.turn {
+                return invalid(format!(
+                    "settled step {} belongs to turn {}, not the suspended turn {}",
+                    step.index, step.turn, self.turn
+                ));
+            }
+            if !indices.insert(step.index) {
+                return invalid(format!("two calls have step index {}", step.index));
+            }
+            if let Some(id) = &step.call_id
+                && !ids.insert(id.as_str())
+            {
+                return invalid(format!("two calls have id `{id}`"));
+            }
+        }
+        for call in &self.pending {
+            let Some(tool) = agent.tools.iter().find(|tool| tool.name() == call.tool) else {
+                return invalid(format!(
+                    "pending call `{}` names tool `{}`, which this agent lacks",
+                    call.id, call.tool
+                ));
+            };
+            if let Some(selected) = &self.selected_tools
+                && !selected.contains(&call.tool)
+            {
+                return invalid(format!(
+                    "pending call `{}` names tool `{}`, which the run did not select",
+                    call.id, call.tool
+                ));
+            }
+            if call.waiting_for == Waiting::Approval && !tool.requires_confirmation() {
+                return invalid(format!(
+                    "pending call `{}` waits for approval of `{}`, which needs none",
+                    call.id, call.tool
+                ));
+            }
+            if !ids.insert(call.id.as_str()) {
+                return invalid(format!("two calls have id `{}`", call.id));
+            }
+            if !indices.insert(call.index) {
+                return invalid(format!("two calls have step index {}", call.index));
+            }
+        }
+        Ok(())
     }
 
     /// The same decision for every pending call (by id), for [`ReActCore::resume`].
@@ -258,6 +402,9 @@ impl SuspendedRun {
         agent: &ReActCore,
         decisions: impl IntoIterator<Item = (String, Decision)>,
     ) -> Result<Vec<(PendingCall, Decision)>, ResumeError> {
+        if let Some(key) = &agent.state_key {
+            self.verify(key)?;
+        }
         let expected = agent.fingerprint();
         let paired = pair_decisions(
             self.format,
@@ -272,6 +419,7 @@ impl SuspendedRun {
         if agent.mode == ReActMode::History && self.history.is_none() {
             return Err(ResumeError::MissingHistory);
         }
+        self.validate(agent)?;
         paired
     }
 }
@@ -327,6 +475,43 @@ pub(crate) fn decide_all(pending: &[PendingCall], decision: &Decision) -> Vec<(S
         .iter()
         .map(|call| (call.id.clone(), decision.clone()))
         .collect()
+}
+
+/// Bytes as lowercase hex digits.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Hex digits as bytes; `None` unless the text is an even number of hex digits.
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) || !text.is_ascii() {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
+        .collect()
+}
+
+/// A JSON value's text with every object's keys sorted, for seals.
+fn canonical(value: &Value) -> String {
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                Value::Object(
+                    entries
+                        .into_iter()
+                        .map(|(k, v)| (k.clone(), sorted(v)))
+                        .collect(),
+                )
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(value).to_string()
 }
 
 /// A short digest (32 hex digits of SHA-256) of a JSON description, for fingerprints.

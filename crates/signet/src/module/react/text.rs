@@ -40,7 +40,7 @@ impl ReActCore {
                         steps,
                     }) => {
                         trajectory.steps.extend(steps);
-                        (trajectory, usage, turn + 1)
+                        (trajectory, usage, turn.saturating_add(1))
                     }
                     Err(state) => return Ok(RunOutcome::Suspended(state)),
                 }

@@ -99,6 +99,55 @@ impl Observation {
             Observation::Error(_) => Observation::Error(shown),
         }
     }
+
+    /// Keeps at most `max_bytes` bytes of a [`Truncated`](Observation::Truncated) observation's
+    /// whole output (its text, or its JSON): a longer one becomes that text cut at `max_bytes`
+    /// (on a character boundary) followed by a marker saying how many bytes were dropped
+    /// ([`Limits::max_kept_observation_bytes`](super::Limits::max_kept_observation_bytes)).
+    /// Other observations are returned as they are.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use signet::module::Observation;
+    /// let long = Observation::Output(json!("x".repeat(50))).limited_to(10).kept_within(20);
+    /// let Observation::Truncated { full, .. } = long else { panic!() };
+    /// assert!(full.as_str().unwrap().starts_with(&format!("{}\n[... 30 more bytes", "x".repeat(20))));
+    /// ```
+    pub fn kept_within(self, max_bytes: usize) -> Observation {
+        let Observation::Truncated { shown, full } = self else {
+            return self;
+        };
+        let text = match full {
+            Value::String(text) if text.len() <= max_bytes => {
+                return Observation::Truncated {
+                    shown,
+                    full: Value::String(text),
+                };
+            }
+            Value::String(text) => text,
+            other => {
+                let text = other.to_string();
+                if text.len() <= max_bytes {
+                    return Observation::Truncated { shown, full: other };
+                }
+                text
+            }
+        };
+        let mut cut = max_bytes;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let full = format!(
+            "{}\n[... {} more bytes of {} were not kept (Limits::max_kept_observation_bytes)]",
+            &text[..cut],
+            text.len() - cut,
+            text.len()
+        );
+        Observation::Truncated {
+            shown,
+            full: Value::String(full),
+        }
+    }
 }
 
 mod duration_ms {
@@ -233,7 +282,9 @@ impl Trajectory {
     /// assert_eq!(Trajectory::default().turns(), 0);
     /// ```
     pub fn turns(&self) -> usize {
-        self.steps.last().map_or(0, |step| step.turn + 1)
+        self.steps
+            .last()
+            .map_or(0, |step| step.turn.saturating_add(1))
     }
 
     /// Renders the trajectory as the adapter renders input fields (an empty string when empty).

@@ -84,6 +84,9 @@ impl<S: Signature> ReAct<S> {
         /// Native mode: the last turn the step limit allows must call `finish` (see
         /// [`ReActCore::with_finish_on_last_turn`]).
         fn with_finish_on_last_turn(on: bool);
+        /// Seals suspended states with `key` and resumes only sealed ones (see
+        /// [`ReActCore::with_state_key`]).
+        fn with_state_key(key: impl AsRef<[u8]>);
     }
 
     /// Asks `approver` before running tools that require confirmation (`#[tool(confirm)]`).

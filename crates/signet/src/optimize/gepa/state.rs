@@ -119,16 +119,15 @@ impl State {
         PyRandom::from_state(&self.reflection_random.0, self.reflection_random.1)
     }
 
-    /// Writes the state (atomically: a temporary file, then a rename) and the candidates.
+    /// Writes the state and the candidates, each atomically (see
+    /// [`crate::fs_atomic::write_atomic`]): a crash leaves the previous file, never half of one.
     pub(crate) fn save(&self, dir: &Path) -> Result<(), OptimizeError> {
         let write = |name: &str, value: Result<String, serde_json::Error>| {
             let path = dir.join(name);
-            let temporary = dir.join(format!("{name}.tmp"));
             value
                 .map_err(|e| e.to_string())
                 .and_then(|text| {
-                    std::fs::write(&temporary, text)
-                        .and_then(|()| std::fs::rename(&temporary, &path))
+                    crate::fs_atomic::write_atomic(&path, text.as_bytes())
                         .map_err(|e| e.to_string())
                 })
                 .map_err(|reason| OptimizeError::RunLog {
@@ -153,8 +152,9 @@ impl State {
         write(CANDIDATES_FILE, serde_json::to_string_pretty(&candidates))
     }
 
-    /// The state saved in `dir`, if there is one; an error when it is unreadable or belongs to
-    /// another program or validation set.
+    /// The state saved in `dir`, if there is one; an error ([`OptimizeError::RunLog`], never a
+    /// panic) when it is unreadable, damaged (an index out of range) or belongs to another
+    /// program or validation set.
     pub(crate) fn load(
         dir: &Path,
         components: &[String],
@@ -205,7 +205,50 @@ impl State {
                 components.len()
             )));
         }
+        state.check_indices().map_err(|reason| {
+            invalid(format!(
+                "the state is damaged: {reason}; delete it to start over"
+            ))
+        })?;
         Ok(Some(state))
+    }
+
+    /// Whether every index the state holds points inside it (a loaded state is used without
+    /// further checks): the seed is there, parents come before their child, the fronts name
+    /// candidates, each next component is a component.
+    fn check_indices(&self) -> Result<(), String> {
+        let candidates = self.candidates.len();
+        if candidates == 0 {
+            return Err("it has no candidates (the starting program is the first)".into());
+        }
+        for (child, parents) in self.parents.iter().enumerate() {
+            if let Some(parent) = parents.iter().find(|p| **p >= child) {
+                return Err(format!(
+                    "candidate {child} has parent {parent}, which is not an earlier candidate"
+                ));
+            }
+        }
+        for (example, front) in self.fronts.iter().enumerate() {
+            if let Some(candidate) = front.iter().find(|c| **c >= candidates) {
+                return Err(format!(
+                    "the front of validation example {example} names candidate {candidate}, \
+                     but there are {candidates}"
+                ));
+            }
+        }
+        let components = self.components.len();
+        for (candidate, next) in self.next_component.iter().enumerate() {
+            if *next >= components {
+                return Err(format!(
+                    "candidate {candidate}'s next component is {next}, but there are \
+                     {components}"
+                ));
+            }
+        }
+        if self.iteration < -1 {
+            return Err(format!("the iteration is {}", self.iteration));
+        }
+        Ok(())
     }
 }
 
@@ -216,6 +259,8 @@ pub(crate) fn append_log(dir: &Path, entry: &Value) -> Result<(), OptimizeError>
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn names() -> Vec<String> {
@@ -271,5 +316,57 @@ mod tests {
         assert!(error.contains("not a GEPA state"), "{error}");
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(State::load(&dir, &names(), 2).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_state_with_an_index_out_of_range_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("signet-gepa-indices-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut state = State::new(
+            names(),
+            vec!["x".into(), "y".into()],
+            vec![1.0, 0.0],
+            &PyRandom::new(0),
+        );
+        state.add(vec!["x".into(), "z".into()], vec![0], vec![0.0, 1.0], 2);
+        state.save(&dir).unwrap();
+        let saved: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(STATE_FILE)).unwrap()).unwrap();
+        assert!(State::load(&dir, &names(), 2).unwrap().is_some());
+        let damages: [(&str, Value, &str); 5] = [
+            ("parents", json!([[], [7]]), "parent 7"),
+            ("parents", json!([[], [1]]), "parent 1"),
+            ("fronts", json!([[0], [9]]), "names candidate 9"),
+            ("next_component", json!([0, 2]), "next component is 2"),
+            ("iteration", json!(-5), "the iteration is -5"),
+        ];
+        for (key, value, expected) in damages {
+            let mut damaged = saved.clone();
+            damaged[key] = value;
+            std::fs::write(dir.join(STATE_FILE), damaged.to_string()).unwrap();
+            let error = State::load(&dir, &names(), 2).unwrap_err();
+            assert!(matches!(error, OptimizeError::RunLog { .. }), "{error}");
+            let error = error.to_string();
+            assert!(
+                error.contains("damaged") && error.contains(expected),
+                "{error}"
+            );
+        }
+        // No candidate at all (every list empty, so the lengths agree).
+        let mut damaged = saved.clone();
+        for key in [
+            "candidates",
+            "parents",
+            "val_scores",
+            "next_component",
+            "discovered_at",
+        ] {
+            damaged[key] = json!([]);
+        }
+        damaged["fronts"] = json!([[], []]);
+        std::fs::write(dir.join(STATE_FILE), damaged.to_string()).unwrap();
+        let error = State::load(&dir, &names(), 2).unwrap_err().to_string();
+        assert!(error.contains("no candidates"), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,16 +1,25 @@
 //! A MIPROv2 run's log (`mipro_log.jsonl` in the log directory): a header naming the run, then
 //! the demo sets, the instruction candidates and every trial, one JSON line each, appended as
-//! they happen. A run given a directory holding the log of the same run replays it: logged steps
-//! are read instead of run (no LM call repeated), and the run goes on from where it stopped.
+//! they happen (each line synced before the run goes on). A run given a directory holding the
+//! log of the same run replays it: logged steps are read instead of run (no LM call repeated),
+//! and the run goes on from where it stopped.
+//!
+//! The header names the run by its settings and by a fingerprint of what its steps depend on
+//! ([`fingerprint`]): a content hash of the training and validation data, the metric's name, a
+//! hash of the program's saved JSON, and the models. A log whose header differs is another run's
+//! and is refused. A torn last line (a run killed while writing it) is skipped with a warning
+//! and cut off the file; a bad line before it is an error.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use super::MiproTrial;
 use crate::adapter::Fields;
+use crate::data::Example;
 use crate::optimize::OptimizeError;
 
 /// The log file.
@@ -47,8 +56,9 @@ pub(crate) struct RunLog {
 }
 
 impl RunLog {
-    /// Opens the log in `dir` for the run `run` (its settings and data sizes): a new log is
-    /// started; an existing one must be of the same run.
+    /// Opens the log in `dir` for the run `run` (its settings and [`fingerprint`]): a new log is
+    /// started; an existing one must be of the same run. A torn last line is cut off the file
+    /// (with a warning) so that new steps follow the last whole one.
     pub(crate) fn open(dir: &Path, run: Value) -> Result<RunLog, OptimizeError> {
         let path = dir.join(LOG_FILE);
         let error = |reason: String| OptimizeError::RunLog {
@@ -59,41 +69,41 @@ impl RunLog {
             path: dir.to_owned(),
             reason: e.to_string(),
         })?;
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(error(e.to_string())),
         };
+        let read = crate::fs_atomic::read_log::<Logged>(&path, &bytes)
+            .map_err(|bad| error(bad.to_string()))?;
+        if read.torn.is_some() {
+            crate::fs_atomic::truncate(&path, read.intact)
+                .map_err(|e| error(format!("cannot cut the torn last line off the log: {e}")))?;
+        }
         let mut log = RunLog {
             path: path.clone(),
             pending: VecDeque::new(),
             resumed: false,
         };
-        let mut lines = text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty());
+        let mut lines = read.records.into_iter();
         match lines.next() {
             None => {
                 log.append(&Logged::Start { run })?;
                 return Ok(log);
             }
-            Some((_, first)) => match serde_json::from_str::<Logged>(first) {
-                Ok(Logged::Start { run: logged }) if logged == run => {}
-                Ok(Logged::Start { run: logged }) => {
-                    return Err(error(format!(
-                        "the log is of another run (it was started with {logged}, this run is \
-                         {run}); use another directory, or delete the log to start over"
-                    )));
-                }
-                _ => return Err(error("line 1 is not a MIPROv2 log header".into())),
-            },
+            Some((_, Logged::Start { run: logged })) if logged == run => {}
+            Some((_, Logged::Start { run: logged })) => {
+                return Err(error(format!(
+                    "the log is of another run ({}); use another directory, or delete the log \
+                     to start over",
+                    differences(&logged, &run)
+                )));
+            }
+            Some((n, _)) => return Err(error(format!("line {n} is not a MIPROv2 log header"))),
         }
         for (n, line) in lines {
-            let line: Logged = serde_json::from_str(line)
-                .map_err(|e| error(format!("line {} cannot be read: {e}", n + 1)))?;
             if matches!(line, Logged::Start { .. }) {
-                return Err(error(format!("line {} starts another run", n + 1)));
+                return Err(error(format!("line {n} starts another run")));
             }
             log.pending.push_back(line);
         }
@@ -123,5 +133,92 @@ impl RunLog {
             reason: e.to_string(),
         })?;
         crate::optimize::append_jsonl(&self.path, &entry)
+    }
+}
+
+/// What a run's logged steps depend on besides its settings, for the log's header: a SHA-256 of
+/// the training and validation examples (values and input keys, in order), the metric's name, a
+/// SHA-256 of the program's saved JSON (instructions, signatures, demos), and the models (each
+/// predictor's, the prompt model's, the teacher's). Hashes keep the header one short line.
+pub(crate) fn fingerprint(
+    trainset: &[Example],
+    valset: &[Example],
+    metric: &str,
+    program: &str,
+    models: Value,
+) -> Value {
+    json!({
+        "data": hash_examples(&[trainset, valset]),
+        "metric": metric,
+        "program": hex(&Sha256::digest(program.as_bytes())),
+        "models": models,
+    })
+}
+
+/// A SHA-256 of each set's examples, set by set.
+fn hash_examples(sets: &[&[Example]]) -> String {
+    let mut hasher = Sha256::new();
+    for set in sets {
+        hasher.update((set.len() as u64).to_le_bytes());
+        for example in set.iter() {
+            let text = json!({"values": example, "inputs": example.input_keys()}).to_string();
+            hasher.update((text.len() as u64).to_le_bytes());
+            hasher.update(text.as_bytes());
+        }
+    }
+    hex(&hasher.finalize())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Which parts of two run headers differ (`data`, `seed`, ..), for the error.
+fn differences(logged: &Value, run: &Value) -> String {
+    let (Some(logged), Some(run)) = (logged.as_object(), run.as_object()) else {
+        return format!("it was started with {logged}, this run is {run}");
+    };
+    let mut keys: Vec<&String> = logged.keys().chain(run.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let differing: Vec<String> = keys
+        .into_iter()
+        .filter(|k| logged.get(*k) != run.get(*k))
+        .map(|k| {
+            let show = |v: Option<&Value>| v.map_or_else(|| "nothing".to_owned(), Value::to_string);
+            match (k.as_str(), logged.get(k), run.get(k)) {
+                ("fingerprint", Some(Value::Object(a)), Some(Value::Object(b))) => {
+                    let parts: Vec<&str> = ["data", "metric", "program", "models"]
+                        .into_iter()
+                        .filter(|p| a.get(*p) != b.get(*p))
+                        .collect();
+                    let what = match parts.as_slice() {
+                        [] => "its fingerprint differs".to_owned(),
+                        [one @ ("metric" | "program")] => format!("its {one} differs"),
+                        _ => format!("its {} differ", parts.join(", ")),
+                    };
+                    let detail: Vec<String> = ["metric", "models"]
+                        .into_iter()
+                        .filter(|p| parts.contains(p))
+                        .map(|p| format!("{p}: logged {}, now {}", show(a.get(p)), show(b.get(p))))
+                        .collect();
+                    if detail.is_empty() {
+                        what
+                    } else {
+                        format!("{what}; {}", detail.join("; "))
+                    }
+                }
+                _ => format!(
+                    "{k}: logged {}, now {}",
+                    show(logged.get(k)),
+                    show(run.get(k))
+                ),
+            }
+        })
+        .collect();
+    if differing.is_empty() {
+        format!("it was started with {}", Value::Object(logged.clone()))
+    } else {
+        differing.join("; ")
     }
 }
