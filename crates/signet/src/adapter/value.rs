@@ -149,21 +149,9 @@ pub const MAX_NESTING: usize = 128;
 /// ```
 pub fn nested_too_deep(text: &str) -> bool {
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    let mut chars = text.chars().peekable();
+    let mut chars = outside_strings(text).map(|(_, c)| c).peekable();
     while let Some(c) = chars.next() {
-        if in_string {
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
         match c {
-            '"' => in_string = true,
             '[' | '{' | '(' => depth += 1,
             ']' | '}' | ')' => depth = depth.saturating_sub(1),
             '<' => match chars.peek() {
@@ -179,6 +167,26 @@ pub fn nested_too_deep(text: &str) -> bool {
         }
     }
     false
+}
+
+/// The characters of `text` (with their byte offsets) outside JSON's double-quoted strings; the
+/// quotes themselves are left out too.
+fn outside_strings(text: &str) -> impl Iterator<Item = (usize, char)> + '_ {
+    let mut in_string = false;
+    let mut escaped = false;
+    text.char_indices().filter(move |&(_, c)| {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            return false;
+        }
+        in_string = c == '"';
+        !in_string
+    })
 }
 
 /// The error for a value deeper than [`MAX_NESTING`].
@@ -286,20 +294,8 @@ fn same_shape(a: &Value, b: &Value) -> bool {
 pub fn first_json_object(text: &str) -> Option<&str> {
     let start = text.find('{')?;
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for (i, c) in text[start..].char_indices() {
-        if in_string {
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
+    for (i, c) in outside_strings(&text[start..]) {
         match c {
-            '"' => in_string = true,
             '{' => depth += 1,
             '}' => {
                 depth -= 1;
