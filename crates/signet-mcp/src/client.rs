@@ -254,9 +254,10 @@ impl McpClientBuilder {
         self
     }
 
-    /// The most pages one `tools/list` may take (default 100): a server that keeps answering
-    /// with a next cursor past it fails the listing with [`Error::TooManyPages`] (at connect:
-    /// connecting fails) instead of being paged forever.
+    /// The most pages one listing — tools, prompts, resources or resource templates — may take
+    /// (default 100): a server that keeps answering with a next cursor past it fails the listing
+    /// with [`Error::TooManyPages`] (for tools at connect, connecting fails) instead of being
+    /// paged forever.
     ///
     /// ```
     /// let builder = signet_mcp::McpClient::builder().max_list_pages(10).max_tools(500);

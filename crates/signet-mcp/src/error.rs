@@ -100,12 +100,15 @@ pub enum Error {
     /// ([`McpClientBuilder::max_list_pages`](crate::McpClientBuilder::max_list_pages)); the
     /// listing was dropped.
     #[error(
-        "MCP server `{server}` kept paging tools/list past {limit} pages \
+        "MCP server `{server}` kept paging {what} past {limit} pages \
          (McpClientBuilder::max_list_pages); the listing was dropped"
     )]
     TooManyPages {
         /// The server's label.
         server: String,
+        /// The listing: `tools/list`, `prompts/list`, `resources/list` or
+        /// `resources/templates/list`.
+        what: String,
         /// The page limit.
         limit: usize,
     },

@@ -1,6 +1,7 @@
 //! Hostile and huge inputs from MCP peers meet limits, not an unbounded amount of work: a server
 //! flooding `tools/list_changed` is re-listed a bounded number of times, one that pages
-//! `tools/list` forever fails the listing with a typed error, and a tool schema that would expand
+//! `tools/list` (or prompts, resources, resource templates) forever fails the listing with a
+//! typed error, and a tool schema that would expand
 //! to ~2^40 values is kept with its `$ref`s. A served endpoint refuses foreign browser origins,
 //! calls past its concurrency limit, sessions past its session limit, and requests from other
 //! machines when it has no authentication.
@@ -13,8 +14,9 @@ use serde_json::{Map, Value, json};
 use signet::tool::FnTool;
 use signet::{Tool, ToolError};
 use signet_mcp::rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig,
 };
 use signet_mcp::rmcp::service::{RequestContext, RoleServer};
 use signet_mcp::rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -30,6 +32,9 @@ enum Mode {
     Flood,
     /// Every `tools/list` page has one tool and a next cursor.
     PagesForever,
+    /// Tools are listed at once; every page of prompts, resources and resource templates is
+    /// empty and has a next cursor.
+    OtherListsForever,
     /// The one tool's schema has 40 `$defs`, each referring to the next twice.
     Exploding,
 }
@@ -78,6 +83,8 @@ impl ServerHandler for Hostile {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_prompts()
+                .enable_resources()
                 .build(),
         )
     }
@@ -89,7 +96,9 @@ impl ServerHandler for Hostile {
     ) -> Result<ListToolsResult, ErrorData> {
         let n = self.lists.fetch_add(1, Ordering::SeqCst);
         Ok(match self.mode {
-            Mode::Flood => ListToolsResult::with_all_items(vec![plain_tool("flood".into())]),
+            Mode::Flood | Mode::OtherListsForever => {
+                ListToolsResult::with_all_items(vec![plain_tool("flood".into())])
+            }
             Mode::PagesForever => {
                 let page: u64 = request
                     .and_then(|r| r.cursor)
@@ -110,6 +119,39 @@ impl ServerHandler for Hostile {
         })
     }
 
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.lists.fetch_add(1, Ordering::SeqCst);
+        let mut result = ListPromptsResult::with_all_items(Vec::new());
+        result.next_cursor = Some(next_page(request));
+        Ok(result)
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.lists.fetch_add(1, Ordering::SeqCst);
+        let mut result = ListResourcesResult::with_all_items(Vec::new());
+        result.next_cursor = Some(next_page(request));
+        Ok(result)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.lists.fetch_add(1, Ordering::SeqCst);
+        let mut result = ListResourceTemplatesResult::with_all_items(Vec::new());
+        result.next_cursor = Some(next_page(request));
+        Ok(result)
+    }
+
     async fn call_tool(
         &self,
         _request: CallToolRequestParams,
@@ -120,6 +162,15 @@ impl ServerHandler for Hostile {
         }
         Ok(CallToolResult::success(vec![ContentBlock::text("sent")]).into())
     }
+}
+
+/// The cursor of the page after the one `request` asks for.
+fn next_page(request: Option<PaginatedRequestParams>) -> String {
+    let page: u64 = request
+        .and_then(|r| r.cursor)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (page + 1).to_string()
 }
 
 /// Serves `mode` over streamable HTTP with sessions on a free loopback port; returns the URL and
@@ -206,6 +257,43 @@ async fn a_server_that_pages_forever_fails_the_listing_at_the_page_limit() {
         "{error}"
     );
     assert!(error.to_string().contains("more than 20 tools"), "{error}");
+}
+
+#[tokio::test]
+async fn prompts_and_resources_that_page_forever_fail_at_the_page_limit() {
+    let (url, lists) = serve_hostile(Mode::OtherListsForever).await;
+    let client = McpClient::builder()
+        .max_list_pages(7)
+        .connect(url.as_str())
+        .await
+        .unwrap();
+    let listed = lists.load(Ordering::SeqCst);
+    let errors = [
+        (
+            "prompts/list",
+            client.prompts().await.map(|_| ()).unwrap_err(),
+        ),
+        (
+            "resources/list",
+            client.resources().await.map(|_| ()).unwrap_err(),
+        ),
+        (
+            "resources/templates/list",
+            client.resource_templates().await.map(|_| ()).unwrap_err(),
+        ),
+    ];
+    for (what, error) in errors {
+        assert!(
+            matches!(&error, Error::TooManyPages { what: w, limit: 7, .. } if w == what),
+            "{what}: {error}"
+        );
+        assert!(
+            error
+                .to_string()
+                .contains(&format!("paging {what} past 7 pages"))
+        );
+    }
+    assert_eq!(lists.load(Ordering::SeqCst) - listed, 3 * 7);
 }
 
 #[tokio::test]

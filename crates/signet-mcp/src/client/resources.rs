@@ -84,8 +84,9 @@ impl McpClient {
     /// The server's prompts: templates of messages, with their arguments.
     pub async fn prompts(&self) -> Result<Vec<Prompt>, Error> {
         self.inner
-            .request("prompts/list", |peer| async move {
-                peer.list_all_prompts().await
+            .list_pages("prompts/list", |peer, params| async move {
+                let page = peer.list_prompts(params).await?;
+                Ok((page.prompts, page.next_cursor))
             })
             .await
     }
@@ -135,8 +136,9 @@ impl McpClient {
 /// The requests behind both [`McpClient`]'s methods and its [resource tools](McpClient::resource_tools).
 impl Inner {
     pub(super) async fn resources(self: &Arc<Self>) -> Result<Vec<Resource>, Error> {
-        self.request("resources/list", |peer| async move {
-            peer.list_all_resources().await
+        self.list_pages("resources/list", |peer, params| async move {
+            let page = peer.list_resources(params).await?;
+            Ok((page.resources, page.next_cursor))
         })
         .await
     }
@@ -144,8 +146,9 @@ impl Inner {
     pub(super) async fn resource_templates(
         self: &Arc<Self>,
     ) -> Result<Vec<ResourceTemplate>, Error> {
-        self.request("resources/templates/list", |peer| async move {
-            peer.list_all_resource_templates().await
+        self.list_pages("resources/templates/list", |peer, params| async move {
+            let page = peer.list_resource_templates(params).await?;
+            Ok((page.resource_templates, page.next_cursor))
         })
         .await
     }

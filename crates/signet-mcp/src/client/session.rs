@@ -462,6 +462,39 @@ impl Inner {
         }
         Err(Error::TooManyPages {
             server: self.label.clone(),
+            what: "tools/list".into(),
+            limit: self.options.max_list_pages,
+        })
+    }
+
+    /// Every page of a listing other than tools (`what`: `prompts/list`, `resources/list`, ..),
+    /// each page a request of its own within the call timeout, at most
+    /// [`McpClientBuilder::max_list_pages`] pages.
+    pub(super) async fn list_pages<T, F, Fut>(
+        self: &Arc<Self>,
+        what: &str,
+        fetch: F,
+    ) -> Result<Vec<T>, Error>
+    where
+        F: Fn(Peer<RoleClient>, Option<PaginatedRequestParams>) -> Fut,
+        Fut: Future<Output = Result<(Vec<T>, Option<String>), ServiceError>>,
+    {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..self.options.max_list_pages {
+            let params = cursor
+                .take()
+                .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+            let (page, next) = self.request(what, |peer| fetch(peer, params)).await?;
+            items.extend(page);
+            match next {
+                Some(next) => cursor = Some(next),
+                None => return Ok(items),
+            }
+        }
+        Err(Error::TooManyPages {
+            server: self.label.clone(),
+            what: what.to_owned(),
             limit: self.options.max_list_pages,
         })
     }
