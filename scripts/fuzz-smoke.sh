@@ -4,7 +4,7 @@
 # and leaves the input in fuzz/artifacts/<target>/.
 #
 # Inputs may be up to 1 MB (libFuzzer's default cap is 4 KB, too small to reach a harmful depth),
-# every target runs its input on a 256 KiB stack (signet_fuzz::on_small_stack), and the build keeps
+# every target runs its input on a small stack (signet_fuzz::SMALL_STACK), and the build keeps
 # overflow checks and debug assertions on (`-a`), so an arithmetic overflow is a finding too.
 #
 # cargo-fuzz needs unstable compiler flags; RUSTC_BOOTSTRAP=1 lets the stable toolchain accept them.

@@ -1,6 +1,6 @@
 //! Deep and long replies from a few bytes (see `signet_fuzz::deep_reply`): nesting to 250,000
 //! levels, strings to 1 MB, torn or closed, in every adapter's format. Each parse runs on a
-//! 256 KiB stack; an error is fine, an overflow or a panic is not.
+//! small stack (`signet_fuzz::SMALL_STACK`); an error is fine, an overflow or a panic is not.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

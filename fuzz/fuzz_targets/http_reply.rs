@@ -1,6 +1,6 @@
 //! What an OpenAI-compatible server sends back, byte for byte: the first byte picks a plain JSON
 //! reply (`complete`) or a server-sent event stream (`stream`), the rest is the body. Served by a
-//! raw TCP server in this process, read by `OpenAiLm` on a 256 KiB stack. A typed error is fine;
+//! raw TCP server in this process, read by `OpenAiLm` on small worker stacks. A typed error is fine;
 //! a panic, an overflow or a hang (libFuzzer's timeout) is not.
 #![no_main]
 
