@@ -103,7 +103,12 @@ fn the_xml_adapter_refuses_deep_elements_and_deep_text_with_a_typed_error() {
     on_a_small_stack(|| {
         let sig = signature();
         let elements = format!("{}x{}", "<item>".repeat(LEVELS), "</item>".repeat(LEVELS));
-        let mut cases = vec![("elements".to_owned(), elements.clone())];
+        // A quote in the text before the elements hides them from a scan for JSON strings.
+        let quoted = format!("\"{}x{}", "<item>".repeat(LEVELS), "</item>".repeat(LEVELS));
+        let mut cases = vec![
+            ("elements".to_owned(), elements.clone()),
+            ("quoted elements".to_owned(), quoted),
+        ];
         for (shape, deep) in deep_values() {
             cases.push((shape.to_owned(), deep));
         }

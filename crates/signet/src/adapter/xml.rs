@@ -96,6 +96,15 @@ impl Adapter for XmlAdapter {
             message: format!("failed to parse XML: {e}"),
             response: text.to_owned(),
         })?;
+        // Reading the elements recurses once per level, so the parsed tree's depth is checked
+        // too: quotes in text (`<a>"<a>"…`) can hide elements from the text scan above.
+        if element_depth(&document) > value::MAX_NESTING + 1 {
+            return Err(ParseError::Malformed {
+                adapter: self.name(),
+                message: value::too_deep(),
+                response: text.to_owned(),
+            });
+        }
         let elements = group_children(document.root_element());
         let mut fields = Map::new();
         for field in signature.outputs() {
@@ -455,6 +464,27 @@ fn property_order(schema: &Value) -> Vec<(&str, &Value)> {
 }
 
 // ---- parsing ------------------------------------------------------------------------------------
+
+/// How deep elements nest in `document` (the root element is level 1), without recursion: nodes
+/// come in document order, so a node's parent is always measured before it.
+fn element_depth(document: &roxmltree::Document<'_>) -> usize {
+    let mut depths: Vec<usize> = Vec::new();
+    let mut deepest = 0;
+    for node in document.root().descendants() {
+        let index = node.id().get_usize();
+        if depths.len() <= index {
+            depths.resize(index + 1, 0);
+        }
+        let parent = node
+            .parent()
+            .and_then(|p| depths.get(p.id().get_usize()).copied())
+            .unwrap_or(0);
+        let depth = parent + usize::from(node.is_element());
+        depths[index] = depth;
+        deepest = deepest.max(depth);
+    }
+    deepest
+}
 
 /// Children grouped by tag (or by `key` for `<entry key="..">`), in order of first appearance.
 type Grouped<'a, 'i> = Vec<(String, Vec<roxmltree::Node<'a, 'i>>)>;
