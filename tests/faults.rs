@@ -8,10 +8,13 @@ use std::time::Duration;
 use futures::StreamExt;
 use signet::lm::{Lm, LmError, LmRequest, Message, OpenAiLm, StreamEvent};
 use signet::module::{Error, Observation, ReAct};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
+#[path = "support/raw_http.rs"]
+mod raw_http;
 mod support;
+use raw_http::read_request;
 use support::*;
 
 /// What the fake server does with one connection.
@@ -50,35 +53,6 @@ async fn serve(mut socket: TcpStream, behaviour: Behaviour) {
         Behaviour::SendThenStall(bytes) => {
             let _ = socket.write_all(&bytes).await;
             tokio::time::sleep(Duration::from_secs(30)).await;
-        }
-    }
-}
-
-/// Reads one HTTP request (headers, then a body of `content-length` bytes).
-async fn read_request(socket: &mut TcpStream) {
-    let mut buffer = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let Ok(n) = socket.read(&mut chunk).await else {
-            return;
-        };
-        if n == 0 {
-            return;
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-        let text = String::from_utf8_lossy(&buffer);
-        if let Some(end) = text.find("\r\n\r\n") {
-            let length = text[..end]
-                .lines()
-                .find_map(|l| {
-                    l.to_ascii_lowercase()
-                        .strip_prefix("content-length:")
-                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
-                })
-                .unwrap_or(0);
-            if buffer.len() >= end + 4 + length {
-                return;
-            }
         }
     }
 }

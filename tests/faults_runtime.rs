@@ -16,10 +16,13 @@ use signet::lm::{
 use signet::module::{Limits, Observation, ReAct, ReActMode};
 use signet::tool::FnTool;
 use signet::{Tool, ToolError};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
+#[path = "support/raw_http.rs"]
+mod raw_http;
 mod support;
+use raw_http::read_request;
 use support::*;
 
 fn native_lm(replies: Vec<Completion>) -> Arc<ScriptedLm> {
@@ -256,35 +259,6 @@ where
         reply(socket).await;
     });
     format!("http://{address}/v1")
-}
-
-/// Reads one HTTP request (headers, then a body of `content-length` bytes).
-async fn read_request(socket: &mut TcpStream) {
-    let mut buffer = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let Ok(n) = socket.read(&mut chunk).await else {
-            return;
-        };
-        if n == 0 {
-            return;
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-        let text = String::from_utf8_lossy(&buffer);
-        if let Some(end) = text.find("\r\n\r\n") {
-            let length = text[..end]
-                .lines()
-                .find_map(|l| {
-                    l.to_ascii_lowercase()
-                        .strip_prefix("content-length:")
-                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
-                })
-                .unwrap_or(0);
-            if buffer.len() >= end + 4 + length {
-                return;
-            }
-        }
-    }
 }
 
 const SSE_HEAD: &[u8] =
