@@ -38,7 +38,7 @@ pub use constrained_tools::ConstrainedToolCalls;
 pub use fn_lm::FnLm;
 pub use history::{CallHistory, CallRecord, HistoryLm, render_history};
 #[cfg(feature = "openai")]
-pub use openai::{BuildError, OpenAiLm, OpenAiLmBuilder, same_origin_redirects};
+pub use openai::{BuildError, OpenAiLm, OpenAiLmBuilder};
 pub use retry::{RetryLm, RetryPolicy, parse_retry_after};
 pub use scripted::ScriptedLm;
 pub use scripted_reply::ScriptedReply;

@@ -22,7 +22,6 @@ use serde_json::{Map, Value, json};
 mod errors;
 mod sse;
 mod transport;
-pub use transport::same_origin_redirects;
 mod wire;
 
 use errors::*;

@@ -57,21 +57,12 @@ impl tower::Service<HttpRequestFactory> for Transport {
     }
 }
 
-/// The redirect policy of Signet's HTTP clients (`OpenAiLm`, and signet-mcp's MCP client):
-/// follows `307` and `308` (which resend the same method and body) within the request's origin
-/// (scheme, host and port) only, at most 10 times. Another origin would receive the API key, the
-/// bearer token and every custom header (reqwest strips only `Authorization` and cookies on a
-/// change of host); a `301`-`303` would turn the POST into a GET without its body. Any other
-/// redirect is returned as the response (for `OpenAiLm`, a typed `LmError::Rejected`).
-///
-/// ```
-/// let client = reqwest::Client::builder()
-///     .redirect(signet::lm::same_origin_redirects())
-///     .build()
-///     .unwrap();
-/// # let _ = client;
-/// ```
-pub fn same_origin_redirects() -> reqwest::redirect::Policy {
+/// The client's redirect policy: follows `307` and `308` (which resend the same method and body)
+/// within the request's origin (scheme, host and port) only. Another origin would receive the API
+/// key and every custom header (reqwest strips only `Authorization` and cookies on a change of
+/// host); a `301`-`303` would turn the POST into a GET without its body. Any other redirect is
+/// returned as the response, which [`Transport`] turns into a [`RefusedRedirect`].
+pub(super) fn same_origin_redirects() -> reqwest::redirect::Policy {
     reqwest::redirect::Policy::custom(|attempt| {
         let keeps_body = matches!(attempt.status().as_u16(), 307 | 308);
         let same_origin = attempt
