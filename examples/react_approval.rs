@@ -27,7 +27,6 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::extract::{Path, Request, State};
 use axum::http::{StatusCode, header};
@@ -166,17 +165,13 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 /// Where parked runs wait: one JSON file per run.
 pub struct RunStore {
     dir: PathBuf,
-    next: AtomicU64,
 }
 
 impl RunStore {
     /// A store in `dir` (created when missing).
     pub fn new(dir: PathBuf) -> std::io::Result<RunStore> {
         std::fs::create_dir_all(&dir)?;
-        Ok(RunStore {
-            dir,
-            next: AtomicU64::new(0),
-        })
+        Ok(RunStore { dir })
     }
 
     /// Parks `state` under a new id: 32 random hex digits.
@@ -186,30 +181,12 @@ impl RunStore {
         Ok(id)
     }
 
-    /// Parks `state` under `id`, atomically: the JSON goes to a temporary file in the store's
-    /// directory, is synced and renamed over `{id}.json`, so a crash or a full disk never leaves
-    /// half a run (a reader sees the whole old file, the whole new one, or none).
+    /// Parks `state` under `id`, atomically ([`signet::fs_atomic::write_atomic`]: a temporary
+    /// file in the store's directory, synced and renamed over `{id}.json`), so a crash or a full
+    /// disk never leaves half a run (a reader sees the whole old file, the whole new one, or none).
     fn put(&self, id: &str, state: &SuspendedRun) -> std::io::Result<()> {
-        use std::io::Write;
         let json = serde_json::to_vec_pretty(state).map_err(std::io::Error::other)?;
-        let path = self.dir.join(format!("{id}.json"));
-        let n = self.next.fetch_add(1, Ordering::SeqCst);
-        let temporary = self
-            .dir
-            .join(format!(".{id}.json.{}.{n}.tmp", std::process::id()));
-        let written = std::fs::File::create(&temporary)
-            .and_then(|mut file| {
-                file.write_all(&json)?;
-                file.sync_all()
-            })
-            .and_then(|()| std::fs::rename(&temporary, &path));
-        if written.is_err() {
-            let _ = std::fs::remove_file(&temporary);
-            return written;
-        }
-        #[cfg(unix)]
-        std::fs::File::open(&self.dir)?.sync_all()?;
-        Ok(())
+        signet::fs_atomic::write_atomic(&self.dir.join(format!("{id}.json")), &json)
     }
 
     /// The parked run `id`, removed from the store (a run is resumed once); `None` when there

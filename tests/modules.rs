@@ -511,6 +511,107 @@ async fn predict_with_tools_suspends_for_a_person_and_resumes_as_an_inline_appro
 }
 
 #[tokio::test]
+async fn a_forged_suspended_predict_call_is_invalid_and_runs_nothing() {
+    use signet::module::{Decision, ResumeError};
+    let state = parked(&archiving(0..1)).await;
+    let forgeries: Vec<(&str, Box<dyn Fn(&mut signet::module::SuspendedCall)>)> = vec![
+        (
+            "differs from the call the model sent",
+            Box::new(|s| s.pending[0].args = json!({"city": "Paris"})),
+        ),
+        (
+            "differs from the call the model sent",
+            Box::new(|s| s.pending[0].tool = "population".into()),
+        ),
+        (
+            "past the 2 calls the model made",
+            Box::new(|s| s.pending[0].index = 7),
+        ),
+        (
+            "does not match the model's call 0",
+            Box::new(|s| s.pending[0].index = 0),
+        ),
+        (
+            "neither settled nor pending",
+            Box::new(|s| s.settled.clear()),
+        ),
+        (
+            "past the predictor's limit",
+            Box::new(|s| s.turn = usize::MAX),
+        ),
+        ("no pending call", Box::new(|s| s.pending.clear())),
+    ];
+    for (reason, forge) in forgeries {
+        let mut forged = state.clone();
+        forge(&mut forged);
+        let lm = archiving(1..2);
+        let error = archiver(&lm)
+            .resume(forged.clone(), forged.decide_all(Decision::Approve))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&error, Error::Resume(ResumeError::Invalid { reason: r }) if r.contains(reason)),
+            "{reason}: {error}"
+        );
+        assert!(lm.requests().is_empty(), "{reason}: nothing ran");
+    }
+}
+
+#[tokio::test]
+async fn a_predictor_with_a_state_key_resumes_only_its_own_sealed_calls() {
+    use signet::module::{Decision, ResumeError, RunOutcome, SuspendedCall};
+    let key = b"a long random key for the test";
+    let sealed = match archiver(&archiving(0..1))
+        .with_state_key(key)
+        .start(ask("Archive Rome"))
+        .await
+        .unwrap()
+    {
+        RunOutcome::Suspended(state) => state,
+        finished => panic!("the archive call waits, got {finished:?}"),
+    };
+    assert_eq!(sealed.seal.as_ref().map(String::len), Some(64));
+    assert!(sealed.verify(key).is_ok());
+    // Stored and read back with its keys in another order: still valid.
+    let text = serde_json::to_string(&sealed).unwrap();
+    let reread: SuspendedCall = serde_json::from_str(&text).unwrap();
+
+    let resume = |state: SuspendedCall| async move {
+        let lm = archiving(1..2);
+        let decisions = state.decide_all(Decision::Approve);
+        let result = archiver(&lm)
+            .with_state_key(key)
+            .resume(state, decisions)
+            .await;
+        (result, lm.requests().len())
+    };
+    let mut unsealed = reread.clone();
+    unsealed.seal = None;
+    let (result, calls) = resume(unsealed).await;
+    assert!(
+        matches!(result, Err(Error::Resume(ResumeError::Unsealed))),
+        "{result:?}"
+    );
+    assert_eq!(calls, 0);
+
+    // A consistent edit (the message and the pending call both say Paris) is caught by the seal.
+    let mut edited = reread.clone();
+    edited.pending[0].args = json!({"city": "Paris"});
+    let n = edited.messages.len();
+    edited.messages[n - 1].tool_calls[1].arguments = r#"{"city":"Paris"}"#.into();
+    let (result, calls) = resume(edited).await;
+    assert!(
+        matches!(result, Err(Error::Resume(ResumeError::BadSeal))),
+        "{result:?}"
+    );
+    assert_eq!(calls, 0);
+
+    let (result, calls) = resume(reread).await;
+    assert!(matches!(result, Ok(RunOutcome::Finished(_))), "{result:?}");
+    assert_eq!(calls, 1);
+}
+
+#[tokio::test]
 async fn a_suspended_predict_call_takes_edits_and_refuses_another_predictor() {
     use signet::module::{Decision, ResumeError};
     let state = parked(&archiving(0..1)).await;

@@ -579,16 +579,13 @@ fn create_dir(dir: &Path) -> Result<(), LocalError> {
     })
 }
 
-/// Writes `contents` to `path` atomically (a temporary file renamed over it), so that a server
+/// Writes `contents` to `path` atomically ([`signet::fs_atomic::write_atomic`]), so that a server
 /// starting in another process never reads half a file.
 fn write_file(path: &Path, contents: &str) -> Result<(), LocalError> {
-    let temporary = path.with_extension(format!("tmp-{}", std::process::id()));
-    fs::write(&temporary, contents)
-        .and_then(|()| fs::rename(&temporary, path))
-        .map_err(|source| LocalError::Io {
-            action: format!("write {}", path.display()),
-            source,
-        })
+    signet::fs_atomic::write_atomic(path, contents.as_bytes()).map_err(|source| LocalError::Io {
+        action: format!("write {}", path.display()),
+        source,
+    })
 }
 
 /// `python -m pip <command>` with pip's progress bar on and its version check off.

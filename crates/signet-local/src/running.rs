@@ -37,10 +37,12 @@ pub(crate) fn register(root: &Path, pid: u32, launcher: &Path) -> Result<Registr
         source,
     })?;
     let path = dir.join(pid.to_string());
-    fs::write(&path, launcher.display().to_string()).map_err(|source| LocalError::Io {
-        action: format!("write {}", path.display()),
-        source,
-    })?;
+    signet::fs_atomic::write_atomic(&path, launcher.display().to_string().as_bytes()).map_err(
+        |source| LocalError::Io {
+            action: format!("write {}", path.display()),
+            source,
+        },
+    )?;
     Ok(Registration { path })
 }
 

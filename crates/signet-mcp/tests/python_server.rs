@@ -421,6 +421,50 @@ async fn close_and_drop_stop_the_server() {
     assert!(common::gone_within(pid, Duration::from_secs(5)).await);
 }
 
+/// `sh -c script` writing 32 MB to stderr with no newline first, then running `rest`.
+fn flooding(rest: &str) -> StdioCommand {
+    StdioCommand::new("/bin/sh")
+        .arg("-c")
+        .arg(format!(
+            "/usr/bin/head -c 32000000 /dev/zero | /usr/bin/tr '\\0' x >&2; echo >&2; echo ' flood over' >&2; {rest}"
+        ))
+        .arg(&common::peers().python)
+        .arg(repo_root().join("scripts/mcp/python_server.py"))
+        .env("PYTHONUNBUFFERED", "1")
+}
+
+#[tokio::test]
+async fn a_server_flooding_stderr_without_newlines_keeps_working_and_its_tail_stays_small() {
+    // The client drains the flood while the server starts, keeping 4 KiB of the line.
+    let client = McpClient::spawn(flooding("exec \"$0\" \"$1\""))
+        .await
+        .expect("the server starts after its flood");
+    let sum = client.tool("add").unwrap();
+    assert_eq!(sum.call(json!({"a": 2, "b": 3})).await.unwrap(), json!("5"));
+    client.close().await.unwrap();
+
+    // A server that floods and dies: its error shows the cut line and how much was dropped.
+    let err = McpClient::spawn(flooding("exit 3")).await.unwrap_err();
+    let Error::Handshake { stderr, .. } = &err else {
+        panic!("expected a handshake error, got {err:?}");
+    };
+    assert_eq!(
+        stderr.len(),
+        2,
+        "{:?}",
+        stderr.iter().map(String::len).collect::<Vec<_>>()
+    );
+    let suffix = format!(" … ({} more bytes)", 32_000_000 - 4096);
+    assert!(stderr[0].ends_with(&suffix), "{}", &stderr[0][4000..]);
+    assert_eq!(stderr[0].len(), 4096 + suffix.len());
+    assert_eq!(stderr[1], " flood over");
+    assert!(
+        err.to_string().len() < 10_000,
+        "{} bytes",
+        err.to_string().len()
+    );
+}
+
 #[tokio::test]
 async fn a_program_that_cannot_start_is_a_spawn_error() {
     let err = McpClient::spawn(StdioCommand::new("/nonexistent/mcp-server"))

@@ -166,7 +166,7 @@ fn install_blocking() -> Result<PathBuf, ServerError> {
             ),
         });
     }
-    std::fs::write(&done, SERVER_VERSION)?;
+    signet::fs_atomic::write_atomic(&done, SERVER_VERSION.as_bytes())?;
     eprintln!("[signet-restate] the Restate server is installed");
     Ok(binary)
 }
@@ -193,7 +193,7 @@ impl RestateServer {
             base = dir.join("data").display(),
         );
         let config_path = dir.join("restate.toml");
-        std::fs::write(&config_path, config)?;
+        signet::fs_atomic::write_atomic(&config_path, config.as_bytes())?;
         let scratch = dir.join("tmp");
         std::fs::create_dir_all(&scratch)?;
         let log_path = dir.join("server.log");

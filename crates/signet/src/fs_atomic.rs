@@ -9,6 +9,9 @@
 //!   a time through [`append_line`], each written whole and synced before the call returns. A
 //!   crash can still cut the last record short, so [`read_log`] skips a torn last line (with a
 //!   warning naming the file and the line) while a bad line before it is an error.
+//!
+//! [`write_atomic`] is public so that crates built on Signet (signet-local's markers,
+//! signet-restate's configuration, your own stores of parked runs) write files the same way.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -32,7 +35,18 @@ fn directory_of(path: &Path) -> &Path {
 /// (`.<name>.<pid>.<n>.tmp`) is written and synced, renamed over `path`, and the directory is
 /// synced (on Unix). On any failure the temporary file is removed and the file at `path` is as
 /// it was. A process killed mid-write can leave its temporary file behind, never a torn target.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+///
+/// ```
+/// let dir = std::env::temp_dir().join(format!("signet-doc-atomic-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("state.json");
+/// signet::fs_atomic::write_atomic(&path, br#"{"turn": 1}"#)?;
+/// signet::fs_atomic::write_atomic(&path, br#"{"turn": 2}"#)?;
+/// assert_eq!(std::fs::read_to_string(&path)?, r#"{"turn": 2}"#);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let directory = directory_of(path);
     let name = path.file_name().ok_or_else(|| {
         io::Error::new(

@@ -50,7 +50,7 @@ pub mod blocking;
 pub mod data;
 mod error;
 pub mod evaluate;
-mod fs_atomic;
+pub mod fs_atomic;
 pub mod journal;
 pub mod lm;
 pub mod module;

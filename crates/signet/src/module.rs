@@ -216,6 +216,7 @@ pub struct Predictor {
     max_tool_turns: usize,
     approver: Option<react::Approver>,
     tool_limits: react::Limits,
+    state_key: Option<Arc<[u8]>>,
     carried: saved::Carried,
 }
 
@@ -256,6 +257,7 @@ impl Predictor {
             max_tool_turns: self.max_tool_turns,
             approver: self.approver.clone(),
             tool_limits: self.tool_limits,
+            state_key: self.state_key.clone(),
             carried: self.carried.clone(),
         }
     }
@@ -275,6 +277,7 @@ impl Predictor {
             max_tool_turns: 10,
             approver: None,
             tool_limits: react::Limits::default(),
+            state_key: None,
             carried: saved::Carried::default(),
         }
     }
@@ -586,6 +589,8 @@ impl<S: Signature> Predict<S> {
         fn with_max_tool_turns(turns: usize);
         /// Tool call time limit, output size and concurrency (see [`Predictor::with_tool_limits`]).
         fn with_tool_limits(limits: Limits);
+        /// Seals suspended calls and resumes only sealed ones (see [`Predictor::with_state_key`]).
+        fn with_state_key(key: impl AsRef<[u8]>);
     }
 
     /// Asks `approver` before running a `#[tool(confirm)]` tool; without one such tools are never

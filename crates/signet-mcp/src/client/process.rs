@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
@@ -15,6 +15,10 @@ use crate::Error;
 
 /// How many of the server's last stderr lines are kept for error messages.
 const STDERR_TAIL: usize = 20;
+
+/// How many bytes of one stderr line are kept; the rest of a longer line is counted and dropped,
+/// so a server that writes endlessly without a newline cannot grow the client's memory.
+const STDERR_LINE_BYTES: usize = 4096;
 
 /// A stdio MCP server to start: a program, its arguments, and **exactly** the environment it gets.
 ///
@@ -205,15 +209,31 @@ impl StdioCommand {
         let tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL)));
         let lines = tail.clone();
         let server = label.to_owned();
-        tokio::spawn(async move {
-            let mut reader = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = reader.next_line().await {
-                tracing::debug!(target: "signet_mcp::server_stderr", server = %server, "{line}");
-                if let Ok(mut lines) = lines.lock() {
-                    if lines.len() == STDERR_TAIL {
-                        lines.pop_front();
+        let drained = tokio::spawn(async move {
+            let mut stderr = stderr;
+            let mut splitter = LineSplitter::default();
+            let mut chunk = vec![0u8; 8192];
+            loop {
+                let read = match stderr.read(&mut chunk).await {
+                    Ok(0) | Err(_) => 0,
+                    Ok(n) => n,
+                };
+                let done = read == 0;
+                let mut complete = splitter.feed(&chunk[..read]);
+                if done {
+                    complete.extend(splitter.finish());
+                }
+                for line in complete {
+                    tracing::debug!(target: "signet_mcp::server_stderr", server = %server, "{line}");
+                    if let Ok(mut lines) = lines.lock() {
+                        if lines.len() == STDERR_TAIL {
+                            lines.pop_front();
+                        }
+                        lines.push_back(line);
                     }
-                    lines.push_back(line);
+                }
+                if done {
+                    break;
                 }
             }
         });
@@ -223,6 +243,9 @@ impl StdioCommand {
         tokio::spawn(async move {
             // Owning the child here means it is killed (kill_on_drop) if the runtime goes away.
             let status = child.wait().await;
+            // The exit is told once stderr is read to its end, so the tail that goes with it is
+            // whole; a grandchild holding stderr open delays this by one second at most.
+            let _ = tokio::time::timeout(Duration::from_secs(1), drained).await;
             let status = match status {
                 Ok(status) => status.to_string(),
                 Err(e) => format!("could not be waited for: {e}"),
@@ -237,6 +260,53 @@ impl StdioCommand {
             exit: exit_rx,
             stderr: tail,
         })
+    }
+}
+
+/// Splits a byte stream into lines of at most [`STDERR_LINE_BYTES`] kept bytes each; what a line
+/// has beyond that is counted and named at its end (`… (N more bytes)`), not kept.
+#[derive(Default)]
+struct LineSplitter {
+    line: Vec<u8>,
+    dropped: usize,
+}
+
+impl LineSplitter {
+    /// Takes the next bytes; returns the lines they complete.
+    fn feed(&mut self, mut bytes: &[u8]) -> Vec<String> {
+        let mut complete = Vec::new();
+        while !bytes.is_empty() {
+            let end = bytes.iter().position(|&b| b == b'\n');
+            let part = &bytes[..end.unwrap_or(bytes.len())];
+            let room = STDERR_LINE_BYTES - self.line.len();
+            self.line.extend_from_slice(&part[..part.len().min(room)]);
+            self.dropped += part.len().saturating_sub(room);
+            match end {
+                Some(at) => {
+                    complete.push(self.take());
+                    bytes = &bytes[at + 1..];
+                }
+                None => break,
+            }
+        }
+        complete
+    }
+
+    /// The last line, if the stream ended without a newline.
+    fn finish(&mut self) -> Option<String> {
+        (!self.line.is_empty() || self.dropped > 0).then(|| self.take())
+    }
+
+    fn take(&mut self) -> String {
+        let mut line = String::from_utf8_lossy(&self.line)
+            .trim_end_matches('\r')
+            .to_owned();
+        if self.dropped > 0 {
+            line.push_str(&format!(" … ({} more bytes)", self.dropped));
+        }
+        self.line.clear();
+        self.dropped = 0;
+        line
     }
 }
 
@@ -340,6 +410,28 @@ impl ExitOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stderr_lines_are_split_across_chunks_and_cut_at_their_limit() {
+        let mut lines = LineSplitter::default();
+        assert!(lines.feed(b"start").is_empty());
+        assert_eq!(lines.feed(b"ing\r\nready\npart"), ["starting", "ready"]);
+        let flood = vec![b'x'; 3 * STDERR_LINE_BYTES];
+        assert!(lines.feed(&flood).is_empty());
+        assert!(lines.feed(&flood).is_empty());
+        assert_eq!(lines.line.len(), STDERR_LINE_BYTES, "memory stays bounded");
+        let done = lines.feed(b"\nafter");
+        assert_eq!(done.len(), 1);
+        let dropped = 4 + 6 * STDERR_LINE_BYTES - STDERR_LINE_BYTES;
+        assert!(done[0].starts_with("partxxx"), "{}", &done[0][..10]);
+        assert!(
+            done[0].ends_with(&format!(" … ({dropped} more bytes)")),
+            "{}",
+            &done[0][done[0].len() - 40..]
+        );
+        assert_eq!(lines.finish().as_deref(), Some("after"));
+        assert_eq!(lines.finish(), None);
+    }
 
     #[test]
     fn label_names_the_script_for_interpreters() {

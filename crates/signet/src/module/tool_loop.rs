@@ -5,10 +5,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::react::suspend::{
-    decide_all, describe_signature, describe_tools, digest, pair_decisions,
+    check_seal, decide_all, describe_signature, describe_tools, digest, pair_decisions, seal_of,
 };
 use super::react::{
-    Approval, ApprovalRequest, Decision, Limits, PendingCall, RunOutcome, STATE_FORMAT, Waiting,
+    Approval, ApprovalRequest, Decision, Limits, PendingCall, ResumeError, RunOutcome,
+    STATE_FORMAT, Waiting,
 };
 use super::tool_runner::ToolRunner;
 use super::{CallConfig, Error, Prediction, Predictor, Resolved};
@@ -59,6 +60,34 @@ impl Predictor {
         self
     }
 
+    /// Seals every state a call suspends with `key` (an HMAC-SHA256, [`SuspendedCall::seal`]),
+    /// and resumes only states sealed with it, as
+    /// [`ReActCore::with_state_key`](super::ReActCore::with_state_key) does: a state without a
+    /// seal is [`ResumeError::Unsealed`], one changed since it was sealed
+    /// [`ResumeError::BadSeal`]. Use a long random key from the service's secrets; it is not
+    /// part of the [fingerprint](Self::fingerprint).
+    ///
+    /// ```
+    /// use signet::module::Predictor;
+    /// use signet::signature::DynSignature;
+    ///
+    /// let signature = DynSignature::parse("question -> answer").unwrap();
+    /// let predictor = Predictor::new(signature).with_state_key(b"a long random key");
+    /// ```
+    pub fn with_state_key(mut self, key: impl AsRef<[u8]>) -> Self {
+        self.state_key = Some(std::sync::Arc::from(key.as_ref()));
+        self
+    }
+
+    /// `state`, sealed when the predictor has a state key.
+    fn suspended(&self, mut state: SuspendedCall) -> RunOutcome<Prediction, SuspendedCall> {
+        state.seal = None;
+        if let Some(key) = &self.state_key {
+            state.seal(key);
+        }
+        RunOutcome::Suspended(state)
+    }
+
     pub(super) async fn forward_with_tools(
         &self,
         inputs: &Fields,
@@ -92,13 +121,20 @@ impl Predictor {
 
     /// Goes on with a suspended call: a [`Decision`] per pending call id. The predictor must be
     /// built as the one that suspended (same signature, tools and turn limit); it may be in
-    /// another process.
+    /// another process. The state is not trusted as given: a seal is checked when the predictor
+    /// has a [state key](Self::with_state_key), and a state that contradicts itself or this
+    /// predictor (a pending call that is not among the model's calls, of a tool the predictor
+    /// lacks, with arguments other than those the model sent, ..) is
+    /// [`ResumeError::Invalid`].
     pub async fn resume(
         &self,
         state: SuspendedCall,
         decisions: impl IntoIterator<Item = (String, Decision)>,
         call: &CallConfig,
     ) -> Result<RunOutcome<Prediction, SuspendedCall>, Error> {
+        if let Some(key) = &self.state_key {
+            state.verify(key)?;
+        }
         let expected = self.fingerprint();
         let decided = pair_decisions(
             state.format,
@@ -106,7 +142,13 @@ impl Predictor {
             &state.fingerprint,
             &state.pending,
             decisions,
-        )?;
+        );
+        if let Err(error @ (ResumeError::Format { .. } | ResumeError::StaleState { .. })) = decided
+        {
+            return Err(error.into());
+        }
+        state.validate(self)?;
+        let decided = decided?;
         let inputs = state.inputs.clone();
         let start = LoopStart::Resume {
             state: Box::new(state),
@@ -160,7 +202,7 @@ impl Predictor {
             LoopStart::Resume { state, decided } => match carry_out(&runner, *state, decided).await
             {
                 Ok((messages, usage, turn)) => (messages, usage, turn.saturating_add(1), true),
-                Err(state) => return Ok(RunOutcome::Suspended(state)),
+                Err(state) => return Ok(self.suspended(state)),
             },
         };
         for turn in first..=self.max_tool_turns {
@@ -229,7 +271,7 @@ impl Predictor {
                 }
             }
             if !pending.is_empty() {
-                return Ok(RunOutcome::Suspended(SuspendedCall {
+                return Ok(self.suspended(SuspendedCall {
                     format: STATE_FORMAT,
                     fingerprint: self.fingerprint(),
                     inputs: inputs.clone(),
@@ -238,6 +280,7 @@ impl Predictor {
                     turn,
                     settled,
                     pending,
+                    seal: None,
                 }));
             }
             for done in settled {
@@ -283,9 +326,103 @@ pub struct SuspendedCall {
     pub settled: Vec<SettledCall>,
     /// The calls waiting for a person.
     pub pending: Vec<PendingCall>,
+    /// An HMAC-SHA256 of the rest of the state (64 hex digits), set by [`seal`](Self::seal) or by
+    /// a predictor with a [state key](Predictor::with_state_key), which then refuses to resume a
+    /// state without it ([`ResumeError::Unsealed`]) or with a seal that does not match
+    /// ([`ResumeError::BadSeal`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seal: Option<String>,
 }
 
 impl SuspendedCall {
+    /// Seals the state with `key` (see [`SuspendedRun::seal`](super::SuspendedRun::seal)); a
+    /// predictor built [`with_state_key`](Predictor::with_state_key) seals what it suspends
+    /// itself.
+    pub fn seal(&mut self, key: &[u8]) {
+        self.seal = None;
+        self.seal = Some(seal_of(self, key));
+    }
+
+    /// Checks the state's seal against `key`: [`ResumeError::Unsealed`] without one,
+    /// [`ResumeError::BadSeal`] when it does not match (compared in constant time).
+    pub fn verify(&self, key: &[u8]) -> Result<(), ResumeError> {
+        let mut unsealed = self.clone();
+        let seal = unsealed.seal.take();
+        check_seal(&unsealed, seal.as_deref(), key)
+    }
+
+    /// Checks that the state is consistent in itself and with `predictor`: every call of the
+    /// model's last reply is settled or pending exactly once, a pending call is the model's call
+    /// as sent (or as a person edited it) of a tool the predictor has, and the round is within
+    /// the turn limit.
+    fn validate(&self, predictor: &Predictor) -> Result<(), ResumeError> {
+        let invalid = |reason: String| Err(ResumeError::Invalid { reason });
+        if self.pending.is_empty() {
+            return invalid("it has no pending call".into());
+        }
+        if self.turn > predictor.max_tool_turns {
+            return invalid(format!(
+                "its round {} is past the predictor's limit of {} rounds",
+                self.turn, predictor.max_tool_turns
+            ));
+        }
+        let Some(calls) = self
+            .messages
+            .last()
+            .map(|m| &m.tool_calls)
+            .filter(|calls| !calls.is_empty())
+        else {
+            return invalid("its last message is not the model's tool calls".into());
+        };
+        let mut seen = vec![false; calls.len()];
+        let mut claim = |index: usize, id: &str| -> Result<&ToolCall, ResumeError> {
+            let Some(sent) = calls.get(index) else {
+                return Err(ResumeError::Invalid {
+                    reason: format!(
+                        "call `{id}` has index {index}, past the {} calls the model made",
+                        calls.len()
+                    ),
+                });
+            };
+            if sent.id != id || std::mem::replace(&mut seen[index], true) {
+                return Err(ResumeError::Invalid {
+                    reason: format!("call `{id}` does not match the model's call {index}"),
+                });
+            }
+            Ok(sent)
+        };
+        for done in &self.settled {
+            claim(done.index, &done.id)?;
+        }
+        for call in &self.pending {
+            let sent = claim(call.index, &call.id)?;
+            if sent.name != call.tool || sent.args().unwrap_or(Value::Null) != call.args {
+                return invalid(format!(
+                    "pending call `{}` differs from the call the model sent",
+                    call.id
+                ));
+            }
+            let Some(tool) = predictor.tools.iter().find(|t| t.name() == call.tool) else {
+                return invalid(format!(
+                    "pending call `{}` names tool `{}`, which this predictor lacks",
+                    call.id, call.tool
+                ));
+            };
+            if call.waiting_for == Waiting::Approval && !tool.requires_confirmation() {
+                return invalid(format!(
+                    "pending call `{}` waits for approval of `{}`, which needs none",
+                    call.id, call.tool
+                ));
+            }
+        }
+        if let Some(index) = seen.iter().position(|seen| !seen) {
+            return invalid(format!(
+                "the model's call {index} is neither settled nor pending"
+            ));
+        }
+        Ok(())
+    }
+
     /// The same decision for every pending call (by id), for [`Predictor::resume`].
     pub fn decide_all(&self, decision: Decision) -> Vec<(String, Decision)> {
         decide_all(&self.pending, &decision)

@@ -281,33 +281,16 @@ impl SuspendedRun {
     /// # }
     /// ```
     pub fn seal(&mut self, key: &[u8]) {
-        self.seal = Some(hex(&self.mac(key).finalize().into_bytes()));
+        self.seal = None;
+        self.seal = Some(seal_of(self, key));
     }
 
     /// Checks the state's seal against `key`: [`ResumeError::Unsealed`] without one,
     /// [`ResumeError::BadSeal`] when it does not match (compared in constant time).
     pub fn verify(&self, key: &[u8]) -> Result<(), ResumeError> {
-        let Some(seal) = &self.seal else {
-            return Err(ResumeError::Unsealed);
-        };
-        let Some(bytes) = unhex(seal) else {
-            return Err(ResumeError::BadSeal);
-        };
-        self.mac(key)
-            .verify_slice(&bytes)
-            .map_err(|_| ResumeError::BadSeal)
-    }
-
-    /// The HMAC of the state's content, under `key`.
-    fn mac(&self, key: &[u8]) -> Hmac<Sha256> {
         let mut unsealed = self.clone();
-        unsealed.seal = None;
-        let mut mac =
-            <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("HMAC takes a key of any length");
-        // Serialising a state cannot fail: its maps have string keys.
-        let value = serde_json::to_value(&unsealed).unwrap_or(Value::Null);
-        mac.update(canonical(&value).as_bytes());
-        mac
+        let seal = unsealed.seal.take();
+        check_seal(&unsealed, seal.as_deref(), key)
     }
 
     /// Checks that the state is consistent in itself and with `agent` (see
@@ -475,6 +458,41 @@ pub(crate) fn decide_all(pending: &[PendingCall], decision: &Decision) -> Vec<(S
         .iter()
         .map(|call| (call.id.clone(), decision.clone()))
         .collect()
+}
+
+/// The seal of a state's content under `key`: an HMAC-SHA256 of its JSON with every object's
+/// keys sorted (so a store that reorders them keeps the seal valid), as 64 hex digits.
+/// `unsealed` is the state with its seal field empty.
+pub(crate) fn seal_of(unsealed: &impl Serialize, key: &[u8]) -> String {
+    hex(&mac_of(unsealed, key).finalize().into_bytes())
+}
+
+/// Checks `seal` against the content of `unsealed` (the state with its seal field empty) under
+/// `key`, in constant time.
+pub(crate) fn check_seal(
+    unsealed: &impl Serialize,
+    seal: Option<&str>,
+    key: &[u8],
+) -> Result<(), ResumeError> {
+    let Some(seal) = seal else {
+        return Err(ResumeError::Unsealed);
+    };
+    let Some(bytes) = unhex(seal) else {
+        return Err(ResumeError::BadSeal);
+    };
+    mac_of(unsealed, key)
+        .verify_slice(&bytes)
+        .map_err(|_| ResumeError::BadSeal)
+}
+
+/// The HMAC of a state's content under `key`.
+fn mac_of(unsealed: &impl Serialize, key: &[u8]) -> Hmac<Sha256> {
+    let mut mac =
+        <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("HMAC takes a key of any length");
+    // Serialising a state cannot fail: its maps have string keys.
+    let value = serde_json::to_value(unsealed).unwrap_or(Value::Null);
+    mac.update(canonical(&value).as_bytes());
+    mac
 }
 
 /// Bytes as lowercase hex digits.
