@@ -112,7 +112,7 @@ impl fmt::Debug for OpenAiLm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OpenAiLm")
             .field("model", &self.model)
-            .field("base_url", &self.base_url)
+            .field("base_url", &without_credentials(&self.base_url))
             .field("api_key", &self.api_key)
             .field("headers", &self.header_names)
             .field("capabilities", &self.capabilities)
@@ -215,7 +215,10 @@ impl fmt::Debug for OpenAiLmBuilder {
         let header_names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
         f.debug_struct("OpenAiLmBuilder")
             .field("model", &self.model)
-            .field("base_url", &self.base_url)
+            .field(
+                "base_url",
+                &self.base_url.as_deref().map(without_credentials),
+            )
             .field("api_key", &self.api_key)
             .field("capabilities", &self.capabilities)
             .field("timeout", &self.timeout)
@@ -227,6 +230,32 @@ impl fmt::Debug for OpenAiLmBuilder {
             .field("max_completion_tokens", &self.max_completion_tokens)
             .finish_non_exhaustive()
     }
+}
+
+/// The credentials a base URL carries (`https://user:password@host/..`): the password, raw and
+/// percent-decoded, or the user name when it comes alone (a token in the user-name place).
+/// reqwest sends them as basic auth; errors and `Debug` must not show them.
+fn url_credentials(url: &reqwest::Url) -> Vec<String> {
+    let (user, password) = (url.username(), url.password().unwrap_or_default());
+    let secret = if password.is_empty() { user } else { password };
+    let decoded = percent_encoding::percent_decode_str(secret)
+        .decode_utf8_lossy()
+        .into_owned();
+    vec![secret.to_owned(), decoded]
+}
+
+/// `url` with its credentials replaced by `[redacted]`, for `Debug`.
+fn without_credentials(url: &str) -> String {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return url.to_owned();
+    };
+    if parsed.username().is_empty() && parsed.password().is_none() {
+        return url.to_owned();
+    }
+    let mut shown = parsed;
+    let _ = shown.set_username("[redacted]");
+    let _ = shown.set_password(None);
+    shown.to_string().replace("%5Bredacted%5D", "[redacted]")
 }
 
 impl OpenAiLmBuilder {
@@ -407,6 +436,7 @@ impl OpenAiLmBuilder {
             .iter()
             .chain(self.headers.iter().map(|(_, value)| value))
             .map(|secret| secret.0.clone())
+            .chain(url_credentials(&parsed))
             .filter(|secret| !secret.is_empty())
             .collect();
         // Longest first, so that a secret containing another is removed whole.
@@ -999,5 +1029,35 @@ mod tests {
             "{echoed}"
         );
         assert!(echoed.to_string().contains("x-api-key"), "{echoed}");
+    }
+
+    #[tokio::test]
+    async fn credentials_in_the_base_url_are_never_shown() {
+        let builder = OpenAiLm::builder("m")
+            .base_url("http://bob:pa%24%24-url-secret@127.0.0.1:1/v1")
+            .retry(crate::lm::RetryPolicy::none());
+        let shown = format!("{builder:?}");
+        assert!(!shown.contains("url-secret"), "{shown}");
+        assert!(shown.contains("http://[redacted]@127.0.0.1:1/v1"), "{shown}");
+        let lm = builder.build().expect("valid");
+        let shown = format!("{lm:?}");
+        assert!(!shown.contains("url-secret"), "{shown}");
+        let echoed = lm.scrub_error(LmError::Connect {
+            message: "refused for url http://bob:pa%24%24-url-secret@127.0.0.1:1/v1 (pa$$-url-secret)"
+                .into(),
+        });
+        assert!(!echoed.to_string().contains("url-secret"), "{echoed}");
+        // A real failed connection says nothing of them either.
+        let error = lm
+            .complete(&LmRequest::new(vec![crate::lm::Message::user("hi")]))
+            .await
+            .unwrap_err();
+        assert!(!error.to_string().contains("url-secret"), "{error}");
+
+        let token_only = OpenAiLm::builder("m")
+            .base_url("https://tok-url-secret@example.com/v1")
+            .build()
+            .expect("valid");
+        assert!(!format!("{token_only:?}").contains("url-secret"));
     }
 }
