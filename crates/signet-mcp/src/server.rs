@@ -422,7 +422,12 @@ impl McpServer {
     fn router_with(self, path: &str, cancel: CancellationToken) -> axum::Router {
         let auth = self.auth.clone();
         let local_only = self.local_only();
-        let router = axum::Router::new().route_service(path, self.http_service_with(cancel));
+        let (open, max) = (self.sessions.clone(), self.max_sessions);
+        let router = axum::Router::new()
+            .route_service(path, self.http_service_with(cancel))
+            .layer(axum::middleware::from_fn(move |request, next| {
+                refuse_when_full(open.clone(), max, request, next)
+            }));
         match auth {
             Some(auth) => router.layer(axum::middleware::from_fn(move |request, next| {
                 crate::auth::require(auth.clone(), request, next)
@@ -572,6 +577,34 @@ const SERVER_BUSY: i32 = -32000;
 /// The middleware of an endpoint without authentication: refuses requests from another
 /// machine's address (when the connection's peer is known) or for a host name other than
 /// loopback, with `403 Forbidden` and a body saying how to allow them.
+/// Answers a request that would open a session (a POST without `Mcp-Session-Id`; without
+/// sessions, every POST) with `503 Service Unavailable` and `Retry-After: 1` while
+/// [`McpServer::max_sessions`] are open. (rmcp itself can only answer a refused session with a
+/// 500, which reads as a server fault; this check comes first, and the 500 remains only for a
+/// request that loses a race for the last place.)
+async fn refuse_when_full(
+    open: Arc<AtomicUsize>,
+    max: usize,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let opens_one = request.method() == axum::http::Method::POST
+        && !request.headers().contains_key("mcp-session-id");
+    if opens_one && open.load(Ordering::SeqCst) >= max {
+        tracing::debug!(max, "refused an MCP session: the server is full");
+        return (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            [(axum::http::header::RETRY_AFTER, "1")],
+            format!(
+                "the MCP server is busy: {max} sessions are open (McpServer::max_sessions); try                  again later"
+            ),
+        )
+            .into_response();
+    }
+    next.run(request).await
+}
+
 async fn refuse_remote(
     request: axum::extract::Request,
     next: axum::middleware::Next,

@@ -453,6 +453,19 @@ async fn sessions_past_the_session_limit_are_refused() {
     let first = McpClient::connect(http.url()).await.unwrap();
     let error = McpClient::connect(http.url()).await.unwrap_err();
     assert!(matches!(error, Error::Handshake { .. }), "{error}");
+    // On the wire: 503 with Retry-After, not a 500 that reads as a server fault.
+    let addr = http
+        .url()
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let refused = post_initialize(&addr, &addr, "").await;
+    assert!(refused.lines().next().unwrap().contains("503"), "{refused}");
+    assert!(
+        refused.to_ascii_lowercase().contains("retry-after: 1"),
+        "{refused}"
+    );
+    assert!(refused.contains("McpServer::max_sessions"), "{refused}");
     first.close().await.unwrap();
     // The closed session's place is given back.
     let deadline = Instant::now() + Duration::from_secs(10);

@@ -1038,13 +1038,17 @@ mod tests {
             .retry(crate::lm::RetryPolicy::none());
         let shown = format!("{builder:?}");
         assert!(!shown.contains("url-secret"), "{shown}");
-        assert!(shown.contains("http://[redacted]@127.0.0.1:1/v1"), "{shown}");
+        assert!(
+            shown.contains("http://[redacted]@127.0.0.1:1/v1"),
+            "{shown}"
+        );
         let lm = builder.build().expect("valid");
         let shown = format!("{lm:?}");
         assert!(!shown.contains("url-secret"), "{shown}");
         let echoed = lm.scrub_error(LmError::Connect {
-            message: "refused for url http://bob:pa%24%24-url-secret@127.0.0.1:1/v1 (pa$$-url-secret)"
-                .into(),
+            message:
+                "refused for url http://bob:pa%24%24-url-secret@127.0.0.1:1/v1 (pa$$-url-secret)"
+                    .into(),
         });
         assert!(!echoed.to_string().contains("url-secret"), "{echoed}");
         // A real failed connection says nothing of them either.
