@@ -330,6 +330,24 @@ async fn a_stopped_run_resumes_from_its_log_directory() {
     assert_eq!(saved.as_array().unwrap().len(), resumed.candidates.len());
     assert_eq!(saved[0]["hinter"], "HINT-v0 instruction");
 
+    // The same program on other data of the same sizes is another run: its scores are not
+    // reused.
+    let error = Gepa::new(right, reflection_lm(Arc::new(Mutex::new(Vec::new()))))
+        .with_feedback(feedback)
+        .with_budget(GepaBudget::MetricCalls(150))
+        .with_log_dir(&dir)
+        .with_progress(Progress::Off)
+        .compile(&program(GOOD1, GOOD2), &examples(8..16), &examples(0..8))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, OptimizeError::RunLog { .. }), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("of another run (its data differ)"),
+        "{error}"
+    );
+
     // A log directory from another program is refused, not overwritten.
     /// Other.
     #[derive(Signature)]

@@ -54,6 +54,7 @@ mod gepa;
 mod knn;
 mod mipro;
 mod random_search;
+mod run_fingerprint;
 
 use std::sync::Arc;
 

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{Compiled, OptimizeError};
+use super::{Compiled, OptimizeError, run_fingerprint};
 use crate::adapter::templates::gepa_default_feedback;
 use crate::data::{Example, PyRandom};
 use crate::evaluate::{Bar, Borrowed, Evaluate, Metric, Predicted, Progress, Report, Score};
@@ -227,6 +227,7 @@ struct Settings {
     max_errors: Option<usize>,
     max_lm_calls: Option<u64>,
     log_dir: Option<PathBuf>,
+    metric_name: Option<String>,
     progress: Progress,
 }
 
@@ -335,6 +336,7 @@ impl<M> Gepa<M> {
                 max_errors: None,
                 max_lm_calls: None,
                 log_dir: None,
+                metric_name: None,
                 progress: Progress::Auto,
             },
         }
@@ -446,10 +448,25 @@ impl<M, F> Gepa<M, F> {
     }
 
     /// Keeps the run's state in `dir` (`gepa_state.json`, `run_log.jsonl`, `candidates.json`):
-    /// a run given a directory that holds a state continues it, and creating `gepa.stop` there
-    /// stops the run at its next iteration.
+    /// a run given a directory that holds a state of the same run continues it, and creating
+    /// `gepa.stop` there stops the run at its next iteration.
+    ///
+    /// The same run means the same predictors and validation set size, and the same
+    /// fingerprint: the training and validation data (hashed by content), the metric's name (see
+    /// [`with_metric_name`](Self::with_metric_name)), the program's saved JSON and the models
+    /// (each predictor's and the reflection model). A state of another run, or one damaged (an
+    /// index out of range), is refused with [`OptimizeError::RunLog`], never used.
     pub fn with_log_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.settings.log_dir = Some(dir.into());
+        self
+    }
+
+    /// The metric's name in the saved state's fingerprint (default: its Rust type name, which
+    /// names the function or, for a closure, the function it is written in). Change it when the
+    /// metric's scoring changes, so that scores of the old one are not reused; set it to keep
+    /// resuming a state after the metric moved.
+    pub fn with_metric_name(mut self, name: impl Into<String>) -> Self {
+        self.settings.metric_name = Some(name.into());
         self
     }
 
@@ -664,13 +681,23 @@ where
             .into_iter()
             .map(|(_, kind, text)| (kind, text))
             .unzip();
+        let fingerprint = run_fingerprint::fingerprint(
+            trainset,
+            valset,
+            &run_fingerprint::metric_name::<M>(gepa.settings.metric_name.as_deref()),
+            &student.to_saved_json(),
+            json!({
+                "task": run_fingerprint::task_models(student),
+                "reflection": gepa.settings.reflection_lm.model(),
+            }),
+        );
         let saved = match &gepa.settings.log_dir {
             Some(dir) => {
                 std::fs::create_dir_all(dir).map_err(|e| OptimizeError::RunLog {
                     path: dir.clone(),
                     reason: e.to_string(),
                 })?;
-                State::load(dir, &names, valset.len())?
+                State::load(dir, &names, valset.len(), &fingerprint)?
             }
             None => None,
         };
@@ -698,7 +725,13 @@ where
             student,
             trainset,
             valset,
-            state: State::new(Vec::new(), Vec::new(), Vec::new(), &PyRandom::new(0)),
+            state: State::new(
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+                &PyRandom::new(0),
+                Value::Null,
+            ),
             random: PyRandom::new(gepa.settings.seed),
             reflection_random: PyRandom::new(gepa.settings.seed),
             minibatches: Minibatches {
@@ -727,7 +760,7 @@ where
                 let scored = run.score(&seed, valset, false).await?;
                 let scores = scored.scores();
                 run.advance(scores.len());
-                State::new(names, seed, scores, &run.reflection_random)
+                State::new(names, seed, scores, &run.reflection_random, fingerprint)
             }
         };
         Ok(run)

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::{BootstrapFewShot, Compiled, OptimizeError};
+use super::{BootstrapFewShot, Compiled, OptimizeError, run_fingerprint};
 use crate::adapter::Fields;
 use crate::adapter::templates::MIPRO_TIPS;
 use crate::data::{Example, PyRandom};
@@ -680,26 +680,13 @@ where
         let log = match &settings.log_dir {
             Some(dir) => {
                 let model = |lm: &Arc<dyn Lm>| lm.model().to_owned();
-                let task: Vec<Option<String>> = student
-                    .named_predictors()
-                    .into_iter()
-                    .map(|(_, p)| {
-                        p.resolve(&crate::module::CallConfig::new())
-                            .ok()
-                            .map(|r| model(&r.lm))
-                    })
-                    .collect();
-                let metric = settings
-                    .metric_name
-                    .clone()
-                    .unwrap_or_else(|| std::any::type_name::<M>().to_owned());
-                let fingerprint = log::fingerprint(
+                let fingerprint = run_fingerprint::fingerprint(
                     &trainset,
                     &valset,
-                    &metric,
+                    &run_fingerprint::metric_name::<M>(settings.metric_name.as_deref()),
                     &student.to_saved_json(),
                     json!({
-                        "task": task,
+                        "task": run_fingerprint::task_models(&student),
                         "prompt": model(&settings.prompt_lm),
                         "teacher": settings.teacher_lm.as_ref().map(model),
                     }),

@@ -243,6 +243,7 @@ mod tests {
             to_vec(&candidates[0]),
             scores[0].to_vec(),
             &PyRandom::new(0),
+            serde_json::Value::Null,
         );
         for k in 1..candidates.len() {
             state.add(

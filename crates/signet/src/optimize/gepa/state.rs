@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::pareto;
 use crate::data::PyRandom;
-use crate::optimize::OptimizeError;
+use crate::optimize::{OptimizeError, run_fingerprint};
 
 /// The state file in a log directory.
 pub(crate) const STATE_FILE: &str = "gepa_state.json";
@@ -20,7 +20,8 @@ pub(crate) const CANDIDATES_FILE: &str = "candidates.json";
 /// Create it to stop a run at its next iteration.
 pub(crate) const STOP_FILE: &str = "gepa.stop";
 
-const VERSION: u32 = 1;
+/// 2: the state carries the run's fingerprint.
+const VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct State {
@@ -49,6 +50,8 @@ pub(crate) struct State {
     pub(crate) discovered_at: Vec<usize>,
     /// The reflective dataset's random state.
     reflection_random: (Vec<u32>, usize),
+    /// What the scores depend on besides the settings (see [`run_fingerprint::fingerprint`]).
+    fingerprint: Value,
 }
 
 impl State {
@@ -57,6 +60,7 @@ impl State {
         seed: Vec<String>,
         seed_scores: Vec<f64>,
         reflection_random: &PyRandom,
+        fingerprint: Value,
     ) -> State {
         State {
             version: VERSION,
@@ -72,6 +76,7 @@ impl State {
             full_evals: 1,
             discovered_at: vec![0],
             reflection_random: reflection_random.state(),
+            fingerprint,
         }
     }
 
@@ -159,6 +164,7 @@ impl State {
         dir: &Path,
         components: &[String],
         val_size: usize,
+        fingerprint: &Value,
     ) -> Result<Option<State>, OptimizeError> {
         let path = dir.join(STATE_FILE);
         let text = match std::fs::read_to_string(&path) {
@@ -210,6 +216,15 @@ impl State {
                 "the state is damaged: {reason}; delete it to start over"
             ))
         })?;
+        if &state.fingerprint != fingerprint {
+            let difference = match (state.fingerprint.as_object(), fingerprint.as_object()) {
+                (Some(saved), Some(now)) => run_fingerprint::describe_difference(saved, now),
+                _ => "its fingerprint differs".to_owned(),
+            };
+            return Err(invalid(format!(
+                "the state is of another run ({difference}); use another directory, or delete                  the state to start over"
+            )));
+        }
         Ok(Some(state))
     }
 
@@ -267,6 +282,10 @@ mod tests {
         vec!["a".into(), "b".into()]
     }
 
+    fn fingerprint() -> Value {
+        json!({"data": "d1", "metric": "exact", "program": "p1", "models": {"task": ["m"]}})
+    }
+
     #[test]
     fn fronts_follow_new_bests_and_ties() {
         let mut state = State::new(
@@ -274,6 +293,7 @@ mod tests {
             vec!["x".into(), "y".into()],
             vec![1.0, 0.0, 0.0],
             &PyRandom::new(0),
+            fingerprint(),
         );
         let c = state.add(
             vec!["x".into(), "z".into()],
@@ -303,19 +323,43 @@ mod tests {
             vec!["x".into(), "y".into()],
             vec![1.0, 0.0],
             &PyRandom::new(0),
+            fingerprint(),
         );
         state.save(&dir).unwrap();
-        let loaded = State::load(&dir, &names(), 2).unwrap().unwrap();
+        let loaded = State::load(&dir, &names(), 2, &fingerprint())
+            .unwrap()
+            .unwrap();
         assert_eq!(loaded.candidates, state.candidates);
-        let error = State::load(&dir, &["a".into()], 2).unwrap_err().to_string();
+        let error = State::load(&dir, &["a".into()], 2, &fingerprint())
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("saved for predictors"), "{error}");
-        let error = State::load(&dir, &names(), 3).unwrap_err().to_string();
+        let error = State::load(&dir, &names(), 3, &fingerprint())
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("validation set of 3"), "{error}");
+        // The same shape from another run: other data of the same size, another metric.
+        let mut other = fingerprint();
+        other["data"] = json!("d2");
+        other["metric"] = json!("contains");
+        let error = State::load(&dir, &names(), 2, &other)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("of another run (its data, metric differ; metric: logged \"exact\", now \"contains\")"),
+            "{error}"
+        );
         std::fs::write(dir.join(STATE_FILE), "{").unwrap();
-        let error = State::load(&dir, &names(), 2).unwrap_err().to_string();
+        let error = State::load(&dir, &names(), 2, &fingerprint())
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("not a GEPA state"), "{error}");
         std::fs::remove_dir_all(&dir).unwrap();
-        assert!(State::load(&dir, &names(), 2).unwrap().is_none());
+        assert!(
+            State::load(&dir, &names(), 2, &fingerprint())
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]
@@ -327,12 +371,17 @@ mod tests {
             vec!["x".into(), "y".into()],
             vec![1.0, 0.0],
             &PyRandom::new(0),
+            fingerprint(),
         );
         state.add(vec!["x".into(), "z".into()], vec![0], vec![0.0, 1.0], 2);
         state.save(&dir).unwrap();
         let saved: Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join(STATE_FILE)).unwrap()).unwrap();
-        assert!(State::load(&dir, &names(), 2).unwrap().is_some());
+        assert!(
+            State::load(&dir, &names(), 2, &fingerprint())
+                .unwrap()
+                .is_some()
+        );
         let damages: [(&str, Value, &str); 5] = [
             ("parents", json!([[], [7]]), "parent 7"),
             ("parents", json!([[], [1]]), "parent 1"),
@@ -344,7 +393,7 @@ mod tests {
             let mut damaged = saved.clone();
             damaged[key] = value;
             std::fs::write(dir.join(STATE_FILE), damaged.to_string()).unwrap();
-            let error = State::load(&dir, &names(), 2).unwrap_err();
+            let error = State::load(&dir, &names(), 2, &fingerprint()).unwrap_err();
             assert!(matches!(error, OptimizeError::RunLog { .. }), "{error}");
             let error = error.to_string();
             assert!(
@@ -365,7 +414,9 @@ mod tests {
         }
         damaged["fronts"] = json!([[], []]);
         std::fs::write(dir.join(STATE_FILE), damaged.to_string()).unwrap();
-        let error = State::load(&dir, &names(), 2).unwrap_err().to_string();
+        let error = State::load(&dir, &names(), 2, &fingerprint())
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("no candidates"), "{error}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -5,7 +5,7 @@
 //! and the run goes on from where it stopped.
 //!
 //! The header names the run by its settings and by a fingerprint of what its steps depend on
-//! ([`fingerprint`]): a content hash of the training and validation data, the metric's name, a
+//! ([`run_fingerprint::fingerprint`]): a content hash of the training and validation data, the metric's name, a
 //! hash of the program's saved JSON, and the models. A log whose header differs is another run's
 //! and is refused. A torn last line (a run killed while writing it) is skipped with a warning
 //! and cut off the file; a bad line before it is an error.
@@ -14,13 +14,11 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
+use serde_json::Value;
 
 use super::MiproTrial;
 use crate::adapter::Fields;
-use crate::data::Example;
-use crate::optimize::OptimizeError;
+use crate::optimize::{OptimizeError, run_fingerprint};
 
 /// The log file.
 pub(crate) const LOG_FILE: &str = "mipro_log.jsonl";
@@ -136,43 +134,6 @@ impl RunLog {
     }
 }
 
-/// What a run's logged steps depend on besides its settings, for the log's header: a SHA-256 of
-/// the training and validation examples (values and input keys, in order), the metric's name, a
-/// SHA-256 of the program's saved JSON (instructions, signatures, demos), and the models (each
-/// predictor's, the prompt model's, the teacher's). Hashes keep the header one short line.
-pub(crate) fn fingerprint(
-    trainset: &[Example],
-    valset: &[Example],
-    metric: &str,
-    program: &str,
-    models: Value,
-) -> Value {
-    json!({
-        "data": hash_examples(&[trainset, valset]),
-        "metric": metric,
-        "program": hex(&Sha256::digest(program.as_bytes())),
-        "models": models,
-    })
-}
-
-/// A SHA-256 of each set's examples, set by set.
-fn hash_examples(sets: &[&[Example]]) -> String {
-    let mut hasher = Sha256::new();
-    for set in sets {
-        hasher.update((set.len() as u64).to_le_bytes());
-        for example in set.iter() {
-            let text = json!({"values": example, "inputs": example.input_keys()}).to_string();
-            hasher.update((text.len() as u64).to_le_bytes());
-            hasher.update(text.as_bytes());
-        }
-    }
-    hex(&hasher.finalize())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// Which parts of two run headers differ (`data`, `seed`, ..), for the error.
 fn differences(logged: &Value, run: &Value) -> String {
     let (Some(logged), Some(run)) = (logged.as_object(), run.as_object()) else {
@@ -188,25 +149,7 @@ fn differences(logged: &Value, run: &Value) -> String {
             let show = |v: Option<&Value>| v.map_or_else(|| "nothing".to_owned(), Value::to_string);
             match (k.as_str(), logged.get(k), run.get(k)) {
                 ("fingerprint", Some(Value::Object(a)), Some(Value::Object(b))) => {
-                    let parts: Vec<&str> = ["data", "metric", "program", "models"]
-                        .into_iter()
-                        .filter(|p| a.get(*p) != b.get(*p))
-                        .collect();
-                    let what = match parts.as_slice() {
-                        [] => "its fingerprint differs".to_owned(),
-                        [one @ ("metric" | "program")] => format!("its {one} differs"),
-                        _ => format!("its {} differ", parts.join(", ")),
-                    };
-                    let detail: Vec<String> = ["metric", "models"]
-                        .into_iter()
-                        .filter(|p| parts.contains(p))
-                        .map(|p| format!("{p}: logged {}, now {}", show(a.get(p)), show(b.get(p))))
-                        .collect();
-                    if detail.is_empty() {
-                        what
-                    } else {
-                        format!("{what}; {}", detail.join("; "))
-                    }
+                    run_fingerprint::describe_difference(a, b)
                 }
                 _ => format!(
                     "{k}: logged {}, now {}",
