@@ -96,6 +96,7 @@ pub struct McpClientBuilder {
     elicitation: Option<ElicitationHandler>,
     max_list_pages: usize,
     max_tools: usize,
+    max_list_items: usize,
     relist_debounce: Duration,
 }
 
@@ -116,6 +117,7 @@ impl std::fmt::Debug for McpClientBuilder {
             .field("elicitation", &self.elicitation)
             .field("max_list_pages", &self.max_list_pages)
             .field("max_tools", &self.max_tools)
+            .field("max_list_items", &self.max_list_items)
             .field("relist_debounce", &self.relist_debounce)
             .finish()
     }
@@ -144,6 +146,7 @@ impl Default for McpClientBuilder {
             elicitation: None,
             max_list_pages: DEFAULT_MAX_LIST_PAGES,
             max_tools: DEFAULT_MAX_TOOLS,
+            max_list_items: DEFAULT_MAX_LIST_ITEMS,
             relist_debounce: DEFAULT_RELIST_DEBOUNCE,
         }
     }
@@ -154,6 +157,9 @@ const DEFAULT_MAX_LIST_PAGES: usize = 100;
 
 /// The default of [`McpClientBuilder::max_tools`].
 const DEFAULT_MAX_TOOLS: usize = 10_000;
+
+/// The default of [`McpClientBuilder::max_list_items`].
+const DEFAULT_MAX_LIST_ITEMS: usize = 10_000;
 
 /// The default of [`McpClientBuilder::relist_debounce`].
 const DEFAULT_RELIST_DEBOUNCE: Duration = Duration::from_millis(250);
@@ -272,6 +278,19 @@ impl McpClientBuilder {
     /// listing fails with [`Error::TooManyTools`].
     pub fn max_tools(mut self, max: usize) -> Self {
         self.max_tools = max;
+        self
+    }
+
+    /// The most prompts, resources or resource templates one listing may hold, over all its
+    /// pages (default 10,000): past it the listing fails with [`Error::TooManyItems`] and what
+    /// was read of it is dropped.
+    ///
+    /// ```
+    /// let builder = signet_mcp::McpClient::builder().max_list_items(1_000);
+    /// # let _ = builder;
+    /// ```
+    pub fn max_list_items(mut self, max: usize) -> Self {
+        self.max_list_items = max;
         self
     }
 

@@ -125,6 +125,21 @@ pub enum Error {
         /// The tool limit.
         limit: usize,
     },
+    /// A listing of prompts, resources or resource templates held more items than the client's
+    /// limit ([`McpClientBuilder::max_list_items`](crate::McpClientBuilder::max_list_items)); the
+    /// listing was dropped.
+    #[error(
+        "MCP server `{server}` listed more than {limit} items in {what} \
+         (McpClientBuilder::max_list_items); the listing was dropped"
+    )]
+    TooManyItems {
+        /// The server's label.
+        server: String,
+        /// The listing: `prompts/list`, `resources/list` or `resources/templates/list`.
+        what: String,
+        /// The item limit.
+        limit: usize,
+    },
     /// A transport failure that is not one of the above.
     #[error("MCP transport error with `{server}`: {message}")]
     Transport {

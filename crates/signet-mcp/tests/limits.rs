@@ -16,7 +16,7 @@ use signet::{Tool, ToolError};
 use signet_mcp::rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig,
+    Prompt, Resource, ResourceTemplate, ServerCapabilities, ServerConfig,
 };
 use signet_mcp::rmcp::service::{RequestContext, RoleServer};
 use signet_mcp::rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -125,7 +125,10 @@ impl ServerHandler for Hostile {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         self.lists.fetch_add(1, Ordering::SeqCst);
-        let mut result = ListPromptsResult::with_all_items(Vec::new());
+        let prompts = (0..3)
+            .map(|i| Prompt::new(format!("p{i}"), Some("A prompt."), None))
+            .collect();
+        let mut result = ListPromptsResult::with_all_items(prompts);
         result.next_cursor = Some(next_page(request));
         Ok(result)
     }
@@ -136,7 +139,10 @@ impl ServerHandler for Hostile {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         self.lists.fetch_add(1, Ordering::SeqCst);
-        let mut result = ListResourcesResult::with_all_items(Vec::new());
+        let resources = (0..3)
+            .map(|i| Resource::new(format!("file:///r{i}"), format!("r{i}")))
+            .collect();
+        let mut result = ListResourcesResult::with_all_items(resources);
         result.next_cursor = Some(next_page(request));
         Ok(result)
     }
@@ -147,7 +153,10 @@ impl ServerHandler for Hostile {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         self.lists.fetch_add(1, Ordering::SeqCst);
-        let mut result = ListResourceTemplatesResult::with_all_items(Vec::new());
+        let templates = (0..3)
+            .map(|i| ResourceTemplate::new(format!("file:///t{i}/{{name}}"), format!("t{i}")))
+            .collect();
+        let mut result = ListResourceTemplatesResult::with_all_items(templates);
         result.next_cursor = Some(next_page(request));
         Ok(result)
     }
@@ -294,6 +303,45 @@ async fn prompts_and_resources_that_page_forever_fail_at_the_page_limit() {
         );
     }
     assert_eq!(lists.load(Ordering::SeqCst) - listed, 3 * 7);
+}
+
+#[tokio::test]
+async fn listings_past_the_item_limit_fail_without_reading_further() {
+    // Three items a page: the fourth page would pass 10.
+    let (url, lists) = serve_hostile(Mode::OtherListsForever).await;
+    let client = McpClient::builder()
+        .max_list_items(10)
+        .connect(url.as_str())
+        .await
+        .unwrap();
+    let listed = lists.load(Ordering::SeqCst);
+    let errors = [
+        (
+            "prompts/list",
+            client.prompts().await.map(|_| ()).unwrap_err(),
+        ),
+        (
+            "resources/list",
+            client.resources().await.map(|_| ()).unwrap_err(),
+        ),
+        (
+            "resources/templates/list",
+            client.resource_templates().await.map(|_| ()).unwrap_err(),
+        ),
+    ];
+    for (what, error) in errors {
+        assert!(
+            matches!(&error, Error::TooManyItems { what: w, limit: 10, .. } if w == what),
+            "{what}: {error}"
+        );
+        assert!(
+            error
+                .to_string()
+                .contains(&format!("more than 10 items in {what}")),
+            "{error}"
+        );
+    }
+    assert_eq!(lists.load(Ordering::SeqCst) - listed, 3 * 4);
 }
 
 #[tokio::test]

@@ -469,7 +469,7 @@ impl Inner {
 
     /// Every page of a listing other than tools (`what`: `prompts/list`, `resources/list`, ..),
     /// each page a request of its own within the call timeout, at most
-    /// [`McpClientBuilder::max_list_pages`] pages.
+    /// [`McpClientBuilder::max_list_pages`] pages and [`McpClientBuilder::max_list_items`] items.
     pub(super) async fn list_pages<T, F, Fut>(
         self: &Arc<Self>,
         what: &str,
@@ -486,6 +486,13 @@ impl Inner {
                 .take()
                 .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
             let (page, next) = self.request(what, |peer| fetch(peer, params)).await?;
+            if items.len().saturating_add(page.len()) > self.options.max_list_items {
+                return Err(Error::TooManyItems {
+                    server: self.label.clone(),
+                    what: what.to_owned(),
+                    limit: self.options.max_list_items,
+                });
+            }
             items.extend(page);
             match next {
                 Some(next) => cursor = Some(next),
