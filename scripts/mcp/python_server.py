@@ -108,6 +108,12 @@ def pid() -> int:
 
 
 @server.tool()
+def big(megabytes: int) -> str:
+    """A text of this many megabytes (to test the client's message size limit)."""
+    return "x" * (megabytes * 1_000_000)
+
+
+@server.tool()
 def env(name: str) -> str:
     """The value of an environment variable in the server, or `<unset>`."""
     return os.environ.get(name, "<unset>")

@@ -466,6 +466,24 @@ async fn a_server_flooding_stderr_without_newlines_keeps_working_and_its_tail_st
 }
 
 #[tokio::test]
+async fn an_answer_past_the_message_limit_is_dropped_and_the_session_goes_on() {
+    let client = McpClient::builder()
+        .call_timeout(Some(Duration::from_secs(3)))
+        .spawn(python_server())
+        .await
+        .unwrap();
+    let big = client.tool("big").unwrap();
+    let one = big.call(json!({"megabytes": 1})).await.unwrap();
+    assert_eq!(one.as_str().map(str::len), Some(1_000_000));
+    // 17 MB is past rmcp's 16 MiB line limit: the answer is dropped, never buffered whole, and
+    // the call ends at its time limit.
+    let error = big.call(json!({"megabytes": 17})).await.unwrap_err();
+    assert!(matches!(error, ToolError::Timeout { .. }), "{error}");
+    let sum = client.tool("add").unwrap();
+    assert_eq!(sum.call(json!({"a": 1, "b": 2})).await.unwrap(), json!("3"));
+}
+
+#[tokio::test]
 async fn a_program_that_cannot_start_is_a_spawn_error() {
     let err = McpClient::spawn(StdioCommand::new("/nonexistent/mcp-server"))
         .await
