@@ -22,7 +22,7 @@ use signet_mcp::rmcp::service::{RequestContext, RoleServer};
 use signet_mcp::rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use signet_mcp::rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use signet_mcp::rmcp::{ErrorData, ServerHandler};
-use signet_mcp::{Error, HttpMode, McpClient, McpServer};
+use signet_mcp::{Error, HttpMode, McpClient, McpClientBuilder, McpServer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// What the hostile test server does.
@@ -268,16 +268,13 @@ async fn a_server_that_pages_forever_fails_the_listing_at_the_page_limit() {
     assert!(error.to_string().contains("more than 20 tools"), "{error}");
 }
 
-#[tokio::test]
-async fn prompts_and_resources_that_page_forever_fail_at_the_page_limit() {
+/// Lists prompts, resources and resource templates from a server whose listings never end (three
+/// items a page) with `builder`; returns each listing's error and how many pages were asked for.
+async fn endless_listings(builder: McpClientBuilder) -> (Vec<(&'static str, Error)>, usize) {
     let (url, lists) = serve_hostile(Mode::OtherListsForever).await;
-    let client = McpClient::builder()
-        .max_list_pages(7)
-        .connect(url.as_str())
-        .await
-        .unwrap();
+    let client = builder.connect(url.as_str()).await.unwrap();
     let listed = lists.load(Ordering::SeqCst);
-    let errors = [
+    let errors = vec![
         (
             "prompts/list",
             client.prompts().await.map(|_| ()).unwrap_err(),
@@ -291,57 +288,36 @@ async fn prompts_and_resources_that_page_forever_fail_at_the_page_limit() {
             client.resource_templates().await.map(|_| ()).unwrap_err(),
         ),
     ];
+    (errors, lists.load(Ordering::SeqCst) - listed)
+}
+
+#[tokio::test]
+async fn prompts_and_resources_that_page_forever_fail_at_the_page_limit() {
+    let (errors, pages) = endless_listings(McpClient::builder().max_list_pages(7)).await;
     for (what, error) in errors {
         assert!(
             matches!(&error, Error::TooManyPages { what: w, limit: 7, .. } if w == what),
             "{what}: {error}"
         );
-        assert!(
-            error
-                .to_string()
-                .contains(&format!("paging {what} past 7 pages"))
-        );
+        let expected = format!("paging {what} past 7 pages");
+        assert!(error.to_string().contains(&expected), "{error}");
     }
-    assert_eq!(lists.load(Ordering::SeqCst) - listed, 3 * 7);
+    assert_eq!(pages, 3 * 7);
 }
 
 #[tokio::test]
 async fn listings_past_the_item_limit_fail_without_reading_further() {
     // Three items a page: the fourth page would pass 10.
-    let (url, lists) = serve_hostile(Mode::OtherListsForever).await;
-    let client = McpClient::builder()
-        .max_list_items(10)
-        .connect(url.as_str())
-        .await
-        .unwrap();
-    let listed = lists.load(Ordering::SeqCst);
-    let errors = [
-        (
-            "prompts/list",
-            client.prompts().await.map(|_| ()).unwrap_err(),
-        ),
-        (
-            "resources/list",
-            client.resources().await.map(|_| ()).unwrap_err(),
-        ),
-        (
-            "resources/templates/list",
-            client.resource_templates().await.map(|_| ()).unwrap_err(),
-        ),
-    ];
+    let (errors, pages) = endless_listings(McpClient::builder().max_list_items(10)).await;
     for (what, error) in errors {
         assert!(
             matches!(&error, Error::TooManyItems { what: w, limit: 10, .. } if w == what),
             "{what}: {error}"
         );
-        assert!(
-            error
-                .to_string()
-                .contains(&format!("more than 10 items in {what}")),
-            "{error}"
-        );
+        let expected = format!("more than 10 items in {what}");
+        assert!(error.to_string().contains(&expected), "{error}");
     }
-    assert_eq!(lists.load(Ordering::SeqCst) - listed, 3 * 4);
+    assert_eq!(pages, 3 * 4);
 }
 
 #[tokio::test]

@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::react::suspend::{
-    check_seal, decide_all, describe_signature, describe_tools, digest, pair_decisions, seal_of,
+    Sealed, decide_all, describe_signature, describe_tools, digest, pair_decisions, seal_state,
+    verify_state,
 };
 use super::react::{
     Approval, ApprovalRequest, Decision, Limits, PendingCall, ResumeError, RunOutcome,
@@ -339,16 +340,13 @@ impl SuspendedCall {
     /// predictor built [`with_state_key`](Predictor::with_state_key) seals what it suspends
     /// itself.
     pub fn seal(&mut self, key: &[u8]) {
-        self.seal = None;
-        self.seal = Some(seal_of(self, key));
+        seal_state(self, key);
     }
 
     /// Checks the state's seal against `key`: [`ResumeError::Unsealed`] without one,
     /// [`ResumeError::BadSeal`] when it does not match (compared in constant time).
     pub fn verify(&self, key: &[u8]) -> Result<(), ResumeError> {
-        let mut unsealed = self.clone();
-        let seal = unsealed.seal.take();
-        check_seal(&unsealed, seal.as_deref(), key)
+        verify_state(self, key)
     }
 
     /// Checks that the state is consistent in itself and with `predictor`: every call of the
@@ -426,6 +424,12 @@ impl SuspendedCall {
     /// The same decision for every pending call (by id), for [`Predictor::resume`].
     pub fn decide_all(&self, decision: Decision) -> Vec<(String, Decision)> {
         decide_all(&self.pending, &decision)
+    }
+}
+
+impl Sealed for SuspendedCall {
+    fn seal_field(&mut self) -> &mut Option<String> {
+        &mut self.seal
     }
 }
 

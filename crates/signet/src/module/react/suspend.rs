@@ -281,16 +281,13 @@ impl SuspendedRun {
     /// # }
     /// ```
     pub fn seal(&mut self, key: &[u8]) {
-        self.seal = None;
-        self.seal = Some(seal_of(self, key));
+        seal_state(self, key);
     }
 
     /// Checks the state's seal against `key`: [`ResumeError::Unsealed`] without one,
     /// [`ResumeError::BadSeal`] when it does not match (compared in constant time).
     pub fn verify(&self, key: &[u8]) -> Result<(), ResumeError> {
-        let mut unsealed = self.clone();
-        let seal = unsealed.seal.take();
-        check_seal(&unsealed, seal.as_deref(), key)
+        verify_state(self, key)
     }
 
     /// Checks that the state is consistent in itself and with `agent` (see
@@ -460,27 +457,37 @@ pub(crate) fn decide_all(pending: &[PendingCall], decision: &Decision) -> Vec<(S
         .collect()
 }
 
-/// The seal of a state's content under `key`: an HMAC-SHA256 of its JSON with every object's
-/// keys sorted (so a store that reorders them keeps the seal valid), as 64 hex digits.
-/// `unsealed` is the state with its seal field empty.
-pub(crate) fn seal_of(unsealed: &impl Serialize, key: &[u8]) -> String {
-    hex(&mac_of(unsealed, key).finalize().into_bytes())
+/// A suspended state that carries a seal of its own content ([`SuspendedRun`],
+/// [`SuspendedCall`](crate::module::SuspendedCall)).
+pub(crate) trait Sealed: Serialize + Clone {
+    /// The seal: 64 hex digits, or `None`.
+    fn seal_field(&mut self) -> &mut Option<String>;
 }
 
-/// Checks `seal` against the content of `unsealed` (the state with its seal field empty) under
-/// `key`, in constant time.
-pub(crate) fn check_seal(
-    unsealed: &impl Serialize,
-    seal: Option<&str>,
-    key: &[u8],
-) -> Result<(), ResumeError> {
-    let Some(seal) = seal else {
+impl Sealed for SuspendedRun {
+    fn seal_field(&mut self) -> &mut Option<String> {
+        &mut self.seal
+    }
+}
+
+/// Seals `state` with `key`: an HMAC-SHA256 of its JSON without the seal, every object's keys
+/// sorted (so a store that reorders them keeps the seal valid), as 64 hex digits.
+pub(crate) fn seal_state(state: &mut impl Sealed, key: &[u8]) {
+    *state.seal_field() = None;
+    let seal = hex(&mac_of(state, key).finalize().into_bytes());
+    *state.seal_field() = Some(seal);
+}
+
+/// Checks the seal of `state` against its content under `key`, in constant time.
+pub(crate) fn verify_state(state: &impl Sealed, key: &[u8]) -> Result<(), ResumeError> {
+    let mut unsealed = state.clone();
+    let Some(seal) = unsealed.seal_field().take() else {
         return Err(ResumeError::Unsealed);
     };
-    let Some(bytes) = unhex(seal) else {
+    let Some(bytes) = unhex(&seal) else {
         return Err(ResumeError::BadSeal);
     };
-    mac_of(unsealed, key)
+    mac_of(&unsealed, key)
         .verify_slice(&bytes)
         .map_err(|_| ResumeError::BadSeal)
 }
