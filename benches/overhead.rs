@@ -8,7 +8,7 @@ use std::sync::Arc;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use signet::adapter::{Adapter, ChatAdapter, Fields, JsonAdapter, XmlAdapter};
-use signet::lm::ScriptedLm;
+use signet::testing::ScriptedLm;
 use signet::{DynSignature, Tool};
 
 // Each bench binary uses part of the shared workloads.

@@ -10,8 +10,9 @@
 use std::sync::Arc;
 
 use criterion::Criterion;
-use signet::lm::{LmRequest, ScriptedLm};
+use signet::lm::LmRequest;
 use signet::module::{ReAct, ReActMode};
+use signet::testing::ScriptedLm;
 use signet::{Signature, tool};
 use tiktoken_rs::CoreBPE;
 

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use signet::lm::ScriptedLm;
 use signet::prelude::*;
+use signet::testing::ScriptedLm;
 
 /// Answer questions with short factoid answers.
 #[derive(Signature, Clone)]

@@ -6,8 +6,9 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use signet::lm::{Capabilities, ScriptedLm};
+use signet::lm::Capabilities;
 use signet::prelude::*;
+use signet::testing::ScriptedLm;
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 struct Person {

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use signet::lm::ScriptedLm;
+use signet::testing::ScriptedLm;
 
 #[path = "shared/travel.rs"]
 mod travel;

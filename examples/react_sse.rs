@@ -14,8 +14,8 @@ use axum::extract::{Query, State};
 use axum::response::sse::{Event, Sse};
 use axum::routing::get;
 use futures::{Stream, StreamExt};
-use signet::lm::ScriptedLm;
 use signet::prelude::*;
+use signet::testing::ScriptedLm;
 
 /// Answer arithmetic questions using the tools.
 #[derive(Signature)]

@@ -3,9 +3,9 @@
 //!
 //! Runs offline with a scripted model: `cargo run --example react_v2`.
 
-use signet::lm::ScriptedLm;
 use signet::module::ReActMode;
 use signet::prelude::*;
+use signet::testing::ScriptedLm;
 
 /// Answer the question using the tools.
 #[derive(Signature)]

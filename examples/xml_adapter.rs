@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use signet::lm::ScriptedLm;
 use signet::prelude::*;
+use signet::testing::ScriptedLm;
 
 /// Tag the text and score each tag.
 #[derive(Signature)]

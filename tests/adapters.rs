@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use signet::adapter::{Adapter, ChatAdapter, JsonAdapter, ParseError, ToolCalls, XmlAdapter};
-use signet::lm::{Capabilities, Completion, ResponseFormat, ScriptedLm, ToolCall};
+use signet::lm::{Capabilities, Completion, ResponseFormat, ToolCall};
 use signet::module::{Error, Predictor};
+use signet::testing::ScriptedLm;
 use signet::{DynSignature, Field, Tool, tool};
 
 /// Add two integers.

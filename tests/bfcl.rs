@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use signet::adapter::ToolCalls;
-use signet::lm::{Capabilities, Completion, ScriptedLm, ToolCall, Usage};
+use signet::lm::{Capabilities, Completion, ToolCall, Usage};
 use signet::module::Predict;
+use signet::testing::ScriptedLm;
 
 const LINE: &str = r#"{"id": "parallel_0", "category": "parallel", "messages": [{"role": "user", "content": "Play Taylor Swift for 20 minutes and Maroon 5 for 15."}], "functions": [{"name": "spotify.play", "description": "Play an artist.", "parameters": {"type": "dict", "properties": {"artist": {"type": "string"}, "duration": {"type": "integer"}}, "required": ["artist", "duration"]}}]}"#;
 

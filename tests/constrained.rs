@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use serde_json::json;
 use signet::adapter::JsonAdapter;
-use signet::lm::{Capabilities, ResponseFormat, ScriptedLm};
+use signet::lm::{Capabilities, ResponseFormat};
 use signet::module::{Predict, ReAct, ReActMode};
+use signet::testing::ScriptedLm;
 use signet::{Signature, Tool, tool};
 
 /// Answer the question.

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use signet::DynSignature;
 use signet::adapter::{Adapter, ChatAdapter, JsonAdapter, XmlAdapter};
-use signet::lm::{Completion, ScriptedLm, ToolCall};
+use signet::lm::{Completion, ToolCall};
+use signet::testing::ScriptedLm;
 
 /// How deep the hostile replies nest.
 const LEVELS: usize = 100_000;

@@ -11,10 +11,11 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use signet::data::Example;
 use signet::evaluate::exact_match;
-use signet::lm::{LmRequest, ScriptedLm};
+use signet::lm::LmRequest;
 use signet::module::Predictors;
 use signet::optimize::BootstrapFewShot;
 use signet::prelude::*;
+use signet::testing::ScriptedLm;
 use support::{RuleLm, field_in};
 
 /// Answer the arithmetic question.

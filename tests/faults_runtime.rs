@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::json;
 use signet::lm::{
-    CallHistory, Capabilities, Completion, Lm, LmError, LmRequest, Message, OpenAiLm, ScriptedLm,
-    StreamEvent, ToolCall, Usage,
+    CallHistory, Capabilities, Completion, Lm, LmError, LmRequest, Message, OpenAiLm, StreamEvent,
+    ToolCall, Usage,
 };
 use signet::module::{Limits, Observation, ReAct, ReActMode};
+use signet::testing::ScriptedLm;
 use signet::tool::FnTool;
 use signet::{Tool, ToolError};
 use tokio::io::AsyncWriteExt;

@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 use signet::journal::{Entry, MemoryJournal};
-use signet::lm::{Capabilities, Completion, ScriptedLm, ToolCall};
+use signet::lm::{Capabilities, Completion, ToolCall};
 use signet::module::{CallConfig, ReActCore, ReActMode};
+use signet::testing::ScriptedLm;
 use signet::tool::FnTool;
 
 fn counting_tool(name: &str, calls: &Arc<AtomicUsize>) -> FnTool {

@@ -12,10 +12,11 @@ use mipro_task::{Prog, Prog2, PromptRequest, Task, examples, metric, prompt_lm, 
 use serde_json::Value;
 use signet::adapter::Fields;
 use signet::data::Example;
-use signet::lm::{FnLm, LmRequest, ScriptedLm};
+use signet::lm::LmRequest;
 use signet::module::Predictors;
 use signet::optimize::{MiproBudget, MiproReport, MiproStop, MiproV2, OptimizeError, TrialKind};
 use signet::prelude::*;
+use signet::testing::{FnLm, ScriptedLm};
 
 fn fixture(name: &str) -> Value {
     let path = format!(

@@ -3,9 +3,9 @@
 //! itself a tool of another agent.
 
 use serde_json::json;
-use signet::lm::{ScriptedLm, ScriptedReply};
 use signet::module::ModuleTool;
 use signet::prelude::*;
+use signet::testing::{ScriptedLm, ScriptedReply};
 use signet::tool::{ProgressLog, with_progress};
 
 /// Add two integers.

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use serde_json::json;
 use signet::Signature;
 use signet::adapter::{AdapterName, JsonAdapter, XmlAdapter};
-use signet::lm::{Completion, LmError, ScriptedLm};
+use signet::lm::{Completion, LmError};
 use signet::module::{CallConfig, ChainOfThought, Error, Predict, Predictor, configure};
+use signet::testing::ScriptedLm;
 
 /// Answer the question concisely.
 #[derive(Signature, Debug, Clone)]
@@ -514,7 +515,8 @@ async fn predict_with_tools_suspends_for_a_person_and_resumes_as_an_inline_appro
 async fn a_forged_suspended_predict_call_is_invalid_and_runs_nothing() {
     use signet::module::{Decision, ResumeError};
     let state = parked(&archiving(0..1)).await;
-    let forgeries: Vec<(&str, Box<dyn Fn(&mut signet::module::SuspendedCall)>)> = vec![
+    type Forge = Box<dyn Fn(&mut signet::module::SuspendedCall)>;
+    let forgeries: Vec<(&str, Forge)> = vec![
         (
             "differs from the call the model sent",
             Box::new(|s| s.pending[0].args = json!({"city": "Paris"})),

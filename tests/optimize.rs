@@ -10,12 +10,12 @@ use serde_json::{Value, json};
 use signet::adapter::Fields;
 use signet::data::Example;
 use signet::evaluate::{Progress, exact_match};
-use signet::lm::{ScriptedLm, ScriptedReply};
 use signet::module::{Predictors, TOOL_TURNS};
 use signet::optimize::{
     BootstrapFewShot, BootstrapFewShotWithRandomSearch, LabeledFewShot, OptimizeError,
 };
 use signet::prelude::*;
+use signet::testing::{ScriptedLm, ScriptedReply};
 use support::{Ask, AskInput, AskOutput, RuleLm, answers, field_in, operand, sums};
 
 fn questions(demos: &[Fields]) -> Vec<&str> {

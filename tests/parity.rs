@@ -15,14 +15,14 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use signet::adapter::{self, Adapter, ChatAdapter, Fields, JsonAdapter, XmlAdapter};
 use signet::lm::{
-    Capabilities, Completion, LmError, LmOptions, LmRequest, ResponseFormat, ScriptedLm, ToolCall,
-    ToolChoice,
+    Capabilities, Completion, LmError, LmOptions, LmRequest, ResponseFormat, ToolCall, ToolChoice,
 };
 use signet::module::{
     CallConfig, Error, Limits, Predictor, Predictors, ReActCore, ReActMode, RunFailure,
     with_reasoning,
 };
 use signet::signature::{Constraint, FieldKind};
+use signet::testing::ScriptedLm;
 use signet::tool::FnTool;
 use signet::{DynSignature, Field};
 use std::collections::{HashMap, VecDeque};

@@ -7,11 +7,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
-use signet::lm::{Completion, LmError, ScriptedLm};
+use signet::lm::{Completion, LmError};
 use signet::module::{
     KeepFirst, Limits, Observation, ReAct, RunFailure, SlidingWindow, StopReason, Summarize,
     Trajectory, TruncationPolicy,
 };
+use signet::testing::ScriptedLm;
 use signet::{Tool, ToolBox, tool};
 
 mod support;

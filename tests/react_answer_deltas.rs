@@ -7,8 +7,8 @@ use std::sync::Arc;
 use futures::StreamExt;
 use serde_json::json;
 use signet::adapter::{Adapter, ChatAdapter, JsonAdapter, XmlAdapter};
-use signet::lm::{ScriptedLm, ScriptedReply};
 use signet::module::{ReAct, ReActEvent};
+use signet::testing::{ScriptedLm, ScriptedReply};
 use signet::{Signature, tool};
 
 /// Answer the question using the tools.

@@ -8,10 +8,11 @@ use std::sync::Arc;
 use futures::StreamExt;
 use serde_json::json;
 use signet::adapter::{ChatAdapter, JsonAdapter};
-use signet::lm::{Capabilities, Completion, ConstrainedToolCalls, ScriptedLm, ToolCall};
+use signet::lm::{Capabilities, Completion, ConstrainedToolCalls, ToolCall};
 use signet::module::{
     Approval, Decision, Observation, Predict, ReAct, ReActEvent, ReActMode, RunOutcome,
 };
+use signet::testing::ScriptedLm;
 use signet::{Signature, tool};
 
 /// Convert an amount.

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt;
 use serde_json::json;
-use signet::lm::ScriptedLm;
 use signet::module::{Limits, Observation, ReAct, ReActEvent};
+use signet::testing::ScriptedLm;
 use signet::{ToolBox, tool};
 
 #[tokio::test]

@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use serde_json::json;
 use signet::adapter::{ChatAdapter, XmlAdapter};
-use signet::lm::{Capabilities, Completion, Role, ScriptedLm, ToolCall, ToolChoice};
+use signet::lm::{Capabilities, Completion, Role, ToolCall, ToolChoice};
 use signet::module::{Limits, Observation, ReAct, ReActMode, RunFailure, StopReason};
+use signet::testing::ScriptedLm;
 use signet::{Signature, tool};
 
 /// Answer the question using the tools.

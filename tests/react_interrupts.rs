@@ -6,8 +6,9 @@ use std::sync::{Arc, Mutex};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::json;
-use signet::lm::{Capabilities, Completion, Lm, LmError, LmRequest, Role, ScriptedLm, ToolCall};
+use signet::lm::{Capabilities, Completion, Lm, LmError, LmRequest, Role, ToolCall};
 use signet::module::{ReAct, ReActEvent};
+use signet::testing::ScriptedLm;
 use signet::{ToolBox, tool};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 

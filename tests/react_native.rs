@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use signet::lm::{Capabilities, Completion, Role, ScriptedLm, ToolCall, ToolChoice};
+use signet::lm::{Capabilities, Completion, Role, ToolCall, ToolChoice};
 use signet::module::{Limits, Observation, ReAct, ReActMode};
+use signet::testing::ScriptedLm;
 use signet::{Signature, ToolBox, tool};
 use tokio::sync::Barrier;
 

@@ -7,11 +7,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use signet::adapter::ChatAdapter;
-use signet::lm::{Capabilities, Completion, LmRequest, ScriptedLm, ToolCall};
+use signet::lm::{Capabilities, Completion, LmRequest, ToolCall};
 use signet::module::{
     Approval, Decision, Observation, ReAct, ReActEvent, ReActMode, ResumeError, RunFailure,
     RunOutcome, Step, SuspendedRun, Waiting,
 };
+use signet::testing::ScriptedLm;
 use signet::{Tool, ToolError, tool};
 
 mod support;

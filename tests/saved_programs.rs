@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use signet::lm::ScriptedLm;
 use signet::module::{Predictor, Predictors, StateError};
 use signet::prelude::*;
+use signet::testing::ScriptedLm;
 
 /// Write a search query for the question.
 #[derive(Signature)]

@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use serde_json::json;
 use signet::adapter::Adapter;
-use signet::lm::{Capabilities, ConstrainedToolCalls, ScriptedLm, ScriptedReply};
+use signet::lm::{Capabilities, ConstrainedToolCalls};
 use signet::prelude::*;
+use signet::testing::{ScriptedLm, ScriptedReply};
 
 /// Add two integers.
 #[tool]

@@ -275,9 +275,9 @@ struct Visits {
 
 #[tokio::test]
 async fn a_user_struct_named_history_is_an_ordinary_typed_field() {
-    use signet::lm::ScriptedLm;
     use signet::module::Predict;
     use signet::signature::FieldKind;
+    use signet::testing::ScriptedLm;
     let field = &Visits::signature().inputs()[0];
     assert_eq!(field.type_name(), "History");
     assert_eq!(

@@ -3,9 +3,10 @@
 
 use serde_json::json;
 use signet::lm::{
-    Capabilities, Completion, LmError, Message, ResponseFormat, ScriptedLm, ToolCall, ToolChoice,
+    Capabilities, Completion, LmError, Message, ResponseFormat, ToolCall, ToolChoice,
 };
 use signet::structured::{Level, StructuredError, StructuredRequest, call_structured};
+use signet::testing::ScriptedLm;
 
 fn request() -> StructuredRequest {
     StructuredRequest::new(

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
-use signet::lm::{Capabilities, Completion, ScriptedLm, ToolCall};
+use signet::lm::{Capabilities, Completion, ToolCall};
 use signet::module::{
     Decision, ReAct, ReActMode, ResumeError, RunFailure, RunOutcome, SuspendedRun,
 };
+use signet::testing::ScriptedLm;
 use signet::{Tool, tool};
 
 mod support;

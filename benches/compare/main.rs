@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use signet::data::Example;
 use signet::evaluate::{Evaluate, Progress, exact_match};
-use signet::lm::{Lm, ScriptedLm};
+use signet::lm::Lm;
+use signet::testing::ScriptedLm;
 
 // Each bench binary uses part of the shared workloads.
 #[allow(dead_code)]

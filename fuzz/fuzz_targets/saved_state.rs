@@ -11,7 +11,8 @@ use std::sync::atomic::Ordering;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
 use signet::Tool;
-use signet::lm::{Capabilities, Completion, ScriptedLm, ToolCall};
+use signet::lm::{Capabilities, Completion, ToolCall};
+use signet::testing::ScriptedLm;
 use signet::module::{
     ChainOfThought, Decision, Predict, Predictors, ReAct, ReActMode, RunOutcome, SuspendedRun,
 };

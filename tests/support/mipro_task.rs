@@ -13,8 +13,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use signet::data::Example;
-use signet::lm::{FnLm, Lm, LmRequest};
+use signet::lm::{Lm, LmRequest};
 use signet::prelude::*;
+use signet::testing::FnLm;
 
 /// Answer the question.
 #[derive(Signature)]

@@ -12,8 +12,8 @@
 //! The server is stopped when the client is closed (or dropped); it sees only the environment
 //! given to it (here, none: `node` is run directly).
 
-use signet::lm::ScriptedLm;
 use signet::prelude::*;
+use signet::testing::ScriptedLm;
 use signet_mcp::McpClient;
 
 #[path = "shared/mcp_peers.rs"]

@@ -13,8 +13,9 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use signet::lm::{Lm, LmRequest, ScriptedLm};
+use signet::lm::{Lm, LmRequest};
 use signet::prelude::*;
+use signet::testing::ScriptedLm;
 use signet_mcp::content::resource_value;
 use signet_mcp::{ElicitationAnswer, ElicitationKind, McpClient, Root, Sampling};
 

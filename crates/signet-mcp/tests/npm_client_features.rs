@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use signet::ToolError;
-use signet::lm::{Completion, Message, Role, ScriptedLm, Usage};
+use signet::lm::{Completion, Message, Role, Usage};
+use signet::testing::ScriptedLm;
 use signet_mcp::{
     Elicitation, ElicitationAnswer, ElicitationKind, Error, McpClient, McpClientBuilder, Root,
     Sampling,

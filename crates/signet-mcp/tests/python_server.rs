@@ -545,7 +545,8 @@ async fn streamable_http_works_like_stdio() {
 
 #[tokio::test]
 async fn the_python_server_samples_the_clients_model_and_asks_its_user() {
-    use signet::lm::{Message, ScriptedLm};
+    use signet::lm::Message;
+    use signet::testing::ScriptedLm;
     use signet_mcp::{ElicitationAnswer, ElicitationKind, Sampling};
     use std::sync::{Arc, Mutex};
 

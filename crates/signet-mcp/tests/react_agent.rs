@@ -6,8 +6,8 @@ mod common;
 use std::sync::Arc;
 
 use serde_json::json;
-use signet::lm::ScriptedLm;
 use signet::module::{Limits, Observation, ReAct, ReActMode};
+use signet::testing::ScriptedLm;
 use signet::{Signature, Tool, tool};
 use signet_mcp::McpClient;
 

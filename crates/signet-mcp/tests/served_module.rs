@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use signet::lm::{ScriptedLm, ScriptedReply};
 use signet::prelude::*;
+use signet::testing::{ScriptedLm, ScriptedReply};
 use signet::tool::{FnTool, ProgressLog, with_progress};
 use signet_mcp::{HttpMode, HttpServer, McpClient, McpServer};
 

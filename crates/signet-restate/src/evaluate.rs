@@ -298,8 +298,8 @@ fn check_key(key: &str) -> Result<(), IngressError> {
 mod tests {
     use super::*;
     use serde_json::json;
-    use signet::lm::ScriptedLm;
     use signet::prelude::*;
+    use signet::testing::ScriptedLm;
 
     /// Answer the question.
     #[derive(Signature)]

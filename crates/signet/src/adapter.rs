@@ -13,7 +13,6 @@ mod chat;
 pub(crate) mod field_stream;
 mod json;
 pub(crate) mod native;
-pub(crate) mod python;
 pub(crate) mod templates;
 #[doc(hidden)]
 pub mod value;
@@ -21,9 +20,9 @@ mod xml;
 
 use serde_json::{Map, Value, json};
 
+pub use crate::signature::{Fields, History, ToolCallRecord, ToolCalls, Tools};
 pub use chat::ChatAdapter;
 pub use json::JsonAdapter;
-pub use native::{ToolCallRecord, ToolCalls, Tools};
 pub use xml::XmlAdapter;
 
 /// The XML format's assistant message (outputs as tags), for scripted replies.
@@ -35,9 +34,6 @@ use crate::lm::{
     Capabilities, Completion, Lm, LmOptions, LmRequest, Message, ResponseFormat, Usage,
 };
 use crate::signature::{DynSignature, Field};
-
-/// Field values by name: inputs, outputs, or a demo holding both.
-pub type Fields = Map<String, Value>;
 
 /// Which adapter produced a prompt or read a reply; printed as DSPy's class name.
 ///
@@ -312,23 +308,6 @@ pub(crate) struct Format {
     pub assistant: fn(&DynSignature, &Fields, Option<&str>) -> String,
 }
 
-/// Conversation history: earlier turns, each a map of the signature's field values. Give a signature
-/// an input of this type and every adapter renders the turns as user/assistant messages before the
-/// current request, as DSPy does.
-///
-/// ```
-/// use signet::adapter::History;
-/// let field = signet::Field::of::<History>("history");
-/// assert_eq!(field.type_name(), "History");
-/// ```
-#[derive(
-    Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
-)]
-pub struct History {
-    /// The earlier turns, oldest first.
-    pub messages: Vec<Fields>,
-}
-
 /// System message, demos, conversation history (when the signature has a `History` input), then
 /// the current request.
 pub(crate) fn format_messages(
@@ -437,7 +416,7 @@ fn history_tool_turn(
                         crate::lm::ToolCall::new(
                             c["id"].as_str().unwrap_or_default(),
                             c["name"].as_str().unwrap_or_default(),
-                            python::json_dumps(&c["args"], None),
+                            crate::python::json_dumps(&c["args"], None),
                         )
                     })
                     .collect();
@@ -447,7 +426,7 @@ fn history_tool_turn(
         for result in results.into_iter().flatten() {
             let content = match &result["value"] {
                 Value::String(text) => text.clone(),
-                other => python::json_dumps(other, None),
+                other => crate::python::json_dumps(other, None),
             };
             messages.push(Message::tool_result(
                 result["call_id"].as_str().unwrap_or_default(),

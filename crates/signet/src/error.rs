@@ -67,7 +67,7 @@ pub enum Error {
     },
     /// A suspended call could not be resumed (another predictor, a missing decision, ..).
     #[error("the call cannot be resumed: {0}")]
-    Resume(#[from] crate::module::ResumeError),
+    Resume(#[from] ResumeError),
 }
 
 impl Error {
@@ -119,4 +119,72 @@ impl std::error::Error for JsonError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(self.0.as_ref())
     }
+}
+
+/// Why a suspended run could not be resumed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResumeError {
+    /// The agent's signature, tools or settings differ from those the run was suspended on.
+    #[error(
+        "the suspended run was made by a different agent (fingerprint {found}, this agent's is \
+         {expected}): its signature, tools or settings changed"
+    )]
+    StaleState {
+        /// This agent's fingerprint.
+        expected: String,
+        /// The state's.
+        found: String,
+    },
+    /// The state was written by another version of its layout.
+    #[error("the suspended run has state format {found}; this version reads format {expected}")]
+    Format {
+        /// [`STATE_FORMAT`](crate::module::STATE_FORMAT).
+        expected: u32,
+        /// The state's.
+        found: u32,
+    },
+    /// The state lacks the conversation a [`ReActMode::History`](crate::module::ReActMode::History) run needs to go on.
+    #[error(
+        "the suspended run has no conversation history, which a history-mode agent needs to \
+         resume it"
+    )]
+    MissingHistory,
+    /// A pending call got no decision.
+    #[error("no decision for pending call `{id}` ({tool})")]
+    MissingDecision {
+        /// The call's id.
+        id: String,
+        /// Its tool.
+        tool: String,
+    },
+    /// A decision names a call that is not pending.
+    #[error("a decision names call `{id}`, which is not pending (pending: {pending})")]
+    UnknownCall {
+        /// The id given.
+        id: String,
+        /// The pending ids, comma-separated.
+        pending: String,
+    },
+    /// The state contradicts itself or this agent (a pending call of a tool the agent lacks,
+    /// two calls with one id, a turn number out of range, ..): it was not written by an agent as
+    /// it stands.
+    #[error("the suspended run is not a valid state: {reason}")]
+    Invalid {
+        /// What is wrong.
+        reason: String,
+    },
+    /// The agent has a [state key](crate::module::ReActCore::with_state_key) and the state carries no seal.
+    #[error(
+        "the suspended run is not sealed, and this agent resumes only states sealed with its \
+         state key"
+    )]
+    Unsealed,
+    /// The state's seal does not match its content under the agent's state key: the state was
+    /// changed after it was sealed, or sealed with another key.
+    #[error(
+        "the suspended run's seal does not match its content: the state was changed after it \
+         was sealed, or sealed with another key"
+    )]
+    BadSeal,
 }

@@ -7,7 +7,7 @@
 //! use serde_json::json;
 //! use signet::data::Dataset;
 //! use signet::evaluate::{Evaluate, exact_match};
-//! use signet::lm::ScriptedLm;
+//! use signet::testing::ScriptedLm;
 //! use signet::prelude::*;
 //!
 //! /// Answer with one word.
@@ -130,7 +130,8 @@ impl<'d, M> Evaluate<'d, M> {
     /// ```
     /// use signet::data::Example;
     /// use signet::evaluate::{Evaluate, exact_match};
-    /// use signet::lm::{Capabilities, ScriptedLm};
+    /// use signet::lm::Capabilities;
+    /// use signet::testing::ScriptedLm;
     /// use signet::prelude::*;
     /// # #[derive(Signature)]
     /// # struct Ask { #[input] question: String, #[output] answer: String }

@@ -6,8 +6,8 @@
 //!   same directory, synced, renamed over the target, and the directory is synced. A reader sees
 //!   the old file or the new one, never a mix; on any failure the old file is left as it was.
 //! - **Append-only logs** (MIPROv2's `mipro_log.jsonl`, GEPA's `run_log.jsonl`) get one record at
-//!   a time through [`append_line`], each written whole and synced before the call returns. A
-//!   crash can still cut the last record short, so [`read_log`] skips a torn last line (with a
+//!   a time through `append_line`, each written whole and synced before the call returns. A
+//!   crash can still cut the last record short, so `read_log` skips a torn last line (with a
 //!   warning naming the file and the line) while a bad line before it is an error.
 //!
 //! [`write_atomic`] is public so that crates built on Signet (signet-local's markers,

@@ -188,7 +188,7 @@ pub enum Entry {
 ///
 /// ```
 /// use signet::journal::MemoryJournal;
-/// use signet::lm::ScriptedLm;
+/// use signet::testing::ScriptedLm;
 /// use signet::module::CallConfig;
 /// use signet::prelude::*;
 ///

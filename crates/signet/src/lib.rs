@@ -55,10 +55,12 @@ pub mod journal;
 pub mod lm;
 pub mod module;
 pub mod optimize;
+mod python;
 pub mod schema;
 mod shared;
 pub mod signature;
 pub mod structured;
+pub mod testing;
 pub mod tool;
 pub mod trace;
 

@@ -1,6 +1,5 @@
 //! Language models: the [`Lm`] trait, the data it exchanges, and implementations.
 //!
-//! * [`ScriptedLm`]: replies from a script and records every request, for tests (DSPy's `DummyLM`).
 //! * [`OpenAiLm`] (feature `openai`, on by default): any OpenAI-compatible chat endpoint (OpenAI,
 //!   vLLM, llama.cpp, Ollama), with typed errors, retries, timeouts, a response cache, a call
 //!   history and SSE streaming.
@@ -8,7 +7,8 @@
 //! * [`ConstrainedToolCalls`]: native tool calls for small models, through a decoding schema.
 //!
 //! ```
-//! use signet::lm::{Completion, Lm, LmRequest, Message, ScriptedLm};
+//! use signet::lm::{Completion, Lm, LmRequest, Message};
+//! use signet::testing::ScriptedLm;
 //!
 //! let lm = ScriptedLm::new([Completion::text("[[ ## answer ## ]]\nParis")]);
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -20,13 +20,10 @@
 
 mod cache;
 mod constrained_tools;
-mod fn_lm;
 mod history;
 #[cfg(feature = "openai")]
 mod openai;
 mod retry;
-mod scripted;
-mod scripted_reply;
 mod tokens;
 mod types;
 
@@ -35,13 +32,10 @@ use futures::stream::{BoxStream, StreamExt};
 
 pub use cache::{CachedLm, ResponseCache};
 pub use constrained_tools::ConstrainedToolCalls;
-pub use fn_lm::FnLm;
 pub use history::{CallHistory, CallRecord, HistoryLm, render_history};
 #[cfg(feature = "openai")]
 pub use openai::{BuildError, OpenAiLm, OpenAiLmBuilder};
 pub use retry::{RetryLm, RetryPolicy, parse_retry_after};
-pub use scripted::ScriptedLm;
-pub use scripted_reply::ScriptedReply;
 pub use tokens::{CHARS_PER_TOKEN_ESTIMATE, TokenCount, count_prompt_tokens};
 pub use types::{
     Capabilities, Completion, FinishReason, LmError, LmOptions, LmRequest, Message, ResponseFormat,
@@ -50,7 +44,8 @@ pub use types::{
 
 /// A language model: messages and options in, a completion out.
 ///
-/// Implementations: [`OpenAiLm`] for any OpenAI-compatible endpoint, [`ScriptedLm`] for tests, the
+/// Implementations: [`OpenAiLm`] for any OpenAI-compatible endpoint,
+/// [`ScriptedLm`](crate::testing::ScriptedLm) for tests, the
 /// wrappers ([`RetryLm`], [`CachedLm`], [`HistoryLm`], [`ConstrainedToolCalls`]); `Arc<L>` and
 /// `Box<L>` of any `Lm` (`Arc<dyn Lm>` included) are `Lm`s too, so a shared LM can be wrapped and
 /// passed wherever one is taken.
@@ -68,7 +63,8 @@ pub trait Lm: Send + Sync {
     ///
     /// ```
     /// use futures::StreamExt;
-    /// use signet::lm::{Completion, Lm, LmRequest, ScriptedLm, StreamEvent};
+    /// use signet::lm::{Completion, Lm, LmRequest, StreamEvent};
+    /// use signet::testing::ScriptedLm;
     ///
     /// let lm = ScriptedLm::texts(["Hello there"]);
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -105,7 +101,8 @@ pub trait Lm: Send + Sync {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use signet::lm::{Lm, RetryLm, RetryPolicy, ScriptedLm};
+/// use signet::lm::{Lm, RetryLm, RetryPolicy};
+/// use signet::testing::ScriptedLm;
 /// let shared: Arc<dyn Lm> = Arc::new(ScriptedLm::texts(["hi"]));
 /// let retrying = RetryLm::new(shared, RetryPolicy::default());
 /// assert_eq!(retrying.model(), "scripted");

@@ -6,7 +6,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use signet::lm::ScriptedLm;
+//! use signet::testing::ScriptedLm;
 //! use signet::module::Predict;
 //! use signet::Signature;
 //!
@@ -56,8 +56,8 @@ use crate::signature::{DynSignature, Field, Signature};
 pub use crate::error::Error;
 pub use demo_selection::{DemoSelector, NearestDemos};
 pub use module_tool::ModuleTool;
-pub(crate) use program::tool_component;
 pub use program::{Module, Predictors, join_path, prefixed};
+pub(crate) use saved::tool_component;
 pub use saved::{StateError, TOOL_DESCRIPTIONS};
 
 /// Builder methods of a typed module that configure the untyped one inside it (`$field`) the same
@@ -90,7 +90,7 @@ static SETTINGS: RwLock<Settings> = RwLock::new(Settings {
 /// Sets the global LM (DSPy's `dspy.configure(lm=..)`), used by modules and calls that set none.
 ///
 /// ```
-/// use signet::lm::ScriptedLm;
+/// use signet::testing::ScriptedLm;
 /// signet::module::configure(ScriptedLm::texts(["[[ ## answer ## ]]\n42"]));
 /// ```
 pub fn configure(lm: impl Lm + 'static) {
@@ -107,7 +107,7 @@ pub fn configure_adapter(adapter: impl Adapter + 'static) {
 /// Per-call settings (between the module's and the global ones in precedence).
 ///
 /// ```
-/// use signet::lm::ScriptedLm;
+/// use signet::testing::ScriptedLm;
 /// use signet::module::CallConfig;
 /// let call = CallConfig::new().with_lm(ScriptedLm::texts(["hi"]));
 /// assert!(call.lm.is_some() && call.adapter.is_none());

@@ -23,7 +23,7 @@
 //! ```
 //! use signet::data::{Dataset, Example};
 //! use signet::evaluate::exact_match;
-//! use signet::lm::ScriptedLm;
+//! use signet::testing::ScriptedLm;
 //! use signet::optimize::BootstrapFewShot;
 //! use signet::prelude::*;
 //!

@@ -651,7 +651,7 @@ fn write_python_repr(value: &Value, out: &mut String) {
         Value::Bool(true) => out.push_str("True"),
         Value::Bool(false) => out.push_str("False"),
         // Floats as Python prints them (`1e-05`, `2.0`).
-        Value::Number(_) => out.push_str(&crate::adapter::python::py_str(value)),
+        Value::Number(_) => out.push_str(&crate::python::py_str(value)),
         Value::String(s) => write_python_str(s, out),
         Value::Array(items) => {
             out.push('[');

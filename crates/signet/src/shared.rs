@@ -19,7 +19,8 @@ pub(crate) fn share<T: 'static, H: 'static>(value: T, wrap: impl FnOnce(T) -> H)
 mod tests {
     use std::sync::Arc;
 
-    use crate::lm::{Lm, ScriptedLm};
+    use crate::lm::Lm;
+    use crate::testing::ScriptedLm;
 
     #[test]
     fn a_handle_is_kept_and_a_value_is_wrapped() {

@@ -28,6 +28,7 @@
 //! ```
 
 mod parse;
+mod special_types;
 
 use std::fmt;
 use std::str::FromStr;
@@ -38,6 +39,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::schema;
+
+pub use special_types::{Fields, History, ToolCallRecord, ToolCalls, Tools};
+pub(crate) use special_types::{descriptor_name, descriptor_parameters, descriptors};
 
 /// A compile-time signature: typed input and output structs plus their field metadata.
 ///
@@ -376,13 +380,13 @@ pub enum FieldKind {
     Text,
     /// Any other value, described by its JSON schema.
     Value,
-    /// Conversation history ([`adapter::History`](crate::adapter::History)): an input rendered as
+    /// Conversation history ([`adapter::History`](History)): an input rendered as
     /// earlier user and assistant turns.
     History,
-    /// The tools offered to the model ([`adapter::Tools`](crate::adapter::Tools)): an input sent
+    /// The tools offered to the model ([`adapter::Tools`](Tools)): an input sent
     /// natively as `tools=` when the adapter and the LM support it.
     Tools,
-    /// The tool calls the model made ([`adapter::ToolCalls`](crate::adapter::ToolCalls)): an
+    /// The tool calls the model made ([`adapter::ToolCalls`](ToolCalls)): an
     /// output read from the reply's native tool calls.
     ToolCalls,
 }
@@ -392,11 +396,11 @@ impl FieldKind {
     fn of<T: ?Sized + 'static>(schema: &Value) -> FieldKind {
         use std::any::TypeId;
         let id = TypeId::of::<T>();
-        if id == TypeId::of::<crate::adapter::History>() {
+        if id == TypeId::of::<History>() {
             FieldKind::History
-        } else if id == TypeId::of::<crate::adapter::ToolCalls>() {
+        } else if id == TypeId::of::<ToolCalls>() {
             FieldKind::ToolCalls
-        } else if id == TypeId::of::<crate::adapter::Tools>() {
+        } else if id == TypeId::of::<Tools>() {
             FieldKind::Tools
         } else {
             FieldKind::from_schema(schema)
@@ -490,7 +494,7 @@ impl Constraint {
     /// The text DSPy prints for it: `greater than or equal to: 0.0`, with the bound as Python
     /// prints it.
     pub fn describe(&self) -> String {
-        let py = crate::adapter::python::py_str;
+        let py = crate::python::py_str;
         match self {
             Constraint::Gt(v) => format!("greater than: {}", py(v)),
             Constraint::Ge(v) => format!("greater than or equal to: {}", py(v)),

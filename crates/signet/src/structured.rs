@@ -11,7 +11,8 @@
 //! The result says which level succeeded, the validated value, and the usage summed over every call.
 //!
 //! ```
-//! use signet::lm::{Message, ScriptedLm};
+//! use signet::lm::Message;
+//! use signet::testing::ScriptedLm;
 //! use signet::structured::{Level, StructuredRequest, call_structured};
 //!
 //! let lm = ScriptedLm::texts(["Sure: {\"city\": \"Paris\"}"]);
@@ -29,11 +30,12 @@
 
 use serde_json::{Value, json};
 
-use crate::adapter::{python::json_dumps, templates, value};
+use crate::adapter::{templates, value};
 use crate::lm::{
     Capabilities, Completion, Lm, LmError, LmOptions, LmRequest, Message, ResponseFormat,
     ToolChoice, Usage,
 };
+use crate::python::json_dumps;
 
 /// Which level of the chain produced the value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

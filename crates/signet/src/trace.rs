@@ -3,7 +3,7 @@
 //! [`recorded`]; concurrent runs each get their own record, and nothing is kept when no one asks.
 //!
 //! ```
-//! use signet::lm::ScriptedLm;
+//! use signet::testing::ScriptedLm;
 //! use signet::prelude::*;
 //!
 //! /// Answer.

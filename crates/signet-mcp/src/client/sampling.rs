@@ -28,7 +28,7 @@ type Approver = Arc<dyn Fn(SamplingRequest) -> BoxFuture<'static, bool> + Send +
 /// an MCP error (code -1) saying why; the tool call that asked usually fails with it.
 ///
 /// ```
-/// use signet::lm::ScriptedLm;
+/// use signet::testing::ScriptedLm;
 /// use signet_mcp::{McpClient, Sampling};
 ///
 /// let sampling = Sampling::new(ScriptedLm::texts(["a short poem"]))

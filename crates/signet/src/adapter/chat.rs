@@ -2,9 +2,9 @@
 
 use serde_json::Map;
 
-use super::python::{splitlines, strip};
 use super::{Adapter, AdapterName, Fields, ParseError, templates, value};
 use crate::lm::Message;
+use crate::python::{splitlines, strip};
 use crate::signature::DynSignature;
 
 /// DSPy's `ChatAdapter`: a system message describing the fields and the `[[ ## field ## ]]`

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Adapter, AdapterName, Fields, ParseError, native, templates, value};
+use super::{Adapter, AdapterName, Fields, ParseError, templates, value};
 use crate::lm::{Capabilities, LmRequest, Message, ResponseFormat};
 use crate::signature::{DynSignature, FieldKind};
 
@@ -400,11 +400,11 @@ fn tool_calls_schema(
         .inputs()
         .iter()
         .find(|f| f.kind() == FieldKind::Tools)?;
-    let branches: Vec<Value> = native::descriptors(inputs.get(tools_field.name()))?
+    let branches: Vec<Value> = crate::signature::descriptors(inputs.get(tools_field.name()))?
         .iter()
         .filter_map(|descriptor| {
-            let name = native::descriptor_name(descriptor)?;
-            let mut args = native::descriptor_parameters(descriptor);
+            let name = crate::signature::descriptor_name(descriptor)?;
+            let mut args = crate::signature::descriptor_parameters(descriptor);
             bound_values(&mut args, bounds);
             Some(json!({
                 "type": "object",

@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 
-use super::python::{json_dumps, py_str};
+use crate::python::{json_dumps, py_str};
 use crate::signature::{DynSignature, Field, FieldKind};
 
 /// The marker that ends a Chat-format reply.
@@ -88,7 +88,7 @@ fn field_list(fields: &[Field]) -> String {
 pub(crate) fn task_description(signature: &DynSignature) -> String {
     let instructions = dedent(&signature.instructions());
     let mut objective = String::new();
-    for line in super::python::splitlines(&instructions) {
+    for line in crate::python::splitlines(&instructions) {
         objective.push_str("\n        ");
         objective.push_str(line);
     }
@@ -517,7 +517,7 @@ pub(crate) const GEPA_PROPOSE_FIELDS: [(&str, &str, &str); 3] = [
 pub(crate) fn gepa_default_feedback(score: f64) -> String {
     format!(
         "This trajectory got a score of {}.",
-        super::python::float_repr(score)
+        crate::python::float_repr(score)
     )
 }
 

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Number, Value};
 
-use super::python::strip;
+use crate::python::strip;
 use crate::signature::Field;
 
 /// Parses a field value written as text (Chat and XML formats).

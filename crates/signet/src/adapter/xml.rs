@@ -3,9 +3,9 @@
 
 use serde_json::{Map, Value};
 
-use super::python::{py_str, strip};
 use super::{Adapter, AdapterName, Fields, ParseError, templates, value};
 use crate::lm::Message;
+use crate::python::{py_str, strip};
 use crate::signature::{DynSignature, Field, FieldKind};
 
 /// DSPy's `XMLAdapter`: the Chat adapter's messages with `<field>` tags instead of markers. Lists,

@@ -139,7 +139,8 @@ impl<O> Report<O> {
     /// ```
     /// # use signet::data::Dataset;
     /// # use signet::evaluate::{Evaluate, exact_match};
-    /// # use signet::lm::{Completion, ScriptedLm, Usage};
+    /// # use signet::lm::{Completion, Usage};
+    /// # use signet::testing::ScriptedLm;
     /// # use signet::prelude::*;
     /// # #[derive(Signature)]
     /// # struct Ask { #[input] question: String, #[output] answer: String }

@@ -230,7 +230,8 @@ fn fnv1a_128(bytes: &[u8]) -> u128 {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use signet::lm::{CachedLm, Lm, LmRequest, ResponseCache, ScriptedLm};
+/// use signet::lm::{CachedLm, Lm, LmRequest, ResponseCache};
+/// use signet::testing::ScriptedLm;
 ///
 /// let lm = CachedLm::new(ScriptedLm::texts(["only once"]), Arc::new(ResponseCache::in_memory()));
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {

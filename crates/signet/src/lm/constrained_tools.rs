@@ -9,7 +9,7 @@ use super::{
     Capabilities, Completion, FinishReason, Lm, LmError, LmRequest, ResponseFormat, StreamEvent,
     ToolCall, ToolChoice,
 };
-use crate::adapter::native::{descriptor_name, descriptor_parameters};
+use crate::signature::{descriptor_name, descriptor_parameters};
 
 /// Makes any [`Lm`] that supports schema-constrained replies call tools natively, however small
 /// its model.
@@ -35,7 +35,8 @@ use crate::adapter::native::{descriptor_name, descriptor_parameters};
 /// [`LmError::InvalidResponse`], never a silent empty call list.
 ///
 /// ```
-/// use signet::lm::{Capabilities, Completion, ConstrainedToolCalls, Lm, LmRequest, Message, ScriptedLm, ToolChoice};
+/// use signet::lm::{Capabilities, Completion, ConstrainedToolCalls, Lm, LmRequest, Message, ToolChoice};
+/// use signet::testing::ScriptedLm;
 /// use serde_json::json;
 ///
 /// let inner = ScriptedLm::texts([r#"[{"name": "add", "arguments": {"a": 2, "b": 3}}]"#])
@@ -78,7 +79,8 @@ impl<L: Lm> ConstrainedToolCalls<L> {
     /// limit cuts the list off; the bound ends the list instead.
     ///
     /// ```
-    /// use signet::lm::{ConstrainedToolCalls, ScriptedLm};
+    /// use signet::lm::ConstrainedToolCalls;
+    /// use signet::testing::ScriptedLm;
     /// let lm = ConstrainedToolCalls::new(ScriptedLm::texts(["[]"])).max_calls(3);
     /// # let _ = lm;
     /// ```
@@ -97,7 +99,8 @@ impl<L: Lm> ConstrainedToolCalls<L> {
     ///
     /// ```
     /// use serde_json::json;
-    /// use signet::lm::{ConstrainedToolCalls, ScriptedLm};
+    /// use signet::lm::ConstrainedToolCalls;
+    /// use signet::testing::ScriptedLm;
     /// let lm = ConstrainedToolCalls::new(ScriptedLm::texts(["[]"]))
     ///     .with_calls_only_template_kwargs(json!({"tool_call_only": true}));
     /// # let _ = lm;
@@ -322,7 +325,8 @@ impl<L: Lm> Lm for ConstrainedToolCalls<L> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lm::{Message, ScriptedLm};
+    use crate::lm::Message;
+    use crate::testing::ScriptedLm;
 
     fn add_tool() -> Value {
         json!({"type": "function", "function": {"name": "add", "description": "Add.",

@@ -363,14 +363,15 @@ pub fn render_history(entries: &[CallRecord], colors: bool) -> String {
 /// for any model.
 ///
 /// [`OpenAiLm`](super::OpenAiLm) keeps a history by itself; wrap any other LM in this — a
-/// [`ScriptedLm`](super::ScriptedLm), an `Arc<dyn Lm>` such as the one
+/// [`ScriptedLm`](crate::testing::ScriptedLm), an `Arc<dyn Lm>` such as the one
 /// `signet_local::LlamaCpp::lm` returns, a [`ConstrainedToolCalls`](super::ConstrainedToolCalls).
 /// [`wrap`](Self::wrap) gives it a history of its own, [`new`](Self::new) one you share. Keep the
 /// wrapper in an `Arc` to give the module a handle and still inspect it:
 ///
 /// ```
 /// use std::sync::Arc;
-/// use signet::lm::{HistoryLm, ScriptedLm};
+/// use signet::lm::HistoryLm;
+/// use signet::testing::ScriptedLm;
 /// use signet::prelude::*;
 ///
 /// /// Answer with one word.
@@ -396,7 +397,8 @@ impl<L: Lm> HistoryLm<L> {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use signet::lm::{CallHistory, HistoryLm, Lm, LmRequest, Message, ScriptedLm};
+    /// use signet::lm::{CallHistory, HistoryLm, Lm, LmRequest, Message};
+    /// use signet::testing::ScriptedLm;
     ///
     /// let history = Arc::new(CallHistory::new());
     /// let lm = HistoryLm::new(ScriptedLm::texts(["hi"]), history.clone());
@@ -414,7 +416,8 @@ impl<L: Lm> HistoryLm<L> {
     /// [`CallHistory::DEFAULT_CAPACITY`] calls; [`history`](Self::history) returns it).
     ///
     /// ```
-    /// use signet::lm::{HistoryLm, Lm, LmRequest, Message, ScriptedLm};
+    /// use signet::lm::{HistoryLm, Lm, LmRequest, Message};
+    /// use signet::testing::ScriptedLm;
     /// let lm = HistoryLm::wrap(ScriptedLm::texts(["hi"]));
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// lm.complete(&LmRequest::new(vec![Message::user("hello")])).await.unwrap();
@@ -569,7 +572,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_wrapped_lm_records_into_its_own_history() {
-        let lm = HistoryLm::wrap(crate::lm::ScriptedLm::texts(["hi"]));
+        let lm = HistoryLm::wrap(crate::testing::ScriptedLm::texts(["hi"]));
         lm.complete(&LmRequest::new(vec![Message::user("hello")]))
             .await
             .unwrap();

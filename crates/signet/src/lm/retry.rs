@@ -261,11 +261,12 @@ fn random_unit() -> f64 {
 /// Retries any [`Lm`] on transient errors according to a [`RetryPolicy`].
 ///
 /// [`OpenAiLm`](super::OpenAiLm) retries by itself; wrap other LMs (your own clients, a
-/// [`ScriptedLm`](super::ScriptedLm) in tests) in this.
+/// [`ScriptedLm`](crate::testing::ScriptedLm) in tests) in this.
 ///
 /// ```
 /// use std::time::Duration;
-/// use signet::lm::{Completion, Lm, LmError, LmRequest, RetryLm, RetryPolicy, ScriptedLm};
+/// use signet::lm::{Completion, Lm, LmError, LmRequest, RetryLm, RetryPolicy};
+/// use signet::testing::ScriptedLm;
 ///
 /// let flaky = ScriptedLm::new([])
 ///     .then_error(LmError::Server { status: 503, message: "busy".into() })
@@ -422,7 +423,7 @@ mod tests {
 
     #[tokio::test]
     async fn streams_are_retried_before_their_first_event() {
-        use crate::lm::ScriptedLm;
+        use crate::testing::ScriptedLm;
         let flaky = ScriptedLm::new([])
             .then_error(LmError::Timeout {
                 after: Duration::from_secs(1),

@@ -24,7 +24,7 @@ use crate::tool::{Tool, ToolError, ToolFuture, ToolSpec};
 ///
 /// ```
 /// use serde_json::json;
-/// use signet::lm::ScriptedLm;
+/// use signet::testing::ScriptedLm;
 /// use signet::module::ModuleTool;
 /// use signet::prelude::*;
 ///

@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::saved::tool_component;
 use super::{
     ChainOfThought, Predict, Predictor, ReAct, ReActCore, ReActError, Reasoned, UnknownTool,
 };
@@ -178,7 +179,7 @@ pub trait Predictors {
 /// module.
 ///
 /// ```
-/// use signet::lm::ScriptedLm;
+/// use signet::testing::ScriptedLm;
 /// use signet::module::Module;
 /// use signet::prelude::*;
 ///
@@ -460,16 +461,6 @@ impl<M: Predictors> Predictors for std::collections::BTreeMap<String, M> {
         self.iter_mut()
             .flat_map(|(k, m)| prefixed(format!("['{k}']"), m.named_react_loops_mut()))
             .collect()
-    }
-}
-
-/// The name of the description of `tool` in the ReAct loop at `path` (see
-/// [`Predictors::named_tool_descriptions`]).
-pub(crate) fn tool_component(path: &str, tool: &str) -> String {
-    if path == "self" {
-        format!("tools.{tool}")
-    } else {
-        join_path(path, format!("tools.{tool}"))
     }
 }
 

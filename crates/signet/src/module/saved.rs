@@ -390,7 +390,7 @@ pub(super) fn dump<P: super::Predictors + ?Sized>(program: &P) -> Value {
         .flat_map(|(path, core)| {
             core.changed_tool_descriptions()
                 .into_iter()
-                .map(|(tool, text)| (super::program::tool_component(&path, tool), json!(text)))
+                .map(|(tool, text)| (tool_component(&path, tool), json!(text)))
                 .collect::<Vec<_>>()
         })
         .collect();
@@ -474,7 +474,7 @@ fn tool_descriptions<P: super::Predictors + ?Sized>(
     for (path, core) in program.named_react_loops() {
         let mut changed = Vec::new();
         for tool in core.tool_list() {
-            let name = super::program::tool_component(&path, tool.name());
+            let name = tool_component(&path, tool.name());
             match saved.get(&name) {
                 None => {}
                 Some(Value::String(text)) => {
@@ -503,6 +503,16 @@ fn tool_descriptions<P: super::Predictors + ?Sized>(
         }
     }
     Ok(loops)
+}
+
+/// The name of the description of `tool` in the ReAct loop at `path` (see
+/// [`Predictors::named_tool_descriptions`](super::Predictors::named_tool_descriptions)).
+pub(crate) fn tool_component(path: &str, tool: &str) -> String {
+    if path == "self" {
+        format!("tools.{tool}")
+    } else {
+        format!("{path}.tools.{tool}")
+    }
 }
 
 /// `state` as DSPy writes it: two-space indents, raw UTF-8, a final newline.

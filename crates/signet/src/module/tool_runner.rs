@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::react::{Approval, ApprovalRequest, Approver, Decision, Observation, Waiting};
+use super::react::approval::{Approval, ApprovalRequest, Approver, Decision, Waiting};
+use super::react::limits::Limits;
+use super::react::trajectory::Observation;
 use crate::journal::{Journal, run_tool};
 use crate::lm::ToolCall;
 use crate::tool::{Tool, ToolError};
@@ -51,7 +53,7 @@ impl<'a> ToolRunner<'a> {
             approver,
             timeout,
             max_chars,
-            max_kept_bytes: super::react::Limits::default().max_kept_observation_bytes,
+            max_kept_bytes: Limits::default().max_kept_observation_bytes,
             journal: None,
         }
     }

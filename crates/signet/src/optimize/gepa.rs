@@ -172,7 +172,7 @@ where
 /// ```
 /// use signet::data::Example;
 /// use signet::evaluate::Score;
-/// use signet::lm::ScriptedLm;
+/// use signet::testing::ScriptedLm;
 /// use signet::optimize::{Gepa, GepaBudget};
 /// use signet::prelude::*;
 ///

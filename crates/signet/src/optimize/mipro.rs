@@ -235,7 +235,7 @@ impl std::fmt::Display for MiproReport {
 /// ```
 /// use signet::data::Example;
 /// use signet::evaluate::exact_match;
-/// use signet::lm::ScriptedLm;
+/// use signet::testing::ScriptedLm;
 /// use signet::optimize::{MiproBudget, MiproV2};
 /// use signet::prelude::*;
 ///
@@ -247,7 +247,7 @@ impl std::fmt::Display for MiproReport {
 ///     .map(|q| Example::new(serde_json::json!({"question": q, "answer": "yes"})).with_inputs(["question"]))
 ///     .collect();
 /// // The task model says "yes" only under the proposed instruction.
-/// let task = signet::lm::FnLm::new(|request| {
+/// let task = signet::testing::FnLm::new(|request| {
 ///     let yes = request.messages[0].content.contains("Say yes.");
 ///     format!("[[ ## answer ## ]]\n{}", if yes { "yes" } else { "no" })
 /// });

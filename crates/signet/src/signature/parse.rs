@@ -65,10 +65,10 @@ fn parse_fields(whole: &str, offset: usize, side: &str) -> Result<Vec<Field>, Si
         let field = match ty {
             None => Field::str(name),
             // DSPy's special types: a conversation, the tools offered, the calls made.
-            Some("History" | "dspy.History") => Field::of::<crate::adapter::History>(name),
-            Some("ToolCalls" | "dspy.ToolCalls") => Field::of::<crate::adapter::ToolCalls>(name),
+            Some("History" | "dspy.History") => Field::of::<super::History>(name),
+            Some("ToolCalls" | "dspy.ToolCalls") => Field::of::<super::ToolCalls>(name),
             Some("list[Tool]" | "list[dspy.Tool]" | "List[Tool]" | "List[dspy.Tool]") => {
-                Field::of::<crate::adapter::Tools>(name)
+                Field::of::<super::Tools>(name)
             }
             Some(ty) => {
                 let mut parser = TypeParser { text: ty, pos: 0 };

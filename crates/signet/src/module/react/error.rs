@@ -1,6 +1,6 @@
 //! Why a ReAct run failed, with what it did before it failed.
 
-use super::Trajectory;
+use super::trajectory::Trajectory;
 use crate::error::Error;
 use crate::lm::Usage;
 
@@ -53,7 +53,7 @@ pub enum RunFailure {
     },
     /// A suspended run could not be resumed (another agent, a missing decision, ..).
     #[error("the run cannot be resumed: {0}")]
-    Resume(#[from] super::ResumeError),
+    Resume(#[from] crate::error::ResumeError),
     /// The run reached its limit of LM calls ([`Limits::max_lm_calls`](super::Limits::max_lm_calls)).
     #[error("the run reached its limit of {limit} LM calls")]
     LmCallLimit {

@@ -13,9 +13,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use super::approval::{Decision, Waiting};
 use super::{ReActCore, ReActMode, Step, Trajectory};
 use crate::adapter::Fields;
 use crate::lm::Usage;
+
+pub use crate::error::ResumeError;
 
 /// The version of [`SuspendedRun`]'s layout; a state written by another version is refused.
 pub const STATE_FORMAT: u32 = 1;
@@ -135,110 +138,6 @@ pub struct PendingCall {
     pub thought: String,
     /// What the person is asked.
     pub waiting_for: Waiting,
-}
-
-/// What a pending call waits for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Waiting {
-    /// Approval to run a `#[tool(confirm)]` tool.
-    Approval,
-    /// An answer to the tool's question ([`ToolError::NeedsInput`](crate::ToolError::NeedsInput)).
-    Answer {
-        /// The question.
-        question: String,
-    },
-}
-
-/// A person's decision on a [`PendingCall`].
-///
-/// ```
-/// use serde_json::json;
-/// use signet::module::Decision;
-/// let decision: Decision = serde_json::from_value(json!({"decision": "edit", "value": {"amount": 10}})).unwrap();
-/// assert_eq!(decision, Decision::Edit(json!({"amount": 10})));
-/// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "decision", content = "value", rename_all = "snake_case")]
-pub enum Decision {
-    /// Run the call as the model wrote it.
-    Approve,
-    /// Do not run it; the reason (if any) is shown to the model, worded as an inline denial.
-    Deny(Option<String>),
-    /// Run it with these arguments instead. The trajectory (and what the model sees of its own
-    /// call) shows the arguments that ran.
-    Edit(Value),
-    /// Do not run it: this value is its result (a person's answer to
-    /// [`Waiting::Answer`], or a result supplied by hand).
-    Respond(Value),
-}
-
-/// Why a suspended run could not be resumed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ResumeError {
-    /// The agent's signature, tools or settings differ from those the run was suspended on.
-    #[error(
-        "the suspended run was made by a different agent (fingerprint {found}, this agent's is \
-         {expected}): its signature, tools or settings changed"
-    )]
-    StaleState {
-        /// This agent's fingerprint.
-        expected: String,
-        /// The state's.
-        found: String,
-    },
-    /// The state was written by another version of its layout.
-    #[error("the suspended run has state format {found}; this version reads format {expected}")]
-    Format {
-        /// [`STATE_FORMAT`].
-        expected: u32,
-        /// The state's.
-        found: u32,
-    },
-    /// The state lacks the conversation a [`ReActMode::History`] run needs to go on.
-    #[error(
-        "the suspended run has no conversation history, which a history-mode agent needs to \
-         resume it"
-    )]
-    MissingHistory,
-    /// A pending call got no decision.
-    #[error("no decision for pending call `{id}` ({tool})")]
-    MissingDecision {
-        /// The call's id.
-        id: String,
-        /// Its tool.
-        tool: String,
-    },
-    /// A decision names a call that is not pending.
-    #[error("a decision names call `{id}`, which is not pending (pending: {pending})")]
-    UnknownCall {
-        /// The id given.
-        id: String,
-        /// The pending ids, comma-separated.
-        pending: String,
-    },
-    /// The state contradicts itself or this agent (a pending call of a tool the agent lacks,
-    /// two calls with one id, a turn number out of range, ..): it was not written by an agent as
-    /// it stands.
-    #[error("the suspended run is not a valid state: {reason}")]
-    Invalid {
-        /// What is wrong.
-        reason: String,
-    },
-    /// The agent has a [state key](ReActCore::with_state_key) and the state carries no seal.
-    #[error(
-        "the suspended run is not sealed, and this agent resumes only states sealed with its \
-         state key"
-    )]
-    Unsealed,
-    /// The state's seal does not match its content under the agent's state key: the state was
-    /// changed after it was sealed, or sealed with another key.
-    #[error(
-        "the suspended run's seal does not match its content: the state was changed after it \
-         was sealed, or sealed with another key"
-    )]
-    BadSeal,
 }
 
 impl SuspendedRun {
@@ -653,7 +552,7 @@ impl ReActCore {
             match observed {
                 Ok((observation, elapsed)) => steps.push(Step {
                     observation: if state.history.is_some() {
-                        super::history::reworded(&call.tool, observation)
+                        super::trajectory::reworded(&call.tool, observation)
                     } else {
                         observation
                     },

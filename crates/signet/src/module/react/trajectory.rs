@@ -292,3 +292,20 @@ impl Trajectory {
         adapter.render_text_fields(&self.to_fields())
     }
 }
+
+/// A tool's own message after DSPy's ReActV2 prefix (as Python's traceback ends with it), where
+/// the other modes word a failure as DSPy's ReAct does.
+pub(super) fn reworded(name: &str, observation: Observation) -> Observation {
+    match observation {
+        Observation::Error(text) => {
+            let wrapped = format!("Execution error in {name}: tool `{name}` failed: ");
+            match text.strip_prefix(&wrapped) {
+                Some(message) => {
+                    Observation::Error(format!("Execution error in {name}: {message}"))
+                }
+                None => Observation::Error(text),
+            }
+        }
+        other => other,
+    }
+}

@@ -159,7 +159,7 @@ impl<S: Signature> ReAct<S> {
     ///
     /// ```
     /// use signet::prelude::*;
-    /// use signet::lm::ScriptedLm;
+    /// use signet::testing::ScriptedLm;
     ///
     /// /// Answer.
     /// #[derive(Signature)]
@@ -194,7 +194,7 @@ impl<S: Signature> ReAct<S> {
     /// ```
     /// use signet::prelude::*;
     /// use signet::module::{Decision, RunOutcome, SuspendedRun};
-    /// use signet::lm::ScriptedLm;
+    /// use signet::testing::ScriptedLm;
     ///
     /// /// Send money.
     /// #[tool(confirm)]

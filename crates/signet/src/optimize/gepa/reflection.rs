@@ -170,7 +170,7 @@ pub(crate) async fn propose(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lm::ScriptedLm;
+    use crate::testing::ScriptedLm;
 
     /// The messages DSPy 3.4.1 sends for this proposal (captured from Python; the system message's
     /// blank objective lines hold eight spaces).

@@ -7,7 +7,6 @@ use std::sync::{Arc, LazyLock};
 
 use serde_json::Value;
 
-use crate::adapter::python::py_str;
 use crate::adapter::templates::{
     MIPRO_DATASET_DESCRIPTOR, MIPRO_DATASET_DESCRIPTOR_WITH_PRIOR, MIPRO_DESCRIBE_MODULE,
     MIPRO_DESCRIBE_PROGRAM, MIPRO_GENERATE_INPUTS, MIPRO_GENERATE_INSTRUCTION,
@@ -17,6 +16,7 @@ use crate::adapter::{ChatAdapter, Fields};
 use crate::data::Example;
 use crate::lm::{Lm, LmOptions, Usage};
 use crate::module::{CallConfig, Predictor, Predictors};
+use crate::python::py_str;
 use crate::schema::python_repr;
 use crate::signature::{DynSignature, Field};
 

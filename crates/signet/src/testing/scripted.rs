@@ -7,7 +7,8 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt};
 
-use super::{Capabilities, Completion, Lm, LmError, LmRequest, ScriptedReply, StreamEvent};
+use super::ScriptedReply;
+use crate::lm::{Capabilities, Completion, Lm, LmError, LmRequest, StreamEvent};
 
 /// One entry of the script: a fixed completion, or a reply rendered for the request it answers.
 #[derive(Debug)]
@@ -28,7 +29,8 @@ enum Entry {
 /// the reply.
 ///
 /// ```
-/// use signet::lm::{Completion, Lm, LmError, LmRequest, ScriptedLm};
+/// use signet::lm::{Completion, Lm, LmError, LmRequest};
+/// use signet::testing::ScriptedLm;
 ///
 /// let lm = ScriptedLm::new([Completion::text("first")])
 ///     .then_error(LmError::Timeout { after: std::time::Duration::from_secs(1) });

@@ -4,14 +4,14 @@
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
-use super::{Completion, Lm, LmError, LmRequest};
+use crate::lm::{Completion, Lm, LmError, LmRequest};
 
 /// An LM answering each request with `reply(request)`, at once and counting one LM call each.
 /// Unlike [`ScriptedLm`](super::ScriptedLm) its replies do not depend on the order of the
 /// calls, so it serves concurrent evaluations and optimizers that try many prompts.
 ///
 /// ```
-/// use signet::lm::FnLm;
+/// use signet::testing::FnLm;
 /// use signet::prelude::*;
 ///
 /// /// Answer.

@@ -3,8 +3,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Completion, LmRequest, ResponseFormat, Role, ToolCall};
 use crate::adapter::templates;
+use crate::lm::{Completion, LmRequest, ResponseFormat, Role, ToolCall};
 use crate::signature::{DynSignature, Field};
 
 /// What a scripted model does on one call, independent of the format it must write it in
@@ -14,7 +14,7 @@ use crate::signature::{DynSignature, Field};
 ///
 /// * a request that offers tools natively gets tool calls (ids `call_<n>`) — or, when it also
 ///   constrains the reply with a schema (a model behind
-///   [`ConstrainedToolCalls`](super::ConstrainedToolCalls)), the JSON list of calls that wrapper
+///   [`ConstrainedToolCalls`](crate::lm::ConstrainedToolCalls)), the JSON list of calls that wrapper
 ///   reads;
 /// * otherwise the reply is text in the request's format — the Chat adapter's
 ///   `[[ ## field ## ]]` sections, the JSON adapter's object (constrained or not), or the XML
@@ -24,7 +24,7 @@ use crate::signature::{DynSignature, Field};
 ///
 /// ```
 /// use serde_json::json;
-/// use signet::lm::{ScriptedLm, ScriptedReply};
+/// use signet::testing::{ScriptedLm, ScriptedReply};
 /// use signet::prelude::*;
 ///
 /// /// Add two integers.
@@ -110,7 +110,7 @@ impl ScriptedReply {
     ///
     /// ```
     /// use serde_json::json;
-    /// use signet::lm::ScriptedReply;
+    /// use signet::testing::ScriptedReply;
     /// let reply = ScriptedReply::tool("add", json!({"a": 1, "b": 2})).thought("Add them.");
     /// assert!(matches!(reply, ScriptedReply::Tool { ref thought, .. } if thought == "Add them."));
     /// assert!(matches!(ScriptedReply::finish(json!({})), ScriptedReply::Finish { ref thought, .. } if thought == "I have everything I need."));
@@ -128,7 +128,7 @@ impl ScriptedReply {
     /// The completion this reply is for `request`.
     pub(crate) fn render(&self, request: &LmRequest) -> Completion {
         let native =
-            !request.tools.is_empty() && request.tool_choice != Some(super::ToolChoice::None);
+            !request.tools.is_empty() && request.tool_choice != Some(crate::lm::ToolChoice::None);
         match (self, native) {
             (
                 ScriptedReply::Tool {
@@ -162,7 +162,7 @@ impl ScriptedReply {
 }
 
 /// A native tool call; a JSON list of calls when the request constrains the reply with a schema
-/// (the inner model of [`ConstrainedToolCalls`](super::ConstrainedToolCalls)).
+/// (the inner model of [`ConstrainedToolCalls`](crate::lm::ConstrainedToolCalls)).
 fn call(request: &LmRequest, name: &str, args: &Value, thought: &str) -> Completion {
     if request.response_format.is_some() {
         return Completion::text(json!([{"name": name, "arguments": args}]).to_string());

@@ -1,0 +1,133 @@
+//! The field types with a meaning of their own to adapters and modules, and the map of field
+//! values every layer passes around. They live with signatures (a signature's field of one of
+//! these types gets its [`FieldKind`](super::FieldKind)), below the adapters that render them;
+//! [`adapter`](crate::adapter) re-exports them where users have always found them.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Field values by name: inputs, outputs, or a demo holding both.
+pub type Fields = Map<String, Value>;
+
+/// Conversation history: earlier turns, each a map of the signature's field values. Give a signature
+/// an input of this type and every adapter renders the turns as user/assistant messages before the
+/// current request, as DSPy does.
+///
+/// ```
+/// use signet::adapter::History;
+/// let field = signet::Field::of::<History>("history");
+/// assert_eq!(field.type_name(), "History");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct History {
+    /// The earlier turns, oldest first.
+    pub messages: Vec<Fields>,
+}
+
+/// The tools offered to the model through a signature input (DSPy's `list[dspy.Tool]`): OpenAI
+/// function descriptors. With native function calling they go in `tools=`; otherwise the prompt
+/// lists them.
+///
+/// ```
+/// use signet::adapter::Tools;
+/// use signet::{Field, tool};
+///
+/// /// Add two integers.
+/// #[tool]
+/// fn add(a: i64, b: i64) -> i64 { a + b }
+///
+/// let tools = Tools::from_tools([&AddTool as &dyn signet::Tool]);
+/// assert_eq!(tools.0[0]["function"]["name"], "add");
+/// assert_eq!(Field::of::<Tools>("tools").type_name(), "list[Tool]");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Tools(pub Vec<Value>);
+
+impl Tools {
+    /// The descriptors of `tools`.
+    pub fn from_tools<'a>(tools: impl IntoIterator<Item = &'a dyn crate::Tool>) -> Tools {
+        Tools(tools.into_iter().map(|t| t.to_openai_function()).collect())
+    }
+}
+
+impl JsonSchema for Tools {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Tools".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "array", "items": {"type": "object", "title": "Tool"}})
+    }
+}
+
+/// The tool descriptors of a tools input's value: a list of them, or one.
+pub(crate) fn descriptors(value: Option<&Value>) -> Option<Vec<Value>> {
+    match value? {
+        Value::Array(items) => Some(items.clone()),
+        one @ Value::Object(_) => Some(vec![one.clone()]),
+        _ => None,
+    }
+}
+
+/// The name of an OpenAI function descriptor (`{"type": "function", "function": {"name", ..}}`,
+/// or a bare function object).
+pub(crate) fn descriptor_name(descriptor: &Value) -> Option<&str> {
+    descriptor
+        .pointer("/function/name")
+        .or_else(|| descriptor.get("name"))
+        .and_then(Value::as_str)
+}
+
+/// The argument schema of a function descriptor, `$ref`s inlined (an open object when it has none).
+pub(crate) fn descriptor_parameters(descriptor: &Value) -> Value {
+    descriptor
+        .pointer("/function/parameters")
+        .or_else(|| descriptor.get("parameters"))
+        .map(crate::schema::inline_refs)
+        .unwrap_or_else(|| serde_json::json!({"type": "object"}))
+}
+
+/// The value of a tool-calls output field: the calls the model made, with their ids.
+///
+/// A reply without tool calls leaves the field `null` in the outputs (as DSPy does); a typed
+/// output reads `null` as no calls.
+///
+/// ```
+/// use signet::adapter::ToolCalls;
+/// let field = signet::Field::of::<ToolCalls>("tool_calls");
+/// assert_eq!(field.type_name(), "ToolCalls");
+/// let none: ToolCalls = serde_json::from_value(serde_json::Value::Null).unwrap();
+/// assert!(none.tool_calls.is_empty());
+/// ```
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+pub struct ToolCalls {
+    /// The calls, in the order the model made them.
+    pub tool_calls: Vec<ToolCallRecord>,
+}
+
+impl<'de> Deserialize<'de> for ToolCalls {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Calls {
+            tool_calls: Vec<ToolCallRecord>,
+        }
+        let calls = Option::<Calls>::deserialize(deserializer)?;
+        Ok(ToolCalls {
+            tool_calls: calls.map(|c| c.tool_calls).unwrap_or_default(),
+        })
+    }
+}
+
+/// One tool call in a [`ToolCalls`] value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolCallRecord {
+    /// The provider's id for the call, when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments (a JSON object, or the raw text when the model wrote invalid JSON).
+    pub args: Value,
+}
