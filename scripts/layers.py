@@ -38,10 +38,10 @@ LAYERS = [
 ]
 
 # The budgets: lower them as the code improves; never raise them.
-ALLOWED_BACK = 9
-ALLOWED_CIRCLES = 5
+ALLOWED_BACK = 0
+ALLOWED_CIRCLES = 0
 MAX_LINES = 900
-ALLOWED_LONG = 5
+ALLOWED_LONG = 0
 
 PATH = re.compile(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)+)")
 USE_GROUP = re.compile(r"\buse\s+(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)*)::\{", re.S)

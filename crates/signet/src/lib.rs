@@ -14,12 +14,18 @@
 //! | module | what |
 //! |---|---|
 //! | [`tool`](mod@tool) | the [`Tool`] trait, `#[tool]`'s runtime, closure tools, argument validation |
-//! | [`signature`] | typed and run-time signatures, DSPy type names |
-//! | [`lm`] | the [`Lm`](lm::Lm) trait, requests and completions, a scripted LM for tests |
+//! | [`signature`] | typed and run-time signatures, DSPy type names, the field vocabulary (`Fields`, `History`, `Tools`, `ToolCalls`) |
+//! | [`lm`] | the [`Lm`](lm::Lm) trait, requests and completions, the OpenAI-compatible client, retries, cache, history |
 //! | [`adapter`] | the Chat, JSON and XML formats (DSPy-identical prompts), native function calling |
-//! | [`module`] | `Predict`, `ChainOfThought`, `ReAct` |
+//! | [`journal`] | where a run's effects (LM and tool calls) are recorded and replayed, for durable runs |
+//! | [`trace`] | what a run did, call by call, for optimizers and debugging |
 //! | [`structured`] | a schema-valid value from any LM (native tool → JSON mode → text) |
-//! | [`schema`], [`blocking`] | schema helpers; the one rule for calling async code from sync code |
+//! | [`module`] | `Predict`, `ChainOfThought`, `ReAct`, programs, saved programs in DSPy's format |
+//! | [`data`] | examples and datasets, DSPy's seeded shuffles |
+//! | [`evaluate`] | `Evaluate`: a program over a dev set, scored by a metric |
+//! | [`optimize`] | the optimizers: few-shot, random search, KNN, GEPA, MIPROv2 |
+//! | [`testing`] | test doubles: a scripted LM, scripted replies in any format, an LM from a function |
+//! | [`schema`], [`blocking`], [`fs_atomic`] | schema helpers; calling async code from sync code; atomic file writes |
 //!
 //! ```
 //! use signet::{Signature, Tool, tool};

@@ -19,6 +19,7 @@
 //! ```
 
 mod cache;
+mod capabilities;
 mod constrained_tools;
 mod history;
 #[cfg(feature = "openai")]
@@ -31,6 +32,7 @@ use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt};
 
 pub use cache::{CachedLm, ResponseCache};
+pub use capabilities::Capabilities;
 pub use constrained_tools::ConstrainedToolCalls;
 pub use history::{CallHistory, CallRecord, HistoryLm, render_history};
 #[cfg(feature = "openai")]
@@ -38,8 +40,8 @@ pub use openai::{BuildError, OpenAiLm, OpenAiLmBuilder};
 pub use retry::{RetryLm, RetryPolicy, parse_retry_after};
 pub use tokens::{CHARS_PER_TOKEN_ESTIMATE, TokenCount, count_prompt_tokens};
 pub use types::{
-    Capabilities, Completion, FinishReason, LmError, LmOptions, LmRequest, Message, ResponseFormat,
-    Role, StreamAssembler, StreamEvent, ToolCall, ToolChoice, Usage,
+    Completion, FinishReason, LmError, LmOptions, LmRequest, Message, ResponseFormat, Role,
+    StreamAssembler, StreamEvent, ToolCall, ToolChoice, Usage,
 };
 
 /// A language model: messages and options in, a completion out.

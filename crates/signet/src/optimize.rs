@@ -10,6 +10,8 @@
 //! * [`BootstrapFewShotWithRandomSearch`]: several bootstrapped candidates (zero-shot,
 //!   labeled-only, then bootstrap runs on reshuffled training sets), each scored on a validation
 //!   set; the best wins.
+//! * [`KnnFewShot`]: at each call, the training examples nearest to the inputs become the demos
+//!   (DSPy's `KNNFewShot`; nearness by word overlap on the input fields, no model needed).
 //! * [`Gepa`]: rewrites each predictor's instructions from a reflection LM's reading of runs and
 //!   the metric's feedback.
 //! * [`MiproV2`]: searches instructions and demo sets together with a seeded TPE sampler.

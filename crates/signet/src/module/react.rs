@@ -16,6 +16,7 @@ pub(super) mod limits;
 mod native;
 mod prompt;
 mod selection;
+mod settings;
 pub(super) mod suspend;
 mod text;
 pub(super) mod trajectory;
@@ -43,13 +44,12 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::{CallConfig, Error, Predictor, with_reasoning};
+use super::{CallConfig, Error, Predictor};
 use crate::adapter::{Adapter, Fields};
 use crate::lm::{Lm, LmError, LmOptions, Usage};
-use crate::signature::{DynSignature, Field};
+use crate::signature::DynSignature;
 use crate::tool::Tool;
 use events::{Emitter, FINISH_POSTPONED, Interrupts, millis};
-use prompt::step_signatures;
 use suspend::Start;
 
 /// The name of the tool that ends the loop.
@@ -125,174 +125,6 @@ impl std::fmt::Debug for ReActCore {
 }
 
 impl ReActCore {
-    /// A ReAct loop for `signature`, with no tools yet (`finish` is always there); add them with
-    /// [`tool`](Self::tool) and [`tools`](Self::tools).
-    pub fn new(signature: DynSignature) -> ReActCore {
-        let (step_signature, parse_signature) = step_signatures(&signature, &[]);
-        let mut extract_signature =
-            DynSignature::new(signature.name()).with_instructions(signature.instructions());
-        for field in signature.inputs() {
-            extract_signature = extract_signature.with_input(field.clone());
-        }
-        extract_signature = extract_signature.with_input(Field::str("trajectory"));
-        for field in signature.outputs() {
-            extract_signature = extract_signature.with_output(field.clone());
-        }
-        ReActCore {
-            step: Predictor::new(step_signature).with_parse_signature(parse_signature),
-            extract: Predictor::new(with_reasoning(&extract_signature)),
-            signature,
-            tools: Vec::new(),
-            own_tools: Vec::new(),
-            limits: Limits::default(),
-            truncation: Arc::new(DropOldest),
-            mode: ReActMode::Auto,
-            approver: None,
-            selection_threshold: 12,
-            selection_limit: None,
-            require_tool_calls: false,
-            finish_on_last_turn: false,
-            state_key: None,
-        }
-    }
-
-    /// Adds `tool`: any [`Tool`] — a `#[tool]` function's type, an `Arc<dyn Tool>` from a
-    /// [`ToolBox`](crate::ToolBox) or an MCP client, a closure tool. The step signature (the tool
-    /// list in its instructions, the names the model may choose) follows.
-    pub fn tool(self, tool: impl Tool + 'static) -> Self {
-        self.tools([tool])
-    }
-
-    /// Adds each of `tools` (see [`tool`](Self::tool)).
-    pub fn tools(mut self, tools: impl IntoIterator<Item = impl Tool + 'static>) -> Self {
-        let added: Vec<Arc<dyn Tool>> = tools.into_iter().map(crate::tool::share).collect();
-        self.tools.extend(added.iter().cloned());
-        self.own_tools.extend(added);
-        let (step_signature, parse_signature) = step_signatures(&self.signature, &self.tools);
-        self.step.signature = step_signature;
-        self.step.parse_as = Some(parse_signature);
-        self
-    }
-
-    /// The tools offered (without `finish`).
-    pub fn tool_list(&self) -> &[Arc<dyn Tool>] {
-        &self.tools
-    }
-
-    /// In native mode, every turn must call a tool — the answer is a `finish` call with the
-    /// outputs (`tool_choice: "required"` instead of `"auto"`). For small models that otherwise
-    /// write an answer before using any tool; `finish` is always offered, so no run is forced
-    /// to call a tool it does not need. Text mode is unchanged.
-    pub fn with_required_tool_calls(mut self, required: bool) -> Self {
-        self.require_tool_calls = required;
-        self
-    }
-
-    /// In native mode, the last turn the step limit allows ([`Limits::max_iters`], or the call's
-    /// [`CallConfig::max_iters`]) must call `finish` (`tool_choice` names it): a run that would
-    /// have reached the limit ends with the model's own answer, written after it saw every
-    /// result, instead of stopping early and asking the extractor. For models that keep calling
-    /// tools: with `max_iters(2)`, a question that needs one round of calls is answered on the
-    /// second turn. Text mode is unchanged (after the limit, the extractor answers, as in DSPy);
-    /// history mode always ends with DSPy's forced `submit`.
-    ///
-    /// ```
-    /// use signet::module::{Limits, ReActCore};
-    /// let agent = ReActCore::new("question -> answer".parse().unwrap())
-    ///     .with_limits(Limits::default().max_iters(2))
-    ///     .with_finish_on_last_turn(true);
-    /// # let _ = agent;
-    /// ```
-    pub fn with_finish_on_last_turn(mut self, on: bool) -> Self {
-        self.finish_on_last_turn = on;
-        self
-    }
-
-    /// The signature's inputs among `inputs`, in signature order.
-    fn own_inputs(&self, inputs: &Fields) -> Fields {
-        self.signature
-            .inputs()
-            .iter()
-            .filter_map(|f| {
-                inputs
-                    .get(f.name())
-                    .map(|v| (f.name().to_owned(), v.clone()))
-            })
-            .collect()
-    }
-
-    /// Asks `approver` before running any tool that requires confirmation (`#[tool(confirm)]`).
-    /// Without an approver such tools are never run: the model is told so — or, in a run begun
-    /// with [`start`](Self::start), the run suspends until a person decides.
-    pub fn with_approver<F, Fut>(mut self, approver: F) -> Self
-    where
-        F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = Approval> + Send + 'static,
-    {
-        self.approver = Some(super::tool_runner::approver(approver));
-        self
-    }
-
-    /// Seals every state the agent suspends with `key` (an HMAC-SHA256, [`SuspendedRun::seal`]),
-    /// and resumes only states sealed with it: a state without a seal is
-    /// [`ResumeError::Unsealed`], one changed since it was sealed [`ResumeError::BadSeal`]. With a
-    /// key a state may pass through hands that could change it (a client's request, a shared
-    /// store): the seal proves it unchanged, though not unread (it is not encrypted) nor unused (a
-    /// sealed state can be resumed more than once). Use a long random key from the service's
-    /// secrets. The key is not part of the [fingerprint](Self::fingerprint).
-    pub fn with_state_key(mut self, key: impl AsRef<[u8]>) -> Self {
-        self.state_key = Some(Arc::from(key.as_ref()));
-        self
-    }
-
-    /// Text or native tool calling (default: [`ReActMode::Auto`]).
-    pub fn with_mode(mut self, mode: ReActMode) -> Self {
-        self.mode = mode;
-        self
-    }
-
-    /// Bounds on a run: steps, LM calls, time per tool call, observation size, concurrency (see
-    /// [`Limits`] for the defaults).
-    pub fn with_limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// The run's limits.
-    pub fn limits(&self) -> &Limits {
-        &self.limits
-    }
-
-    /// Uses `lm` for the steps and the extractor.
-    pub fn with_lm(mut self, lm: impl Lm + 'static) -> Self {
-        let lm = crate::lm::shared(lm);
-        self.step = self.step.with_lm(lm.clone());
-        self.extract = self.extract.with_lm(lm);
-        self
-    }
-
-    /// Uses `adapter` for the steps and the extractor.
-    pub fn with_adapter(mut self, adapter: impl Adapter + 'static) -> Self {
-        let adapter = crate::adapter::shared(adapter);
-        self.step = self.step.with_adapter(adapter.clone());
-        self.extract = self.extract.with_adapter(adapter);
-        self
-    }
-
-    /// Sampling options (temperature, length limit, ..) for the steps and the extractor.
-    pub fn with_options(mut self, options: LmOptions) -> Self {
-        self.step = self.step.with_options(options.clone());
-        self.extract = self.extract.with_options(options);
-        self
-    }
-
-    /// How to shorten the trajectory when it overflows the context window (default
-    /// [`DropOldest`]).
-    pub fn with_truncation(mut self, policy: impl TruncationPolicy + 'static) -> Self {
-        self.truncation = Arc::new(policy);
-        self
-    }
-
     /// The step predictor (its signature holds DSPy's ReAct instructions).
     pub fn step_predictor(&self) -> &Predictor {
         &self.step

@@ -1,0 +1,379 @@
+//! Building an [`OpenAiLm`]: the builder's settings, what it reads from the environment, and
+//! why a build fails ([`BuildError`]).
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_openai::Client;
+use async_openai::config::OpenAIConfig;
+use reqwest::header::{HeaderName, HeaderValue};
+
+use super::errors::error_chain;
+use super::transport::{Transport, same_origin_redirects};
+use super::{DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STREAM_DEADLINE, OPENAI_API_BASE, OpenAiLm};
+use crate::lm::{CallHistory, Capabilities, ResponseCache, RetryPolicy};
+
+/// An API key: shown as `[redacted]` by `Debug`.
+#[derive(Clone)]
+pub(super) struct ApiKey(pub(super) String);
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+/// Why an [`OpenAiLmBuilder`] could not build its client.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The API key contains characters that cannot be sent in an HTTP header.
+    #[error("the API key contains characters that cannot be sent in an HTTP header")]
+    InvalidApiKey,
+    /// The base URL is not an absolute `http`/`https` URL.
+    #[error("invalid base URL {url:?}: {reason}")]
+    InvalidBaseUrl {
+        /// The URL given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A custom header has an invalid name or value.
+    #[error("invalid header {name:?}: {reason}")]
+    InvalidHeader {
+        /// The header's name.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The disk cache's directory could not be created.
+    #[error("could not open the disk cache: {0}")]
+    Cache(#[source] std::io::Error),
+    /// The HTTP client could not be built (TLS setup).
+    #[error("could not build the HTTP client: {0}")]
+    HttpClient(String),
+}
+
+/// Configures an [`OpenAiLm`]. Created by [`OpenAiLm::builder`].
+///
+/// Defaults: base URL from `OPENAI_BASE_URL`, else `https://api.openai.com/v1`; API key from
+/// `OPENAI_API_KEY`, else none (local servers need none); capabilities
+/// [`Capabilities::openai`] for OpenAI's own API and [`Capabilities::default`] (text and JSON
+/// mode) elsewhere; 600 s per attempt; [`RetryPolicy::default`]; no cache; a
+/// [`CallHistory`] of the last 1000 calls; usage requested in streams; the length limit sent as
+/// `max_tokens`.
+///
+/// ```
+/// use std::time::Duration;
+/// use signet::lm::{Capabilities, Lm, OpenAiLm};
+///
+/// let lm = OpenAiLm::builder("smollm2")
+///     .base_url("http://127.0.0.1:8080/v1/")
+///     .api_key("not-needed")
+///     .capabilities(Capabilities::llama_cpp())
+///     .timeout(Duration::from_secs(30))
+///     .max_retries(1)
+///     .build()
+///     .unwrap();
+/// assert_eq!(lm.base_url(), "http://127.0.0.1:8080/v1");
+/// assert!(lm.capabilities().json_object_schema);
+/// assert!(!format!("{lm:?}").contains("not-needed"));
+/// ```
+#[derive(Clone)]
+pub struct OpenAiLmBuilder {
+    model: String,
+    base_url: Option<String>,
+    api_key: Option<ApiKey>,
+    capabilities: Option<Capabilities>,
+    timeout: Duration,
+    retry: RetryPolicy,
+    cache: Option<Arc<ResponseCache>>,
+    disk_cache: Option<PathBuf>,
+    history: Option<Arc<CallHistory>>,
+    headers: Vec<(String, ApiKey)>,
+    stream_usage: bool,
+    max_completion_tokens: bool,
+    max_response_bytes: usize,
+    stream_deadline: Duration,
+}
+
+impl fmt::Debug for OpenAiLmBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let header_names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("OpenAiLmBuilder")
+            .field("model", &self.model)
+            .field(
+                "base_url",
+                &self.base_url.as_deref().map(without_credentials),
+            )
+            .field("api_key", &self.api_key)
+            .field("capabilities", &self.capabilities)
+            .field("timeout", &self.timeout)
+            .field("retry", &self.retry)
+            .field("cache", &self.cache.is_some())
+            .field("disk_cache", &self.disk_cache)
+            .field("headers", &header_names)
+            .field("stream_usage", &self.stream_usage)
+            .field("max_completion_tokens", &self.max_completion_tokens)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The credentials a base URL carries (`https://user:password@host/..`): the password, raw and
+/// percent-decoded, or the user name when it comes alone (a token in the user-name place).
+/// reqwest sends them as basic auth; errors and `Debug` must not show them.
+fn url_credentials(url: &reqwest::Url) -> Vec<String> {
+    let (user, password) = (url.username(), url.password().unwrap_or_default());
+    let secret = if password.is_empty() { user } else { password };
+    let decoded = percent_encoding::percent_decode_str(secret)
+        .decode_utf8_lossy()
+        .into_owned();
+    vec![secret.to_owned(), decoded]
+}
+
+/// `url` with its credentials replaced by `[redacted]`, for `Debug`.
+pub(super) fn without_credentials(url: &str) -> String {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return url.to_owned();
+    };
+    if parsed.username().is_empty() && parsed.password().is_none() {
+        return url.to_owned();
+    }
+    let mut shown = parsed;
+    let _ = shown.set_username("[redacted]");
+    let _ = shown.set_password(None);
+    shown.to_string().replace("%5Bredacted%5D", "[redacted]")
+}
+
+impl OpenAiLmBuilder {
+    /// The builder [`OpenAiLm::builder`] returns: every setting at its default.
+    pub(super) fn new(model: String) -> OpenAiLmBuilder {
+        OpenAiLmBuilder {
+            model,
+            base_url: None,
+            api_key: None,
+            capabilities: None,
+            timeout: Duration::from_secs(600),
+            retry: RetryPolicy::default(),
+            cache: None,
+            disk_cache: None,
+            history: None,
+            headers: Vec::new(),
+            stream_usage: true,
+            max_completion_tokens: false,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            stream_deadline: DEFAULT_STREAM_DEADLINE,
+        }
+    }
+
+    /// The endpoint's base URL, up to and including the version (`.../v1`); a trailing `/` is
+    /// ignored. OpenAI: `https://api.openai.com/v1`; llama.cpp and vLLM:
+    /// `http://HOST:PORT/v1`; Ollama: `http://localhost:11434/v1`.
+    pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = Some(base_url.into());
+        self
+    }
+
+    /// The API key, sent as `Authorization: Bearer <key>` (instead of `OPENAI_API_KEY`).
+    pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
+        self.api_key = Some(ApiKey(api_key.into()));
+        self
+    }
+
+    /// What the endpoint supports (adapters choose formats from this).
+    pub fn capabilities(mut self, capabilities: Capabilities) -> Self {
+        self.capabilities = Some(capabilities);
+        self
+    }
+
+    /// The time limit of one attempt (connecting, sending and receiving the whole reply; for a
+    /// stream: until the response starts, then between two chunks).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The retry policy.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Shortcut: the default retry policy with this many retries (0 turns retries off).
+    pub fn max_retries(mut self, max_retries: u32) -> Self {
+        self.retry = self.retry.with_max_retries(max_retries);
+        self
+    }
+
+    /// Answers repeated requests from `cache` (which may be shared with other LMs).
+    pub fn cache(mut self, cache: Arc<ResponseCache>) -> Self {
+        self.cache = Some(cache);
+        self.disk_cache = None;
+        self
+    }
+
+    /// Answers repeated requests from a new in-memory cache.
+    pub fn memory_cache(self) -> Self {
+        self.cache(Arc::new(ResponseCache::in_memory()))
+    }
+
+    /// Answers repeated requests from a cache kept in `directory` (one JSON file per request),
+    /// created by [`build`](OpenAiLmBuilder::build) if needed.
+    pub fn disk_cache(mut self, directory: impl Into<PathBuf>) -> Self {
+        self.cache = None;
+        self.disk_cache = Some(directory.into());
+        self
+    }
+
+    /// Records calls in `history` (which may be shared with other LMs) instead of a new one.
+    pub fn history(mut self, history: Arc<CallHistory>) -> Self {
+        self.history = Some(history);
+        self
+    }
+
+    /// Adds a header to every request (for gateways: `OpenAI-Organization`, `api-key`, ..). Its
+    /// value is never shown by `Debug`.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), ApiKey(value.into())));
+        self
+    }
+
+    /// Whether streams ask for usage (`stream_options: {"include_usage": true}`); on by default.
+    /// Turn it off for a server that rejects `stream_options`.
+    pub fn stream_usage(mut self, stream_usage: bool) -> Self {
+        self.stream_usage = stream_usage;
+        self
+    }
+
+    /// Sends the length limit as `max_completion_tokens` (OpenAI's reasoning models require it)
+    /// instead of `max_tokens` (which every compatible server understands).
+    pub fn max_completion_tokens(mut self, max_completion_tokens: bool) -> Self {
+        self.max_completion_tokens = max_completion_tokens;
+        self
+    }
+
+    /// The most bytes of one response body the client reads (default 16 MiB): a reply body, a
+    /// whole event stream, an error body (cut there). A longer reply or stream fails with
+    /// [`LmError::ResponseTooLarge`](crate::lm::LmError::ResponseTooLarge), which is not retried.
+    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
+        self.max_response_bytes = bytes;
+        self
+    }
+
+    /// The longest a streamed reply may take from the request to its last event (default 10
+    /// minutes), however regularly its chunks arrive ([`timeout`](Self::timeout) bounds each
+    /// wait): a stream still going past it fails with [`LmError::Timeout`](crate::lm::LmError::Timeout).
+    pub fn stream_deadline(mut self, deadline: Duration) -> Self {
+        self.stream_deadline = deadline;
+        self
+    }
+
+    /// Builds the client, reading `OPENAI_BASE_URL` and `OPENAI_API_KEY` for what was not set.
+    pub fn build(self) -> Result<OpenAiLm, BuildError> {
+        let base_url = self
+            .base_url
+            .or_else(|| env_var("OPENAI_BASE_URL"))
+            .unwrap_or_else(|| OPENAI_API_BASE.to_owned());
+        let base_url = base_url.trim().trim_end_matches('/').to_owned();
+        let parsed = reqwest::Url::parse(&base_url).map_err(|e| BuildError::InvalidBaseUrl {
+            url: base_url.clone(),
+            reason: e.to_string(),
+        })?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(BuildError::InvalidBaseUrl {
+                url: base_url,
+                reason: "the scheme must be http or https".into(),
+            });
+        }
+        let api_key = self
+            .api_key
+            .or_else(|| env_var("OPENAI_API_KEY").map(ApiKey))
+            .filter(|key| !key.0.is_empty());
+        let capabilities = self.capabilities.unwrap_or_else(|| {
+            if parsed.host_str() == Some("api.openai.com") {
+                Capabilities::openai()
+            } else {
+                Capabilities::default()
+            }
+        });
+
+        // Everything async-openai would otherwise read from the environment is set explicitly;
+        // header values are checked first because async-openai turns them into headers with
+        // `unwrap`.
+        let key = api_key.as_ref().map_or("", |k| k.0.as_str());
+        HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| BuildError::InvalidApiKey)?;
+        let mut config = OpenAIConfig::new()
+            .with_api_base(&base_url)
+            .with_api_key(key)
+            .with_org_id("")
+            .with_project_id("");
+        for (name, value) in &self.headers {
+            let header =
+                HeaderName::from_bytes(name.as_bytes()).map_err(|e| BuildError::InvalidHeader {
+                    name: name.clone(),
+                    reason: e.to_string(),
+                })?;
+            config = config.with_header(header, value.0.as_str()).map_err(|e| {
+                BuildError::InvalidHeader {
+                    name: name.clone(),
+                    reason: e.to_string(),
+                }
+            })?;
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(self.timeout)
+            .redirect(same_origin_redirects())
+            .build()
+            .map_err(|e| BuildError::HttpClient(error_chain(&e)))?;
+        // Our own transport replaces async-openai's, whose built-in retries would hide attempts
+        // from the retry policy and whose error path drops `Retry-After`.
+        let client = Client::with_config(config).with_http_service(Transport {
+            http,
+            max_body_bytes: self.max_response_bytes,
+        });
+
+        let cache = match (self.cache, self.disk_cache) {
+            (Some(cache), _) => Some(cache),
+            (None, Some(directory)) => Some(Arc::new(
+                ResponseCache::on_disk(directory).map_err(BuildError::Cache)?,
+            )),
+            (None, None) => None,
+        };
+        let mut secrets: Vec<String> = api_key
+            .iter()
+            .chain(self.headers.iter().map(|(_, value)| value))
+            .map(|secret| secret.0.clone())
+            .chain(url_credentials(&parsed))
+            .filter(|secret| !secret.is_empty())
+            .collect();
+        // Longest first, so that a secret containing another is removed whole.
+        secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
+        secrets.dedup();
+        Ok(OpenAiLm {
+            client,
+            model: self.model,
+            base_url,
+            api_key,
+            header_names: self.headers.into_iter().map(|(name, _)| name).collect(),
+            secrets,
+            capabilities,
+            timeout: self.timeout,
+            retry: self.retry,
+            cache,
+            history: self.history.unwrap_or_default(),
+            stream_usage: self.stream_usage,
+            max_completion_tokens: self.max_completion_tokens,
+            max_response_bytes: self.max_response_bytes,
+            stream_deadline: self.stream_deadline,
+        })
+    }
+}
+
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+}
