@@ -406,15 +406,11 @@ fn tool_calls_schema(
             let name = crate::signature::descriptor_name(descriptor)?;
             let mut args = crate::signature::descriptor_parameters(descriptor);
             bound_values(&mut args, bounds);
-            Some(json!({
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string", "enum": [name]},
-                    "args": args,
-                },
-                "required": ["name", "args"],
-                "additionalProperties": false,
-            }))
+            Some(crate::signature::call_branch(
+                &[],
+                ("name", name),
+                ("args", args),
+            ))
         })
         .collect();
     if branches.is_empty() {

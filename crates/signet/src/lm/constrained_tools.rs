@@ -9,7 +9,7 @@ use super::{
     Capabilities, Completion, FinishReason, Lm, LmError, LmRequest, ResponseFormat, StreamEvent,
     ToolCall, ToolChoice,
 };
-use crate::signature::{descriptor_name, descriptor_parameters};
+use crate::signature::{call_branch, descriptor_name, descriptor_parameters};
 
 /// Makes any [`Lm`] that supports schema-constrained replies call tools natively, however small
 /// its model.
@@ -178,12 +178,7 @@ fn reply_schema(request: &LmRequest, max_calls: usize) -> Result<Value, LmError>
             continue;
         }
         let parameters = descriptor_parameters(descriptor);
-        branches.push(json!({
-            "type": "object",
-            "properties": {"name": {"type": "string", "enum": [name]}, "arguments": parameters},
-            "required": ["name", "arguments"],
-            "additionalProperties": false,
-        }));
+        branches.push(call_branch(&[], ("name", name), ("arguments", parameters)));
     }
     if branches.is_empty() {
         return Err(LmError::InvalidResponse {

@@ -89,6 +89,34 @@ pub(crate) fn descriptor_parameters(descriptor: &Value) -> Value {
         .unwrap_or_else(|| serde_json::json!({"type": "object"}))
 }
 
+/// One branch of a schema that ties a tool's name to its arguments, for schema-constrained
+/// decoding: an object whose `name_key` is exactly `name` and whose `args_key` follows `args`,
+/// after the `leading` properties (ReAct's `next_thought`), all required and nothing else. The
+/// one builder of per-tool call schemas: native calls through a constraint, the JSON adapter's
+/// tool-call outputs and ReAct's constrained step.
+pub(crate) fn call_branch(
+    leading: &[(&str, Value)],
+    (name_key, name): (&str, &str),
+    (args_key, args): (&str, Value),
+) -> Value {
+    let mut properties = Map::new();
+    for (key, schema) in leading {
+        properties.insert((*key).to_owned(), schema.clone());
+    }
+    properties.insert(
+        name_key.to_owned(),
+        serde_json::json!({"type": "string", "enum": [name]}),
+    );
+    properties.insert(args_key.to_owned(), args);
+    let required: Vec<&str> = properties.keys().map(String::as_str).collect();
+    serde_json::json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
 /// The value of a tool-calls output field: the calls the model made, with their ids.
 ///
 /// A reply without tool calls leaves the field `null` in the outputs (as DSPy does); a typed

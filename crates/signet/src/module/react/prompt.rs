@@ -122,17 +122,9 @@ pub(super) fn step_signatures(
 /// schema (and `finish` to the outputs, all optional), so a constrained model can only produce a
 /// well-formed call.
 fn constrained_step_schema(signature: &DynSignature, tools: &[Arc<dyn Tool>]) -> Value {
+    let thought = [("next_thought", json!({"type": "string"}))];
     let branch = |name: &str, args: Value| {
-        json!({
-            "type": "object",
-            "properties": {
-                "next_thought": {"type": "string"},
-                "next_tool_name": {"type": "string", "enum": [name]},
-                "next_tool_args": args,
-            },
-            "required": ["next_thought", "next_tool_name", "next_tool_args"],
-            "additionalProperties": false
-        })
+        crate::signature::call_branch(&thought, ("next_tool_name", name), ("next_tool_args", args))
     };
     let mut branches: Vec<Value> = tools
         .iter()
