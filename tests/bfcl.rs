@@ -420,7 +420,7 @@ fn every_bfcl_function_converts_to_a_schema_signet_accepts() {
         // The decoding schema of constrained mode for the whole question compiles too.
         let inputs = serde_json::to_value(&question.input).unwrap();
         let mut request = LmRequest::default();
-        JsonAdapter::constrained().configure_call(
+        JsonAdapter::constrained().configure(
             signature,
             inputs.as_object().unwrap(),
             &mut request,

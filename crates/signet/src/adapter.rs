@@ -84,29 +84,18 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
     /// Reads the output fields from the reply text.
     fn parse(&self, signature: &DynSignature, text: &str) -> Result<Fields, ParseError>;
 
-    /// Sets request options the format needs (such as `response_format`) for an LM with these
-    /// capabilities.
+    /// Sets request options the format needs (such as `response_format`) for a call of
+    /// `signature` with `inputs` to an LM with these capabilities. Most formats depend on the
+    /// signature alone; [`JsonAdapter::constrained`] also uses the tools input to tie each tool
+    /// call of a `ToolCalls` output to its function's argument schema. The default sets nothing.
     fn configure(
-        &self,
-        signature: &DynSignature,
-        request: &mut LmRequest,
-        capabilities: Capabilities,
-    ) {
-        let _ = (signature, request, capabilities);
-    }
-
-    /// [`configure`](Self::configure) with the call's input values, for formats that depend on
-    /// them. The default ignores the inputs; [`JsonAdapter::constrained`] uses the tools input to
-    /// tie each tool call of a `ToolCalls` output to its function's argument schema.
-    fn configure_call(
         &self,
         signature: &DynSignature,
         inputs: &Fields,
         request: &mut LmRequest,
         capabilities: Capabilities,
     ) {
-        let _ = inputs;
-        self.configure(signature, request, capabilities);
+        let _ = (signature, inputs, request, capabilities);
     }
 
     /// `values` rendered as a user message renders text (`str`) inputs, in order (ReAct renders
@@ -128,18 +117,12 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
         None
     }
 
-    /// The adapter to retry with, once, when a reply cannot be parsed.
-    fn fallback(&self) -> Option<Box<dyn Adapter>> {
-        None
-    }
-
     /// The adapter to retry with, once, when the reply to a call of `signature` with `inputs`
-    /// cannot be parsed: [`fallback`](Self::fallback) unless the adapter retries differently
-    /// depending on the call ([`JsonAdapter::constrained`] with bounds retries a `ToolCalls`
-    /// output under tighter bounds).
-    fn call_fallback(&self, signature: &DynSignature, inputs: &Fields) -> Option<Box<dyn Adapter>> {
+    /// cannot be parsed (the Chat and XML adapters: the JSON adapter; [`JsonAdapter::constrained`]
+    /// with bounds: itself under tighter bounds, for a `ToolCalls` output). The default: none.
+    fn fallback(&self, signature: &DynSignature, inputs: &Fields) -> Option<Box<dyn Adapter>> {
         let _ = (signature, inputs);
-        self.fallback()
+        None
     }
 }
 
@@ -248,29 +231,18 @@ macro_rules! forward_adapter {
             fn configure(
                 &self,
                 signature: &DynSignature,
-                request: &mut LmRequest,
-                capabilities: Capabilities,
-            ) {
-                (**self).configure(signature, request, capabilities)
-            }
-            fn configure_call(
-                &self,
-                signature: &DynSignature,
                 inputs: &Fields,
                 request: &mut LmRequest,
                 capabilities: Capabilities,
             ) {
-                (**self).configure_call(signature, inputs, request, capabilities)
+                (**self).configure(signature, inputs, request, capabilities)
             }
-            fn fallback(&self) -> Option<Box<dyn Adapter>> {
-                (**self).fallback()
-            }
-            fn call_fallback(
+            fn fallback(
                 &self,
                 signature: &DynSignature,
                 inputs: &Fields,
             ) -> Option<Box<dyn Adapter>> {
-                (**self).call_fallback(signature, inputs)
+                (**self).fallback(signature, inputs)
             }
             fn native_function_calling(&self) -> bool {
                 (**self).native_function_calling()
@@ -584,7 +556,7 @@ pub struct AdaptedReply {
 
 /// One adapted call: format with `adapter`, send to `lm`, parse. On a parse failure the call is
 /// retried — once in JSON mode if structured outputs were used, then once with the adapter's
-/// [`call_fallback`](Adapter::call_fallback) — each retry logged (`tracing::warn!`) and counted in
+/// [`fallback`](Adapter::fallback) — each retry logged (`tracing::warn!`) and counted in
 /// [`Usage::adapter_fallbacks`]. LM errors are returned as they are.
 pub async fn run(
     adapter: &dyn Adapter,
@@ -647,7 +619,7 @@ async fn run_call(
         Err(crate::Error::Parse(error)) => error,
         Err(other) => return Err(other),
     };
-    let Some(fallback) = adapter.call_fallback(call.signature, call.inputs) else {
+    let Some(fallback) = adapter.fallback(call.signature, call.inputs) else {
         return Err(crate::Error::Parse(error));
     };
     tracing::warn!(
@@ -685,7 +657,7 @@ async fn attempt(
     let format_signature = native.as_ref().map_or(signature, |n| &n.processed);
     let mut request = LmRequest::new(adapter.format(format_signature, call.demos, call.inputs));
     request.options = call.options.clone();
-    adapter.configure_call(
+    adapter.configure(
         format_signature,
         call.inputs,
         &mut request,

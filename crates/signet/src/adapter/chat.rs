@@ -139,7 +139,7 @@ impl Adapter for ChatAdapter {
         super::check_complete(self.name(), signature, fields, text)
     }
 
-    fn fallback(&self) -> Option<Box<dyn Adapter>> {
+    fn fallback(&self, _: &DynSignature, _: &Fields) -> Option<Box<dyn Adapter>> {
         self.json_fallback.then(|| {
             super::JsonAdapter::fallback_for(self.native_function_calling, self.parallel_tool_calls)
         })
@@ -256,14 +256,16 @@ mod tests {
         let chat = ChatAdapter::new()
             .with_native_function_calling(true)
             .with_parallel_tool_calls(false);
-        let fallback = chat.fallback().unwrap();
+        let fallback = chat
+            .fallback(&DynSignature::parse("q -> a").unwrap(), &Fields::new())
+            .unwrap();
         assert_eq!(fallback.name(), AdapterName::Json);
         assert!(fallback.native_function_calling());
         assert_eq!(fallback.parallel_tool_calls(), Some(false));
         // A Chat adapter without native calling falls back to a JSON adapter without it too.
         assert!(
             !ChatAdapter::new()
-                .fallback()
+                .fallback(&DynSignature::parse("q -> a").unwrap(), &Fields::new())
                 .unwrap()
                 .native_function_calling()
         );

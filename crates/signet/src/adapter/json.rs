@@ -36,6 +36,32 @@ impl Default for JsonAdapter {
 impl JsonAdapter {
     /// DSPy's `_make_json_adapter_fallback`: the `JSONAdapter` that the Chat and XML adapters
     /// fall back to, with their native function calling and parallel tool calls settings.
+    /// The response format for the signature alone: constrained, a JSON schema, JSON mode or
+    /// none.
+    fn configure_format(
+        &self,
+        signature: &DynSignature,
+        request: &mut LmRequest,
+        capabilities: Capabilities,
+    ) {
+        if self.constrained {
+            request.response_format = constrained_format(signature, capabilities);
+            return;
+        }
+        request.response_format = match structured_output_schema(signature) {
+            Some(schema) if capabilities.response_schema => Some(ResponseFormat::JsonSchema {
+                name: "DSPyProgramOutputs".to_owned(),
+                schema,
+                strict: true,
+            }),
+            _ if capabilities.json_object || capabilities.response_schema => {
+                Some(ResponseFormat::JsonObject)
+            }
+            // An endpoint without JSON mode gets the format in the prompt only.
+            _ => None,
+        };
+    }
+
     pub(crate) fn fallback_for(
         native_function_calling: bool,
         parallel_tool_calls: Option<bool>,
@@ -73,7 +99,7 @@ impl JsonAdapter {
     /// let sig = signet::DynSignature::parse("question -> answer: int").unwrap();
     /// let mut request = LmRequest::default();
     /// let local = Capabilities::default().with_json_object_schema(true);
-    /// JsonAdapter::constrained().configure(&sig, &mut request, local);
+    /// JsonAdapter::constrained().configure(&sig, &Default::default(), &mut request, local);
     /// let Some(ResponseFormat::Raw(format)) = request.response_format else { panic!() };
     /// assert_eq!(format["schema"]["properties"]["answer"]["type"], "integer");
     /// ```
@@ -198,35 +224,11 @@ impl Adapter for JsonAdapter {
     fn configure(
         &self,
         signature: &DynSignature,
-        request: &mut LmRequest,
-        capabilities: Capabilities,
-    ) {
-        if self.constrained {
-            request.response_format = constrained_format(signature, capabilities);
-            return;
-        }
-        request.response_format = match structured_output_schema(signature) {
-            Some(schema) if capabilities.response_schema => Some(ResponseFormat::JsonSchema {
-                name: "DSPyProgramOutputs".to_owned(),
-                schema,
-                strict: true,
-            }),
-            _ if capabilities.json_object || capabilities.response_schema => {
-                Some(ResponseFormat::JsonObject)
-            }
-            // An endpoint without JSON mode gets the format in the prompt only.
-            _ => None,
-        };
-    }
-
-    fn configure_call(
-        &self,
-        signature: &DynSignature,
         inputs: &Fields,
         request: &mut LmRequest,
         capabilities: Capabilities,
     ) {
-        self.configure(signature, request, capabilities);
+        self.configure_format(signature, request, capabilities);
         let Some(schema) = self.bounded_calls_schema(signature, inputs) else {
             return;
         };
@@ -255,7 +257,7 @@ impl Adapter for JsonAdapter {
 
     /// A bounded `ToolCalls` reply that cannot be read (when the LM decodes under the schema,
     /// only one the token limit cut off) is asked for again under a quarter of each bound.
-    fn call_fallback(&self, signature: &DynSignature, inputs: &Fields) -> Option<Box<dyn Adapter>> {
+    fn fallback(&self, signature: &DynSignature, inputs: &Fields) -> Option<Box<dyn Adapter>> {
         let bounds = self.bounds();
         let bounded = [bounds.calls, bounds.string_chars, bounds.array_items]
             .iter()
@@ -647,7 +649,7 @@ mod tests {
             .unwrap();
         let mut request = LmRequest::default();
         let local = Capabilities::default().with_json_object_schema(true);
-        JsonAdapter::constrained().configure_call(&sig, &inputs, &mut request, local);
+        JsonAdapter::constrained().configure(&sig, &inputs, &mut request, local);
         let Some(ResponseFormat::Raw(format)) = &request.response_format else {
             panic!("{:?}", request.response_format)
         };
@@ -661,9 +663,12 @@ mod tests {
         let calls = &format["schema"]["properties"]["tool_calls"]["properties"]["tool_calls"];
         assert_eq!(calls.get("maxItems"), None, "no bound by default");
         let mut bounded = LmRequest::default();
-        JsonAdapter::constrained()
-            .with_max_tool_calls(3)
-            .configure_call(&sig, &inputs, &mut bounded, local);
+        JsonAdapter::constrained().with_max_tool_calls(3).configure(
+            &sig,
+            &inputs,
+            &mut bounded,
+            local,
+        );
         let Some(ResponseFormat::Raw(bounded)) = &bounded.response_format else {
             panic!()
         };
@@ -675,7 +680,7 @@ mod tests {
         // Structured outputs get the same schema, not strict; without tools nothing changes.
         let mut request = LmRequest::default();
         let api = Capabilities::default().with_response_schema(true);
-        JsonAdapter::constrained().configure_call(&sig, &inputs, &mut request, api);
+        JsonAdapter::constrained().configure(&sig, &inputs, &mut request, api);
         let Some(ResponseFormat::JsonSchema { schema, strict, .. }) = &request.response_format
         else {
             panic!("{:?}", request.response_format)
@@ -683,9 +688,9 @@ mod tests {
         assert!(!strict);
         assert_eq!(schema, &format["schema"]);
         let mut plain = LmRequest::default();
-        JsonAdapter::new().configure_call(&sig, &inputs, &mut plain, local);
+        JsonAdapter::new().configure(&sig, &inputs, &mut plain, local);
         let mut unconstrained = LmRequest::default();
-        JsonAdapter::new().configure(&sig, &mut unconstrained, local);
+        JsonAdapter::new().configure(&sig, &Fields::new(), &mut unconstrained, local);
         assert_eq!(plain.response_format, unconstrained.response_format);
     }
 
@@ -713,7 +718,7 @@ mod tests {
         JsonAdapter::constrained()
             .with_max_string_length(100)
             .with_max_array_items(8)
-            .configure_call(&sig, &inputs, &mut request, local);
+            .configure(&sig, &inputs, &mut request, local);
         let Some(ResponseFormat::Raw(format)) = &request.response_format else {
             panic!("{:?}", request.response_format)
         };
@@ -763,12 +768,10 @@ mod tests {
             .with_max_tool_calls(4)
             .with_max_string_length(200)
             .with_max_array_items(16);
-        let retry = bounded
-            .call_fallback(&sig, &inputs)
-            .expect("a tighter retry");
+        let retry = bounded.fallback(&sig, &inputs).expect("a tighter retry");
         let mut request = LmRequest::default();
         let local = Capabilities::default().with_json_object_schema(true);
-        retry.configure_call(&sig, &inputs, &mut request, local);
+        retry.configure(&sig, &inputs, &mut request, local);
         let Some(ResponseFormat::Raw(format)) = &request.response_format else {
             panic!("{:?}", request.response_format)
         };
@@ -784,14 +787,10 @@ mod tests {
         );
         // Only bounded constrained calls of a `ToolCalls` output get a retry: without bounds,
         // or without tools to bound, the same request would be cut off the same way.
-        assert!(
-            JsonAdapter::constrained()
-                .call_fallback(&sig, &inputs)
-                .is_none()
-        );
+        assert!(JsonAdapter::constrained().fallback(&sig, &inputs).is_none());
         let no_tools = Fields::new();
-        assert!(bounded.call_fallback(&sig, &no_tools).is_none());
-        assert!(JsonAdapter::new().call_fallback(&sig, &inputs).is_none());
+        assert!(bounded.fallback(&sig, &no_tools).is_none());
+        assert!(JsonAdapter::new().fallback(&sig, &inputs).is_none());
     }
 
     #[test]

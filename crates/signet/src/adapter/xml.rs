@@ -164,7 +164,7 @@ impl Adapter for XmlAdapter {
         fields.join("\n\n").trim().to_owned()
     }
 
-    fn fallback(&self) -> Option<Box<dyn Adapter>> {
+    fn fallback(&self, _: &DynSignature, _: &Fields) -> Option<Box<dyn Adapter>> {
         self.json_fallback.then(|| {
             super::JsonAdapter::fallback_for(self.native_function_calling, self.parallel_tool_calls)
         })
@@ -668,13 +668,15 @@ mod tests {
             .with_native_function_calling(true)
             .with_parallel_tool_calls(true);
         assert!(xml.native_function_calling());
-        let fallback = xml.fallback().unwrap();
+        let fallback = xml
+            .fallback(&DynSignature::parse("q -> a").unwrap(), &Fields::new())
+            .unwrap();
         assert_eq!(fallback.name(), AdapterName::Json);
         assert!(fallback.native_function_calling());
         assert_eq!(fallback.parallel_tool_calls(), Some(true));
         assert!(
             !XmlAdapter::new()
-                .fallback()
+                .fallback(&DynSignature::parse("q -> a").unwrap(), &Fields::new())
                 .unwrap()
                 .native_function_calling()
         );
