@@ -1,0 +1,290 @@
+//! The typed modules: [`Predict`] and [`ChainOfThought`] over a `#[derive(Signature)]` struct,
+//! each a [`Predictor`] with typed inputs and outputs.
+
+use std::marker::PhantomData;
+
+use serde::Serialize;
+
+use serde_json::Value;
+
+use super::react::approval::{Approval, ApprovalRequest, Decision};
+use super::react::limits::Limits;
+use super::react::suspend::RunOutcome;
+use super::{CallConfig, Prediction, Predictor, SuspendedCall, forward_builders};
+use crate::adapter::{Adapter, Fields};
+use crate::error::Error;
+use crate::lm::{Lm, LmOptions};
+use crate::signature::{DynSignature, Field, Signature};
+
+/// A typed predictor for the signature `S`: `S::Input` in, `S::Output` out.
+pub struct Predict<S: Signature> {
+    pub(super) inner: Predictor,
+    _signature: PhantomData<fn() -> S>,
+}
+
+/// `Clone` and `Debug` for a typed module whatever its signature type (derives would require
+/// them of the signature struct).
+macro_rules! typed_module_impls {
+    ($module:ident, $field:ident) => {
+        impl<S: Signature> Clone for $module<S> {
+            fn clone(&self) -> Self {
+                $module {
+                    $field: self.$field.clone(),
+                    _signature: std::marker::PhantomData,
+                }
+            }
+        }
+
+        impl<S: Signature> std::fmt::Debug for $module<S> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_tuple(stringify!($module))
+                    .field(&self.$field)
+                    .finish()
+            }
+        }
+    };
+}
+pub(crate) use typed_module_impls;
+
+typed_module_impls!(Predict, inner);
+typed_module_impls!(ChainOfThought, inner);
+
+impl<S: Signature> Default for Predict<S> {
+    fn default() -> Self {
+        Predict::new()
+    }
+}
+
+impl<S: Signature> Predict<S> {
+    /// A predictor for `S`.
+    pub fn new() -> Self {
+        Predict {
+            inner: Predictor::new(S::signature().clone()),
+            _signature: PhantomData,
+        }
+    }
+
+    forward_builders! {
+        inner;
+        /// Uses `lm` for every call (see [`Predictor::with_lm`]).
+        fn with_lm(lm: impl Lm + 'static);
+        /// Uses `adapter` for every call.
+        fn with_adapter(adapter: impl Adapter + 'static);
+        /// Sampling options (temperature, length limit, ..) sent with every call.
+        fn with_options(options: LmOptions);
+        /// Offers `tool` to the model through native function calling (see [`Predictor::tool`]).
+        fn tool(tool: impl crate::Tool + 'static);
+        /// Offers `tools` too (see [`Predictor::tool`]).
+        fn tools(tools: impl IntoIterator<Item = impl crate::Tool + 'static>);
+        /// The most tool-call rounds before the call fails (see [`Predictor::with_max_tool_turns`]).
+        fn with_max_tool_turns(turns: usize);
+        /// Tool call time limit, output size and concurrency (see [`Predictor::with_tool_limits`]).
+        fn with_tool_limits(limits: Limits);
+        /// Seals suspended calls and resumes only sealed ones (see [`Predictor::with_state_key`]).
+        fn with_state_key(key: impl AsRef<[u8]>);
+    }
+
+    /// Asks `approver` before running a `#[tool(confirm)]` tool; without one such tools are never
+    /// run (see [`Predictor::with_approver`]).
+    pub fn with_approver<F, Fut>(mut self, approver: F) -> Self
+    where
+        F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Approval> + Send + 'static,
+    {
+        self.inner = self.inner.with_approver(approver);
+        self
+    }
+
+    /// Complete examples as few-shot demos.
+    pub fn with_demos(mut self, demos: impl IntoIterator<Item = S>) -> Result<Self, Error> {
+        self.inner = self.inner.with_demos(examples_of(demos)?);
+        Ok(self)
+    }
+
+    /// The untyped predictor inside (signature, demos, state).
+    pub fn predictor(&self) -> &Predictor {
+        &self.inner
+    }
+
+    /// Mutable access to the untyped predictor (to load a saved state).
+    pub fn predictor_mut(&mut self) -> &mut Predictor {
+        &mut self.inner
+    }
+
+    /// Runs the signature on `input`.
+    pub async fn call(&self, input: S::Input) -> Result<S::Output, Error> {
+        Ok(self.call_full(input, &CallConfig::default()).await?.0)
+    }
+
+    /// [`call`](Self::call) from sync code (see [`crate::blocking`] for the rule).
+    pub fn call_blocking(&self, input: S::Input) -> Result<S::Output, Error> {
+        crate::blocking::block_on(self.call(input))?
+    }
+
+    /// Runs the signature on `input` with per-call settings, returning the typed outputs and the
+    /// [`Prediction`] (usage, completion, adapter).
+    pub async fn call_full(
+        &self,
+        input: S::Input,
+        call: &CallConfig,
+    ) -> Result<(S::Output, Prediction), Error> {
+        let inputs = to_fields(&input)?;
+        let prediction = self.inner.forward_with(&inputs, call).await?;
+        let output = from_fields(&prediction.outputs)?;
+        Ok((output, prediction))
+    }
+
+    /// With tools: runs the signature on `input`, suspending where a person is needed (a
+    /// `#[tool(confirm)]` tool with no approver, a tool that returns
+    /// [`ToolError::NeedsInput`](crate::ToolError::NeedsInput)); see [`Predictor::start`].
+    pub async fn start(
+        &self,
+        input: S::Input,
+    ) -> Result<RunOutcome<S::Output, SuspendedCall>, Error> {
+        let inputs = to_fields(&input)?;
+        let outcome = self.inner.start(&inputs, &CallConfig::default()).await?;
+        typed_call_outcome(outcome)
+    }
+
+    /// Goes on with a suspended call, a [`Decision`] per pending call id (see
+    /// [`Predictor::resume`]).
+    pub async fn resume(
+        &self,
+        state: SuspendedCall,
+        decisions: impl IntoIterator<Item = (String, Decision)>,
+    ) -> Result<RunOutcome<S::Output, SuspendedCall>, Error> {
+        let outcome = self
+            .inner
+            .resume(state, decisions, &CallConfig::default())
+            .await?;
+        typed_call_outcome(outcome)
+    }
+}
+
+/// A predictor call's outcome with its outputs as `O`.
+fn typed_call_outcome<O: serde::de::DeserializeOwned>(
+    outcome: RunOutcome<Prediction, SuspendedCall>,
+) -> Result<RunOutcome<O, SuspendedCall>, Error> {
+    Ok(match outcome {
+        RunOutcome::Finished(prediction) => RunOutcome::Finished(from_fields(&prediction.outputs)?),
+        RunOutcome::Suspended(state) => RunOutcome::Suspended(state),
+    })
+}
+
+/// The outputs of [`ChainOfThought`]: the model's reasoning and the typed outputs. Serialized,
+/// the reasoning is one more field beside the outputs' (`{"reasoning": .., "answer": ..}`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Reasoned<T> {
+    /// The step-by-step reasoning the model wrote first.
+    pub reasoning: String,
+    /// The outputs.
+    #[serde(flatten)]
+    pub output: T,
+}
+
+/// DSPy's `ChainOfThought`: `Predict` with a `reasoning` output before the signature's outputs.
+pub struct ChainOfThought<S: Signature> {
+    pub(super) inner: Predictor,
+    _signature: PhantomData<fn() -> S>,
+}
+
+impl<S: Signature> Default for ChainOfThought<S> {
+    fn default() -> Self {
+        ChainOfThought::new()
+    }
+}
+
+/// `signature` with DSPy's `reasoning` output inserted first.
+pub fn with_reasoning(signature: &DynSignature) -> DynSignature {
+    let mut extended = signature.clone();
+    extended.insert_output(0, Field::str("reasoning"));
+    extended
+}
+
+impl<S: Signature> ChainOfThought<S> {
+    /// A chain-of-thought predictor for `S`.
+    pub fn new() -> Self {
+        ChainOfThought {
+            inner: Predictor::new(with_reasoning(S::signature())),
+            _signature: PhantomData,
+        }
+    }
+
+    forward_builders! {
+        inner;
+        /// Uses `lm` for every call (see [`Predictor::with_lm`]).
+        fn with_lm(lm: impl Lm + 'static);
+        /// Uses `adapter` for every call.
+        fn with_adapter(adapter: impl Adapter + 'static);
+        /// Sampling options (temperature, length limit, ..) sent with every call.
+        fn with_options(options: LmOptions);
+    }
+
+    /// Examples as few-shot demos. They hold no reasoning, so they are shown as DSPy shows them:
+    /// as partial examples whose reasoning is "not supplied".
+    pub fn with_demos(mut self, demos: impl IntoIterator<Item = S>) -> Result<Self, Error> {
+        self.inner = self.inner.with_demos(examples_of(demos)?);
+        Ok(self)
+    }
+
+    /// The untyped predictor inside.
+    pub fn predictor(&self) -> &Predictor {
+        &self.inner
+    }
+
+    /// [`call`](Self::call) from sync code (see [`crate::blocking`] for the rule).
+    pub fn call_blocking(&self, input: S::Input) -> Result<Reasoned<S::Output>, Error> {
+        crate::blocking::block_on(self.call(input))?
+    }
+
+    /// Runs the signature on `input`, reasoning first. When the model's own reasoning field is empty
+    /// and the provider returned `reasoning_content`, that is used.
+    pub async fn call(&self, input: S::Input) -> Result<Reasoned<S::Output>, Error> {
+        let inputs = to_fields(&input)?;
+        let mut prediction = self.inner.forward(&inputs).await?;
+        let mut reasoning = match prediction.outputs.shift_remove("reasoning") {
+            Some(Value::String(text)) => text,
+            Some(other) => other.to_string(),
+            None => String::new(),
+        };
+        if reasoning.trim().is_empty()
+            && let Some(provider) = &prediction.completion.reasoning
+        {
+            reasoning = provider.clone();
+        }
+        Ok(Reasoned {
+            reasoning,
+            output: from_fields(&prediction.outputs)?,
+        })
+    }
+}
+
+pub(crate) fn to_fields<T: Serialize>(value: &T) -> Result<Fields, Error> {
+    match serde_json::to_value(value) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(other) => Err(Error::InputType {
+            source: <serde_json::Error as serde::ser::Error>::custom(format!(
+                "expected a struct with the input fields, got {other}"
+            ))
+            .into(),
+        }),
+        Err(e) => Err(Error::InputType { source: e.into() }),
+    }
+}
+
+pub(crate) fn from_fields<T: serde::de::DeserializeOwned>(outputs: &Fields) -> Result<T, Error> {
+    serde_json::from_value(Value::Object(outputs.clone()))
+        .map_err(|e| Error::OutputType { source: e.into() })
+}
+
+fn examples_of<S: Signature>(demos: impl IntoIterator<Item = S>) -> Result<Vec<Fields>, Error> {
+    demos
+        .into_iter()
+        .map(|demo| {
+            let (input, output) = demo.into_parts();
+            let mut example = to_fields(&input)?;
+            example.extend(to_fields(&output)?);
+            Ok(example)
+        })
+        .collect()
+}
