@@ -10,6 +10,9 @@ lines and in code), resolves it to a file, and prints:
 - every circle of files that import each other (a strongly connected set of more than one file);
 - every library file over MAX_LINES lines (unit tests included).
 
+A module's `use child::X` of its own submodules (no `crate`, `super` or `self`) is not read: a
+parent may always use its children, and re-exporting them is how a module shows its face.
+
 It exits 1 when there are more back-imports, circles or long files than their budgets
 (ALLOWED_BACK, ALLOWED_CIRCLES, ALLOWED_LONG: budgets that only go down), or a module on no layer,
 so CI catches a new one. Run:
