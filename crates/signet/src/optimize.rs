@@ -57,6 +57,7 @@ mod knn;
 mod mipro;
 mod random_search;
 mod run_fingerprint;
+mod run_settings;
 
 use std::sync::Arc;
 

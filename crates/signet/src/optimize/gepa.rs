@@ -241,14 +241,14 @@ where
         let fingerprint = run_fingerprint::fingerprint(
             trainset,
             valset,
-            &run_fingerprint::metric_name::<M>(gepa.settings.metric_name.as_deref()),
+            &run_fingerprint::metric_name::<M>(gepa.settings.run.metric_name.as_deref()),
             &student.to_saved_json(),
             json!({
                 "task": run_fingerprint::task_models(student),
                 "reflection": gepa.settings.reflection_lm.model(),
             }),
         );
-        let saved = match &gepa.settings.log_dir {
+        let saved = match &gepa.settings.run.log_dir {
             Some(dir) => {
                 std::fs::create_dir_all(dir).map_err(|e| OptimizeError::RunLog {
                     path: dir.clone(),
@@ -276,7 +276,7 @@ where
             resumed,
             stopped: GepaStop::Budget,
         };
-        let bar = Bar::new(gepa.settings.progress, "gepa", budget);
+        let bar = Bar::new(gepa.settings.run.progress, "gepa", budget);
         let mut run = Run {
             gepa,
             student,
@@ -332,11 +332,11 @@ where
     ) -> Result<Scored<P>, OptimizeError> {
         let program = build(self.student, &self.kinds, instructions);
         let mut evaluation = Evaluate::new(examples, Borrowed(&self.gepa.metric))
-            .with_concurrency(self.gepa.settings.concurrency)
+            .with_concurrency(self.gepa.settings.run.concurrency)
             .with_failure_score(self.gepa.settings.failure_score)
             .with_progress(Progress::Off)
             .with_traces(traces);
-        if let Some(n) = self.gepa.settings.max_errors {
+        if let Some(n) = self.gepa.settings.run.max_errors {
             evaluation = evaluation.with_max_errors(n);
         }
         let report = evaluation.run(&program).await?;
@@ -366,7 +366,7 @@ where
     }
 
     fn save(&mut self) -> Result<(), OptimizeError> {
-        if let Some(dir) = &self.gepa.settings.log_dir {
+        if let Some(dir) = &self.gepa.settings.run.log_dir {
             self.state.set_reflection_random(&self.reflection_random);
             self.state.save(dir)?;
         }
@@ -374,7 +374,7 @@ where
     }
 
     fn log(&self, entry: &Value) -> Result<(), OptimizeError> {
-        match &self.gepa.settings.log_dir {
+        match &self.gepa.settings.run.log_dir {
             Some(dir) => state::append_log(dir, entry),
             None => Ok(()),
         }
@@ -383,6 +383,7 @@ where
     fn stop_requested(&self) -> bool {
         self.gepa
             .settings
+            .run
             .log_dir
             .as_deref()
             .is_some_and(|dir: &Path| dir.join(state::STOP_FILE).exists())
@@ -402,6 +403,7 @@ where
             if self
                 .gepa
                 .settings
+                .run
                 .max_lm_calls
                 .is_some_and(|max| lm_calls >= max)
             {

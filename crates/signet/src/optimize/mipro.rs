@@ -198,13 +198,13 @@ where
                  is 0: allow some, or use 3 candidates at most"
             )));
         }
-        let log = match &settings.log_dir {
+        let log = match &settings.run.log_dir {
             Some(dir) => {
                 let model = |lm: &Arc<dyn Lm>| lm.model().to_owned();
                 let fingerprint = run_fingerprint::fingerprint(
                     &trainset,
                     &valset,
-                    &run_fingerprint::metric_name::<M>(settings.metric_name.as_deref()),
+                    &run_fingerprint::metric_name::<M>(settings.run.metric_name.as_deref()),
                     &student.to_saved_json(),
                     json!({
                         "task": run_fingerprint::task_models(&student),
@@ -326,14 +326,14 @@ where
         let mut bootstrap = BootstrapFewShot::new(Borrowed(&self.mipro.metric))
             .with_max_bootstrapped_demos(bootstrapped)
             .with_max_labeled_demos(labeled)
-            .with_concurrency(settings.concurrency)
+            .with_concurrency(settings.run.concurrency)
             .with_progress(Progress::Off);
         bootstrap.threshold = settings.threshold;
         bootstrap.teacher_lm = settings.teacher_lm.clone();
-        if let Some(n) = settings.max_errors {
+        if let Some(n) = settings.run.max_errors {
             bootstrap = bootstrap.with_max_errors(n);
         }
-        let bar = Bar::new(settings.progress, "mipro demo sets", plan.len());
+        let bar = Bar::new(settings.run.progress, "mipro demo sets", plan.len());
         let built = demos::build(&bootstrap, &self.student, &self.trainset, &plan, &bar).await?;
         self.report.usage += built.usage;
         self.report.metric_calls += built.attempts;
@@ -393,7 +393,7 @@ where
         let proposals = self.instruction_count.min(self.demo_set_count);
         let bar = logged.is_none().then(|| {
             Bar::new(
-                settings.progress,
+                settings.run.progress,
                 "mipro proposals",
                 proposals * self.names.len(),
             )
@@ -476,6 +476,7 @@ where
         OptimizeError::RunLog {
             path: self
                 .settings
+                .run
                 .log_dir
                 .as_deref()
                 .map(|d| d.join(log::LOG_FILE))
@@ -538,9 +539,9 @@ where
                 let batch: Vec<Example> =
                     examples.iter().map(|i| self.valset[*i].clone()).collect();
                 let mut evaluation = Evaluate::new(&batch, Borrowed(&self.mipro.metric))
-                    .with_concurrency(self.settings.concurrency)
+                    .with_concurrency(self.settings.run.concurrency)
                     .with_progress(Progress::Off);
-                if let Some(n) = self.settings.max_errors {
+                if let Some(n) = self.settings.run.max_errors {
                     evaluation = evaluation.with_max_errors(n);
                 }
                 let report = evaluation.run(&program).await?;
@@ -576,6 +577,7 @@ where
     fn stop(&self) -> Option<MiproStop> {
         let settings = self.settings;
         if settings
+            .run
             .log_dir
             .as_deref()
             .is_some_and(|dir: &Path| dir.join(log::STOP_FILE).exists())
@@ -583,7 +585,7 @@ where
             return Some(MiproStop::StopFile);
         }
         let lm_calls = self.report.usage.lm_calls + self.report.prompt_usage.lm_calls;
-        if settings.max_lm_calls.is_some_and(|max| lm_calls >= max) {
+        if settings.run.max_lm_calls.is_some_and(|max| lm_calls >= max) {
             return Some(MiproStop::LmCalls);
         }
         if settings
@@ -608,7 +610,7 @@ where
         };
         let per_trial = if self.minibatch { size.min(v) } else { v };
         self.bar = Some(Bar::new(
-            self.settings.progress,
+            self.settings.run.progress,
             "mipro",
             v + trials * per_trial + full_evals * v,
         ));
@@ -728,7 +730,7 @@ where
 
     /// Writes the program of trial `index` as the best so far, when the run is logged.
     fn save_best(&self, index: usize) -> Result<(), OptimizeError> {
-        let Some(dir) = &self.settings.log_dir else {
+        let Some(dir) = &self.settings.run.log_dir else {
             return Ok(());
         };
         if self.log.as_ref().is_some_and(RunLog::replaying) {

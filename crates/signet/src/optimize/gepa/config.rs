@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::MetricFeedback;
 use crate::evaluate::Progress;
 use crate::lm::{Lm, LmOptions};
+use crate::optimize::run_settings::RunSettings;
 
 /// How many metric calls a GEPA run may spend: DSPy's `auto` presets or an explicit count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,12 +143,8 @@ pub(super) struct Settings {
     pub(super) perfect_score: f64,
     pub(super) failure_score: f64,
     pub(super) seed: i64,
-    pub(super) concurrency: usize,
-    pub(super) max_errors: Option<usize>,
-    pub(super) max_lm_calls: Option<u64>,
-    pub(super) log_dir: Option<PathBuf>,
-    pub(super) metric_name: Option<String>,
-    pub(super) progress: Progress,
+    /// Concurrency, limits, log directory, metric name, progress.
+    pub(super) run: RunSettings,
 }
 
 impl<M> Gepa<M> {
@@ -159,6 +156,7 @@ impl<M> Gepa<M> {
             metric,
             feedback: MetricFeedback,
             settings: Settings {
+                run: RunSettings::default(),
                 reflection_lm: crate::lm::shared(reflection_lm),
                 reflection_options: LmOptions::default(),
                 budget: GepaBudget::Light,
@@ -172,12 +170,6 @@ impl<M> Gepa<M> {
                 perfect_score: 1.0,
                 failure_score: 0.0,
                 seed: 0,
-                concurrency: 8,
-                max_errors: None,
-                max_lm_calls: None,
-                log_dir: None,
-                metric_name: None,
-                progress: Progress::Auto,
             },
         }
     }
@@ -269,21 +261,21 @@ impl<M, F> Gepa<M, F> {
 
     /// Examples run at once in each evaluation (default 8).
     pub fn with_concurrency(mut self, n: usize) -> Self {
-        self.settings.concurrency = n.max(1);
+        self.settings.run.concurrency = n.max(1);
         self
     }
 
     /// Stops with [`OptimizeError::TooManyErrors`](crate::optimize::OptimizeError::TooManyErrors) when more than `n` examples of one evaluation
     /// fail (a dead endpoint fails fast instead of scoring 0 everywhere).
     pub fn with_max_errors(mut self, n: usize) -> Self {
-        self.settings.max_errors = Some(n);
+        self.settings.run.max_errors = Some(n);
         self
     }
 
     /// Also stops once the program's and the reflection LM's calls in this run reach `n` (checked
     /// before each iteration, like the metric-call budget).
     pub fn with_max_lm_calls(mut self, n: u64) -> Self {
-        self.settings.max_lm_calls = Some(n);
+        self.settings.run.max_lm_calls = Some(n);
         self
     }
 
@@ -297,7 +289,7 @@ impl<M, F> Gepa<M, F> {
     /// (each predictor's and the reflection model). A state of another run, or one damaged (an
     /// index out of range), is refused with [`OptimizeError::RunLog`](crate::optimize::OptimizeError::RunLog), never used.
     pub fn with_log_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.settings.log_dir = Some(dir.into());
+        self.settings.run.log_dir = Some(dir.into());
         self
     }
 
@@ -306,13 +298,13 @@ impl<M, F> Gepa<M, F> {
     /// metric's scoring changes, so that scores of the old one are not reused; set it to keep
     /// resuming a state after the metric moved.
     pub fn with_metric_name(mut self, name: impl Into<String>) -> Self {
-        self.settings.metric_name = Some(name.into());
+        self.settings.run.metric_name = Some(name.into());
         self
     }
 
     /// How progress is shown (one step per metric call).
     pub fn with_progress(mut self, progress: Progress) -> Self {
-        self.settings.progress = progress;
+        self.settings.run.progress = progress;
         self
     }
 }

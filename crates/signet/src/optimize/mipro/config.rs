@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::evaluate::Progress;
 use crate::lm::{Lm, LmOptions};
+use crate::optimize::run_settings::RunSettings;
 
 /// How much searching a MIPROv2 run does: DSPy's `auto` presets, or explicit counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,13 +139,9 @@ pub(super) struct Settings {
     pub(super) fewshot_aware: bool,
     pub(super) view_data_batch_size: usize,
     pub(super) program_code: Option<String>,
-    pub(super) concurrency: usize,
-    pub(super) max_errors: Option<usize>,
-    pub(super) max_lm_calls: Option<u64>,
     pub(super) max_metric_calls: Option<usize>,
-    pub(super) log_dir: Option<PathBuf>,
-    pub(super) metric_name: Option<String>,
-    pub(super) progress: Progress,
+    /// Concurrency, limits, log directory, metric name, progress.
+    pub(super) run: RunSettings,
 }
 
 impl<M> MiproV2<M> {
@@ -155,6 +152,7 @@ impl<M> MiproV2<M> {
         MiproV2 {
             metric,
             settings: Settings {
+                run: RunSettings::default(),
                 prompt_lm: crate::lm::shared(prompt_lm),
                 prompt_options: LmOptions::default(),
                 task_lm: None,
@@ -174,13 +172,7 @@ impl<M> MiproV2<M> {
                 fewshot_aware: true,
                 view_data_batch_size: 10,
                 program_code: None,
-                concurrency: 8,
-                max_errors: None,
-                max_lm_calls: None,
                 max_metric_calls: None,
-                log_dir: None,
-                metric_name: None,
-                progress: Progress::Auto,
             },
         }
     }
@@ -303,7 +295,7 @@ impl<M> MiproV2<M> {
 
     /// Examples run at once in bootstraps and evaluations (default 8).
     pub fn with_concurrency(mut self, n: usize) -> Self {
-        self.settings.concurrency = n.max(1);
+        self.settings.run.concurrency = n.max(1);
         self
     }
 
@@ -312,14 +304,14 @@ impl<M> MiproV2<M> {
     /// evaluation's failed runs score 0 and are counted in each trial's `failures`; bootstraps
     /// allow 10.
     pub fn with_max_errors(mut self, n: usize) -> Self {
-        self.settings.max_errors = Some(n);
+        self.settings.run.max_errors = Some(n);
         self
     }
 
     /// Stops the search once the program's and the prompt model's LM calls reach `n` (checked
     /// before each trial); the best program so far is returned.
     pub fn with_max_lm_calls(mut self, n: u64) -> Self {
-        self.settings.max_lm_calls = Some(n);
+        self.settings.run.max_lm_calls = Some(n);
         self
     }
 
@@ -342,7 +334,7 @@ impl<M> MiproV2<M> {
     /// writing it) is skipped with a warning; a damaged line before it is
     /// [`OptimizeError::RunLog`](crate::optimize::OptimizeError::RunLog) naming the line.
     pub fn with_log_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.settings.log_dir = Some(dir.into());
+        self.settings.run.log_dir = Some(dir.into());
         self
     }
 
@@ -351,13 +343,13 @@ impl<M> MiproV2<M> {
     /// metric's scoring changes, so that a log scored by the old one is not replayed; set it to
     /// keep resuming a log after the metric moved.
     pub fn with_metric_name(mut self, name: impl Into<String>) -> Self {
-        self.settings.metric_name = Some(name.into());
+        self.settings.run.metric_name = Some(name.into());
         self
     }
 
     /// How progress is shown (one step per evaluation metric call).
     pub fn with_progress(mut self, progress: Progress) -> Self {
-        self.settings.progress = progress;
+        self.settings.run.progress = progress;
         self
     }
 }
