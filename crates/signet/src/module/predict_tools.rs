@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::react::suspend::{
-    Sealed, decide_all, describe_signature, describe_tools, digest, pair_decisions, seal_state,
-    verify_state,
+    Resumable, check_state, decide_all, describe_signature, describe_tools, digest, reseal,
+    seal_state, verify_state,
 };
 use super::react::{
     Approval, ApprovalRequest, Decision, Limits, PendingCall, ResumeError, RunOutcome,
@@ -82,10 +82,7 @@ impl Predictor {
 
     /// `state`, sealed when the predictor has a state key.
     fn suspended(&self, mut state: SuspendedCall) -> RunOutcome<Prediction, SuspendedCall> {
-        state.seal = None;
-        if let Some(key) = &self.state_key {
-            state.seal(key);
-        }
+        reseal(&mut state, self.state_key.as_deref());
         RunOutcome::Suspended(state)
     }
 
@@ -133,23 +130,10 @@ impl Predictor {
         decisions: impl IntoIterator<Item = (String, Decision)>,
         call: &CallConfig,
     ) -> Result<RunOutcome<Prediction, SuspendedCall>, Error> {
-        if let Some(key) = &self.state_key {
-            state.verify(key)?;
-        }
-        let expected = self.fingerprint();
-        let decided = pair_decisions(
-            state.format,
-            &expected,
-            &state.fingerprint,
-            &state.pending,
-            decisions,
-        );
-        if let Err(error @ (ResumeError::Format { .. } | ResumeError::StaleState { .. })) = decided
-        {
-            return Err(error.into());
-        }
-        state.validate(self)?;
-        let decided = decided?;
+        let key = self.state_key.as_deref();
+        let decided = check_state(&state, key, &self.fingerprint(), decisions, || {
+            state.validate(self)
+        })?;
         let inputs = state.inputs.clone();
         let start = LoopStart::Resume {
             state: Box::new(state),
@@ -427,9 +411,17 @@ impl SuspendedCall {
     }
 }
 
-impl Sealed for SuspendedCall {
+impl Resumable for SuspendedCall {
     fn seal_field(&mut self) -> &mut Option<String> {
         &mut self.seal
+    }
+
+    fn layout(&self) -> (u32, &str) {
+        (self.format, &self.fingerprint)
+    }
+
+    fn pending(&self) -> &[PendingCall] {
+        &self.pending
     }
 }
 

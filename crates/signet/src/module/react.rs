@@ -337,10 +337,7 @@ impl ReActCore {
                 RunOutcome::Suspended(mut state) => {
                     state.fingerprint = self.fingerprint();
                     state.signature = self.signature.name().to_owned();
-                    match &self.state_key {
-                        Some(key) => state.seal(key),
-                        None => state.seal = None,
-                    }
+                    suspend::reseal(&mut state, self.state_key.as_deref());
                     RunOutcome::Suspended(state)
                 }
                 finished => finished,

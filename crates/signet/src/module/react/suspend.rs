@@ -281,31 +281,42 @@ impl SuspendedRun {
         agent: &ReActCore,
         decisions: impl IntoIterator<Item = (String, Decision)>,
     ) -> Result<Vec<(PendingCall, Decision)>, ResumeError> {
-        if let Some(key) = &agent.state_key {
-            self.verify(key)?;
-        }
-        let expected = agent.fingerprint();
-        let paired = pair_decisions(
-            self.format,
-            &expected,
-            &self.fingerprint,
-            &self.pending,
-            decisions,
-        );
-        if let Err(error @ (ResumeError::Format { .. } | ResumeError::StaleState { .. })) = paired {
-            return Err(error);
-        }
-        if agent.mode == ReActMode::History && self.history.is_none() {
-            return Err(ResumeError::MissingHistory);
-        }
-        self.validate(agent)?;
-        paired
+        let key = agent.state_key.as_deref();
+        check_state(self, key, &agent.fingerprint(), decisions, || {
+            if agent.mode == ReActMode::History && self.history.is_none() {
+                return Err(ResumeError::MissingHistory);
+            }
+            self.validate(agent)
+        })
     }
+}
+
+/// Checks a loaded state before anything runs, in the order both kinds of suspended state share:
+/// the seal (when there is a `key`), the layout version and the fingerprint (against `expected`),
+/// then `validate` (the state against what resumes it); and pairs every pending call with its
+/// decision.
+pub(crate) fn check_state(
+    state: &impl Resumable,
+    key: Option<&[u8]>,
+    expected: &str,
+    decisions: impl IntoIterator<Item = (String, Decision)>,
+    validate: impl FnOnce() -> Result<(), ResumeError>,
+) -> Result<Vec<(PendingCall, Decision)>, ResumeError> {
+    if let Some(key) = key {
+        verify_state(state, key)?;
+    }
+    let (format, found) = state.layout();
+    let paired = pair_decisions(format, expected, found, state.pending(), decisions);
+    if let Err(error @ (ResumeError::Format { .. } | ResumeError::StaleState { .. })) = paired {
+        return Err(error);
+    }
+    validate()?;
+    paired
 }
 
 /// Checks a suspended state's layout version and fingerprint, and pairs every pending call with
 /// its decision (each pending call needs one; a decision for another call is an error).
-pub(crate) fn pair_decisions(
+fn pair_decisions(
     format: u32,
     expected: &str,
     found: &str,
@@ -356,29 +367,50 @@ pub(crate) fn decide_all(pending: &[PendingCall], decision: &Decision) -> Vec<(S
         .collect()
 }
 
-/// A suspended state that carries a seal of its own content ([`SuspendedRun`],
-/// [`SuspendedCall`](crate::module::SuspendedCall)).
-pub(crate) trait Sealed: Serialize + Clone {
+/// A suspended state that can be resumed ([`SuspendedRun`],
+/// [`SuspendedCall`](crate::module::SuspendedCall)): its seal, layout and pending calls.
+pub(crate) trait Resumable: Serialize + Clone {
     /// The seal: 64 hex digits, or `None`.
     fn seal_field(&mut self) -> &mut Option<String>;
+    /// The layout version and the fingerprint it was written with.
+    fn layout(&self) -> (u32, &str);
+    /// The calls waiting for a person.
+    fn pending(&self) -> &[PendingCall];
 }
 
-impl Sealed for SuspendedRun {
+impl Resumable for SuspendedRun {
     fn seal_field(&mut self) -> &mut Option<String> {
         &mut self.seal
+    }
+
+    fn layout(&self) -> (u32, &str) {
+        (self.format, &self.fingerprint)
+    }
+
+    fn pending(&self) -> &[PendingCall] {
+        &self.pending
     }
 }
 
 /// Seals `state` with `key`: an HMAC-SHA256 of its JSON without the seal, every object's keys
 /// sorted (so a store that reorders them keeps the seal valid), as 64 hex digits.
-pub(crate) fn seal_state(state: &mut impl Sealed, key: &[u8]) {
+pub(crate) fn seal_state(state: &mut impl Resumable, key: &[u8]) {
     *state.seal_field() = None;
     let seal = hex(&mac_of(state, key).finalize().into_bytes());
     *state.seal_field() = Some(seal);
 }
 
+/// Seals `state` with `key`, or leaves it unsealed without one (a seal it carried is dropped: the
+/// content it vouched for has changed).
+pub(crate) fn reseal(state: &mut impl Resumable, key: Option<&[u8]>) {
+    match key {
+        Some(key) => seal_state(state, key),
+        None => *state.seal_field() = None,
+    }
+}
+
 /// Checks the seal of `state` against its content under `key`, in constant time.
-pub(crate) fn verify_state(state: &impl Sealed, key: &[u8]) -> Result<(), ResumeError> {
+pub(crate) fn verify_state(state: &impl Resumable, key: &[u8]) -> Result<(), ResumeError> {
     let mut unsealed = state.clone();
     let Some(seal) = unsealed.seal_field().take() else {
         return Err(ResumeError::Unsealed);
