@@ -489,14 +489,8 @@ impl McpServer {
         StreamableHttpService::new(
             move || {
                 // Each session (stateless: each request) is served by a copy holding a slot.
-                let slot =
-                    SessionSlot::take(&self.sessions, self.max_sessions).ok_or_else(|| {
-                        std::io::Error::other(format!(
-                            "the MCP server is busy: {} sessions are open \
-                         (McpServer::max_sessions); try again later",
-                            self.max_sessions
-                        ))
-                    })?;
+                let slot = SessionSlot::take(&self.sessions, self.max_sessions)
+                    .ok_or_else(|| std::io::Error::other(sessions_full(self.max_sessions)))?;
                 let mut copy = self.clone();
                 copy.slot = Some(Arc::new(slot));
                 Ok(copy)
@@ -574,9 +568,13 @@ impl McpServer {
 /// [`McpServer::max_concurrent_calls`] calls are running (in the implementation-defined range).
 const SERVER_BUSY: i32 = -32000;
 
-/// The middleware of an endpoint without authentication: refuses requests from another
-/// machine's address (when the connection's peer is known) or for a host name other than
-/// loopback, with `403 Forbidden` and a body saying how to allow them.
+/// What a client is told when `max` sessions are open.
+fn sessions_full(max: usize) -> String {
+    format!(
+        "the MCP server is busy: {max} sessions are open (McpServer::max_sessions); try again later"
+    )
+}
+
 /// Answers a request that would open a session (a POST without `Mcp-Session-Id`; without
 /// sessions, every POST) with `503 Service Unavailable` and `Retry-After: 1` while
 /// [`McpServer::max_sessions`] are open. (rmcp itself can only answer a refused session with a
@@ -596,15 +594,16 @@ async fn refuse_when_full(
         return (
             axum::http::StatusCode::SERVICE_UNAVAILABLE,
             [(axum::http::header::RETRY_AFTER, "1")],
-            format!(
-                "the MCP server is busy: {max} sessions are open (McpServer::max_sessions); try                  again later"
-            ),
+            sessions_full(max),
         )
             .into_response();
     }
     next.run(request).await
 }
 
+/// The middleware of an endpoint without authentication: refuses requests from another
+/// machine's address (when the connection's peer is known) or for a host name other than
+/// loopback, with `403 Forbidden` and a body saying how to allow them.
 async fn refuse_remote(
     request: axum::extract::Request,
     next: axum::middleware::Next,

@@ -489,7 +489,10 @@ async fn sessions_past_the_session_limit_are_refused() {
         refused.to_ascii_lowercase().contains("retry-after: 1"),
         "{refused}"
     );
-    assert!(refused.contains("McpServer::max_sessions"), "{refused}");
+    assert!(
+        refused.contains("1 sessions are open (McpServer::max_sessions); try again later"),
+        "{refused}"
+    );
     first.close().await.unwrap();
     // The closed session's place is given back.
     let deadline = Instant::now() + Duration::from_secs(10);

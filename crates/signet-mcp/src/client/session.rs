@@ -440,31 +440,24 @@ impl Inner {
         &self,
         peer: &Peer<RoleClient>,
     ) -> Result<Vec<rmcp::model::Tool>, Error> {
-        let mut tools = Vec::new();
-        let mut cursor = None;
-        for _ in 0..self.options.max_list_pages {
-            let params = PaginatedRequestParams::default().with_cursor(cursor);
-            let page = peer
-                .list_tools(Some(params))
-                .await
-                .map_err(|e| self.service_error(e))?;
-            if tools.len().saturating_add(page.tools.len()) > self.options.max_tools {
-                return Err(Error::TooManyTools {
-                    server: self.label.clone(),
-                    limit: self.options.max_tools,
-                });
-            }
-            tools.extend(page.tools);
-            match page.next_cursor {
-                Some(next) => cursor = Some(next),
-                None => return Ok(tools),
-            }
-        }
-        Err(Error::TooManyPages {
+        let too_many = || Error::TooManyTools {
             server: self.label.clone(),
-            what: "tools/list".into(),
-            limit: self.options.max_list_pages,
-        })
+            limit: self.options.max_tools,
+        };
+        self.page_through(
+            "tools/list",
+            self.options.max_tools,
+            too_many,
+            |cursor| async move {
+                let params = PaginatedRequestParams::default().with_cursor(cursor);
+                let page = peer
+                    .list_tools(Some(params))
+                    .await
+                    .map_err(|e| self.service_error(e))?;
+                Ok((page.tools, page.next_cursor))
+            },
+        )
+        .await
     }
 
     /// Every page of a listing other than tools (`what`: `prompts/list`, `resources/list`, ..),
@@ -479,19 +472,39 @@ impl Inner {
         F: Fn(Peer<RoleClient>, Option<PaginatedRequestParams>) -> Fut,
         Fut: Future<Output = Result<(Vec<T>, Option<String>), ServiceError>>,
     {
+        let too_many = || Error::TooManyItems {
+            server: self.label.clone(),
+            what: what.to_owned(),
+            limit: self.options.max_list_items,
+        };
+        let fetch = &fetch;
+        self.page_through(what, self.options.max_list_items, too_many, |cursor| {
+            let params = cursor.map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+            self.request(what, move |peer| fetch(peer, params))
+        })
+        .await
+    }
+
+    /// Pages through the listing `what`: `fetch` gets each page from the cursor the page before
+    /// gave (none for the first), at most [`McpClientBuilder::max_list_pages`] pages
+    /// ([`Error::TooManyPages`]); past `max_items` items the listing fails with `too_many()`.
+    async fn page_through<T, F, Fut>(
+        &self,
+        what: &str,
+        max_items: usize,
+        too_many: impl Fn() -> Error,
+        mut fetch: F,
+    ) -> Result<Vec<T>, Error>
+    where
+        F: FnMut(Option<String>) -> Fut,
+        Fut: Future<Output = Result<(Vec<T>, Option<String>), Error>>,
+    {
         let mut items = Vec::new();
-        let mut cursor: Option<String> = None;
+        let mut cursor = None;
         for _ in 0..self.options.max_list_pages {
-            let params = cursor
-                .take()
-                .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
-            let (page, next) = self.request(what, |peer| fetch(peer, params)).await?;
-            if items.len().saturating_add(page.len()) > self.options.max_list_items {
-                return Err(Error::TooManyItems {
-                    server: self.label.clone(),
-                    what: what.to_owned(),
-                    limit: self.options.max_list_items,
-                });
+            let (page, next) = fetch(cursor.take()).await?;
+            if items.len().saturating_add(page.len()) > max_items {
+                return Err(too_many());
             }
             items.extend(page);
             match next {
