@@ -222,7 +222,8 @@ impl State {
                 _ => "its fingerprint differs".to_owned(),
             };
             return Err(invalid(format!(
-                "the state is of another run ({difference}); use another directory, or delete                  the state to start over"
+                "the state is of another run ({difference}); use another directory, or delete \
+                 the state to start over"
             )));
         }
         Ok(Some(state))
@@ -347,6 +348,10 @@ mod tests {
             .to_string();
         assert!(
             error.contains("of another run (its data, metric differ; metric: logged \"exact\", now \"contains\")"),
+            "{error}"
+        );
+        assert!(
+            error.ends_with("use another directory, or delete the state to start over"),
             "{error}"
         );
         std::fs::write(dir.join(STATE_FILE), "{").unwrap();
