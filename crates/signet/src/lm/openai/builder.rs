@@ -348,8 +348,9 @@ impl OpenAiLmBuilder {
             .chain(url_credentials(&parsed))
             .filter(|secret| !secret.is_empty())
             .collect();
-        // Longest first, so that a secret containing another is removed whole.
-        secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
+        // Longest first, so that a secret containing another is removed whole; equal ones next
+        // to each other, so that each is kept once.
+        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         secrets.dedup();
         Ok(OpenAiLm {
             client,
