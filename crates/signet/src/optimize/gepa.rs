@@ -238,25 +238,24 @@ where
             .into_iter()
             .map(|(_, kind, text)| (kind, text))
             .unzip();
-        let fingerprint = run_fingerprint::fingerprint(
-            trainset,
-            valset,
-            &run_fingerprint::metric_name::<M>(gepa.settings.run.metric_name.as_deref()),
-            &student.to_saved_json(),
-            json!({
-                "task": run_fingerprint::task_models(student),
-                "reflection": gepa.settings.reflection_lm.model(),
-            }),
-        );
-        let saved = match &gepa.settings.run.log_dir {
+        let (saved, fingerprint) = match &gepa.settings.run.log_dir {
             Some(dir) => {
                 std::fs::create_dir_all(dir).map_err(|e| OptimizeError::RunLog {
                     path: dir.clone(),
                     reason: e.to_string(),
                 })?;
-                State::load(dir, &names, valset.len(), &fingerprint)?
+                let fingerprint = run_fingerprint::of_run::<M, _>(
+                    student,
+                    trainset,
+                    valset,
+                    gepa.settings.run.metric_name.as_deref(),
+                    [("reflection", json!(gepa.settings.reflection_lm.model()))],
+                );
+                let saved = State::load(dir, &names, valset.len(), &fingerprint)?;
+                (saved, fingerprint)
             }
-            None => None,
+            // Without a log directory nothing is saved, so there is nothing to fingerprint.
+            None => (None, Value::Null),
         };
         let resumed = saved.is_some();
         let report = GepaReport {

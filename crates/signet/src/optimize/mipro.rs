@@ -201,16 +201,15 @@ where
         let log = match &settings.run.log_dir {
             Some(dir) => {
                 let model = |lm: &Arc<dyn Lm>| lm.model().to_owned();
-                let fingerprint = run_fingerprint::fingerprint(
+                let fingerprint = run_fingerprint::of_run::<M, _>(
+                    &student,
                     &trainset,
                     &valset,
-                    &run_fingerprint::metric_name::<M>(settings.run.metric_name.as_deref()),
-                    &student.to_saved_json(),
-                    json!({
-                        "task": run_fingerprint::task_models(&student),
-                        "prompt": model(&settings.prompt_lm),
-                        "teacher": settings.teacher_lm.as_ref().map(model),
-                    }),
+                    settings.run.metric_name.as_deref(),
+                    [
+                        ("prompt", json!(model(&settings.prompt_lm))),
+                        ("teacher", json!(settings.teacher_lm.as_ref().map(model))),
+                    ],
                 );
                 Some(RunLog::open(
                     dir,

@@ -8,27 +8,20 @@ use sha2::{Digest, Sha256};
 use crate::data::Example;
 use crate::module::Module;
 
-/// A SHA-256 of the training and validation examples (values and input keys, in order), the
-/// metric's name, a SHA-256 of the program's saved JSON (instructions, signatures, demos), and
-/// the models. Hashes keep it one short line.
-pub(crate) fn fingerprint(
+/// The fingerprint of a run of `student` on `trainset` and `valset`: a SHA-256 of the examples
+/// (values and input keys, in order), the metric's name (`metric_name`, or the Rust type name of
+/// the metric `M`: the function, or for a closure the function it is written in), a SHA-256 of
+/// the program's saved JSON (instructions, signatures, demos), and the models — each predictor's
+/// under `task`, then `others` (the optimizer's own models, by role). Hashes keep it one short
+/// line.
+pub(crate) fn of_run<M, P: Module>(
+    student: &P,
     trainset: &[Example],
     valset: &[Example],
-    metric: &str,
-    program: &str,
-    models: Value,
+    metric_name: Option<&str>,
+    others: impl IntoIterator<Item = (&'static str, Value)>,
 ) -> Value {
-    json!({
-        "data": hash_examples(&[trainset, valset]),
-        "metric": metric,
-        "program": hex(&Sha256::digest(program.as_bytes())),
-        "models": models,
-    })
-}
-
-/// The model of each of `student`'s predictors (`None` where none is set yet).
-pub(crate) fn task_models<P: Module>(student: &P) -> Vec<Option<String>> {
-    student
+    let task: Vec<Option<String>> = student
         .named_predictors()
         .into_iter()
         .map(|(_, p)| {
@@ -36,13 +29,21 @@ pub(crate) fn task_models<P: Module>(student: &P) -> Vec<Option<String>> {
                 .ok()
                 .map(|r| r.lm.model().to_owned())
         })
-        .collect()
-}
-
-/// The metric's name: the one given, or the metric's Rust type name (the function, or for a
-/// closure the function it is written in).
-pub(crate) fn metric_name<M>(given: Option<&str>) -> String {
-    given.map_or_else(|| std::any::type_name::<M>().to_owned(), str::to_owned)
+        .collect();
+    let mut models = Map::new();
+    models.insert("task".to_owned(), json!(task));
+    models.extend(
+        others
+            .into_iter()
+            .map(|(role, model)| (role.to_owned(), model)),
+    );
+    let metric = metric_name.map_or_else(|| std::any::type_name::<M>().to_owned(), str::to_owned);
+    json!({
+        "data": hash_examples(&[trainset, valset]),
+        "metric": metric,
+        "program": hex(&Sha256::digest(student.to_saved_json().as_bytes())),
+        "models": models,
+    })
 }
 
 /// Which parts of two fingerprints differ, in words: `its data, program differ`, with the
