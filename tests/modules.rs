@@ -464,7 +464,7 @@ fn archiving(replies: std::ops::Range<usize>) -> Arc<ScriptedLm> {
 }
 
 /// The archive request started on `lm`, parked at the archive call.
-async fn parked(lm: &Arc<ScriptedLm>) -> signet::module::SuspendedCall {
+async fn parked(lm: &Arc<ScriptedLm>) -> signet::module::SuspendedRun {
     match archiver(lm).start(ask("Archive Rome")).await.unwrap() {
         signet::module::RunOutcome::Suspended(state) => state,
         finished => panic!("the archive call waits for approval, got {finished:?}"),
@@ -480,7 +480,7 @@ fn archiver(lm: &Arc<ScriptedLm>) -> Predict<QA> {
 
 #[tokio::test]
 async fn predict_with_tools_suspends_for_a_person_and_resumes_as_an_inline_approval() {
-    use signet::module::{Approval, Decision, RunOutcome, SuspendedCall};
+    use signet::module::{Approval, Decision, RunOutcome, SuspendedRun};
     let inline_lm = archiving(0..2);
     let inline = archiver(&inline_lm).with_approver(|_| async { Approval::Approve });
     let expected = inline.call(ask("Archive Rome")).await.unwrap();
@@ -492,9 +492,13 @@ async fn predict_with_tools_suspends_for_a_person_and_resumes_as_an_inline_appro
         (state.pending[0].id.as_str(), state.pending[0].tool.as_str()),
         ("a", "archive_city")
     );
-    assert_eq!(state.settled[0].result, "2.8", "the free call ran");
+    assert_eq!(
+        state.settled[0].observation.as_text(),
+        "2.8",
+        "the free call ran"
+    );
     let saved = serde_json::to_string(&state).unwrap();
-    let state: SuspendedCall = serde_json::from_str(&saved).unwrap();
+    let state: SuspendedRun = serde_json::from_str(&saved).unwrap();
 
     let second_lm = archiving(1..2);
     let decisions = state.decide_all(Decision::Approve);
@@ -515,31 +519,35 @@ async fn predict_with_tools_suspends_for_a_person_and_resumes_as_an_inline_appro
 async fn a_forged_suspended_predict_call_is_invalid_and_runs_nothing() {
     use signet::module::{Decision, ResumeError};
     let state = parked(&archiving(0..1)).await;
-    type Forge = Box<dyn Fn(&mut signet::module::SuspendedCall)>;
+    type Forge = Box<dyn Fn(&mut signet::module::SuspendedRun)>;
     let forgeries: Vec<(&str, Forge)> = vec![
         (
-            "differs from the call the model sent",
-            Box::new(|s| s.pending[0].args = json!({"city": "Paris"})),
+            "names tool `drop_tables`",
+            Box::new(|s| s.pending[0].tool = "drop_tables".into()),
         ),
         (
-            "differs from the call the model sent",
+            "waits for approval of `population`, which needs none",
             Box::new(|s| s.pending[0].tool = "population".into()),
         ),
         (
-            "past the 2 calls the model made",
-            Box::new(|s| s.pending[0].index = 7),
+            "two calls have step index",
+            Box::new(|s| s.pending[0].index = s.settled[0].index),
         ),
         (
-            "does not match the model's call 0",
-            Box::new(|s| s.pending[0].index = 0),
+            "two calls have id",
+            Box::new(|s| s.pending[0].id = "p".into()),
         ),
         (
-            "neither settled nor pending",
-            Box::new(|s| s.settled.clear()),
+            "not the suspended turn",
+            Box::new(|s| s.settled[0].turn = 5),
         ),
         (
             "past the predictor's limit",
             Box::new(|s| s.turn = usize::MAX),
+        ),
+        (
+            "not the state of a `Predict` call",
+            Box::new(|s| s.native = false),
         ),
         ("no pending call", Box::new(|s| s.pending.clear())),
     ];
@@ -561,7 +569,7 @@ async fn a_forged_suspended_predict_call_is_invalid_and_runs_nothing() {
 
 #[tokio::test]
 async fn a_predictor_with_a_state_key_resumes_only_its_own_sealed_calls() {
-    use signet::module::{Decision, ResumeError, RunOutcome, SuspendedCall};
+    use signet::module::{Decision, ResumeError, RunOutcome, SuspendedRun};
     let key = b"a long random key for the test";
     let sealed = match archiver(&archiving(0..1))
         .with_state_key(key)
@@ -576,9 +584,9 @@ async fn a_predictor_with_a_state_key_resumes_only_its_own_sealed_calls() {
     assert!(sealed.verify(key).is_ok());
     // Stored and read back with its keys in another order: still valid.
     let text = serde_json::to_string(&sealed).unwrap();
-    let reread: SuspendedCall = serde_json::from_str(&text).unwrap();
+    let reread: SuspendedRun = serde_json::from_str(&text).unwrap();
 
-    let resume = |state: SuspendedCall| async move {
+    let resume = |state: SuspendedRun| async move {
         let lm = archiving(1..2);
         let decisions = state.decide_all(Decision::Approve);
         let result = archiver(&lm)
@@ -596,11 +604,9 @@ async fn a_predictor_with_a_state_key_resumes_only_its_own_sealed_calls() {
     );
     assert_eq!(calls, 0);
 
-    // A consistent edit (the message and the pending call both say Paris) is caught by the seal.
+    // An edit that keeps the state consistent is caught by the seal.
     let mut edited = reread.clone();
     edited.pending[0].args = json!({"city": "Paris"});
-    let n = edited.messages.len();
-    edited.messages[n - 1].tool_calls[1].arguments = r#"{"city":"Paris"}"#.into();
     let (result, calls) = resume(edited).await;
     assert!(
         matches!(result, Err(Error::Resume(ResumeError::BadSeal))),

@@ -35,7 +35,6 @@ mod predict_tools;
 mod program;
 mod react;
 mod saved;
-pub use predict_tools::{SettledCall, SuspendedCall};
 mod tool_runner;
 
 pub use react::{
@@ -155,11 +154,6 @@ impl CallConfig {
     pub fn with_journal(mut self, journal: impl crate::journal::Journal + 'static) -> Self {
         self.journal = Some(Arc::new(journal));
         self
-    }
-
-    /// How many tool calls of one turn may run at once (see [`crate::journal`]).
-    pub(crate) fn tool_concurrency(&self, limit: usize) -> usize {
-        crate::journal::tool_concurrency(self.journal.as_ref(), limit)
     }
 
     /// For a ReAct run: at most `n` steps in this call (the agent's
@@ -500,7 +494,7 @@ impl Predictor {
             });
         }
         if !self.tools.is_empty() {
-            let prediction = self.forward_with_tools(inputs, call).await?;
+            let prediction = self.forward_with_tools(inputs, call, usage).await?;
             *usage += prediction.usage;
             return Ok(prediction);
         }

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::react::approval::{Approval, ApprovalRequest, Decision};
 use super::react::limits::Limits;
 use super::react::suspend::RunOutcome;
-use super::{CallConfig, Prediction, Predictor, SuspendedCall, forward_builders};
+use super::{CallConfig, Prediction, Predictor, SuspendedRun, forward_builders};
 use crate::adapter::{Adapter, Fields};
 use crate::error::Error;
 use crate::lm::{Lm, LmOptions};
@@ -137,10 +137,7 @@ impl<S: Signature> Predict<S> {
     /// With tools: runs the signature on `input`, suspending where a person is needed (a
     /// `#[tool(confirm)]` tool with no approver, a tool that returns
     /// [`ToolError::NeedsInput`](crate::ToolError::NeedsInput)); see [`Predictor::start`].
-    pub async fn start(
-        &self,
-        input: S::Input,
-    ) -> Result<RunOutcome<S::Output, SuspendedCall>, Error> {
+    pub async fn start(&self, input: S::Input) -> Result<RunOutcome<S::Output>, Error> {
         let inputs = to_fields(&input)?;
         let outcome = self.inner.start(&inputs, &CallConfig::default()).await?;
         typed_call_outcome(outcome)
@@ -150,9 +147,9 @@ impl<S: Signature> Predict<S> {
     /// [`Predictor::resume`]).
     pub async fn resume(
         &self,
-        state: SuspendedCall,
+        state: SuspendedRun,
         decisions: impl IntoIterator<Item = (String, Decision)>,
-    ) -> Result<RunOutcome<S::Output, SuspendedCall>, Error> {
+    ) -> Result<RunOutcome<S::Output>, Error> {
         let outcome = self
             .inner
             .resume(state, decisions, &CallConfig::default())
@@ -163,8 +160,8 @@ impl<S: Signature> Predict<S> {
 
 /// A predictor call's outcome with its outputs as `O`.
 fn typed_call_outcome<O: serde::de::DeserializeOwned>(
-    outcome: RunOutcome<Prediction, SuspendedCall>,
-) -> Result<RunOutcome<O, SuspendedCall>, Error> {
+    outcome: RunOutcome<Prediction>,
+) -> Result<RunOutcome<O>, Error> {
     Ok(match outcome {
         RunOutcome::Finished(prediction) => RunOutcome::Finished(from_fields(&prediction.outputs)?),
         RunOutcome::Suspended(state) => RunOutcome::Suspended(state),

@@ -9,11 +9,12 @@
 mod answer_stream;
 pub(super) mod approval;
 mod descriptions;
+pub(super) mod driver;
 mod error;
-mod events;
+pub(super) mod events;
 mod history_mode;
 pub(super) mod limits;
-mod native;
+pub(super) mod native;
 mod prompt;
 mod selection;
 mod settings;
@@ -39,7 +40,7 @@ pub use truncation::{DropOldest, KeepFirst, SlidingWindow, Summarize, Truncation
 pub use typed::ReAct;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -409,11 +410,20 @@ impl ReActCore {
         interrupts: &mut Interrupts,
         start: Start,
     ) -> Result<RunOutcome<ReActRun>, ReActError> {
+        let driver = driver::Driver {
+            runner: self.tool_runner(events.journal()),
+            limits: &self.limits,
+            inputs,
+            call,
+            events,
+            resumable: start.resumable(),
+            max_iters: self.max_iters(call),
+        };
         if self.mode == ReActMode::History {
-            let max_iters = self.max_iters(call);
-            return self
-                .forward_history(inputs, resolved, events, interrupts, max_iters, start)
-                .await;
+            let follow_ups = interrupts.enabled();
+            let turns = history_mode::HistoryTurns::new(self, inputs, resolved, follow_ups)
+                .map_err(ReActError::before_start)?;
+            return driver.run(turns, interrupts, start).await;
         }
         let native = match (&start, self.mode) {
             (Start::Resume { state, .. }, _) => state.native,
@@ -431,11 +441,14 @@ impl ReActCore {
             (_, ReActMode::Text | ReActMode::History) => false,
         };
         if native {
-            self.forward_native(inputs, call, resolved, events, interrupts, start)
-                .await
+            let turns = native::NativeTurns::new(self, inputs, resolved, events);
+            driver.run(turns, interrupts, start).await
         } else {
-            self.forward_text(inputs, call, resolved, events, interrupts, start)
-                .await
+            let turns = text::TextTurns {
+                agent: self,
+                adapter: resolved.adapter,
+            };
+            driver.run(turns, interrupts, start).await
         }
     }
 
@@ -639,54 +652,6 @@ impl ReActCore {
         Ok(())
     }
 
-    /// One tool call inside a tracing span, with start and finish events: attempted (a call that
-    /// waits for a person is `Err` in a resumable run, unattended otherwise) or carried out as a
-    /// person decided.
-    async fn observe_with_events(
-        &self,
-        index: usize,
-        name: &str,
-        args: &Value,
-        thought: &str,
-        events: &Emitter,
-        how: CallMode<'_>,
-    ) -> Result<(Observation, Duration), Waiting> {
-        use tracing::Instrument;
-        events.emit(ReActEvent::ToolCallStarted {
-            index,
-            name: name.to_owned(),
-            args: args.clone(),
-        });
-        let started = Instant::now();
-        let span = tracing::info_span!("react.tool_call", tool = name, index);
-        let runner = self.tool_runner(events.journal());
-        let outcome = async {
-            match how {
-                CallMode::Postponed(reason) => Ok(Observation::Output(json!(reason))),
-                CallMode::Refused(reason) => Ok(Observation::Error(reason.to_owned())),
-                _ if name == FINISH => Ok(Observation::Output(json!(FINISH_OBSERVATION))),
-                CallMode::Attempt { resumable } => {
-                    match runner.attempt(name, args, thought).await {
-                        Err(waiting) if !resumable => Ok(runner.unattended(name, &waiting)),
-                        outcome => outcome,
-                    }
-                }
-                CallMode::Decided(decision) => runner.decided(name, args, decision).await,
-            }
-        }
-        .instrument(span)
-        .await;
-        let elapsed = started.elapsed();
-        let observation = outcome?;
-        events.emit(ReActEvent::ToolCallFinished {
-            index,
-            name: name.to_owned(),
-            observation: observation.clone(),
-            elapsed_ms: millis(elapsed),
-        });
-        Ok((observation, elapsed))
-    }
-
     /// Runs the chosen tool; every failure becomes an observation the model can act on.
     async fn observe(&self, name: &str, args: &Value, thought: &str) -> Observation {
         if name == FINISH {
@@ -709,10 +674,8 @@ impl ReActCore {
             &self.tools,
             &[FINISH],
             self.approver.as_ref(),
-            self.limits.tool_timeout,
-            self.limits.max_observation_chars,
+            &self.limits,
         )
-        .with_max_kept_bytes(self.limits.max_kept_observation_bytes)
         .with_journal(journal)
     }
 

@@ -39,30 +39,28 @@ pub(crate) struct ToolRunner<'a> {
 }
 
 impl<'a> ToolRunner<'a> {
-    /// The runner of `tools`; `built_ins` are names the loop handles itself (listed, not run).
+    /// The runner of `tools` within `limits` (time limit, observation size and kept bytes);
+    /// `built_ins` are names the loop handles itself (listed, not run).
     pub(crate) fn new(
         tools: &'a [Arc<dyn Tool>],
         built_ins: &'a [&'a str],
         approver: Option<&'a Approver>,
-        timeout: Option<Duration>,
-        max_chars: usize,
+        limits: &Limits,
     ) -> ToolRunner<'a> {
         ToolRunner {
             tools,
             built_ins,
             approver,
-            timeout,
-            max_chars,
-            max_kept_bytes: Limits::default().max_kept_observation_bytes,
+            timeout: limits.tool_timeout,
+            max_chars: limits.max_observation_chars,
+            max_kept_bytes: limits.max_kept_observation_bytes,
             journal: None,
         }
     }
 
-    /// Keeps at most `n` bytes of a truncated output's whole value (see
-    /// [`Observation::kept_within`]).
-    pub(crate) fn with_max_kept_bytes(mut self, n: usize) -> Self {
-        self.max_kept_bytes = n;
-        self
+    /// Whether the loop handles `name` itself (ReAct's `finish`).
+    pub(crate) fn built_in(&self, name: &str) -> bool {
+        self.built_ins.contains(&name)
     }
 
     /// Runs the calls through `journal` (see [`crate::journal`]).

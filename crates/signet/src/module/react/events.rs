@@ -307,7 +307,7 @@ impl Emitter {
     }
 
     /// This emitter, with the call's journal.
-    pub(super) fn with_journal(
+    pub(crate) fn with_journal(
         &self,
         journal: Option<std::sync::Arc<dyn crate::journal::Journal>>,
     ) -> Emitter {

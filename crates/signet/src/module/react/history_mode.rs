@@ -6,21 +6,21 @@
 //! otherwise as text. After `max_iters` turns, an unreadable reply or a turn without calls, one more
 //! call forces `submit` (`tool_choice`).
 
-use std::time::Duration;
+use std::sync::Arc;
 
-use futures::{StreamExt, stream};
 use serde_json::{Map, Value, json};
 
+use super::driver::{Ask, Driver, RunState, TurnCall, TurnEnd, TurnProtocol};
 use super::events::{
-    Interrupts, SUBMIT_POSTPONED, SUBMIT_UNSEEN_RESULTS, answers_before_results, stop_early,
+    Emitter, Interrupts, SUBMIT_POSTPONED, SUBMIT_UNSEEN_RESULTS, answers_before_results,
 };
-use super::suspend::{HistoryPosition, HistoryTurn, Resumed, Start};
+use super::suspend::{HistoryPosition, HistoryTurn};
 use super::{
-    CallMode, Emitter, Observation, PendingCall, ReActCore, ReActError, ReActEvent, ReActRun,
-    ResumeError, RunFailure, RunOutcome, Step, StopReason, SuspendedRun, Trajectory, Waiting,
+    Observation, ReActCore, ReActError, ReActEvent, ReActRun, ResumeError, RunFailure, Step,
+    StopReason, SuspendedRun, Trajectory,
 };
-use crate::adapter::{self, Fields, History, Tools};
-use crate::lm::{LmError, ToolChoice, Usage};
+use crate::adapter::{self, Adapter, Fields, History, Tools};
+use crate::lm::{Lm, LmError, ToolChoice, Usage};
 use crate::module::{Error, Resolved};
 use crate::signature::{DynSignature, Field, FieldKind};
 
@@ -35,202 +35,295 @@ const RESERVED_INPUTS: [&str; 2] = ["history", "tools"];
 /// Output names that would collide with what a history-mode run reports.
 const RESERVED_OUTPUTS: [&str; 2] = ["history", "termination_reason"];
 
-/// One tool call of a turn, its id assigned.
-struct TurnCall {
-    id: String,
-    name: String,
-    args: Value,
+/// The history-mode turns: the ReActV2 predictor over the inputs, the conversation so far and the
+/// tools; each turn's calls and results become a history event.
+pub(super) struct HistoryTurns<'a> {
+    agent: &'a ReActCore,
+    lm: Arc<dyn Lm>,
+    adapter: Arc<dyn Adapter>,
+    /// The ReActV2 signature.
+    signature: DynSignature,
+    /// The tools as sent, `submit` last.
+    tools: Vec<Value>,
+    /// The input fields the next turn carries (the inputs on the first turn, the caller's
+    /// follow-up messages later).
+    pending: Fields,
+    /// The turns so far, each with its number, as history events.
+    history: Vec<(usize, Fields)>,
+    /// The thought of the turn in progress.
+    thought: Option<Value>,
 }
 
-impl ReActCore {
-    /// The history-mode loop (see the [module docs](self)); a resumable run suspends at a call
-    /// that needs a person, its conversation kept in [`SuspendedRun::history`].
-    pub(super) async fn forward_history(
-        &self,
+impl<'a> HistoryTurns<'a> {
+    /// The turns of `agent` on `inputs`; with `follow_ups`, the caller's messages travel in a
+    /// `user_message` input. Names the mode reserves are an error.
+    pub(super) fn new(
+        agent: &'a ReActCore,
         inputs: &Fields,
         resolved: Resolved,
-        events: &Emitter,
-        interrupts: &mut Interrupts,
-        max_iters: usize,
-        start: Start,
-    ) -> Result<RunOutcome<ReActRun>, ReActError> {
-        let follow_ups = interrupts.enabled();
-        self.check_history_names(follow_ups)
-            .map_err(ReActError::before_start)?;
-        let signature = self.history_signature_for(follow_ups);
-        let mut tools: Vec<Value> = self.tools.iter().map(|t| t.to_openai_function()).collect();
-        tools.push(self.submit_descriptor());
-        let resumable = start.resumable();
-        let (mut pending, mut history, mut trajectory, mut usage, first) = match start {
-            Start::Fresh { .. } => (
-                self.own_inputs(inputs),
-                Vec::new(),
-                Trajectory::default(),
-                Usage::default(),
-                0,
-            ),
-            Start::Resume { state, decided } => {
-                let Some(position) = state.history.clone() else {
-                    let failure = RunFailure::Resume(ResumeError::MissingHistory);
-                    return Err(ReActError::new(failure, &state.trajectory, state.usage));
-                };
-                let Resumed {
-                    mut trajectory,
-                    usage,
-                    turn,
-                    steps,
-                } = match self.carry_out(state, decided, events).await {
-                    Ok(resumed) => resumed,
-                    Err(state) => return Ok(RunOutcome::Suspended(state)),
-                };
-                let mut steps = steps;
-                postpone_early_submit(&mut steps);
-                let (event, finished) = close_turn(&position.inputs, position.thought, &steps);
-                trajectory.steps.extend(steps);
-                let mut history: Vec<(usize, Fields)> = position
-                    .turns
-                    .into_iter()
-                    .map(|t| (t.turn, t.event))
-                    .collect();
-                history.push((turn, event));
-                if let Some(outputs) = finished {
-                    return Ok(RunOutcome::Finished(finish(
-                        outputs, history, trajectory, usage,
-                    )));
-                }
-                (
-                    Fields::new(),
-                    history,
-                    trajectory,
-                    usage,
-                    turn.saturating_add(1),
-                )
-            }
-        };
-        let mut reason = None;
-        for turn in first..max_iters {
-            events.emit(ReActEvent::StepStarted { turn });
-            receive_messages(interrupts, &mut pending, &mut trajectory, events);
-            let outputs = match self
-                .history_call(
-                    &signature,
-                    &resolved,
-                    &pending,
-                    &mut history,
-                    &tools,
-                    false,
-                    &mut trajectory,
-                    &mut usage,
-                )
-                .await
-            {
-                Ok(outputs) => outputs,
-                Err(RunFailure::Call(Error::Parse(error))) => {
-                    reason = Some(StopReason::UnreadableStep {
-                        step: turn,
-                        error: error.to_string(),
-                    });
-                    break;
-                }
-                Err(RunFailure::TrajectoryTooLong { message }) => {
-                    reason = Some(StopReason::ContextWindow { message });
-                    break;
-                }
-                Err(failure) => return Err(ReActError::new(failure, &trajectory, usage)),
+        follow_ups: bool,
+    ) -> Result<HistoryTurns<'a>, Error> {
+        agent.check_history_names(follow_ups)?;
+        let mut tools: Vec<Value> = agent.tools.iter().map(|t| t.to_openai_function()).collect();
+        tools.push(agent.submit_descriptor());
+        Ok(HistoryTurns {
+            agent,
+            lm: resolved.lm,
+            adapter: resolved.adapter,
+            signature: agent.history_signature_for(follow_ups),
+            tools,
+            pending: agent.own_inputs(inputs),
+            history: Vec::new(),
+            thought: None,
+        })
+    }
+
+    /// One call of the history predictor, the history shortened by the truncation policy (up to 3
+    /// times) while it overflows the context window. `force_submit` asks for a `submit` call.
+    async fn call(&mut self, run: &mut RunState, force_submit: bool) -> Result<Fields, RunFailure> {
+        let agent = self.agent;
+        let mut extra = Map::new();
+        if force_submit {
+            extra.insert("reasoning_effort".to_owned(), Value::Null);
+        }
+        let mut last = String::new();
+        for _ in 0..3 {
+            agent.limits.check_lm_calls(&run.usage)?;
+            let mut inputs = self.pending.clone();
+            let turns = History {
+                messages: self.history.iter().map(|(_, e)| e.clone()).collect(),
             };
-            let calls = turn_calls(&outputs, turn);
-            if calls.is_empty() {
-                reason = Some(StopReason::NoToolCalls { turn });
-                break;
-            }
-            let thought = thought_of(&outputs);
-            let steps = match self
-                .run_turn(
-                    turn,
-                    thought.as_ref(),
-                    calls,
-                    &trajectory,
-                    events,
-                    resumable,
-                )
-                .await
-            {
-                Ok(mut steps) => {
-                    postpone_early_submit(&mut steps);
-                    if interrupts.pending() {
-                        postpone_submit(&mut steps, SUBMIT_POSTPONED);
+            inputs.insert("history".to_owned(), json!(turns));
+            inputs.insert("tools".to_owned(), Value::Array(self.tools.clone()));
+            let call = adapter::Call {
+                signature: &self.signature,
+                parse_as: None,
+                demos: &[],
+                inputs: &inputs,
+                options: agent.step.options(),
+                tool_choice: force_submit.then(|| ToolChoice::Function(SUBMIT.to_owned())),
+                extra: force_submit.then_some(&extra),
+            };
+            let mut own = Usage::default();
+            let span = tracing::info_span!("react.lm_call", turns = self.history.len());
+            let result = tracing::Instrument::instrument(
+                adapter::run_counting(self.adapter.as_ref(), self.lm.as_ref(), &call, &mut own),
+                span,
+            )
+            .await;
+            run.usage += own;
+            crate::trace::record_usage(own);
+            match result {
+                Ok(reply) => return Ok(reply.outputs),
+                Err(Error::Lm(LmError::ContextWindowExceeded { message })) => {
+                    run.usage.lm_calls = run.usage.lm_calls.saturating_add(1);
+                    tracing::warn!(
+                        "The history exceeded the context window, truncating the oldest tool call information."
+                    );
+                    last = message;
+                    if let Err(reason) = agent
+                        .truncate_history(&mut self.history, &mut run.trajectory)
+                        .await
+                    {
+                        return Err(RunFailure::TrajectoryTooLong {
+                            message: format!("{last}; {reason}"),
+                        });
                     }
-                    steps
                 }
-                Err((settled, waiting)) => {
-                    let position = HistoryPosition {
-                        turns: history
-                            .into_iter()
-                            .map(|(turn, event)| HistoryTurn { turn, event })
-                            .collect(),
-                        inputs: pending,
-                        thought,
-                    };
-                    let state =
-                        SuspendedRun::new(false, inputs, trajectory, usage, turn, settled, waiting);
-                    return Ok(RunOutcome::Suspended(SuspendedRun {
-                        history: Some(position),
-                        ..state
-                    }));
-                }
-            };
-            let (event, finished) = close_turn(&pending, thought, &steps);
-            trajectory.steps.extend(steps);
-            history.push((turn, event));
-            pending.clear();
-            if let Some(outputs) = finished {
-                return Ok(RunOutcome::Finished(finish(
-                    outputs, history, trajectory, usage,
-                )));
+                Err(other) => return Err(other.into()),
             }
         }
-        let reason = reason.unwrap_or(StopReason::MaxIters { max_iters });
-        let described = break_reason(&reason);
-        stop_early(&mut trajectory, events, reason);
-        // The forced submit: one more call that must call `submit`.
-        let turn = max_iters;
-        events.emit(ReActEvent::StepStarted { turn });
-        receive_messages(interrupts, &mut pending, &mut trajectory, events);
-        let outputs = self
-            .history_call(
-                &signature,
-                &resolved,
-                &pending,
-                &mut history,
-                &tools,
-                true,
-                &mut trajectory,
-                &mut usage,
-            )
-            .await
-            .map_err(|failure| ReActError::new(failure, &trajectory, usage))?;
-        let calls: Vec<TurnCall> = turn_calls(&outputs, turn)
+        Err(RunFailure::TrajectoryTooLong {
+            message: format!("the context window was exceeded even after 3 truncations: {last}"),
+        })
+    }
+
+    /// The calls of a reply, each with an id (`call_<turn>_<index>` when the model gave none);
+    /// `submit` and unknown tools do not run: their results are settled here.
+    fn calls(&self, outputs: &Fields, turn: usize) -> Vec<TurnCall> {
+        turn_calls(outputs, turn)
+            .into_iter()
+            .map(|mut call| {
+                call.settled = self.agent.screen_history_call(&call.name, &call.args);
+                call
+            })
+            .collect()
+    }
+
+    /// A turn's history event and, when a `submit` among its steps succeeded, the outputs.
+    fn close(&mut self, turn: usize, steps: &[Step]) -> Option<Fields> {
+        let (event, finished) = close_turn(&self.pending, self.thought.take(), steps);
+        self.history.push((turn, event));
+        self.pending.clear();
+        finished
+    }
+
+    /// The run's steps and usage, the conversation in its trajectory's history.
+    fn into_run(self, mut run: RunState) -> RunState {
+        run.trajectory.history = self.history.into_iter().map(|(_, e)| e).collect();
+        run
+    }
+}
+
+impl TurnProtocol for HistoryTurns<'_> {
+    type Output = ReActRun;
+
+    fn answering_tool(&self) -> Option<&'static str> {
+        Some(SUBMIT)
+    }
+
+    fn resume(&mut self, state: &SuspendedRun) -> Result<(), RunFailure> {
+        let Some(position) = state.history.clone() else {
+            return Err(RunFailure::Resume(ResumeError::MissingHistory));
+        };
+        self.history = position
+            .turns
+            .into_iter()
+            .map(|t| (t.turn, t.event))
+            .collect();
+        self.pending = position.inputs;
+        self.thought = position.thought;
+        Ok(())
+    }
+
+    fn receive(&mut self, interrupts: &mut Interrupts, run: &mut RunState, events: &Emitter) {
+        receive_messages(interrupts, &mut self.pending, &mut run.trajectory, events);
+    }
+
+    async fn ask(
+        &mut self,
+        _driver: &Driver<'_>,
+        run: &mut RunState,
+        turn: usize,
+    ) -> Result<Ask, ReActError> {
+        let outputs = match self.call(run, false).await {
+            Ok(outputs) => outputs,
+            Err(RunFailure::Call(Error::Parse(error))) => {
+                return Ok(Ask::Stop(StopReason::UnreadableStep {
+                    step: turn,
+                    error: error.to_string(),
+                }));
+            }
+            Err(RunFailure::TrajectoryTooLong { message }) => {
+                return Ok(Ask::Stop(StopReason::ContextWindow { message }));
+            }
+            Err(failure) => return Err(run.fail(failure)),
+        };
+        let calls = self.calls(&outputs, turn);
+        if calls.is_empty() {
+            return Ok(Ask::Stop(StopReason::NoToolCalls { turn }));
+        }
+        self.thought = thought_of(&outputs);
+        Ok(Ask::Calls {
+            thought: self.thought.as_ref().map(super::as_text),
+            calls,
+        })
+    }
+
+    fn reword(&self, name: &str, observation: Observation) -> Observation {
+        super::trajectory::reworded(name, observation)
+    }
+
+    fn end_turn(
+        &mut self,
+        run: &mut RunState,
+        turn: usize,
+        mut steps: Vec<Step>,
+        interrupts: &mut Interrupts,
+    ) -> TurnEnd {
+        postpone_early_submit(&mut steps);
+        if interrupts.pending() {
+            postpone_submit(&mut steps, SUBMIT_POSTPONED);
+        }
+        let finished = self.close(turn, &steps);
+        run.trajectory.steps.extend(steps);
+        match finished {
+            Some(outputs) => TurnEnd::Answer(outputs),
+            None => TurnEnd::Next,
+        }
+    }
+
+    fn suspend(self, state: SuspendedRun) -> SuspendedRun {
+        let position = HistoryPosition {
+            turns: self
+                .history
+                .into_iter()
+                .map(|(turn, event)| HistoryTurn { turn, event })
+                .collect(),
+            inputs: self.pending,
+            thought: self.thought,
+        };
+        SuspendedRun {
+            history: Some(position),
+            ..state
+        }
+    }
+
+    fn answer(
+        self,
+        _driver: &Driver<'_>,
+        run: RunState,
+        outputs: Fields,
+        _reasoning: Option<String>,
+    ) -> ReActRun {
+        let RunState { trajectory, usage } = self.into_run(run);
+        ReActRun {
+            outputs,
+            reasoning: None,
+            trajectory,
+            usage,
+        }
+    }
+
+    /// The forced submit: one more call that must call `submit`.
+    async fn conclude(
+        mut self,
+        driver: &Driver<'_>,
+        mut run: RunState,
+        interrupts: &mut Interrupts,
+    ) -> Result<ReActRun, ReActError> {
+        let described = run
+            .trajectory
+            .stopped_early
+            .as_ref()
+            .map_or("max_iters", break_reason);
+        let turn = driver.max_iters;
+        driver.events.emit(ReActEvent::StepStarted { turn });
+        self.receive(interrupts, &mut run, driver.events);
+        let outputs = match self.call(&mut run, true).await {
+            Ok(outputs) => outputs,
+            Err(failure) => return Err(run.fail(failure)),
+        };
+        let calls: Vec<TurnCall> = self
+            .calls(&outputs, turn)
             .into_iter()
             .filter(|c| c.name == SUBMIT)
             .collect();
         if calls.is_empty() {
-            trajectory.history = history.into_iter().map(|(_, e)| e).collect();
-            let failure = RunFailure::NoFinalOutputs {
-                message: format!(
-                    "ReActV2 failed to produce final outputs after {described}: no submit call."
-                ),
-            };
-            return Err(ReActError::new(failure, &trajectory, usage));
+            let message = format!(
+                "ReActV2 failed to produce final outputs after {described}: no submit call."
+            );
+            return Err(self.fail(run, message));
         }
-        let thought = thought_of(&outputs);
-        // Only `submit` runs here, and it never waits for a person.
-        let steps = match self
-            .run_turn(turn, thought.as_ref(), calls, &trajectory, events, false)
-            .await
-        {
-            Ok(steps) | Err((steps, _)) => steps,
-        };
-        let (event, finished) = close_turn(&pending, thought, &steps);
+        self.thought = thought_of(&outputs);
+        let thought = self.thought.as_ref().map(super::as_text);
+        if let Some(text) = &thought {
+            driver.events.emit(ReActEvent::Thought {
+                turn,
+                text: text.clone(),
+            });
+        }
+        let first_index = self.first_index(&run.trajectory, turn);
+        // Only `submit` runs here: its result is settled, it never waits for a person.
+        let (steps, _) = driver
+            .run_calls(
+                &self,
+                turn,
+                first_index,
+                &thought.unwrap_or_default(),
+                calls,
+            )
+            .await;
         let errors: Vec<String> = steps
             .iter()
             .filter_map(|step| match &step.observation {
@@ -238,25 +331,28 @@ impl ReActCore {
                 _ => None,
             })
             .collect();
-        trajectory.steps.extend(steps);
-        history.push((turn, event));
-        match finished {
-            Some(outputs) => Ok(RunOutcome::Finished(finish(
-                outputs, history, trajectory, usage,
-            ))),
-            None => {
-                trajectory.history = history.into_iter().map(|(_, e)| e).collect();
-                let failure = RunFailure::NoFinalOutputs {
-                    message: format!(
-                        "ReActV2 failed to produce final outputs after {described}: submit failed.\n{}",
-                        errors.join("\n")
-                    ),
-                };
-                Err(ReActError::new(failure, &trajectory, usage))
-            }
+        let finished = self.close(turn, &steps);
+        run.trajectory.steps.extend(steps);
+        if let Some(outputs) = finished {
+            return Ok(self.answer(driver, run, outputs, None));
         }
+        let message = format!(
+            "ReActV2 failed to produce final outputs after {described}: submit failed.\n{}",
+            errors.join("\n")
+        );
+        Err(self.fail(run, message))
     }
+}
 
+impl HistoryTurns<'_> {
+    /// The run's error when no `submit` succeeded, with the conversation in the trajectory.
+    fn fail(self, run: RunState, message: String) -> ReActError {
+        self.into_run(run)
+            .fail(RunFailure::NoFinalOutputs { message })
+    }
+}
+
+impl ReActCore {
     /// DSPy rejects names its own fields use (and Signet `user_message` when the caller can send
     /// follow-up messages).
     fn check_history_names(&self, follow_ups: bool) -> Result<(), Error> {
@@ -419,76 +515,21 @@ impl ReActCore {
         Ok(outputs)
     }
 
-    /// One call of the history predictor, the history shortened by the truncation policy (up to 3
-    /// times) while it overflows the context window. `force_submit` asks for a `submit` call.
-    #[allow(clippy::too_many_arguments)]
-    async fn history_call(
-        &self,
-        signature: &DynSignature,
-        resolved: &Resolved,
-        pending: &Fields,
-        history: &mut Vec<(usize, Fields)>,
-        tools: &[Value],
-        force_submit: bool,
-        trajectory: &mut Trajectory,
-        usage: &mut Usage,
-    ) -> Result<Fields, RunFailure> {
-        let mut extra = Map::new();
-        if force_submit {
-            extra.insert("reasoning_effort".to_owned(), Value::Null);
-        }
-        let mut last = String::new();
-        for _ in 0..3 {
-            self.limits.check_lm_calls(usage)?;
-            let mut inputs = pending.clone();
-            let turns = History {
-                messages: history.iter().map(|(_, e)| e.clone()).collect(),
-            };
-            inputs.insert("history".to_owned(), json!(turns));
-            inputs.insert("tools".to_owned(), Value::Array(tools.to_vec()));
-            let call = adapter::Call {
-                signature,
-                parse_as: None,
-                demos: &[],
-                inputs: &inputs,
-                options: self.step.options(),
-                tool_choice: force_submit.then(|| ToolChoice::Function(SUBMIT.to_owned())),
-                extra: force_submit.then_some(&extra),
-            };
-            let mut own = Usage::default();
-            let span = tracing::info_span!("react.lm_call", turns = history.len());
-            let result = tracing::Instrument::instrument(
-                adapter::run_counting(
-                    resolved.adapter.as_ref(),
-                    resolved.lm.as_ref(),
-                    &call,
-                    &mut own,
-                ),
-                span,
-            )
-            .await;
-            *usage += own;
-            crate::trace::record_usage(own);
-            match result {
-                Ok(reply) => return Ok(reply.outputs),
-                Err(Error::Lm(LmError::ContextWindowExceeded { message })) => {
-                    usage.lm_calls = usage.lm_calls.saturating_add(1);
-                    tracing::warn!(
-                        "The history exceeded the context window, truncating the oldest tool call information."
-                    );
-                    last = message;
-                    if let Err(reason) = self.truncate_history(history, trajectory).await {
-                        return Err(RunFailure::TrajectoryTooLong {
-                            message: format!("{last}; {reason}"),
-                        });
-                    }
+    /// A history-mode call that does not run: `submit` (its arguments checked as the outputs)
+    /// and a tool the agent lacks; `None` for a call that runs.
+    fn screen_history_call(&self, name: &str, args: &Value) -> Option<Observation> {
+        if name == SUBMIT {
+            return Some(match self.submitted_outputs(args) {
+                Ok(outputs) => Observation::Output(Value::Object(outputs)),
+                Err(message) => {
+                    Observation::Error(format!("Execution error in {SUBMIT}: {message}"))
                 }
-                Err(other) => return Err(other.into()),
-            }
+            });
         }
-        Err(RunFailure::TrajectoryTooLong {
-            message: format!("the context window was exceeded even after 3 truncations: {last}"),
-        })
+        if !self.tools.iter().any(|t| t.name() == name) {
+            return Some(Observation::Error(format!("Unknown tool: {name}")));
+        }
+        None
     }
 
     /// Applies the truncation policy to the steps and keeps the history turns whose calls remain;
@@ -523,121 +564,6 @@ impl ReActCore {
             return Err("the truncation policy removed no turn".to_owned());
         }
         Ok(())
-    }
-
-    /// Runs a turn's calls (at most `max_concurrent_tools` at a time), their steps in call
-    /// order; in a `resumable` run, the steps that ran and the calls that wait for a person.
-    async fn run_turn(
-        &self,
-        turn: usize,
-        thought: Option<&Value>,
-        calls: Vec<TurnCall>,
-        trajectory: &Trajectory,
-        events: &Emitter,
-        resumable: bool,
-    ) -> Result<Vec<Step>, (Vec<Step>, Vec<PendingCall>)> {
-        let thought_text = thought.map(super::as_text).unwrap_or_default();
-        if thought.is_some() {
-            events.emit(ReActEvent::Thought {
-                turn,
-                text: thought_text.clone(),
-            });
-        }
-        let first_index = trajectory
-            .steps
-            .last()
-            .map_or(0, |s| s.index.saturating_add(1));
-        let refusal = self.limits.refused_call(calls.len());
-        let mut runs = Vec::with_capacity(calls.len());
-        for (offset, call) in calls.iter().enumerate() {
-            let thought = thought_text.as_str();
-            let refusal = refusal.as_str();
-            runs.push(async move {
-                // Beyond the reply's limit of calls: not run, an error result the model reads.
-                if offset >= self.limits.max_tool_calls_per_turn {
-                    return Ok((Observation::Error(refusal.to_owned()), Duration::ZERO));
-                }
-                let index = first_index.saturating_add(offset);
-                self.history_observe(index, call, thought, events, resumable)
-                    .await
-            });
-        }
-        let observed: Vec<Result<(Observation, Duration), Waiting>> = stream::iter(runs)
-            .buffered(events.tool_concurrency(self.limits.max_concurrent_tools))
-            .collect()
-            .await;
-        let mut steps = Vec::with_capacity(calls.len());
-        let mut waiting = Vec::new();
-        for (offset, (call, observed)) in calls.into_iter().zip(observed).enumerate() {
-            let index = first_index.saturating_add(offset);
-            match observed {
-                Ok((observation, elapsed)) => steps.push(Step {
-                    index,
-                    thought: thought_text.clone(),
-                    tool_name: call.name,
-                    tool_args: call.args,
-                    observation,
-                    call_id: Some(call.id),
-                    turn,
-                    elapsed,
-                }),
-                Err(waiting_for) => waiting.push(PendingCall {
-                    id: call.id,
-                    index,
-                    tool: call.name,
-                    args: call.args,
-                    thought: thought_text.clone(),
-                    waiting_for,
-                }),
-            }
-        }
-        if waiting.is_empty() {
-            Ok(steps)
-        } else {
-            Err((steps, waiting))
-        }
-    }
-
-    /// One call: `submit` checks the outputs, an unknown name is an error result, any other tool
-    /// runs as in the other modes (approval, time limit, errors as results); in a `resumable` run
-    /// a call that needs a person waits for one.
-    async fn history_observe(
-        &self,
-        index: usize,
-        call: &TurnCall,
-        thought: &str,
-        events: &Emitter,
-        resumable: bool,
-    ) -> Result<(Observation, Duration), Waiting> {
-        let name = call.name.as_str();
-        if name == SUBMIT {
-            return Ok(match self.submitted_outputs(&call.args) {
-                Ok(outputs) => (Observation::Output(Value::Object(outputs)), Duration::ZERO),
-                Err(message) => (
-                    Observation::Error(format!("Execution error in {SUBMIT}: {message}")),
-                    Duration::ZERO,
-                ),
-            });
-        }
-        if !self.tools.iter().any(|t| t.name() == name) {
-            return Ok((
-                Observation::Error(format!("Unknown tool: {name}")),
-                Duration::ZERO,
-            ));
-        }
-        let how = CallMode::Attempt { resumable };
-        let (observation, elapsed) = match self
-            .observe_with_events(index, name, &call.args, thought, events, how)
-            .await
-        {
-            Ok(observed) => observed,
-            Err(waiting) if resumable => return Err(waiting),
-            Err(waiting) => (
-                self.tool_runner(None).unattended(name, &waiting),
-                Duration::ZERO,
-            ),
-        };
-        Ok((super::trajectory::reworded(name, observation), elapsed))
     }
 }
 
@@ -718,23 +644,6 @@ fn postpone_early_submit(steps: &mut [Step]) {
         postpone_submit(steps, SUBMIT_UNSEEN_RESULTS);
     }
 }
-
-/// A finished run: the outputs `submit` carried and the conversation as its trajectory's history.
-fn finish(
-    outputs: Fields,
-    history: Vec<(usize, Fields)>,
-    mut trajectory: Trajectory,
-    usage: Usage,
-) -> ReActRun {
-    trajectory.history = history.into_iter().map(|(_, e)| e).collect();
-    ReActRun {
-        outputs,
-        reasoning: None,
-        trajectory,
-        usage,
-    }
-}
-
 /// The calls of a reply, each with an id (`call_<turn>_<index>` when the model gave none).
 fn turn_calls(outputs: &Fields, turn: usize) -> Vec<TurnCall> {
     outputs
@@ -744,16 +653,17 @@ fn turn_calls(outputs: &Fields, turn: usize) -> Vec<TurnCall> {
         .into_iter()
         .flatten()
         .enumerate()
-        .map(|(index, call)| TurnCall {
-            id: call["id"]
+        .map(|(index, call)| {
+            let id = call["id"]
                 .as_str()
                 .filter(|id| !id.is_empty())
-                .map_or_else(|| format!("call_{turn}_{index}"), str::to_owned),
-            name: call["name"].as_str().unwrap_or_default().to_owned(),
-            args: match &call["args"] {
+                .map_or_else(|| format!("call_{turn}_{index}"), str::to_owned);
+            let name = call["name"].as_str().unwrap_or_default().to_owned();
+            let args = match &call["args"] {
                 Value::Null => json!({}),
                 args => args.clone(),
-            },
+            };
+            TurnCall::new(Some(id), name, args)
         })
         .collect()
 }

@@ -3,36 +3,47 @@
 
 use std::sync::Arc;
 
-use futures::{StreamExt, stream};
 use serde_json::{Map, Value, json};
 
 use super::answer_stream::AnswerStream;
-use super::events::{FINISH_UNSEEN_RESULTS, answers_before_results, stop_early};
-use super::suspend::Start;
+use super::driver::{Ask, Driver, RunState, TurnCall, TurnEnd, TurnProtocol, finish_turn};
+use super::events::{Emitter, FINISH_UNSEEN_RESULTS, Interrupts};
 use super::{
-    CallMode, Emitter, FINISH, FINISH_OBSERVATION, FINISH_POSTPONED, Interrupts, Observation,
-    PendingCall, ReActCore, ReActError, ReActEvent, ReActRun, RunOutcome, Step, StopReason,
-    SuspendedRun, Trajectory, Waiting,
+    FINISH, FINISH_OBSERVATION, Observation, ReActCore, ReActError, ReActRun, Step, StopReason,
+    SuspendedRun, Trajectory,
 };
+use crate::adapter::{Adapter, Fields, templates};
+use crate::lm::{Lm, LmError, LmRequest, Message, ToolCall, ToolChoice, Usage};
+use crate::module::{Error, Resolved};
 
 /// The key of a native demo's tool turns: a list of turns, each a list of calls
 /// `{"name", "args", "observation"}` (the final `finish` is implied by the demo's outputs).
 pub const TOOL_TURNS: &str = "tool_turns";
-use crate::adapter::{Adapter, Fields, templates};
-use crate::lm::{Lm, LmError, LmRequest, Message, ToolCall, ToolChoice, Usage};
-use crate::module::{CallConfig, Error, Resolved};
 
-impl ReActCore {
-    /// The native-function-calling loop (see the [module docs](self)).
-    pub(super) async fn forward_native(
-        &self,
+/// The native turns: the signature's system message with a note on the tools, the native demos,
+/// the user message, then each turn's tool calls and their results as messages.
+pub(super) struct NativeTurns<'a> {
+    agent: &'a ReActCore,
+    /// The LM the prompt is measured for.
+    lm: Arc<dyn Lm>,
+    /// The LM asked; in a streamed run, one that shows a text answer as it is written.
+    step_lm: Arc<dyn Lm>,
+    adapter: Arc<dyn Adapter>,
+    /// The messages before the first turn.
+    base: Vec<Message>,
+    /// The tools as sent, `finish` last.
+    tools: Vec<Value>,
+    /// The tokens a prompt may take, when the context window is known.
+    budget: Option<usize>,
+}
+
+impl<'a> NativeTurns<'a> {
+    pub(super) fn new(
+        agent: &'a ReActCore,
         inputs: &Fields,
-        call: &CallConfig,
         resolved: Resolved,
         events: &Emitter,
-        interrupts: &mut Interrupts,
-        start: Start,
-    ) -> Result<RunOutcome<ReActRun>, ReActError> {
+    ) -> NativeTurns<'a> {
         let Resolved { lm, adapter } = resolved;
         // A streamed run shows a text answer as it is written. Only with the Chat adapter's field
         // markers: text before them (what a model may write beside its tool calls) is not shown,
@@ -42,268 +53,168 @@ impl ReActCore {
         } else {
             lm.clone()
         };
-        let base = self.base_messages(adapter.as_ref(), inputs);
-        let mut tools: Vec<Value> = self.tools.iter().map(|t| t.to_openai_function()).collect();
-        tools.push(self.finish_descriptor());
-        let resumable = start.resumable();
-        let max_iters = self.max_iters(call);
-        let mut trajectory = Trajectory::default();
-        let mut usage = Usage::default();
-        let mut truncations = 0;
-        let mut turn = 0;
-        let mut done = false;
-        if let Start::Resume { state, decided } = start {
-            let resumed = match self.carry_out(state, decided, events).await {
-                Ok(resumed) => resumed,
-                Err(state) => return Ok(RunOutcome::Suspended(state)),
-            };
-            (trajectory, usage, turn) = (resumed.trajectory, resumed.usage, resumed.turn);
-            trajectory.steps.extend(resumed.steps);
-            match self.end_of_turn(&mut trajectory, turn, interrupts) {
-                TurnEnd::Answer(outputs) => {
-                    return Ok(self.native_answer(inputs, trajectory, outputs, None, usage));
-                }
-                TurnEnd::Extract => done = true,
-                TurnEnd::Next => turn = turn.saturating_add(1),
-            }
+        let mut tools: Vec<Value> = agent.tools.iter().map(|t| t.to_openai_function()).collect();
+        tools.push(agent.finish_descriptor());
+        NativeTurns {
+            agent,
+            budget: agent.prompt_budget(lm.as_ref(), agent.step.options()),
+            base: agent.base_messages(adapter.as_ref(), inputs),
+            lm,
+            step_lm,
+            adapter,
+            tools,
         }
-        let measure = |trajectory: &Trajectory| {
-            crate::lm::count_prompt_tokens(lm.model(), &conversation(&base, trajectory), &tools)
-                .tokens
-        };
-        let budget = self.prompt_budget(lm.as_ref(), self.step.options());
-        while !done && turn < max_iters {
-            events.emit(ReActEvent::StepStarted { turn });
-            interrupts.inject(&mut trajectory, events);
-            if let Err(message) = self
-                .fit_budget(budget, &mut trajectory, events, &measure)
+    }
+
+    /// The prompt's size in tokens with `trajectory`.
+    fn measure(&self, trajectory: &Trajectory) -> usize {
+        crate::lm::count_prompt_tokens(
+            self.lm.model(),
+            &conversation(&self.base, trajectory),
+            &self.tools,
+        )
+        .tokens
+    }
+}
+
+impl TurnProtocol for NativeTurns<'_> {
+    type Output = ReActRun;
+
+    async fn ask(
+        &mut self,
+        driver: &Driver<'_>,
+        run: &mut RunState,
+        turn: usize,
+    ) -> Result<Ask, ReActError> {
+        let agent = self.agent;
+        let events = driver.events;
+        let measure = |trajectory: &Trajectory| self.measure(trajectory);
+        let mut truncations = 0;
+        let completion = loop {
+            if let Err(message) = agent
+                .fit_budget(self.budget, &mut run.trajectory, events, &measure)
                 .await
             {
-                stop_early(
-                    &mut trajectory,
-                    events,
-                    StopReason::ContextWindow { message },
-                );
-                break;
+                return Ok(Ask::Stop(StopReason::ContextWindow { message }));
             }
-            let mut request = LmRequest::new(conversation(&base, &trajectory));
-            request.options = self.step.options().clone();
-            request.tools = tools.clone();
+            let mut request = LmRequest::new(conversation(&self.base, &run.trajectory));
+            request.options = agent.step.options().clone();
+            request.tools = self.tools.clone();
             request.tool_choice = Some(
-                if self.finish_on_last_turn && turn.saturating_add(1) == max_iters {
+                if agent.finish_on_last_turn && turn.saturating_add(1) == driver.max_iters {
                     ToolChoice::Function(FINISH.to_owned())
-                } else if self.require_tool_calls {
+                } else if agent.require_tool_calls {
                     ToolChoice::Required
                 } else {
                     ToolChoice::Auto
                 },
             );
             // The adapter's setting (DSPy's `parallel_tool_calls`), concurrent calls by default.
-            request.parallel_tool_calls = Some(adapter.parallel_tool_calls().unwrap_or(true));
-            self.limits
-                .check_lm_calls(&usage)
-                .map_err(|failure| ReActError::new(failure, &trajectory, usage))?;
-            let completion = match step_lm.complete(&request).await {
-                Ok(completion) => completion,
+            request.parallel_tool_calls = Some(self.adapter.parallel_tool_calls().unwrap_or(true));
+            agent
+                .limits
+                .check_lm_calls(&run.usage)
+                .map_err(|failure| run.fail(failure))?;
+            match self.step_lm.complete(&request).await {
+                Ok(completion) => break completion,
                 Err(LmError::ContextWindowExceeded { message }) => {
                     let refused = Usage {
                         lm_calls: 1,
                         ..Usage::default()
                     };
-                    usage += refused;
+                    run.usage += refused;
                     crate::trace::record_usage(refused);
                     truncations += 1;
-                    let truncated = self.compact(&mut trajectory, events, &measure).await;
+                    let truncated = agent.compact(&mut run.trajectory, events, &measure).await;
                     if truncations > 3 || truncated.is_err() {
-                        stop_early(
-                            &mut trajectory,
-                            events,
-                            StopReason::ContextWindow { message },
-                        );
-                        break;
-                    }
-                    continue;
-                }
-                Err(error) => return Err(ReActError::new(Error::Lm(error), &trajectory, usage)),
-            };
-            usage += completion.usage;
-            crate::trace::record_usage(completion.usage);
-            if completion.tool_calls.is_empty() {
-                // A text answer is the final answer.
-                let text = completion.text.clone().unwrap_or_default();
-                match adapter.parse(&self.signature, &text) {
-                    Ok(outputs) => {
-                        let reasoning = completion.reasoning;
-                        return Ok(
-                            self.native_answer(inputs, trajectory, outputs, reasoning, usage)
-                        );
-                    }
-                    Err(error) => {
-                        stop_early(
-                            &mut trajectory,
-                            events,
-                            StopReason::UnreadableAnswer {
-                                error: error.to_string(),
-                            },
-                        );
-                        break;
+                        return Ok(Ask::Stop(StopReason::ContextWindow { message }));
                     }
                 }
+                Err(error) => return Err(run.fail(Error::Lm(error))),
             }
-            let thought = completion
-                .text
-                .clone()
-                .filter(|t| !t.trim().is_empty())
-                .or(completion.reasoning.clone());
-            if let Some(text) = &thought {
-                events.emit(ReActEvent::Thought {
-                    turn,
-                    text: text.clone(),
-                });
-            }
-            let first_index = trajectory
-                .steps
-                .last()
-                .map_or(0, |s| s.index.saturating_add(1));
-            // Concurrently, at most `max_concurrent_tools` at a time; results in call order.
-            let thought_text = thought.as_deref().unwrap_or("");
-            // A `finish` beside other calls was written before their results: it does not run.
-            let early_finish = answers_before_results(
-                completion.tool_calls.iter().map(|c| c.name.as_str()),
-                FINISH,
-            );
-            let refusal = self.limits.refused_call(completion.tool_calls.len());
-            let mut calls = Vec::with_capacity(completion.tool_calls.len());
-            for (offset, call) in completion.tool_calls.iter().enumerate() {
-                let how = if offset >= self.limits.max_tool_calls_per_turn {
-                    CallMode::Refused(&refusal)
-                } else if early_finish && call.name == FINISH {
-                    CallMode::Postponed(FINISH_UNSEEN_RESULTS)
-                } else {
-                    CallMode::Attempt { resumable }
-                };
-                calls.push(self.observe_call(
-                    first_index.saturating_add(offset),
-                    call,
-                    thought_text,
-                    events,
-                    how,
-                ));
-            }
-            let observed: Vec<_> = stream::iter(calls)
-                .buffered(events.tool_concurrency(self.limits.max_concurrent_tools))
-                .collect()
-                .await;
-            let mut steps = Vec::with_capacity(observed.len());
-            let mut pending = Vec::new();
-            for (offset, (tool_call, (args, observed))) in
-                completion.tool_calls.iter().zip(observed).enumerate()
-            {
-                let index = first_index.saturating_add(offset);
-                let thought = thought.clone().unwrap_or_default();
-                match observed {
-                    Ok((observation, elapsed)) => steps.push(Step {
-                        index,
-                        thought,
-                        tool_name: tool_call.name.clone(),
-                        tool_args: args,
-                        observation,
-                        call_id: Some(tool_call.id.clone()),
-                        turn,
-                        elapsed,
-                    }),
-                    Err(waiting_for) => pending.push(PendingCall {
-                        id: tool_call.id.clone(),
-                        index,
-                        tool: tool_call.name.clone(),
-                        args,
-                        thought,
-                        waiting_for,
-                    }),
-                }
-            }
-            if !pending.is_empty() {
-                return Ok(RunOutcome::Suspended(SuspendedRun::new(
-                    true, inputs, trajectory, usage, turn, steps, pending,
-                )));
-            }
-            trajectory.steps.extend(steps);
-            match self.end_of_turn(&mut trajectory, turn, interrupts) {
-                TurnEnd::Answer(outputs) => {
-                    return Ok(self.native_answer(inputs, trajectory, outputs, None, usage));
-                }
-                TurnEnd::Extract => {
-                    done = true;
-                    break;
-                }
-                TurnEnd::Next => {}
-            }
-            turn += 1;
+        };
+        run.usage += completion.usage;
+        crate::trace::record_usage(completion.usage);
+        if completion.tool_calls.is_empty() {
+            // A text answer is the final answer.
+            let text = completion.text.as_deref().unwrap_or_default();
+            return Ok(match self.adapter.parse(&agent.signature, text) {
+                Ok(outputs) => Ask::Answer {
+                    outputs,
+                    reasoning: completion.reasoning,
+                },
+                Err(error) => Ask::Stop(StopReason::UnreadableAnswer {
+                    error: error.to_string(),
+                }),
+            });
         }
-        if !done && trajectory.stopped_early.is_none() {
-            stop_early(&mut trajectory, events, StopReason::MaxIters { max_iters });
-        }
-        let run = self
-            .extract(inputs, trajectory, adapter.as_ref(), call, usage, events)
-            .await?;
-        self.record_native_run(inputs, &run.trajectory, &run.outputs);
-        Ok(RunOutcome::Finished(run))
+        let calls = completion.tool_calls.iter().map(TurnCall::sent).collect();
+        let thought = completion
+            .text
+            .filter(|t| !t.trim().is_empty())
+            .or(completion.reasoning);
+        Ok(Ask::Calls { thought, calls })
     }
 
-    /// After a turn's calls are in the trajectory: a `finish` among them ends the run (with its
-    /// outputs when they are valid, through the extractor otherwise) unless it shares the turn
-    /// with other calls (the model has not seen their results yet) or the caller's messages wait;
-    /// either postpones it.
-    fn end_of_turn(
-        &self,
-        trajectory: &mut Trajectory,
+    fn end_turn(
+        &mut self,
+        run: &mut RunState,
         turn: usize,
+        steps: Vec<Step>,
         interrupts: &mut Interrupts,
     ) -> TurnEnd {
-        let this_turn = |s: &&mut Step| s.turn == turn;
-        let mut steps: Vec<&mut Step> = trajectory
-            .steps
-            .iter_mut()
-            .rev()
-            .take_while(this_turn)
-            .collect();
-        let early = answers_before_results(steps.iter().map(|s| s.tool_name.as_str()), FINISH);
-        let Some(finish) = steps.iter_mut().find(|s| s.tool_name == FINISH) else {
-            return TurnEnd::Next;
-        };
-        if early {
-            finish.observation = early_finish();
-            return TurnEnd::Next;
-        }
-        if interrupts.pending() {
-            // The caller wrote while the model was finishing: let it address the messages.
-            finish.observation = Observation::Output(json!(FINISH_POSTPONED));
-            return TurnEnd::Next;
-        }
-        match self.outputs_from_finish(&finish.tool_args) {
-            Some(outputs) => TurnEnd::Answer(outputs),
-            None => TurnEnd::Extract,
+        run.trajectory.steps.extend(steps);
+        finish_turn(self.agent, &mut run.trajectory, turn, interrupts)
+    }
+
+    fn suspend(self, state: SuspendedRun) -> SuspendedRun {
+        SuspendedRun {
+            native: true,
+            ..state
         }
     }
 
-    /// The run's result when the model answered (in text, or with `finish`'s outputs).
-    fn native_answer(
-        &self,
-        inputs: &Fields,
-        trajectory: Trajectory,
+    fn answer(
+        self,
+        driver: &Driver<'_>,
+        run: RunState,
         outputs: Fields,
         reasoning: Option<String>,
-        usage: Usage,
-    ) -> RunOutcome<ReActRun> {
-        self.record_native_run(inputs, &trajectory, &outputs);
-        RunOutcome::Finished(ReActRun {
+    ) -> ReActRun {
+        self.agent
+            .record_native_run(driver.inputs, &run.trajectory, &outputs);
+        ReActRun {
             outputs,
             reasoning,
-            trajectory,
-            usage,
-        })
+            trajectory: run.trajectory,
+            usage: run.usage,
+        }
     }
 
+    async fn conclude(
+        self,
+        driver: &Driver<'_>,
+        run: RunState,
+        _interrupts: &mut Interrupts,
+    ) -> Result<ReActRun, ReActError> {
+        let agent = self.agent;
+        let RunState { trajectory, usage } = run;
+        let run = agent
+            .extract(
+                driver.inputs,
+                trajectory,
+                self.adapter.as_ref(),
+                driver.call,
+                usage,
+                driver.events,
+            )
+            .await?;
+        agent.record_native_run(driver.inputs, &run.trajectory, &run.outputs);
+        Ok(run)
+    }
+}
+
+impl ReActCore {
     /// The system message of the user's signature with a note on using the tools, the native
     /// demos as earlier conversations, then the user message.
     fn base_messages(&self, adapter: &dyn Adapter, inputs: &Fields) -> Vec<Message> {
@@ -481,44 +392,11 @@ impl ReActCore {
             .collect::<Vec<_>>()
             .join(", ")
     }
-
-    /// One tool call: its arguments (parsed, or the raw text) and what came back — or, in a
-    /// resumable run, the person it waits for.
-    async fn observe_call(
-        &self,
-        index: usize,
-        call: &ToolCall,
-        thought: &str,
-        events: &Emitter,
-        how: CallMode<'_>,
-    ) -> (Value, Result<(Observation, std::time::Duration), Waiting>) {
-        let args = match crate::module::tool_runner::arguments(call) {
-            Ok(args) => args,
-            Err(observation) => {
-                let raw = Value::String(call.arguments.clone());
-                return (raw, Ok((observation, std::time::Duration::ZERO)));
-            }
-        };
-        let observed = self
-            .observe_with_events(index, &call.name, &args, thought, events, how)
-            .await;
-        (args, observed)
-    }
-}
-
-/// How a native turn ended.
-enum TurnEnd {
-    /// The model goes on.
-    Next,
-    /// `finish` carried valid outputs.
-    Answer(Fields),
-    /// `finish` without valid outputs: the extractor produces them.
-    Extract,
 }
 
 /// The messages for the next turn: the base messages, then each turn's tool calls (one assistant
 /// message) followed by their results (`tool` messages, in call order).
-fn conversation(base: &[Message], trajectory: &Trajectory) -> Vec<Message> {
+pub(crate) fn conversation(base: &[Message], trajectory: &Trajectory) -> Vec<Message> {
     let mut messages = base.to_vec();
     let present =
         |after: Option<usize>| after.is_some_and(|i| trajectory.steps.iter().any(|s| s.index == i));
@@ -569,11 +447,6 @@ fn conversation(base: &[Message], trajectory: &Trajectory) -> Vec<Message> {
         }
     }
     messages
-}
-
-/// The observation a `finish` written beside other calls is recorded with.
-fn early_finish() -> Observation {
-    Observation::Output(json!(FINISH_UNSEEN_RESULTS))
 }
 
 /// Whether `step` is a `finish` that was not taken because it shared its reply with other calls.

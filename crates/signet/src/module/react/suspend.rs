@@ -7,6 +7,7 @@
 //! this process or another.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
@@ -17,6 +18,7 @@ use super::approval::{Decision, Waiting};
 use super::{ReActCore, ReActMode, Step, Trajectory};
 use crate::adapter::Fields;
 use crate::lm::Usage;
+use crate::tool::Tool;
 
 pub use crate::error::ResumeError;
 
@@ -29,15 +31,15 @@ pub const STATE_FORMAT: u32 = 1;
 // Unboxed on purpose: an outcome is made once per run, and `RunOutcome::Suspended(state)` hands
 // over the state itself (to serialise, or to pass back to `resume`).
 #[allow(clippy::large_enum_variant)]
-pub enum RunOutcome<R, S = SuspendedRun> {
+pub enum RunOutcome<R> {
     /// The run finished with its outputs.
     Finished(R),
-    /// The run waits for decisions on its pending calls ([`SuspendedRun`] for ReAct,
-    /// [`SuspendedCall`](crate::module::SuspendedCall) for `Predict` with tools).
-    Suspended(S),
+    /// The run waits for decisions on its pending calls (of a ReAct run or a `Predict` call
+    /// with tools).
+    Suspended(SuspendedRun),
 }
 
-impl<R, S> RunOutcome<R, S> {
+impl<R> RunOutcome<R> {
     /// The finished run, or `None` when it is suspended.
     pub fn finished(self) -> Option<R> {
         match self {
@@ -47,7 +49,7 @@ impl<R, S> RunOutcome<R, S> {
     }
 
     /// The suspended state, or `None` when the run finished.
-    pub fn suspended(self) -> Option<S> {
+    pub fn suspended(self) -> Option<SuspendedRun> {
         match self {
             RunOutcome::Finished(_) => None,
             RunOutcome::Suspended(state) => Some(state),
@@ -189,9 +191,9 @@ impl SuspendedRun {
         verify_state(self, key)
     }
 
-    /// Checks that the state is consistent in itself and with `agent` (see
+    /// Checks that the state is consistent in itself and with the `tools` that resume it (see
     /// [`ResumeError::Invalid`]): a state read from a store is not trusted as given.
-    fn validate(&self, agent: &ReActCore) -> Result<(), ResumeError> {
+    fn validate(&self, tools: &[Arc<dyn Tool>]) -> Result<(), ResumeError> {
         let invalid = |reason: String| Err(ResumeError::Invalid { reason });
         if self.pending.is_empty() {
             return invalid("it has no pending call".into());
@@ -200,7 +202,7 @@ impl SuspendedRun {
         if self.turn.checked_add(1).is_none() {
             return invalid(format!("its turn {} is out of range", self.turn));
         }
-        let known = |name: &str| agent.tools.iter().any(|tool| tool.name() == name);
+        let known = |name: &str| tools.iter().any(|tool| tool.name() == name);
         if let Some(selected) = &self.selected_tools
             && let Some(name) = selected.iter().find(|name| !known(name))
         {
@@ -233,7 +235,7 @@ impl SuspendedRun {
             }
         }
         for call in &self.pending {
-            let Some(tool) = agent.tools.iter().find(|tool| tool.name() == call.tool) else {
+            let Some(tool) = tools.iter().find(|tool| tool.name() == call.tool) else {
                 return invalid(format!(
                     "pending call `{}` names tool `{}`, which this agent lacks",
                     call.id, call.tool
@@ -272,7 +274,10 @@ impl SuspendedRun {
     /// # }
     /// ```
     pub fn decide_all(&self, decision: Decision) -> Vec<(String, Decision)> {
-        decide_all(&self.pending, &decision)
+        self.pending
+            .iter()
+            .map(|call| (call.id.clone(), decision.clone()))
+            .collect()
     }
 
     /// Checks the state against `agent` and pairs every pending call with its decision.
@@ -286,17 +291,36 @@ impl SuspendedRun {
             if agent.mode == ReActMode::History && self.history.is_none() {
                 return Err(ResumeError::MissingHistory);
             }
-            self.validate(agent)
+            self.validate(&agent.tools)
         })
+    }
+
+    /// [`validate`](Self::validate) for a `Predict` call with tools: a native state without a
+    /// ReAct run's history or tool selection, whose round is within `max_turns`.
+    pub(in crate::module) fn validate_call(
+        &self,
+        tools: &[Arc<dyn Tool>],
+        max_turns: usize,
+    ) -> Result<(), ResumeError> {
+        let invalid = |reason: String| Err(ResumeError::Invalid { reason });
+        if !self.native || self.history.is_some() || self.selected_tools.is_some() {
+            return invalid("it is not the state of a `Predict` call with tools".into());
+        }
+        if self.turn > max_turns {
+            return invalid(format!(
+                "its round {} is past the predictor's limit of {max_turns} rounds",
+                self.turn
+            ));
+        }
+        self.validate(tools)
     }
 }
 
-/// Checks a loaded state before anything runs, in the order both kinds of suspended state share:
-/// the seal (when there is a `key`), the layout version and the fingerprint (against `expected`),
-/// then `validate` (the state against what resumes it); and pairs every pending call with its
-/// decision.
+/// Checks a loaded state before anything runs: the seal (when there is a `key`), the layout
+/// version and the fingerprint (against `expected`), then `validate` (the state against what
+/// resumes it); and pairs every pending call with its decision.
 pub(crate) fn check_state(
-    state: &impl Resumable,
+    state: &SuspendedRun,
     key: Option<&[u8]>,
     expected: &str,
     decisions: impl IntoIterator<Item = (String, Decision)>,
@@ -305,8 +329,7 @@ pub(crate) fn check_state(
     if let Some(key) = key {
         verify_state(state, key)?;
     }
-    let (format, found) = state.layout();
-    let paired = pair_decisions(format, expected, found, state.pending(), decisions);
+    let paired = pair_decisions(state, expected, decisions);
     if let Err(error @ (ResumeError::Format { .. } | ResumeError::StaleState { .. })) = paired {
         return Err(error);
     }
@@ -317,24 +340,23 @@ pub(crate) fn check_state(
 /// Checks a suspended state's layout version and fingerprint, and pairs every pending call with
 /// its decision (each pending call needs one; a decision for another call is an error).
 fn pair_decisions(
-    format: u32,
+    state: &SuspendedRun,
     expected: &str,
-    found: &str,
-    pending: &[PendingCall],
     decisions: impl IntoIterator<Item = (String, Decision)>,
 ) -> Result<Vec<(PendingCall, Decision)>, ResumeError> {
-    if format != STATE_FORMAT {
+    if state.format != STATE_FORMAT {
         return Err(ResumeError::Format {
             expected: STATE_FORMAT,
-            found: format,
+            found: state.format,
         });
     }
-    if found != expected {
+    if state.fingerprint != expected {
         return Err(ResumeError::StaleState {
             expected: expected.to_owned(),
-            found: found.to_owned(),
+            found: state.fingerprint.clone(),
         });
     }
+    let pending = &state.pending;
     let mut decisions: HashMap<String, Decision> = decisions.into_iter().collect();
     let mut paired = Vec::with_capacity(pending.len());
     for call in pending {
@@ -359,60 +381,27 @@ fn pair_decisions(
     Ok(paired)
 }
 
-/// The same decision for every pending call, by id.
-pub(crate) fn decide_all(pending: &[PendingCall], decision: &Decision) -> Vec<(String, Decision)> {
-    pending
-        .iter()
-        .map(|call| (call.id.clone(), decision.clone()))
-        .collect()
-}
-
-/// A suspended state that can be resumed ([`SuspendedRun`],
-/// [`SuspendedCall`](crate::module::SuspendedCall)): its seal, layout and pending calls.
-pub(crate) trait Resumable: Serialize + Clone {
-    /// The seal: 64 hex digits, or `None`.
-    fn seal_field(&mut self) -> &mut Option<String>;
-    /// The layout version and the fingerprint it was written with.
-    fn layout(&self) -> (u32, &str);
-    /// The calls waiting for a person.
-    fn pending(&self) -> &[PendingCall];
-}
-
-impl Resumable for SuspendedRun {
-    fn seal_field(&mut self) -> &mut Option<String> {
-        &mut self.seal
-    }
-
-    fn layout(&self) -> (u32, &str) {
-        (self.format, &self.fingerprint)
-    }
-
-    fn pending(&self) -> &[PendingCall] {
-        &self.pending
-    }
-}
-
 /// Seals `state` with `key`: an HMAC-SHA256 of its JSON without the seal, every object's keys
 /// sorted (so a store that reorders them keeps the seal valid), as 64 hex digits.
-pub(crate) fn seal_state(state: &mut impl Resumable, key: &[u8]) {
-    *state.seal_field() = None;
+fn seal_state(state: &mut SuspendedRun, key: &[u8]) {
+    state.seal = None;
     let seal = hex(&mac_of(state, key).finalize().into_bytes());
-    *state.seal_field() = Some(seal);
+    state.seal = Some(seal);
 }
 
 /// Seals `state` with `key`, or leaves it unsealed without one (a seal it carried is dropped: the
 /// content it vouched for has changed).
-pub(crate) fn reseal(state: &mut impl Resumable, key: Option<&[u8]>) {
+pub(crate) fn reseal(state: &mut SuspendedRun, key: Option<&[u8]>) {
     match key {
         Some(key) => seal_state(state, key),
-        None => *state.seal_field() = None,
+        None => state.seal = None,
     }
 }
 
 /// Checks the seal of `state` against its content under `key`, in constant time.
-pub(crate) fn verify_state(state: &impl Resumable, key: &[u8]) -> Result<(), ResumeError> {
+fn verify_state(state: &SuspendedRun, key: &[u8]) -> Result<(), ResumeError> {
     let mut unsealed = state.clone();
-    let Some(seal) = unsealed.seal_field().take() else {
+    let Some(seal) = unsealed.seal.take() else {
         return Err(ResumeError::Unsealed);
     };
     let Some(bytes) = unhex(&seal) else {
@@ -527,7 +516,7 @@ impl ReActCore {
 }
 
 /// Where a run begins.
-pub(super) enum Start {
+pub(crate) enum Start {
     /// A new run; a `resumable` one suspends at calls that need a person.
     Fresh {
         /// Whether it may suspend.
@@ -544,78 +533,10 @@ pub(super) enum Start {
 
 impl Start {
     /// Whether the run may suspend (a resumed run may suspend again).
-    pub(super) fn resumable(&self) -> bool {
+    pub(crate) fn resumable(&self) -> bool {
         match self {
             Start::Fresh { resumable } => *resumable,
             Start::Resume { .. } => true,
         }
-    }
-}
-
-/// A resumed run's position: the steps before the turn, the usage, the turn, and the turn's
-/// calls in call order once the decisions are carried out.
-pub(super) struct Resumed {
-    pub(super) trajectory: Trajectory,
-    pub(super) usage: Usage,
-    pub(super) turn: usize,
-    pub(super) steps: Vec<Step>,
-}
-
-impl ReActCore {
-    /// Carries out the decisions on a suspended turn (with the events a run emits for its tool
-    /// calls); a call that waits for a person again suspends the run again.
-    pub(super) async fn carry_out(
-        &self,
-        state: Box<SuspendedRun>,
-        decided: Vec<(PendingCall, Decision)>,
-        events: &super::Emitter,
-    ) -> Result<Resumed, SuspendedRun> {
-        let mut steps = state.settled.clone();
-        let mut pending = Vec::new();
-        for (call, decision) in decided {
-            let args = match &decision {
-                Decision::Edit(edited) => edited.clone(),
-                _ => call.args.clone(),
-            };
-            let how = super::CallMode::Decided(&decision);
-            let observed = self
-                .observe_with_events(call.index, &call.tool, &args, &call.thought, events, how)
-                .await;
-            match observed {
-                Ok((observation, elapsed)) => steps.push(Step {
-                    observation: if state.history.is_some() {
-                        super::trajectory::reworded(&call.tool, observation)
-                    } else {
-                        observation
-                    },
-                    index: call.index,
-                    thought: call.thought,
-                    tool_name: call.tool,
-                    tool_args: args,
-                    call_id: (state.native || state.history.is_some()).then_some(call.id),
-                    turn: state.turn,
-                    elapsed,
-                }),
-                Err(waiting_for) => pending.push(PendingCall {
-                    args,
-                    waiting_for,
-                    ..call
-                }),
-            }
-        }
-        steps.sort_by_key(|step| step.index);
-        if !pending.is_empty() {
-            return Err(SuspendedRun {
-                settled: steps,
-                pending,
-                ..*state
-            });
-        }
-        Ok(Resumed {
-            trajectory: state.trajectory,
-            usage: state.usage,
-            turn: state.turn,
-            steps,
-        })
     }
 }

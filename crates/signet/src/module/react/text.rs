@@ -2,169 +2,134 @@
 //! `next_tool_args` as fields; one tool runs per step; the extractor produces the outputs unless
 //! `finish` carried them.
 
-use serde_json::{Value, json};
+use std::sync::Arc;
 
-use super::events::stop_early;
-use super::suspend::{Resumed, Start};
+use serde_json::Value;
+
+use super::driver::{Ask, Driver, RunState, TurnCall, TurnEnd, TurnProtocol, finish_turn};
+use super::events::Interrupts;
 use super::{
-    CallMode, Emitter, FINISH, FINISH_POSTPONED, Interrupts, Observation, PendingCall, ReActCore,
-    ReActError, ReActEvent, ReActRun, RunFailure, RunOutcome, Step, StopReason, SuspendedRun,
-    Trajectory, Where, as_text,
+    ReActCore, ReActRun, RunFailure, Step, StopReason, SuspendedRun, Trajectory, Where, as_text,
 };
-use crate::adapter::Fields;
-use crate::lm::Usage;
-use crate::module::{CallConfig, Error, Resolved};
+use crate::adapter::{Adapter, Fields};
+use crate::module::Error;
 
-impl ReActCore {
-    /// The text-format loop (see the [module docs](self)).
-    pub(super) async fn forward_text(
-        &self,
-        inputs: &Fields,
-        call: &CallConfig,
-        resolved: Resolved,
-        events: &Emitter,
-        interrupts: &mut Interrupts,
-        start: Start,
-    ) -> Result<RunOutcome<ReActRun>, ReActError> {
-        let adapter = resolved.adapter;
-        let resumable = start.resumable();
-        let max_iters = self.max_iters(call);
-        let (mut trajectory, mut usage, first) = match start {
-            Start::Fresh { .. } => (Trajectory::default(), Usage::default(), 0),
-            Start::Resume { state, decided } => {
-                match self.carry_out(state, decided, events).await {
-                    Ok(Resumed {
-                        mut trajectory,
-                        usage,
-                        turn,
-                        steps,
-                    }) => {
-                        trajectory.steps.extend(steps);
-                        (trajectory, usage, turn.saturating_add(1))
-                    }
-                    Err(state) => return Ok(RunOutcome::Suspended(state)),
-                }
-            }
+/// The text-format turns: the step predictor over the inputs and the rendered trajectory.
+pub(super) struct TextTurns<'a> {
+    pub(super) agent: &'a ReActCore,
+    pub(super) adapter: Arc<dyn Adapter>,
+}
+
+impl TurnProtocol for TextTurns<'_> {
+    type Output = ReActRun;
+
+    /// Text mode's calls have no ids: a pending call is `step_<index>`.
+    fn keeps_call_ids(&self) -> bool {
+        false
+    }
+
+    async fn ask(
+        &mut self,
+        driver: &Driver<'_>,
+        run: &mut RunState,
+        turn: usize,
+    ) -> Result<Ask, super::ReActError> {
+        let agent = self.agent;
+        let at = Where {
+            adapter: self.adapter.as_ref(),
+            call: driver.call,
+            events: driver.events,
         };
-        let mut finished_outputs = None;
-        let mut finished = false;
-        for index in first..max_iters {
-            events.emit(ReActEvent::StepStarted { turn: index });
-            interrupts.inject(&mut trajectory, events);
-            let prediction = match self
-                .call_with_truncation(
-                    &self.step,
-                    inputs,
-                    &mut trajectory,
-                    Where {
-                        adapter: adapter.as_ref(),
-                        call,
-                        events,
-                    },
-                    &mut usage,
-                )
-                .await
-            {
-                Ok(prediction) => prediction,
-                Err(RunFailure::TrajectoryTooLong { message }) => {
-                    stop_early(
-                        &mut trajectory,
-                        events,
-                        StopReason::ContextWindow { message },
-                    );
-                    break;
-                }
-                Err(RunFailure::Call(Error::Parse(error))) => {
-                    // As DSPy: a step that cannot be read ends the loop; the extractor still runs.
-                    stop_early(
-                        &mut trajectory,
-                        events,
-                        StopReason::UnreadableStep {
-                            step: index,
-                            error: error.to_string(),
-                        },
-                    );
-                    break;
-                }
-                Err(failure) => return Err(ReActError::new(failure, &trajectory, usage)),
-            };
-            let fields = &prediction.outputs;
-            let mut thought = as_text(fields.get("next_thought").unwrap_or(&Value::Null));
-            // A reasoning model may think in `reasoning_content` and leave the field empty.
-            if thought.trim().is_empty()
-                && let Some(reasoning) = &prediction.completion.reasoning
-            {
-                thought = reasoning.trim().to_owned();
+        let prediction = match agent
+            .call_with_truncation(
+                &agent.step,
+                driver.inputs,
+                &mut run.trajectory,
+                at,
+                &mut run.usage,
+            )
+            .await
+        {
+            Ok(prediction) => prediction,
+            Err(RunFailure::TrajectoryTooLong { message }) => {
+                return Ok(Ask::Stop(StopReason::ContextWindow { message }));
             }
-            let tool_name = as_text(fields.get("next_tool_name").unwrap_or(&Value::Null));
-            let tool_args = fields.get("next_tool_args").cloned().unwrap_or(Value::Null);
-            events.emit(ReActEvent::Thought {
-                turn: index,
-                text: thought.clone(),
-            });
-            let how = CallMode::Attempt { resumable };
-            let observed = self
-                .observe_with_events(index, &tool_name, &tool_args, &thought, events, how)
-                .await;
-            let (observation, elapsed) = match observed {
-                Ok(observed) => observed,
-                Err(waiting_for) => {
-                    return Ok(RunOutcome::Suspended(SuspendedRun::new(
-                        false,
-                        inputs,
-                        trajectory,
-                        usage,
-                        index,
-                        Vec::new(),
-                        vec![PendingCall {
-                            id: format!("step_{index}"),
-                            index,
-                            tool: tool_name,
-                            args: tool_args,
-                            thought,
-                            waiting_for,
-                        }],
-                    )));
-                }
-            };
-            let postponed = tool_name == FINISH && interrupts.pending();
-            let observation = if postponed {
-                Observation::Output(json!(FINISH_POSTPONED))
-            } else {
-                observation
-            };
-            if tool_name == FINISH && !postponed {
-                finished_outputs = self.outputs_from_finish(&tool_args);
+            // As DSPy: a step that cannot be read ends the loop; the extractor still runs.
+            Err(RunFailure::Call(Error::Parse(error))) => {
+                return Ok(Ask::Stop(StopReason::UnreadableStep {
+                    step: turn,
+                    error: error.to_string(),
+                }));
             }
-            trajectory.steps.push(Step {
-                index,
-                thought,
-                tool_name: tool_name.clone(),
-                tool_args,
-                observation,
-                call_id: None,
-                turn: index,
-                elapsed,
-            });
-            if tool_name == FINISH && !postponed {
-                finished = true;
-                break;
-            }
+            Err(failure) => return Err(run.fail(failure)),
+        };
+        let fields = &prediction.outputs;
+        let mut thought = as_text(fields.get("next_thought").unwrap_or(&Value::Null));
+        // A reasoning model may think in `reasoning_content` and leave the field empty.
+        if thought.trim().is_empty()
+            && let Some(reasoning) = &prediction.completion.reasoning
+        {
+            thought = reasoning.trim().to_owned();
         }
-        if !finished && trajectory.stopped_early.is_none() {
-            stop_early(&mut trajectory, events, StopReason::MaxIters { max_iters });
+        let name = as_text(fields.get("next_tool_name").unwrap_or(&Value::Null));
+        let args = fields.get("next_tool_args").cloned().unwrap_or(Value::Null);
+        Ok(Ask::Calls {
+            thought: Some(thought),
+            calls: vec![TurnCall::new(None, name, args)],
+        })
+    }
+
+    /// One call per step: a step's index is its turn.
+    fn first_index(&self, _trajectory: &Trajectory, turn: usize) -> usize {
+        turn
+    }
+
+    fn end_turn(
+        &mut self,
+        run: &mut RunState,
+        turn: usize,
+        steps: Vec<Step>,
+        interrupts: &mut Interrupts,
+    ) -> TurnEnd {
+        run.trajectory.steps.extend(steps);
+        finish_turn(self.agent, &mut run.trajectory, turn, interrupts)
+    }
+
+    fn suspend(self, state: SuspendedRun) -> SuspendedRun {
+        state
+    }
+
+    fn answer(
+        self,
+        _driver: &Driver<'_>,
+        run: RunState,
+        outputs: Fields,
+        reasoning: Option<String>,
+    ) -> ReActRun {
+        ReActRun {
+            outputs,
+            reasoning,
+            trajectory: run.trajectory,
+            usage: run.usage,
         }
-        if let Some(outputs) = finished_outputs {
-            return Ok(RunOutcome::Finished(ReActRun {
-                outputs,
-                reasoning: None,
+    }
+
+    async fn conclude(
+        self,
+        driver: &Driver<'_>,
+        run: RunState,
+        _interrupts: &mut Interrupts,
+    ) -> Result<ReActRun, super::ReActError> {
+        let RunState { trajectory, usage } = run;
+        self.agent
+            .extract(
+                driver.inputs,
                 trajectory,
+                self.adapter.as_ref(),
+                driver.call,
                 usage,
-            }));
-        }
-        let run = self
-            .extract(inputs, trajectory, adapter.as_ref(), call, usage, events)
-            .await?;
-        Ok(RunOutcome::Finished(run))
+                driver.events,
+            )
+            .await
     }
 }
