@@ -283,6 +283,42 @@ async fn predict_with_tools_runs_tool_calls_until_the_model_answers() {
 }
 
 #[tokio::test]
+async fn predict_with_tools_reads_an_unreadable_answer_through_the_adapters_fallback() {
+    use signet::lm::ToolCall;
+    let lm = Arc::new(
+        ScriptedLm::new([
+            Completion::tool_calls(vec![ToolCall::new(
+                "a",
+                "population",
+                r#"{"city": "Paris"}"#,
+            )]),
+            Completion::text("Paris has 2.1 million people."),
+            Completion::text(r#"{"answer": "2.1 million"}"#),
+        ])
+        .with_capabilities(function_calling()),
+    );
+    let qa = Predict::<QA>::new()
+        .with_lm(lm.clone())
+        .tool(PopulationTool);
+    let (out, prediction) = qa
+        .call_full(ask("Population of Paris?"), &CallConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "2.1 million");
+    assert_eq!(prediction.adapter, AdapterName::Json);
+    assert_eq!(
+        (
+            prediction.usage.lm_calls,
+            prediction.usage.adapter_fallbacks
+        ),
+        (3, 1)
+    );
+    let json = &lm.requests()[2].messages;
+    assert!(json[0].content.contains("Outputs will be a JSON object"));
+    assert_eq!(json.last().unwrap().content, "2.1", "the tool turn is kept");
+}
+
+#[tokio::test]
 async fn predict_with_tools_is_bounded_and_needs_function_calling() {
     use signet::lm::ToolCall;
     let looping: Vec<Completion> = (0..3)

@@ -378,3 +378,35 @@ async fn the_last_turn_must_finish_when_asked_so_the_model_answers_itself() {
     );
     assert_eq!(out.usage.lm_calls, 2);
 }
+
+#[tokio::test]
+async fn a_text_answer_the_adapter_cannot_read_goes_through_its_fallback() {
+    // The answer in plain text (no Chat markers) is asked for once more in JSON, the tool turn
+    // kept: the JSON reply is the answer, and no extractor runs.
+    let lm = Arc::new(
+        ScriptedLm::new([
+            calls(&[("c1", "add", r#"{"a": 2, "b": 3}"#)]),
+            Completion::text("It is 5."),
+            Completion::text(r#"{"answer": "5"}"#),
+        ])
+        .with_capabilities(function_calling()),
+    );
+    let out = ReAct::<Ask>::new()
+        .tool(AddTool)
+        .with_lm(lm.clone())
+        .call(AskInput {
+            question: "2 + 3?".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.output.answer, "5");
+    assert_eq!((out.usage.lm_calls, out.usage.adapter_fallbacks), (3, 1));
+    assert_eq!(out.reasoning, None, "the extractor did not run");
+    let requests = lm.requests();
+    let (chat, json) = (&requests[1].messages, &requests[2].messages);
+    assert!(json[0].content.contains("Outputs will be a JSON object"));
+    assert!(!chat[0].content.contains("Outputs will be a JSON object"));
+    // The turns after the base messages are the same: the tool call and its result.
+    assert_eq!(chat[chat.len() - 2..], json[json.len() - 2..]);
+    assert_eq!(json.last().unwrap().content, "5");
+}

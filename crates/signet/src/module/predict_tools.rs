@@ -2,13 +2,9 @@
 //! calls run concurrently and their results go back as `tool` messages until the model answers in
 //! the adapter's format.
 
-use std::sync::Arc;
-
-use serde_json::Value;
-
-use super::react::driver::{Ask, Driver, RunState, TurnCall, TurnEnd, TurnProtocol};
+use super::react::driver::{Ask, Driver, RunState, TurnEnd, TurnProtocol};
 use super::react::events::{Emitter, Interrupts};
-use super::react::native::conversation;
+use super::react::native::{NativeChat, NativeReply};
 use super::react::suspend::{
     Start, check_state, describe_signature, describe_tools, digest, reseal,
 };
@@ -18,8 +14,8 @@ use super::react::{
 };
 use super::tool_runner::ToolRunner;
 use super::{CallConfig, Error, Prediction, Predictor, Resolved};
-use crate::adapter::{Adapter, Fields};
-use crate::lm::{Completion, Lm, LmRequest, Message, ToolChoice, Usage};
+use crate::adapter::{Adapter, AdapterName, Fields};
+use crate::lm::{Completion, ToolChoice, Usage};
 use crate::tool::Tool;
 
 impl Predictor {
@@ -183,10 +179,12 @@ impl Predictor {
         };
         let turns = PredictTurns {
             predictor: self,
-            tools: self.tools.iter().map(|t| t.to_openai_function()).collect(),
-            base: adapter.format(&self.signature, &self.demos_for(inputs), inputs),
-            lm,
-            adapter,
+            chat: NativeChat {
+                tools: self.tools.iter().map(|t| t.to_openai_function()).collect(),
+                base: adapter.format(&self.signature, &self.demos_for(inputs), inputs),
+                lm,
+                adapter,
+            },
             answered: None,
         };
         match driver.run(turns, &mut Interrupts::default(), start).await {
@@ -216,14 +214,9 @@ impl Predictor {
 /// tool calls and results as messages; a reply without tool calls is the answer.
 struct PredictTurns<'a> {
     predictor: &'a Predictor,
-    lm: Arc<dyn Lm>,
-    adapter: Arc<dyn Adapter>,
-    /// The messages before the first turn.
-    base: Vec<Message>,
-    /// The tools as sent.
-    tools: Vec<Value>,
-    /// The reply that answered.
-    answered: Option<Completion>,
+    chat: NativeChat,
+    /// The reply that answered, and the adapter that read it.
+    answered: Option<(Completion, AdapterName)>,
 }
 
 impl TurnProtocol for PredictTurns<'_> {
@@ -235,37 +228,44 @@ impl TurnProtocol for PredictTurns<'_> {
 
     async fn ask(
         &mut self,
-        _driver: &Driver<'_>,
+        driver: &Driver<'_>,
         run: &mut RunState,
         _turn: usize,
     ) -> Result<Ask, ReActError> {
-        let mut request = LmRequest::new(conversation(&self.base, &run.trajectory));
-        request.options = self.predictor.options.clone();
-        request.tools = self.tools.clone();
-        request.tool_choice = Some(ToolChoice::Auto);
-        // The adapter's setting (DSPy's `parallel_tool_calls`), concurrent calls by default.
-        request.parallel_tool_calls = Some(self.adapter.parallel_tool_calls().unwrap_or(true));
-        let completion = match self.lm.complete(&request).await {
-            Ok(completion) => completion,
-            Err(error) => return Err(run.fail(Error::Lm(error))),
+        let predictor = self.predictor;
+        let request =
+            self.chat
+                .request(&run.trajectory, &predictor.options, Some(ToolChoice::Auto));
+        let inputs = driver.inputs;
+        let rebase = |adapter: &dyn Adapter| {
+            adapter.format(&predictor.signature, &predictor.demos_for(inputs), inputs)
         };
-        run.usage += completion.usage;
-        if completion.tool_calls.is_empty() {
-            let text = completion.text.as_deref().unwrap_or_default();
-            let outputs = match self.adapter.parse(&self.predictor.signature, text) {
-                Ok(outputs) => outputs,
-                Err(error) => return Err(run.fail(Error::Parse(error))),
-            };
-            self.answered = Some(completion);
-            return Ok(Ask::Answer {
+        let reply = self
+            .chat
+            .reply(
+                request,
+                &predictor.signature,
+                inputs,
+                rebase,
+                &mut run.usage,
+            )
+            .await;
+        match reply {
+            Ok(NativeReply::Calls { thought, calls }) => Ok(Ask::Calls { thought, calls }),
+            Ok(NativeReply::Answer {
                 outputs,
-                reasoning: None,
-            });
+                completion,
+                adapter,
+            }) => {
+                self.answered = Some((completion, adapter));
+                Ok(Ask::Answer {
+                    outputs,
+                    reasoning: None,
+                })
+            }
+            Ok(NativeReply::Unreadable(error)) => Err(run.fail(Error::Parse(error))),
+            Err(error) => Err(run.fail(Error::Lm(error))),
         }
-        Ok(Ask::Calls {
-            calls: completion.tool_calls.iter().map(TurnCall::sent).collect(),
-            thought: completion.text.filter(|text| !text.is_empty()),
-        })
     }
 
     fn end_turn(
@@ -293,11 +293,14 @@ impl TurnProtocol for PredictTurns<'_> {
         outputs: Fields,
         _reasoning: Option<String>,
     ) -> Prediction {
+        let (completion, adapter) = self
+            .answered
+            .unwrap_or_else(|| (Completion::default(), self.chat.adapter.name()));
         Prediction {
             outputs,
             usage: run.usage,
-            completion: self.answered.unwrap_or_default(),
-            adapter: self.adapter.name(),
+            completion,
+            adapter,
         }
     }
 

@@ -22,6 +22,7 @@ pub(super) mod suspend;
 mod text;
 pub(super) mod trajectory;
 mod truncation;
+mod turns;
 mod typed;
 
 pub use approval::{Approval, ApprovalRequest, Approver, Decision, Waiting};
@@ -440,16 +441,13 @@ impl ReActCore {
             (_, ReActMode::Auto | ReActMode::Native) => true,
             (_, ReActMode::Text | ReActMode::History) => false,
         };
-        if native {
-            let turns = native::NativeTurns::new(self, inputs, resolved, events);
-            driver.run(turns, interrupts, start).await
-        } else {
-            let turns = text::TextTurns {
-                agent: self,
-                adapter: resolved.adapter,
-            };
-            driver.run(turns, interrupts, start).await
-        }
+        let turns = turns::ReActTurns {
+            agent: self,
+            native: native
+                .then(|| native::NativeSteps::new(self, inputs, resolved.clone(), events)),
+            adapter: resolved.adapter,
+        };
+        driver.run(turns, interrupts, start).await
     }
 
     /// The extractor (ChainOfThought over the inputs and the trajectory) produces the outputs.

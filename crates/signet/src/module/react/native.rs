@@ -6,117 +6,223 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::answer_stream::AnswerStream;
-use super::driver::{Ask, Driver, RunState, TurnCall, TurnEnd, TurnProtocol, finish_turn};
-use super::events::{Emitter, FINISH_UNSEEN_RESULTS, Interrupts};
+use super::driver::{Ask, Driver, RunState, TurnCall};
+use super::events::{Emitter, FINISH_UNSEEN_RESULTS};
 use super::{
-    FINISH, FINISH_OBSERVATION, Observation, ReActCore, ReActError, ReActRun, Step, StopReason,
-    SuspendedRun, Trajectory,
+    FINISH, FINISH_OBSERVATION, Observation, ReActCore, ReActError, Step, StopReason, Trajectory,
 };
-use crate::adapter::{Adapter, Fields, templates};
-use crate::lm::{Lm, LmError, LmRequest, Message, ToolCall, ToolChoice, Usage};
+use crate::adapter::{Adapter, AdapterName, Fields, ParseError, templates};
+use crate::lm::{
+    Completion, Lm, LmError, LmOptions, LmRequest, Message, ToolCall, ToolChoice, Usage,
+};
 use crate::module::{Error, Resolved};
+use crate::signature::DynSignature;
 
 /// The key of a native demo's tool turns: a list of turns, each a list of calls
 /// `{"name", "args", "observation"}` (the final `finish` is implied by the demo's outputs).
 pub const TOOL_TURNS: &str = "tool_turns";
 
-/// The native turns: the signature's system message with a note on the tools, the native demos,
-/// the user message, then each turn's tool calls and their results as messages.
-pub(super) struct NativeTurns<'a> {
-    agent: &'a ReActCore,
-    /// The LM the prompt is measured for.
-    lm: Arc<dyn Lm>,
+/// A native-function-calling conversation: the messages before the first turn, the tools, and
+/// how a reply is read. ReAct's native mode and `Predict` with tools ask the model through it.
+pub(crate) struct NativeChat {
     /// The LM asked; in a streamed run, one that shows a text answer as it is written.
-    step_lm: Arc<dyn Lm>,
-    adapter: Arc<dyn Adapter>,
+    pub(crate) lm: Arc<dyn Lm>,
+    pub(crate) adapter: Arc<dyn Adapter>,
     /// The messages before the first turn.
-    base: Vec<Message>,
-    /// The tools as sent, `finish` last.
-    tools: Vec<Value>,
+    pub(crate) base: Vec<Message>,
+    /// The tools as sent.
+    pub(crate) tools: Vec<Value>,
+}
+
+/// A native reply, read.
+pub(crate) enum NativeReply {
+    /// Tools to call, with the text the model wrote beside them (or its reasoning).
+    Calls {
+        thought: Option<String>,
+        calls: Vec<TurnCall>,
+    },
+    /// The answer, in the format of `adapter` (the chat's, or its fallback).
+    Answer {
+        outputs: Fields,
+        completion: Completion,
+        adapter: AdapterName,
+    },
+    /// A text reply that neither format could read.
+    Unreadable(ParseError),
+}
+
+impl NativeChat {
+    /// The request for the next turn: the conversation so far, the tools, `tool_choice`, and the
+    /// adapter's `parallel_tool_calls` (DSPy's setting; concurrent calls by default).
+    pub(crate) fn request(
+        &self,
+        trajectory: &Trajectory,
+        options: &LmOptions,
+        tool_choice: Option<ToolChoice>,
+    ) -> LmRequest {
+        let mut request = LmRequest::new(conversation(&self.base, trajectory));
+        request.options = options.clone();
+        if !self.tools.is_empty() {
+            request.tools = self.tools.clone();
+            request.tool_choice = tool_choice;
+            request.parallel_tool_calls = Some(self.adapter.parallel_tool_calls().unwrap_or(true));
+        }
+        request
+    }
+
+    /// Sends `request` and reads the reply: its tool calls, or the answer of `signature` in the
+    /// adapter's format. An answer the adapter cannot read is asked for once more in its
+    /// [fallback](Adapter::fallback)'s format (DSPy's Chat to JSON), the conversation's base
+    /// messages formatted by `rebase`, as every adapted call is; the retry is counted in
+    /// [`Usage::adapter_fallbacks`]. Every call's usage is added to `usage`.
+    pub(crate) async fn reply(
+        &self,
+        mut request: LmRequest,
+        signature: &DynSignature,
+        inputs: &Fields,
+        rebase: impl FnOnce(&dyn Adapter) -> Vec<Message>,
+        usage: &mut Usage,
+    ) -> Result<NativeReply, LmError> {
+        let completion = self.lm.complete(&request).await?;
+        *usage += completion.usage;
+        let error = match read(self.adapter.as_ref(), signature, completion) {
+            Err(error) => error,
+            read => return Ok(read.unwrap_or_else(NativeReply::Unreadable)),
+        };
+        let Some(fallback) = self.adapter.fallback(signature, inputs) else {
+            return Ok(NativeReply::Unreadable(error));
+        };
+        tracing::warn!(
+            from = %self.adapter.name(),
+            to = %fallback.name(),
+            %error,
+            "reply could not be parsed; retrying once with the fallback adapter"
+        );
+        usage.adapter_fallbacks += 1;
+        let tail = request
+            .messages
+            .split_off(self.base.len().min(request.messages.len()));
+        request.messages = rebase(fallback.as_ref());
+        request.messages.extend(tail);
+        let completion = self.lm.complete(&request).await?;
+        *usage += completion.usage;
+        Ok(read(fallback.as_ref(), signature, completion).unwrap_or_else(NativeReply::Unreadable))
+    }
+}
+
+/// A reply's tool calls, or its text read by `adapter` as the outputs of `signature`.
+fn read(
+    adapter: &dyn Adapter,
+    signature: &DynSignature,
+    completion: Completion,
+) -> Result<NativeReply, ParseError> {
+    if !completion.tool_calls.is_empty() {
+        let calls = completion.tool_calls.iter().map(TurnCall::sent).collect();
+        let thought = completion
+            .text
+            .filter(|t| !t.trim().is_empty())
+            .or(completion.reasoning);
+        return Ok(NativeReply::Calls { thought, calls });
+    }
+    let outputs = adapter.parse(signature, completion.text.as_deref().unwrap_or_default())?;
+    Ok(NativeReply::Answer {
+        outputs,
+        completion,
+        adapter: adapter.name(),
+    })
+}
+
+/// ReAct's native turns: the signature's system message with a note on the tools, the native
+/// demos, the user message, then each turn's tool calls and their results as messages.
+pub(super) struct NativeSteps {
+    chat: NativeChat,
+    /// The LM the prompt is measured for.
+    measured: Arc<dyn Lm>,
     /// The tokens a prompt may take, when the context window is known.
     budget: Option<usize>,
 }
 
-impl<'a> NativeTurns<'a> {
+impl NativeSteps {
     pub(super) fn new(
-        agent: &'a ReActCore,
+        agent: &ReActCore,
         inputs: &Fields,
         resolved: Resolved,
         events: &Emitter,
-    ) -> NativeTurns<'a> {
+    ) -> NativeSteps {
         let Resolved { lm, adapter } = resolved;
         // A streamed run shows a text answer as it is written. Only with the Chat adapter's field
         // markers: text before them (what a model may write beside its tool calls) is not shown,
         // so a step that calls tools streams nothing. Other adapters' answers arrive whole.
-        let step_lm: Arc<dyn Lm> = if events.listening() && adapter.marks_fields() {
+        let asked: Arc<dyn Lm> = if events.listening() && adapter.marks_fields() {
             Arc::new(AnswerStream::new(lm.clone(), events.clone(), true))
         } else {
             lm.clone()
         };
         let mut tools: Vec<Value> = agent.tools.iter().map(|t| t.to_openai_function()).collect();
         tools.push(agent.finish_descriptor());
-        NativeTurns {
-            agent,
+        NativeSteps {
             budget: agent.prompt_budget(lm.as_ref(), agent.step.options()),
-            base: agent.base_messages(adapter.as_ref(), inputs),
-            lm,
-            step_lm,
-            adapter,
-            tools,
+            chat: NativeChat {
+                base: agent.base_messages(adapter.as_ref(), inputs),
+                lm: asked,
+                adapter,
+                tools,
+            },
+            measured: lm,
         }
     }
 
     /// The prompt's size in tokens with `trajectory`.
     fn measure(&self, trajectory: &Trajectory) -> usize {
-        crate::lm::count_prompt_tokens(
-            self.lm.model(),
-            &conversation(&self.base, trajectory),
-            &self.tools,
-        )
-        .tokens
+        let messages = conversation(&self.chat.base, trajectory);
+        crate::lm::count_prompt_tokens(self.measured.model(), &messages, &self.chat.tools).tokens
     }
-}
 
-impl TurnProtocol for NativeTurns<'_> {
-    type Output = ReActRun;
-
-    async fn ask(
-        &mut self,
+    /// Asks the model for turn `turn`, keeping the conversation within the prompt budget and
+    /// truncating it (up to 3 times) while the provider reports the context window exceeded.
+    pub(super) async fn ask(
+        &self,
+        agent: &ReActCore,
         driver: &Driver<'_>,
         run: &mut RunState,
         turn: usize,
     ) -> Result<Ask, ReActError> {
-        let agent = self.agent;
         let events = driver.events;
         let measure = |trajectory: &Trajectory| self.measure(trajectory);
+        let tool_choice = if agent.finish_on_last_turn && turn.saturating_add(1) == driver.max_iters
+        {
+            ToolChoice::Function(FINISH.to_owned())
+        } else if agent.require_tool_calls {
+            ToolChoice::Required
+        } else {
+            ToolChoice::Auto
+        };
         let mut truncations = 0;
-        let completion = loop {
+        let reply = loop {
             if let Err(message) = agent
                 .fit_budget(self.budget, &mut run.trajectory, events, &measure)
                 .await
             {
                 return Ok(Ask::Stop(StopReason::ContextWindow { message }));
             }
-            let mut request = LmRequest::new(conversation(&self.base, &run.trajectory));
-            request.options = agent.step.options().clone();
-            request.tools = self.tools.clone();
-            request.tool_choice = Some(
-                if agent.finish_on_last_turn && turn.saturating_add(1) == driver.max_iters {
-                    ToolChoice::Function(FINISH.to_owned())
-                } else if agent.require_tool_calls {
-                    ToolChoice::Required
-                } else {
-                    ToolChoice::Auto
-                },
-            );
-            // The adapter's setting (DSPy's `parallel_tool_calls`), concurrent calls by default.
-            request.parallel_tool_calls = Some(self.adapter.parallel_tool_calls().unwrap_or(true));
+            let options = agent.step.options();
+            let request = self
+                .chat
+                .request(&run.trajectory, options, Some(tool_choice.clone()));
             agent
                 .limits
                 .check_lm_calls(&run.usage)
                 .map_err(|failure| run.fail(failure))?;
-            match self.step_lm.complete(&request).await {
-                Ok(completion) => break completion,
+            let mut own = Usage::default();
+            let rebase = |adapter: &dyn Adapter| agent.base_messages(adapter, driver.inputs);
+            let reply = self
+                .chat
+                .reply(request, &agent.signature, driver.inputs, rebase, &mut own)
+                .await;
+            run.usage += own;
+            crate::trace::record_usage(own);
+            match reply {
+                Ok(reply) => break reply,
                 Err(LmError::ContextWindowExceeded { message }) => {
                     let refused = Usage {
                         lm_calls: 1,
@@ -133,91 +239,28 @@ impl TurnProtocol for NativeTurns<'_> {
                 Err(error) => return Err(run.fail(Error::Lm(error))),
             }
         };
-        run.usage += completion.usage;
-        crate::trace::record_usage(completion.usage);
-        if completion.tool_calls.is_empty() {
+        Ok(match reply {
+            NativeReply::Calls { thought, calls } => Ask::Calls { thought, calls },
             // A text answer is the final answer.
-            let text = completion.text.as_deref().unwrap_or_default();
-            return Ok(match self.adapter.parse(&agent.signature, text) {
-                Ok(outputs) => Ask::Answer {
-                    outputs,
-                    reasoning: completion.reasoning,
-                },
-                Err(error) => Ask::Stop(StopReason::UnreadableAnswer {
-                    error: error.to_string(),
-                }),
-            });
-        }
-        let calls = completion.tool_calls.iter().map(TurnCall::sent).collect();
-        let thought = completion
-            .text
-            .filter(|t| !t.trim().is_empty())
-            .or(completion.reasoning);
-        Ok(Ask::Calls { thought, calls })
-    }
-
-    fn end_turn(
-        &mut self,
-        run: &mut RunState,
-        turn: usize,
-        steps: Vec<Step>,
-        interrupts: &mut Interrupts,
-    ) -> TurnEnd {
-        run.trajectory.steps.extend(steps);
-        finish_turn(self.agent, &mut run.trajectory, turn, interrupts)
-    }
-
-    fn suspend(self, state: SuspendedRun) -> SuspendedRun {
-        SuspendedRun {
-            native: true,
-            ..state
-        }
-    }
-
-    fn answer(
-        self,
-        driver: &Driver<'_>,
-        run: RunState,
-        outputs: Fields,
-        reasoning: Option<String>,
-    ) -> ReActRun {
-        self.agent
-            .record_native_run(driver.inputs, &run.trajectory, &outputs);
-        ReActRun {
-            outputs,
-            reasoning,
-            trajectory: run.trajectory,
-            usage: run.usage,
-        }
-    }
-
-    async fn conclude(
-        self,
-        driver: &Driver<'_>,
-        run: RunState,
-        _interrupts: &mut Interrupts,
-    ) -> Result<ReActRun, ReActError> {
-        let agent = self.agent;
-        let RunState { trajectory, usage } = run;
-        let run = agent
-            .extract(
-                driver.inputs,
-                trajectory,
-                self.adapter.as_ref(),
-                driver.call,
-                usage,
-                driver.events,
-            )
-            .await?;
-        agent.record_native_run(driver.inputs, &run.trajectory, &run.outputs);
-        Ok(run)
+            NativeReply::Answer {
+                outputs,
+                completion,
+                ..
+            } => Ask::Answer {
+                outputs,
+                reasoning: completion.reasoning,
+            },
+            NativeReply::Unreadable(error) => Ask::Stop(StopReason::UnreadableAnswer {
+                error: error.to_string(),
+            }),
+        })
     }
 }
 
 impl ReActCore {
     /// The system message of the user's signature with a note on using the tools, the native
     /// demos as earlier conversations, then the user message.
-    fn base_messages(&self, adapter: &dyn Adapter, inputs: &Fields) -> Vec<Message> {
+    pub(super) fn base_messages(&self, adapter: &dyn Adapter, inputs: &Fields) -> Vec<Message> {
         let mut messages = adapter.format(&self.signature, &[], inputs);
         if let Some(system) = messages.first_mut() {
             system.content.push_str(&templates::native_tools_note());
@@ -335,7 +378,12 @@ impl ReActCore {
 
     /// Records a native run for optimizers: one call of the step predictor whose inputs are the
     /// run's and whose outputs are its tool turns and final outputs (a native demo).
-    fn record_native_run(&self, inputs: &Fields, trajectory: &Trajectory, outputs: &Fields) {
+    pub(super) fn record_native_run(
+        &self,
+        inputs: &Fields,
+        trajectory: &Trajectory,
+        outputs: &Fields,
+    ) {
         if !crate::trace::recording_calls() {
             return;
         }

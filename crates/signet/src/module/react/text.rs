@@ -2,52 +2,30 @@
 //! `next_tool_args` as fields; one tool runs per step; the extractor produces the outputs unless
 //! `finish` carried them.
 
-use std::sync::Arc;
-
 use serde_json::Value;
 
-use super::driver::{Ask, Driver, RunState, TurnCall, TurnEnd, TurnProtocol, finish_turn};
-use super::events::Interrupts;
-use super::{
-    ReActCore, ReActRun, RunFailure, Step, StopReason, SuspendedRun, Trajectory, Where, as_text,
-};
-use crate::adapter::{Adapter, Fields};
+use super::driver::{Ask, Driver, RunState, TurnCall};
+use super::{ReActCore, ReActError, RunFailure, StopReason, Where, as_text};
+use crate::adapter::Adapter;
 use crate::module::Error;
 
-/// The text-format turns: the step predictor over the inputs and the rendered trajectory.
-pub(super) struct TextTurns<'a> {
-    pub(super) agent: &'a ReActCore,
-    pub(super) adapter: Arc<dyn Adapter>,
-}
-
-impl TurnProtocol for TextTurns<'_> {
-    type Output = ReActRun;
-
-    /// Text mode's calls have no ids: a pending call is `step_<index>`.
-    fn keeps_call_ids(&self) -> bool {
-        false
-    }
-
-    async fn ask(
-        &mut self,
+impl ReActCore {
+    /// Asks the step predictor for turn `turn`, over the inputs and the rendered trajectory.
+    pub(super) async fn ask_text(
+        &self,
+        adapter: &dyn Adapter,
         driver: &Driver<'_>,
         run: &mut RunState,
         turn: usize,
-    ) -> Result<Ask, super::ReActError> {
-        let agent = self.agent;
+    ) -> Result<Ask, ReActError> {
         let at = Where {
-            adapter: self.adapter.as_ref(),
+            adapter,
             call: driver.call,
             events: driver.events,
         };
-        let prediction = match agent
-            .call_with_truncation(
-                &agent.step,
-                driver.inputs,
-                &mut run.trajectory,
-                at,
-                &mut run.usage,
-            )
+        let inputs = driver.inputs;
+        let prediction = match self
+            .call_with_truncation(&self.step, inputs, &mut run.trajectory, at, &mut run.usage)
             .await
         {
             Ok(prediction) => prediction,
@@ -77,59 +55,5 @@ impl TurnProtocol for TextTurns<'_> {
             thought: Some(thought),
             calls: vec![TurnCall::new(None, name, args)],
         })
-    }
-
-    /// One call per step: a step's index is its turn.
-    fn first_index(&self, _trajectory: &Trajectory, turn: usize) -> usize {
-        turn
-    }
-
-    fn end_turn(
-        &mut self,
-        run: &mut RunState,
-        turn: usize,
-        steps: Vec<Step>,
-        interrupts: &mut Interrupts,
-    ) -> TurnEnd {
-        run.trajectory.steps.extend(steps);
-        finish_turn(self.agent, &mut run.trajectory, turn, interrupts)
-    }
-
-    fn suspend(self, state: SuspendedRun) -> SuspendedRun {
-        state
-    }
-
-    fn answer(
-        self,
-        _driver: &Driver<'_>,
-        run: RunState,
-        outputs: Fields,
-        reasoning: Option<String>,
-    ) -> ReActRun {
-        ReActRun {
-            outputs,
-            reasoning,
-            trajectory: run.trajectory,
-            usage: run.usage,
-        }
-    }
-
-    async fn conclude(
-        self,
-        driver: &Driver<'_>,
-        run: RunState,
-        _interrupts: &mut Interrupts,
-    ) -> Result<ReActRun, super::ReActError> {
-        let RunState { trajectory, usage } = run;
-        self.agent
-            .extract(
-                driver.inputs,
-                trajectory,
-                self.adapter.as_ref(),
-                driver.call,
-                usage,
-                driver.events,
-            )
-            .await
     }
 }

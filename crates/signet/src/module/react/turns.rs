@@ -1,0 +1,117 @@
+//! The turns of ReAct's step predictor, in text or native mode: how the model is asked
+//! ([`ask_text`](ReActCore::ask_text), [`NativeSteps`]), a `finish` that ends the run, and the
+//! extractor when it did not carry the outputs.
+
+use std::sync::Arc;
+
+use super::driver::{Ask, Driver, RunState, TurnEnd, TurnProtocol, finish_turn};
+use super::events::Interrupts;
+use super::native::NativeSteps;
+use super::{ReActCore, ReActError, ReActRun, Step, SuspendedRun, Trajectory};
+use crate::adapter::{Adapter, Fields};
+
+/// The step predictor's turns: DSPy's text fields, or native tool calls when `native` is set.
+pub(super) struct ReActTurns<'a> {
+    pub(super) agent: &'a ReActCore,
+    pub(super) adapter: Arc<dyn Adapter>,
+    pub(super) native: Option<NativeSteps>,
+}
+
+impl TurnProtocol for ReActTurns<'_> {
+    type Output = ReActRun;
+
+    /// Text mode's calls have no ids: a pending call is `step_<index>`.
+    fn keeps_call_ids(&self) -> bool {
+        self.native.is_some()
+    }
+
+    async fn ask(
+        &mut self,
+        driver: &Driver<'_>,
+        run: &mut RunState,
+        turn: usize,
+    ) -> Result<Ask, ReActError> {
+        match &self.native {
+            Some(native) => native.ask(self.agent, driver, run, turn).await,
+            None => {
+                let adapter = self.adapter.as_ref();
+                self.agent.ask_text(adapter, driver, run, turn).await
+            }
+        }
+    }
+
+    /// In text mode one call per step: a step's index is its turn.
+    fn first_index(&self, trajectory: &Trajectory, turn: usize) -> usize {
+        match self.native {
+            Some(_) => trajectory
+                .steps
+                .last()
+                .map_or(0, |s| s.index.saturating_add(1)),
+            None => turn,
+        }
+    }
+
+    fn end_turn(
+        &mut self,
+        run: &mut RunState,
+        turn: usize,
+        steps: Vec<Step>,
+        interrupts: &mut Interrupts,
+    ) -> TurnEnd {
+        run.trajectory.steps.extend(steps);
+        finish_turn(self.agent, &mut run.trajectory, turn, interrupts)
+    }
+
+    fn suspend(self, state: SuspendedRun) -> SuspendedRun {
+        SuspendedRun {
+            native: self.native.is_some(),
+            ..state
+        }
+    }
+
+    fn answer(
+        self,
+        driver: &Driver<'_>,
+        run: RunState,
+        outputs: Fields,
+        reasoning: Option<String>,
+    ) -> ReActRun {
+        let RunState { trajectory, usage } = run;
+        if self.native.is_some() {
+            self.agent
+                .record_native_run(driver.inputs, &trajectory, &outputs);
+        }
+        ReActRun {
+            outputs,
+            reasoning,
+            trajectory,
+            usage,
+        }
+    }
+
+    async fn conclude(
+        self,
+        driver: &Driver<'_>,
+        run: RunState,
+        _interrupts: &mut Interrupts,
+    ) -> Result<ReActRun, ReActError> {
+        let RunState { trajectory, usage } = run;
+        let (inputs, adapter) = (driver.inputs, self.adapter.as_ref());
+        let run = self
+            .agent
+            .extract(
+                inputs,
+                trajectory,
+                adapter,
+                driver.call,
+                usage,
+                driver.events,
+            )
+            .await?;
+        if self.native.is_some() {
+            self.agent
+                .record_native_run(inputs, &run.trajectory, &run.outputs);
+        }
+        Ok(run)
+    }
+}
