@@ -318,6 +318,92 @@ async fn predict_with_tools_reads_an_unreadable_answer_through_the_adapters_fall
     assert_eq!(json.last().unwrap().content, "2.1", "the tool turn is kept");
 }
 
+/// The events of a streamed call: each one's kind, with the tool, the answer's text or the
+/// observation.
+async fn streamed(qa: &Predict<QA>, question: &str) -> (Vec<String>, Vec<String>, QAOutput) {
+    use futures::StreamExt;
+    use signet::module::ReActEvent;
+    let mut kinds = Vec::new();
+    let mut answer = Vec::new();
+    let mut done = None;
+    let mut events = qa.stream(ask(question));
+    while let Some(event) = events.next().await {
+        match event {
+            ReActEvent::ToolCallStarted { name, .. } => kinds.push(format!("call {name}")),
+            ReActEvent::ToolCallFinished { observation, .. } => {
+                kinds.push(format!("result {}", observation.as_text()));
+            }
+            ReActEvent::AnswerDelta { field, text } => {
+                assert_eq!(field.as_deref(), Some("answer"));
+                answer.push(text);
+            }
+            ReActEvent::AnswerDone => kinds.push("answered".into()),
+            ReActEvent::Done {
+                output,
+                trajectory,
+                usage,
+                ..
+            } => {
+                kinds.push(format!(
+                    "done after {} calls, {} steps",
+                    usage.lm_calls,
+                    trajectory.steps.len()
+                ));
+                done = Some(output);
+            }
+            ReActEvent::Failed { error } => panic!("the call failed: {error}"),
+            _ => {}
+        }
+    }
+    (kinds, answer, done.expect("a done event"))
+}
+
+#[tokio::test]
+async fn predict_streams_its_tool_calls_and_its_answer_as_it_is_written() {
+    use signet::lm::ToolCall;
+    let lm = Arc::new(
+        ScriptedLm::new([
+            Completion::tool_calls(vec![ToolCall::new(
+                "a",
+                "population",
+                r#"{"city": "Paris"}"#,
+            )]),
+            Completion::text(chat("About 2.1 million people live in Paris.")),
+        ])
+        .with_capabilities(function_calling()),
+    );
+    let qa = Predict::<QA>::new().with_lm(lm).tool(PopulationTool);
+    let (kinds, answer, output) = streamed(&qa, "Population of Paris?").await;
+    assert_eq!(
+        kinds,
+        [
+            "call population",
+            "result 2.1",
+            "answered",
+            "done after 2 calls, 1 steps"
+        ]
+    );
+    assert!(answer.len() > 1, "the answer arrives in pieces: {answer:?}");
+    assert_eq!(answer.concat(), "About 2.1 million people live in Paris.");
+    assert_eq!(output.answer, answer.concat());
+
+    // Without tools, the one call's answer streams the same way.
+    let qa = Predict::<QA>::new().with_lm(ScriptedLm::texts([chat("Paris.")]));
+    let (kinds, answer, _) = streamed(&qa, "Capital of France?").await;
+    let answer = answer.concat();
+    assert_eq!(
+        (kinds.as_slice(), answer.as_str()),
+        (
+            [
+                "answered".to_owned(),
+                "done after 1 calls, 0 steps".to_owned()
+            ]
+            .as_slice(),
+            "Paris."
+        )
+    );
+}
+
 #[tokio::test]
 async fn predict_with_tools_is_bounded_and_needs_function_calling() {
     use signet::lm::ToolCall;

@@ -7,9 +7,14 @@ use serde::Serialize;
 
 use serde_json::Value;
 
+use futures::StreamExt;
+use futures::stream::BoxStream;
+
+use super::react::ReActEvent;
 use super::react::approval::{Approval, ApprovalRequest, Decision};
 use super::react::limits::Limits;
 use super::react::suspend::RunOutcome;
+use super::react::typed::failed;
 use super::{CallConfig, Prediction, Predictor, SuspendedRun, forward_builders};
 use crate::adapter::{Adapter, Fields};
 use crate::error::Error;
@@ -132,6 +137,20 @@ impl<S: Signature> Predict<S> {
         let prediction = self.inner.forward_with(&inputs, call).await?;
         let output = from_fields(&prediction.outputs)?;
         Ok((output, prediction))
+    }
+
+    /// Runs the signature on `input`, yielding the call's events as they happen: its tool calls,
+    /// the answer as it is written, then [`ReActEvent::Done`] with the typed output (see
+    /// [`Predictor::stream`]). Dropping the stream cancels the call.
+    pub fn stream(&self, input: S::Input) -> BoxStream<'_, ReActEvent<S::Output>> {
+        match to_fields(&input) {
+            Ok(inputs) => self
+                .inner
+                .stream(inputs, CallConfig::default())
+                .map(ReActEvent::typed)
+                .boxed(),
+            Err(error) => failed(error),
+        }
     }
 
     /// With tools: runs the signature on `input`, suspending where a person is needed (a

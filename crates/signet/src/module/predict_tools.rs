@@ -3,14 +3,17 @@
 //! the adapter's format.
 
 use super::react::driver::{Ask, Driver, RunState, TurnEnd, TurnProtocol};
-use super::react::events::{Emitter, Interrupts};
+use futures::stream::BoxStream;
+
+use super::react::answer_stream::answer_lm;
+use super::react::events::{Emitter, Interrupts, stream_run};
 use super::react::native::{NativeChat, NativeReply};
 use super::react::suspend::{
     Start, check_state, describe_signature, describe_tools, digest, reseal,
 };
 use super::react::{
-    Approval, ApprovalRequest, Decision, Limits, ReActError, RunFailure, RunOutcome, Step,
-    SuspendedRun,
+    Approval, ApprovalRequest, Decision, Limits, ReActError, ReActEvent, ReActRun, RunFailure,
+    RunOutcome, Step, SuspendedRun, Trajectory,
 };
 use super::tool_runner::ToolRunner;
 use super::{CallConfig, Error, Prediction, Predictor, Resolved};
@@ -146,8 +149,57 @@ impl Predictor {
         }))
     }
 
-    /// The loop; the usage of a failed call is added to `usage` (a successful one's is in its
-    /// prediction).
+    /// Runs the call and yields its events as they happen: each tool call
+    /// ([`ReActEvent::ToolCallStarted`], [`ToolCallFinished`](ReActEvent::ToolCallFinished)),
+    /// the answer as it is written ([`ReActEvent::AnswerDelta`] per output field, with the Chat
+    /// adapter's markers; whole at the end otherwise), then [`ReActEvent::Done`] with the outputs,
+    /// the tool calls as its trajectory and the usage — or [`ReActEvent::Failed`]. A predictor
+    /// without tools streams its answer the same way. Dropping the stream cancels the call.
+    ///
+    /// ```no_run
+    /// use futures::StreamExt;
+    /// use signet::module::{CallConfig, Predictor, ReActEvent};
+    /// use signet::signature::DynSignature;
+    ///
+    /// # async fn show(inputs: signet::adapter::Fields) {
+    /// let predictor = Predictor::new(DynSignature::parse("question -> answer").unwrap());
+    /// let mut events = predictor.stream(inputs, CallConfig::default());
+    /// while let Some(event) = events.next().await {
+    ///     if let ReActEvent::AnswerDelta { text, .. } = event {
+    ///         print!("{text}");
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn stream(&self, inputs: Fields, call: CallConfig) -> BoxStream<'_, ReActEvent> {
+        stream_run(move |events| async move {
+            let start = Start::Fresh { resumable: false };
+            if !self.tools.is_empty() {
+                let outcome = self.run_tools(&inputs, &call, start, &events).await?;
+                return Ok(match outcome {
+                    RunOutcome::Finished((prediction, trajectory)) => {
+                        RunOutcome::Finished(finished_run(prediction, trajectory))
+                    }
+                    RunOutcome::Suspended(state) => RunOutcome::Suspended(state),
+                });
+            }
+            let Resolved { lm, adapter } = self.resolve(&call).map_err(ReActError::before_start)?;
+            let streamed =
+                self.same_identity_clone()
+                    .with_lm(answer_lm(lm, adapter.as_ref(), &events, true));
+            let mut usage = Usage::default();
+            match streamed.forward_counting(&inputs, &call, &mut usage).await {
+                Ok(prediction) => Ok(RunOutcome::Finished(finished_run(
+                    prediction,
+                    Trajectory::default(),
+                ))),
+                Err(error) => Err(ReActError::new(error, &Trajectory::default(), usage)),
+            }
+        })
+    }
+
+    /// The loop, without events; the usage of a failed call is added to `usage` (a successful
+    /// one's is in its prediction).
     async fn tool_loop(
         &self,
         inputs: &Fields,
@@ -155,17 +207,46 @@ impl Predictor {
         start: Start,
         usage: &mut Usage,
     ) -> Result<RunOutcome<Prediction>, Error> {
-        let Resolved { lm, adapter } = self.resolve(call)?;
+        match self
+            .run_tools(inputs, call, start, &Emitter::default())
+            .await
+        {
+            Ok(RunOutcome::Finished((prediction, _))) => Ok(RunOutcome::Finished(prediction)),
+            Ok(RunOutcome::Suspended(state)) => Ok(RunOutcome::Suspended(state)),
+            Err(error) => {
+                *usage += error.usage;
+                Err(match error.reason {
+                    RunFailure::Call(error) => error,
+                    RunFailure::Resume(error) => Error::Resume(error),
+                    // The turns below fail in no other way.
+                    other => Error::Unsupported {
+                        what: other.to_string(),
+                    },
+                })
+            }
+        }
+    }
+
+    /// The loop: the prediction with the tool calls as a trajectory, or the sealed state of a
+    /// call that waits for a person.
+    async fn run_tools(
+        &self,
+        inputs: &Fields,
+        call: &CallConfig,
+        start: Start,
+        events: &Emitter,
+    ) -> Result<RunOutcome<(Prediction, Trajectory)>, ReActError> {
+        let Resolved { lm, adapter } = self.resolve(call).map_err(ReActError::before_start)?;
         if !lm.capabilities().function_calling {
-            return Err(Error::Unsupported {
+            return Err(ReActError::before_start(Error::Unsupported {
                 what: format!(
                     "tools were given but the LM `{}` does not declare native function calling; use \
                      ReAct for text-mode tool use",
                     lm.model()
                 ),
-            });
+            }));
         }
-        let events = Emitter::default().with_journal(call.journal.clone());
+        let events = events.with_journal(call.journal.clone());
         let driver = Driver {
             runner: ToolRunner::new(&self.tools, &[], self.approver.as_ref(), &self.tool_limits)
                 .with_journal(call.journal.as_ref()),
@@ -182,31 +263,32 @@ impl Predictor {
             chat: NativeChat {
                 tools: self.tools.iter().map(|t| t.to_openai_function()).collect(),
                 base: adapter.format(&self.signature, &self.demos_for(inputs), inputs),
-                lm,
+                lm: answer_lm(lm, adapter.as_ref(), &events, false),
                 adapter,
             },
             answered: None,
         };
-        match driver.run(turns, &mut Interrupts::default(), start).await {
-            Ok(RunOutcome::Suspended(mut state)) => {
-                state.fingerprint = self.fingerprint();
-                state.signature = self.signature.name().to_owned();
-                reseal(&mut state, self.state_key.as_deref());
-                Ok(RunOutcome::Suspended(state))
-            }
-            Ok(finished) => Ok(finished),
-            Err(error) => {
-                *usage += error.usage;
-                Err(match error.reason {
-                    RunFailure::Call(error) => error,
-                    RunFailure::Resume(error) => Error::Resume(error),
-                    // The turns below fail in no other way.
-                    other => Error::Unsupported {
-                        what: other.to_string(),
-                    },
-                })
-            }
-        }
+        Ok(
+            match driver.run(turns, &mut Interrupts::default(), start).await? {
+                RunOutcome::Suspended(mut state) => {
+                    state.fingerprint = self.fingerprint();
+                    state.signature = self.signature.name().to_owned();
+                    reseal(&mut state, self.state_key.as_deref());
+                    RunOutcome::Suspended(state)
+                }
+                finished => finished,
+            },
+        )
+    }
+}
+
+/// A streamed call's result as the run [`ReActEvent::Done`] reports.
+fn finished_run(prediction: Prediction, trajectory: Trajectory) -> ReActRun {
+    ReActRun {
+        outputs: prediction.outputs,
+        reasoning: None,
+        trajectory,
+        usage: prediction.usage,
     }
 }
 
@@ -220,7 +302,7 @@ struct PredictTurns<'a> {
 }
 
 impl TurnProtocol for PredictTurns<'_> {
-    type Output = Prediction;
+    type Output = (Prediction, Trajectory);
 
     fn answering_tool(&self) -> Option<&'static str> {
         None
@@ -292,16 +374,17 @@ impl TurnProtocol for PredictTurns<'_> {
         run: RunState,
         outputs: Fields,
         _reasoning: Option<String>,
-    ) -> Prediction {
+    ) -> (Prediction, Trajectory) {
         let (completion, adapter) = self
             .answered
             .unwrap_or_else(|| (Completion::default(), self.chat.adapter.name()));
-        Prediction {
+        let prediction = Prediction {
             outputs,
             usage: run.usage,
             completion,
             adapter,
-        }
+        };
+        (prediction, run.trajectory)
     }
 
     async fn conclude(
@@ -309,7 +392,7 @@ impl TurnProtocol for PredictTurns<'_> {
         _driver: &Driver<'_>,
         run: RunState,
         _interrupts: &mut Interrupts,
-    ) -> Result<Prediction, ReActError> {
+    ) -> Result<(Prediction, Trajectory), ReActError> {
         Err(run.fail(Error::TooManyToolTurns {
             turns: self.predictor.max_tool_turns,
         }))

@@ -6,7 +6,7 @@
 //! (ChainOfThought over the inputs and the trajectory) produces the outputs, unless `finish` already
 //! carried valid outputs.
 
-mod answer_stream;
+pub(super) mod answer_stream;
 pub(super) mod approval;
 mod descriptions;
 pub(super) mod driver;
@@ -23,7 +23,7 @@ mod text;
 pub(super) mod trajectory;
 mod truncation;
 mod turns;
-mod typed;
+pub(super) mod typed;
 
 pub use approval::{Approval, ApprovalRequest, Approver, Decision, Waiting};
 pub use descriptions::UnknownTool;
@@ -41,7 +41,6 @@ pub use truncation::{DropOldest, KeepFirst, SlidingWindow, Summarize, Truncation
 pub use typed::ReAct;
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -51,7 +50,7 @@ use crate::adapter::{Adapter, Fields};
 use crate::lm::{Lm, LmError, LmOptions, Usage};
 use crate::signature::DynSignature;
 use crate::tool::Tool;
-use events::{Emitter, FINISH_POSTPONED, Interrupts, millis};
+use events::{Emitter, FINISH_POSTPONED, Interrupts};
 use suspend::Start;
 
 /// The name of the tool that ends the loop.
@@ -287,38 +286,10 @@ impl ReActCore {
         mut interrupts: Interrupts,
         start: Start,
     ) -> futures::stream::BoxStream<'a, ReActEvent> {
-        use futures::StreamExt;
-        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
-        let emitter = Emitter::to(sender);
-        let run = async move {
-            let started = Instant::now();
-            let outcome = self
-                .run(&inputs, &call, &emitter, &mut interrupts, start)
-                .await;
-            let event = match outcome {
-                Ok(RunOutcome::Finished(run)) => {
-                    emitter.answer(&run.outputs);
-                    ReActEvent::Done {
-                        iterations: run.trajectory.turns(),
-                        output: run.outputs,
-                        reasoning: run.reasoning,
-                        trajectory: run.trajectory,
-                        usage: run.usage,
-                        elapsed_ms: millis(started.elapsed()),
-                    }
-                }
-                Ok(RunOutcome::Suspended(state)) => ReActEvent::Suspended {
-                    state: Box::new(state),
-                },
-                Err(error) => ReActEvent::Failed {
-                    error: Arc::new(error),
-                },
-            };
-            emitter.emit(event);
-        };
-        let events = futures::stream::poll_fn(move |cx| receiver.poll_recv(cx));
-        let driver = futures::stream::once(run).filter_map(|()| async { None });
-        futures::stream::select(driver, events).boxed()
+        events::stream_run(move |emitter| async move {
+            self.run(&inputs, &call, &emitter, &mut interrupts, start)
+                .await
+        })
     }
 
     /// The run; a state it suspends with carries this agent's fingerprint.
@@ -470,10 +441,8 @@ impl ReActCore {
                 .resolve(call)
                 .map_err(|error| ReActError::new(error, &trajectory, usage))?
                 .lm;
-            let chat_markers = adapter.marks_fields();
-            streamed = self.extract.same_identity_clone().with_lm(Arc::new(
-                answer_stream::AnswerStream::new(lm, events.clone(), chat_markers),
-            ));
+            let lm = answer_stream::answer_lm(lm, adapter, events, true);
+            streamed = self.extract.same_identity_clone().with_lm(lm);
             &streamed
         } else {
             &self.extract

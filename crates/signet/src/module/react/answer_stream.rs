@@ -15,6 +15,24 @@ use super::events::{Emitter, ReActEvent};
 use crate::adapter::field_stream::{FieldStream, Pieces};
 use crate::lm::{Capabilities, Completion, Lm, LmError, LmRequest, StreamEvent};
 
+/// The LM a run asks for an answer: in a streamed run (one whose `events` someone receives), `lm`
+/// behind an [`AnswerStream`] — when the adapter marks its fields, or when no reply of this LM
+/// calls tools (`answers_only`): text a model writes beside its tool calls is not the answer, and
+/// only the Chat adapter's markers tell the answer's fields apart from it.
+pub(crate) fn answer_lm(
+    lm: Arc<dyn Lm>,
+    adapter: &dyn crate::adapter::Adapter,
+    events: &Emitter,
+    answers_only: bool,
+) -> Arc<dyn Lm> {
+    let chat_markers = adapter.marks_fields();
+    if events.listening() && (chat_markers || answers_only) {
+        Arc::new(AnswerStream::new(lm, events.clone(), chat_markers))
+    } else {
+        lm
+    }
+}
+
 /// Forwards a streamed reply's text to the run's events.
 pub(super) struct AnswerStream {
     inner: Arc<dyn Lm>,

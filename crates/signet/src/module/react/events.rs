@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Observation, ReActError, StopReason, Trajectory, UserMessage};
+use super::{Observation, ReActError, ReActRun, RunOutcome, StopReason, Trajectory, UserMessage};
 use crate::adapter::Fields;
 use crate::lm::Usage;
 
@@ -478,4 +478,44 @@ pub(super) const SUBMIT_POSTPONED: &str =
 
 pub(super) fn millis(elapsed: Duration) -> u64 {
     elapsed.as_millis().try_into().unwrap_or(u64::MAX)
+}
+
+/// A run as a stream of its events: `run` gets the emitter its events go to; the stream ends with
+/// [`ReActEvent::Done`] (after the answer's deltas, or the whole answer when none were streamed),
+/// [`ReActEvent::Suspended`] or [`ReActEvent::Failed`]. Dropping the stream cancels the run.
+pub(crate) fn stream_run<'a, F, Fut>(run: F) -> futures::stream::BoxStream<'a, ReActEvent>
+where
+    F: FnOnce(Emitter) -> Fut + Send + 'a,
+    Fut: std::future::Future<Output = Result<RunOutcome<ReActRun>, ReActError>> + Send + 'a,
+{
+    use futures::StreamExt;
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+    let emitter = Emitter::to(sender);
+    let run = async move {
+        let started = std::time::Instant::now();
+        let outcome = run(emitter.clone()).await;
+        let event = match outcome {
+            Ok(RunOutcome::Finished(run)) => {
+                emitter.answer(&run.outputs);
+                ReActEvent::Done {
+                    iterations: run.trajectory.turns(),
+                    output: run.outputs,
+                    reasoning: run.reasoning,
+                    trajectory: run.trajectory,
+                    usage: run.usage,
+                    elapsed_ms: millis(started.elapsed()),
+                }
+            }
+            Ok(RunOutcome::Suspended(state)) => ReActEvent::Suspended {
+                state: Box::new(state),
+            },
+            Err(error) => ReActEvent::Failed {
+                error: std::sync::Arc::new(error),
+            },
+        };
+        emitter.emit(event);
+    };
+    let events = futures::stream::poll_fn(move |cx| receiver.poll_recv(cx));
+    let driver = futures::stream::once(run).filter_map(|()| async { None });
+    futures::stream::select(driver, events).boxed()
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::answer_stream::AnswerStream;
+use super::answer_stream::answer_lm;
 use super::driver::{Ask, Driver, RunState, TurnCall};
 use super::events::{Emitter, FINISH_UNSEEN_RESULTS};
 use super::{
@@ -150,14 +150,9 @@ impl NativeSteps {
         events: &Emitter,
     ) -> NativeSteps {
         let Resolved { lm, adapter } = resolved;
-        // A streamed run shows a text answer as it is written. Only with the Chat adapter's field
-        // markers: text before them (what a model may write beside its tool calls) is not shown,
-        // so a step that calls tools streams nothing. Other adapters' answers arrive whole.
-        let asked: Arc<dyn Lm> = if events.listening() && adapter.marks_fields() {
-            Arc::new(AnswerStream::new(lm.clone(), events.clone(), true))
-        } else {
-            lm.clone()
-        };
+        // A streamed run shows a text answer as it is written (with the Chat adapter's markers;
+        // a step that calls tools streams nothing).
+        let asked = answer_lm(lm.clone(), adapter.as_ref(), events, false);
         let mut tools: Vec<Value> = agent.tools.iter().map(|t| t.to_openai_function()).collect();
         tools.push(agent.finish_descriptor());
         NativeSteps {

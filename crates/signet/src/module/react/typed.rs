@@ -296,7 +296,9 @@ fn typed_outcome<O: serde::de::DeserializeOwned>(
 }
 
 /// A stream of one event: the run failed before it started.
-fn failed<'a, O: Send + 'a>(error: crate::module::Error) -> BoxStream<'a, ReActEvent<O>> {
+pub(in crate::module) fn failed<'a, O: Send + 'a>(
+    error: crate::module::Error,
+) -> BoxStream<'a, ReActEvent<O>> {
     futures::stream::once(async move {
         ReActEvent::Failed {
             error: Arc::new(ReActError::before_start(error)),
