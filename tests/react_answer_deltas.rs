@@ -129,3 +129,55 @@ async fn no_piece_shows_the_format_around_the_values() {
         }
     }
 }
+
+#[tokio::test]
+async fn history_mode_streams_the_submit_arguments_as_the_model_writes_them() {
+    use signet::lm::{Capabilities, Completion, ToolCall};
+    use signet::module::ReActMode;
+    let submit = json!({"answer": ANSWER, "count": 5}).to_string();
+    let lm = Arc::new(
+        ScriptedLm::new([
+            Completion::tool_calls(vec![ToolCall::new("c1", "add", r#"{"a": 2, "b": 3}"#)]),
+            Completion::tool_calls(vec![ToolCall::new("c2", "submit", submit)]),
+        ])
+        .with_capabilities(Capabilities::default().with_function_calling(true)),
+    );
+    let agent = ReAct::<Ask>::new()
+        .tool(AddTool)
+        .with_mode(ReActMode::History)
+        .with_adapter(ChatAdapter::new().with_native_function_calling(true))
+        .with_lm(lm);
+    let events: Vec<ReActEvent<AskOutput>> = agent
+        .stream(AskInput {
+            question: "2 + 3?".into(),
+        })
+        .collect()
+        .await;
+    let mut deltas = Vec::new();
+    let mut submitted = None;
+    for (position, event) in events.iter().enumerate() {
+        match event {
+            ReActEvent::AnswerDelta { field, text } => {
+                deltas.push((field.clone(), text.clone()));
+            }
+            ReActEvent::ToolCallFinished { name, .. } if name == "add" => {
+                assert!(deltas.is_empty(), "nothing streams before the submit");
+            }
+            ReActEvent::Done { output, .. } => submitted = Some((position, output)),
+            _ => {}
+        }
+    }
+    let (_, output) = submitted.expect("a done event");
+    assert_eq!((output.answer.as_str(), output.count), (ANSWER, 5));
+    assert!(
+        deltas.len() > 3,
+        "the arguments stream in pieces: {deltas:?}"
+    );
+    assert_eq!(
+        by_field(&deltas),
+        [
+            (Some("answer".to_owned()), ANSWER.to_owned()),
+            (Some("count".to_owned()), "5".to_owned()),
+        ]
+    );
+}

@@ -393,7 +393,7 @@ impl ReActCore {
         };
         if self.mode == ReActMode::History {
             let follow_ups = interrupts.enabled();
-            let turns = history_mode::HistoryTurns::new(self, inputs, resolved, follow_ups)
+            let turns = history_mode::HistoryTurns::new(self, inputs, resolved, events, follow_ups)
                 .map_err(ReActError::before_start)?;
             return driver.run(turns, interrupts, start).await;
         }

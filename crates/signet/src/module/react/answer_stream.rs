@@ -1,6 +1,6 @@
-//! Streaming the answer (the extractor's, and a native step's text answer): an [`Lm`] wrapper
-//! that sends each request through [`Lm::stream`], reports the text as
-//! [`ReActEvent::AnswerDelta`]s while it arrives — split into the output fields in the adapter's
+//! Streaming the answer (the extractor's, a native step's text answer, `Predict`'s, and the
+//! arguments of history mode's `submit` call): an [`Lm`] wrapper that sends each request through
+//! [`Lm::stream`], reports the answer's text as [`ReActEvent::AnswerDelta`]s while it arrives — split into the output fields in the adapter's
 //! format ([`FieldStream`]), so every piece names its field and shows only that field's text —
 //! and returns the assembled completion, so the adapter parses exactly what it would have parsed
 //! otherwise.
@@ -40,6 +40,9 @@ pub(super) struct AnswerStream {
     /// Whether replies use the Chat adapter's `[[ ## field ## ]]` markers; otherwise they are the
     /// JSON adapter's object or the XML adapter's tags (told apart by the reply itself).
     chat_markers: bool,
+    /// The tool whose call's arguments are the answer (history mode's `submit`, a JSON object of
+    /// the outputs); the reply's text is then not the answer.
+    answer_tool: Option<&'static str>,
 }
 
 impl AnswerStream {
@@ -48,6 +51,16 @@ impl AnswerStream {
             inner,
             events,
             chat_markers,
+            answer_tool: None,
+        }
+    }
+
+    /// A stream whose answer is the arguments of the calls of `tool` (history mode's `submit`),
+    /// as the model writes them.
+    pub(super) fn arguments_of(inner: Arc<dyn Lm>, events: Emitter, tool: &'static str) -> Self {
+        AnswerStream {
+            answer_tool: Some(tool),
+            ..AnswerStream::new(inner, events, false)
         }
     }
 
@@ -65,20 +78,39 @@ impl Lm for AnswerStream {
     ) -> BoxFuture<'a, Result<Completion, LmError>> {
         Box::pin(async move {
             let mut fields = FieldStream::new(self.chat_markers);
+            // The index of the answering tool's call in the reply, once its name arrived.
+            let mut answering = None;
             let mut stream = self.inner.stream(request);
             while let Some(event) = stream.next().await {
                 match event? {
-                    StreamEvent::TextDelta(text) => self.emit(fields.push(&text)),
+                    StreamEvent::TextDelta(text) if self.answer_tool.is_none() => {
+                        self.emit(fields.push(&text));
+                    }
+                    StreamEvent::ToolCallDelta {
+                        index,
+                        name,
+                        arguments,
+                        ..
+                    } if self.answer_tool.is_some() => {
+                        if answering.is_none() && name.as_deref() == self.answer_tool {
+                            answering = Some(index);
+                        }
+                        if answering == Some(index) {
+                            self.emit(fields.push(&arguments));
+                        }
+                    }
                     StreamEvent::Done(completion) => {
                         self.emit(fields.finish());
-                        if !completion.tool_calls.is_empty() {
+                        if self.answer_tool.is_none() && !completion.tool_calls.is_empty() {
                             // A native step that wrote field text and called tools did not
                             // answer: the answer still comes, whole or streamed, later.
                             self.events.forget_answer();
                         }
                         return Ok(completion);
                     }
-                    StreamEvent::ReasoningDelta(_) | StreamEvent::ToolCallDelta { .. } => {}
+                    StreamEvent::TextDelta(_)
+                    | StreamEvent::ReasoningDelta(_)
+                    | StreamEvent::ToolCallDelta { .. } => {}
                 }
             }
             Err(LmError::InvalidResponse {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use super::answer_stream::AnswerStream;
 use super::driver::{Ask, Driver, RunState, TurnCall, TurnEnd, TurnProtocol};
 use super::events::{
     Emitter, Interrupts, SUBMIT_POSTPONED, SUBMIT_UNSEEN_RESULTS, answers_before_results,
@@ -39,6 +40,8 @@ const RESERVED_OUTPUTS: [&str; 2] = ["history", "termination_reason"];
 /// tools; each turn's calls and results become a history event.
 pub(super) struct HistoryTurns<'a> {
     agent: &'a ReActCore,
+    /// The run's events: a streamed run shows `submit`'s arguments as they are written.
+    events: Emitter,
     lm: Arc<dyn Lm>,
     adapter: Arc<dyn Adapter>,
     /// The ReActV2 signature.
@@ -61,14 +64,25 @@ impl<'a> HistoryTurns<'a> {
         agent: &'a ReActCore,
         inputs: &Fields,
         resolved: Resolved,
+        events: &Emitter,
         follow_ups: bool,
     ) -> Result<HistoryTurns<'a>, Error> {
         agent.check_history_names(follow_ups)?;
         let mut tools: Vec<Value> = agent.tools.iter().map(|t| t.to_openai_function()).collect();
         tools.push(agent.submit_descriptor());
+        let lm: Arc<dyn Lm> = if events.listening() {
+            Arc::new(AnswerStream::arguments_of(
+                resolved.lm,
+                events.clone(),
+                SUBMIT,
+            ))
+        } else {
+            resolved.lm
+        };
         Ok(HistoryTurns {
             agent,
-            lm: resolved.lm,
+            events: events.clone(),
+            lm,
             adapter: resolved.adapter,
             signature: agent.history_signature_for(follow_ups),
             tools,
@@ -239,7 +253,11 @@ impl TurnProtocol for HistoryTurns<'_> {
         run.trajectory.steps.extend(steps);
         match finished {
             Some(outputs) => TurnEnd::Answer(outputs),
-            None => TurnEnd::Next,
+            None => {
+                // A `submit` streamed this turn was not taken: the answer comes later.
+                self.events.forget_answer();
+                TurnEnd::Next
+            }
         }
     }
 
