@@ -467,8 +467,22 @@ impl Predictor {
         call: &CallConfig,
         usage: &mut Usage,
     ) -> Result<Prediction, Error> {
+        self.forward_resolved(inputs, call, None, usage).await
+    }
+
+    /// [`forward_counting`](Self::forward_counting) with the LM and adapter already resolved
+    /// (once per run, by a loop that calls the predictor at every step).
+    pub(crate) async fn forward_resolved(
+        &self,
+        inputs: &Fields,
+        call: &CallConfig,
+        resolved: Option<&Resolved>,
+        usage: &mut Usage,
+    ) -> Result<Prediction, Error> {
         let mut own = Usage::default();
-        let result = self.forward_recorded(inputs, call, &mut own).await;
+        let result = self
+            .forward_recorded(inputs, call, resolved, &mut own)
+            .await;
         *usage += own;
         crate::trace::record_usage(own);
         if let Ok(prediction) = &result {
@@ -481,6 +495,7 @@ impl Predictor {
         &self,
         inputs: &Fields,
         call: &CallConfig,
+        resolved: Option<&Resolved>,
         usage: &mut Usage,
     ) -> Result<Prediction, Error> {
         if let Some(missing) = self
@@ -498,7 +513,10 @@ impl Predictor {
             *usage += prediction.usage;
             return Ok(prediction);
         }
-        let Resolved { lm, adapter } = self.resolve(call)?;
+        let Resolved { lm, adapter } = match resolved {
+            Some(resolved) => resolved.clone(),
+            None => self.resolve(call)?,
+        };
         let demos = self.demos_for(inputs);
         let adapted = adapter::Call {
             signature: &self.signature,

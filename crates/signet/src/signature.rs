@@ -220,17 +220,10 @@ impl DynSignature {
         match &self.instructions {
             Some(text) => text.clone(),
             None => {
-                let names = |fields: &[Field]| {
-                    fields
-                        .iter()
-                        .map(|f| format!("`{}`", f.name))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                };
                 format!(
                     "Given the fields {}, produce the fields {}.",
-                    names(&self.inputs),
-                    names(&self.outputs)
+                    quoted_names(&self.inputs),
+                    quoted_names(&self.outputs)
                 )
             }
         }
@@ -740,6 +733,15 @@ pub fn field_of<T: SignatureField + ?Sized + 'static>(name: &str) -> Field {
 )]
 pub trait SignatureField: JsonSchema {}
 impl<T: JsonSchema + ?Sized> SignatureField for T {}
+
+/// The fields' names in backticks, comma-separated (`` `a`, `b` ``), as DSPy's prompts list them.
+pub(crate) fn quoted_names(fields: &[Field]) -> String {
+    fields
+        .iter()
+        .map(|f| format!("`{}`", f.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 #[cfg(test)]
 mod tests {

@@ -30,12 +30,11 @@ use sse::*;
 use transport::*;
 use wire::*;
 
-use super::cache::cached_stream;
-use super::history::recorded_stream;
 use super::retry::parse_retry_after;
 use super::{
-    CallHistory, Capabilities, Completion, FinishReason, Lm, LmError, LmRequest, Message,
-    ResponseCache, RetryPolicy, Role, StreamAssembler, StreamEvent, ToolCall, ToolChoice, Usage,
+    CachedLm, CallHistory, Capabilities, Completion, FinishReason, HistoryLm, Lm, LmError,
+    LmRequest, Message, ResponseCache, RetryLm, RetryPolicy, Role, StreamAssembler, StreamEvent,
+    ToolCall, ToolChoice, Usage,
 };
 
 /// OpenAI's API base, used when neither the builder nor `OPENAI_BASE_URL` names another.
@@ -49,7 +48,8 @@ const DEFAULT_STREAM_DEADLINE: Duration = Duration::from_secs(600);
 
 /// A client for any OpenAI-compatible chat-completions endpoint.
 ///
-/// Built with [`OpenAiLm::builder`]. Each call:
+/// Built with [`OpenAiLm::builder`]: the endpoint behind the same wrappers any LM can have — a
+/// [`RetryLm`], a [`CachedLm`] and a [`HistoryLm`], composed for you. Each call:
 /// 1. is answered from the [`ResponseCache`] when one is configured and holds the request;
 /// 2. otherwise is sent (`POST {base_url}/chat/completions`) with a per-attempt time limit and
 ///    retried on transient errors according to the [`RetryPolicy`] (three retries by default,
@@ -89,6 +89,18 @@ const DEFAULT_STREAM_DEADLINE: Duration = Duration::from_secs(600);
 /// # let _ = openai; Ok(()) }
 /// ```
 pub struct OpenAiLm {
+    endpoint: Arc<Endpoint>,
+    retry: RetryPolicy,
+    cache: Option<Arc<ResponseCache>>,
+    history: Arc<CallHistory>,
+    /// What [`complete`](Lm::complete) and [`stream`](Lm::stream) call: the endpoint behind a
+    /// [`RetryLm`], a [`CachedLm`] when there is a cache, and a [`HistoryLm`].
+    layers: Arc<dyn Lm>,
+}
+
+/// The OpenAI-compatible endpoint itself: one attempt per call, without cache, retries or
+/// history ([`OpenAiLm`] layers those on).
+pub(crate) struct Endpoint {
     client: Client<OpenAIConfig>,
     model: String,
     base_url: String,
@@ -100,9 +112,6 @@ pub struct OpenAiLm {
     secrets: Vec<String>,
     capabilities: Capabilities,
     timeout: Duration,
-    retry: RetryPolicy,
-    cache: Option<Arc<ResponseCache>>,
-    history: Arc<CallHistory>,
     stream_usage: bool,
     max_completion_tokens: bool,
     max_response_bytes: usize,
@@ -111,18 +120,19 @@ pub struct OpenAiLm {
 
 impl fmt::Debug for OpenAiLm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let endpoint = &self.endpoint;
         f.debug_struct("OpenAiLm")
-            .field("model", &self.model)
-            .field("base_url", &without_credentials(&self.base_url))
-            .field("api_key", &self.api_key)
-            .field("headers", &self.header_names)
-            .field("capabilities", &self.capabilities)
-            .field("timeout", &self.timeout)
+            .field("model", &endpoint.model)
+            .field("base_url", &without_credentials(&endpoint.base_url))
+            .field("api_key", &endpoint.api_key)
+            .field("headers", &endpoint.header_names)
+            .field("capabilities", &endpoint.capabilities)
+            .field("timeout", &endpoint.timeout)
             .field("retry", &self.retry)
             .field("cache", &self.cache.is_some())
             .field("history_len", &self.history.len())
-            .field("stream_usage", &self.stream_usage)
-            .field("max_completion_tokens", &self.max_completion_tokens)
+            .field("stream_usage", &endpoint.stream_usage)
+            .field("max_completion_tokens", &endpoint.max_completion_tokens)
             .finish_non_exhaustive()
     }
 }
@@ -133,14 +143,38 @@ impl OpenAiLm {
         OpenAiLmBuilder::new(model.into())
     }
 
+    /// The client of `endpoint`, behind retries with `retry`, `cache` when there is one, and
+    /// `history` (outermost, so cache hits are recorded too).
+    pub(super) fn layered(
+        endpoint: Endpoint,
+        retry: RetryPolicy,
+        cache: Option<Arc<ResponseCache>>,
+        history: Arc<CallHistory>,
+    ) -> OpenAiLm {
+        let endpoint = Arc::new(endpoint);
+        let retried = RetryLm::new(endpoint.clone(), retry);
+        let cached: Arc<dyn Lm> = match &cache {
+            Some(cache) => Arc::new(CachedLm::new(retried, cache.clone())),
+            None => Arc::new(retried),
+        };
+        let layers = Arc::new(HistoryLm::new(cached, history.clone()));
+        OpenAiLm {
+            endpoint,
+            retry,
+            cache,
+            history,
+            layers,
+        }
+    }
+
     /// The base URL requests go to (without a trailing `/`).
     pub fn base_url(&self) -> &str {
-        &self.base_url
+        &self.endpoint.base_url
     }
 
     /// The time limit of one attempt.
     pub fn timeout(&self) -> Duration {
-        self.timeout
+        self.endpoint.timeout
     }
 
     /// The retry policy.
@@ -189,6 +223,13 @@ impl OpenAiLm {
     /// }));
     /// ```
     pub fn request_body(&self, request: &LmRequest, stream: bool) -> Value {
+        self.endpoint.request_body(request, stream)
+    }
+}
+
+impl Endpoint {
+    /// See [`OpenAiLm::request_body`].
+    fn request_body(&self, request: &LmRequest, stream: bool) -> Value {
         let mut body = Map::new();
         body.insert("model".into(), Value::String(self.model.clone()));
         body.insert(
@@ -460,38 +501,32 @@ impl Lm for OpenAiLm {
         &'a self,
         request: &'a LmRequest,
     ) -> BoxFuture<'a, Result<Completion, LmError>> {
-        async move {
-            if let Some(hit) = self
-                .cache
-                .as_ref()
-                .and_then(|c| c.get(&self.model, request))
-            {
-                self.history.record(&self.model, request, &hit);
-                return Ok(hit);
-            }
-            let completion = self
-                .retry
-                .run(&self.model, || self.complete_once(request))
-                .await?;
-            if let Some(cache) = &self.cache {
-                cache.put(&self.model, request, &completion);
-            }
-            self.history.record(&self.model, request, &completion);
-            Ok(completion)
-        }
-        .boxed()
+        self.layers.complete(request)
     }
 
     fn stream<'a>(&'a self, request: &'a LmRequest) -> BoxStream<'a, Result<StreamEvent, LmError>> {
-        let open = move || {
-            self.retry
-                .run_stream(&self.model, move || self.stream_once(request))
-        };
-        let events = match &self.cache {
-            Some(cache) => cached_stream(cache, &self.model, request, open),
-            None => open(),
-        };
-        recorded_stream(&self.history, &self.model, request, events)
+        self.layers.stream(request)
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.endpoint.capabilities
+    }
+
+    fn model(&self) -> &str {
+        &self.endpoint.model
+    }
+}
+
+impl Lm for Endpoint {
+    fn complete<'a>(
+        &'a self,
+        request: &'a LmRequest,
+    ) -> BoxFuture<'a, Result<Completion, LmError>> {
+        self.complete_once(request).boxed()
+    }
+
+    fn stream<'a>(&'a self, request: &'a LmRequest) -> BoxStream<'a, Result<StreamEvent, LmError>> {
+        self.stream_once(request)
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -658,12 +693,12 @@ mod tests {
         let shown = format!("{lm:?} {lm:#?}");
         assert!(!shown.contains("sk-very-secret-123") && !shown.contains("header-secret-456"));
         assert!(shown.contains("[redacted]"));
-        let echoed = lm.scrub_error(LmError::Rejected {
+        let echoed = lm.endpoint.scrub_error(LmError::Rejected {
             status: 401,
             message: "Incorrect API key provided: sk-very-secret-123".into(),
         });
         assert!(!echoed.to_string().contains("sk-very-secret-123"));
-        let echoed = lm.scrub_error(LmError::Server {
+        let echoed = lm.endpoint.scrub_error(LmError::Server {
             status: 500,
             message: r#"headers: {"x-api-key": "header-secret-456"}"#.into(),
         });
@@ -688,7 +723,7 @@ mod tests {
         let lm = builder.build().expect("valid");
         let shown = format!("{lm:?}");
         assert!(!shown.contains("url-secret"), "{shown}");
-        let echoed = lm.scrub_error(LmError::Connect {
+        let echoed = lm.endpoint.scrub_error(LmError::Connect {
             message:
                 "refused for url http://bob:pa%24%24-url-secret@127.0.0.1:1/v1 (pa$$-url-secret)"
                     .into(),

@@ -416,7 +416,7 @@ impl ReActCore {
             agent: self,
             native: native
                 .then(|| native::NativeSteps::new(self, inputs, resolved.clone(), events)),
-            adapter: resolved.adapter,
+            resolved,
         };
         driver.run(turns, interrupts, start).await
     }
@@ -434,22 +434,15 @@ impl ReActCore {
         events.emit(ReActEvent::Extracting);
         // A streamed run shows the answer as it is written: the extractor's LM calls go through
         // `Lm::stream`, and their text becomes `AnswerDelta` events.
-        let streamed;
-        let extractor = if events.listening() {
-            let lm = self
-                .extract
-                .resolve(call)
-                .map_err(|error| ReActError::new(error, &trajectory, usage))?
-                .lm;
-            let lm = answer_stream::answer_lm(lm, adapter, events, true);
-            streamed = self.extract.same_identity_clone().with_lm(lm);
-            &streamed
-        } else {
-            &self.extract
-        };
+        let mut resolved = self
+            .extract
+            .resolve(call)
+            .map_err(|error| ReActError::new(error, &trajectory, usage))?;
+        resolved.lm = answer_stream::answer_lm(resolved.lm, adapter, events, true);
         let mut outputs = self
             .call_with_truncation(
-                extractor,
+                &self.extract,
+                &resolved,
                 inputs,
                 &mut trajectory,
                 Where {
@@ -477,6 +470,7 @@ impl ReActCore {
     async fn call_with_truncation(
         &self,
         predictor: &Predictor,
+        resolved: &super::Resolved,
         inputs: &Fields,
         trajectory: &mut Trajectory,
         at: Where<'_>,
@@ -495,7 +489,7 @@ impl ReActCore {
             );
             fields
         };
-        let lm = predictor.resolve(call).map_err(RunFailure::Call)?.lm;
+        let lm = &resolved.lm;
         let measure = |trajectory: &Trajectory| {
             let fields = with_trajectory(trajectory);
             let messages = adapter.format(
@@ -518,7 +512,12 @@ impl ReActCore {
                 steps = trajectory.steps.len()
             );
             match tracing::Instrument::instrument(
-                predictor.forward_counting(&with_trajectory(trajectory), call, usage),
+                predictor.forward_resolved(
+                    &with_trajectory(trajectory),
+                    call,
+                    Some(resolved),
+                    usage,
+                ),
                 span,
             )
             .await

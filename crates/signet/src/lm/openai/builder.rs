@@ -12,7 +12,9 @@ use reqwest::header::{HeaderName, HeaderValue};
 
 use super::errors::error_chain;
 use super::transport::{Transport, same_origin_redirects};
-use super::{DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STREAM_DEADLINE, OPENAI_API_BASE, OpenAiLm};
+use super::{
+    DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STREAM_DEADLINE, Endpoint, OPENAI_API_BASE, OpenAiLm,
+};
 use crate::lm::{CallHistory, Capabilities, ResponseCache, RetryPolicy};
 
 /// An API key: shown as `[redacted]` by `Debug`.
@@ -352,7 +354,7 @@ impl OpenAiLmBuilder {
         // to each other, so that each is kept once.
         secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         secrets.dedup();
-        Ok(OpenAiLm {
+        let endpoint = Endpoint {
             client,
             model: self.model,
             base_url,
@@ -361,14 +363,13 @@ impl OpenAiLmBuilder {
             secrets,
             capabilities,
             timeout: self.timeout,
-            retry: self.retry,
-            cache,
-            history: self.history.unwrap_or_default(),
             stream_usage: self.stream_usage,
             max_completion_tokens: self.max_completion_tokens,
             max_response_bytes: self.max_response_bytes,
             stream_deadline: self.stream_deadline,
-        })
+        };
+        let history = self.history.unwrap_or_default();
+        Ok(OpenAiLm::layered(endpoint, self.retry, cache, history))
     }
 }
 

@@ -4,7 +4,7 @@ use super::*;
 
 /// The state of one SSE stream being turned into [`StreamEvent`]s.
 pub(super) struct StreamState<'a> {
-    pub(super) lm: &'a OpenAiLm,
+    pub(super) lm: &'a Endpoint,
     pub(super) chunks: async_openai::types::stream::StreamResponse<Value>,
     pub(super) assembler: StreamAssembler,
     pub(super) pending: VecDeque<Result<StreamEvent, LmError>>,

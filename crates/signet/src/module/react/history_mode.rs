@@ -23,7 +23,7 @@ use super::{
 use crate::adapter::{self, Adapter, Fields, History, Tools};
 use crate::lm::{Lm, LmError, ToolChoice, Usage};
 use crate::module::{Error, Resolved};
-use crate::signature::{DynSignature, Field, FieldKind};
+use crate::signature::{DynSignature, Field, FieldKind, quoted_names};
 
 /// The tool that ends a history-mode run; its arguments are the outputs.
 pub const SUBMIT: &str = "submit";
@@ -423,16 +423,9 @@ impl ReActCore {
     /// [`history_signature`](Self::history_signature); with `follow_ups`, an optional
     /// `user_message` input after the signature's own carries the caller's follow-up messages.
     fn history_signature_for(&self, follow_ups: bool) -> DynSignature {
-        let names = |fields: &[Field]| {
-            fields
-                .iter()
-                .map(|f| format!("`{}`", f.name()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
         let (inputs, outputs) = (
-            names(self.signature.inputs()),
-            names(self.signature.outputs()),
+            quoted_names(self.signature.inputs()),
+            quoted_names(self.signature.outputs()),
         );
         let tool_names: Vec<String> = self
             .tools

@@ -16,7 +16,7 @@ use crate::lm::{
     Completion, Lm, LmError, LmOptions, LmRequest, Message, ToolCall, ToolChoice, Usage,
 };
 use crate::module::{Error, Resolved};
-use crate::signature::DynSignature;
+use crate::signature::{DynSignature, quoted_names};
 
 /// The key of a native demo's tool turns: a list of turns, each a list of calls
 /// `{"name", "args", "observation"}` (the final `finish` is implied by the demo's outputs).
@@ -421,19 +421,10 @@ impl ReActCore {
             "type": "function",
             "function": {
                 "name": FINISH,
-                "description": templates::native_finish_description(&self.output_names()),
+                "description": templates::native_finish_description(&quoted_names(self.signature.outputs())),
                 "parameters": {"type": "object", "properties": properties, "required": []}
             }
         })
-    }
-
-    fn output_names(&self) -> String {
-        self.signature
-            .outputs()
-            .iter()
-            .map(|f| format!("`{}`", f.name()))
-            .collect::<Vec<_>>()
-            .join(", ")
     }
 }
 

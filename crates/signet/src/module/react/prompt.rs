@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::FINISH;
 use crate::schema::python_repr;
-use crate::signature::{DynSignature, Field};
+use crate::signature::{DynSignature, Field, quoted_names};
 use crate::tool::Tool;
 
 /// How a tool is listed in ReAct's instructions, as DSPy's `str(tool)` writes it:
@@ -46,15 +46,8 @@ pub(super) fn step_signatures(
     signature: &DynSignature,
     tools: &[Arc<dyn Tool>],
 ) -> (DynSignature, DynSignature) {
-    let names = |fields: &[Field]| {
-        fields
-            .iter()
-            .map(|f| format!("`{}`", f.name()))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let inputs = names(signature.inputs());
-    let outputs = names(signature.outputs());
+    let inputs = quoted_names(signature.inputs());
+    let outputs = quoted_names(signature.outputs());
     let mut lines = vec![
         format!("{}\n", signature.instructions()),
         format!(

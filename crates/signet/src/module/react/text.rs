@@ -6,26 +6,32 @@ use serde_json::Value;
 
 use super::driver::{Ask, Driver, RunState, TurnCall};
 use super::{ReActCore, ReActError, RunFailure, StopReason, Where, as_text};
-use crate::adapter::Adapter;
-use crate::module::Error;
+use crate::module::{Error, Resolved};
 
 impl ReActCore {
     /// Asks the step predictor for turn `turn`, over the inputs and the rendered trajectory.
     pub(super) async fn ask_text(
         &self,
-        adapter: &dyn Adapter,
+        resolved: &Resolved,
         driver: &Driver<'_>,
         run: &mut RunState,
         turn: usize,
     ) -> Result<Ask, ReActError> {
         let at = Where {
-            adapter,
+            adapter: resolved.adapter.as_ref(),
             call: driver.call,
             events: driver.events,
         };
         let inputs = driver.inputs;
         let prediction = match self
-            .call_with_truncation(&self.step, inputs, &mut run.trajectory, at, &mut run.usage)
+            .call_with_truncation(
+                &self.step,
+                resolved,
+                inputs,
+                &mut run.trajectory,
+                at,
+                &mut run.usage,
+            )
             .await
         {
             Ok(prediction) => prediction,

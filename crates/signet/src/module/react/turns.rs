@@ -2,18 +2,18 @@
 //! ([`ask_text`](ReActCore::ask_text), [`NativeSteps`]), a `finish` that ends the run, and the
 //! extractor when it did not carry the outputs.
 
-use std::sync::Arc;
-
 use super::driver::{Ask, Driver, RunState, TurnEnd, TurnProtocol, finish_turn};
 use super::events::Interrupts;
 use super::native::NativeSteps;
 use super::{ReActCore, ReActError, ReActRun, Step, SuspendedRun, Trajectory};
-use crate::adapter::{Adapter, Fields};
+use crate::adapter::Fields;
+use crate::module::Resolved;
 
 /// The step predictor's turns: DSPy's text fields, or native tool calls when `native` is set.
 pub(super) struct ReActTurns<'a> {
     pub(super) agent: &'a ReActCore,
-    pub(super) adapter: Arc<dyn Adapter>,
+    /// The step predictor's LM and adapter, resolved once for the run.
+    pub(super) resolved: Resolved,
     pub(super) native: Option<NativeSteps>,
 }
 
@@ -33,10 +33,7 @@ impl TurnProtocol for ReActTurns<'_> {
     ) -> Result<Ask, ReActError> {
         match &self.native {
             Some(native) => native.ask(self.agent, driver, run, turn).await,
-            None => {
-                let adapter = self.adapter.as_ref();
-                self.agent.ask_text(adapter, driver, run, turn).await
-            }
+            None => self.agent.ask_text(&self.resolved, driver, run, turn).await,
         }
     }
 
@@ -96,7 +93,7 @@ impl TurnProtocol for ReActTurns<'_> {
         _interrupts: &mut Interrupts,
     ) -> Result<ReActRun, ReActError> {
         let RunState { trajectory, usage } = run;
-        let (inputs, adapter) = (driver.inputs, self.adapter.as_ref());
+        let (inputs, adapter) = (driver.inputs, self.resolved.adapter.as_ref());
         let run = self
             .agent
             .extract(
