@@ -461,13 +461,14 @@ impl Predictor {
 
     /// [`forward_with`](Self::forward_with) that adds the usage of every LM call to `usage`, also
     /// when the call fails (an unreadable reply still cost its tokens).
-    pub(crate) async fn forward_counting(
-        &self,
-        inputs: &Fields,
-        call: &CallConfig,
-        usage: &mut Usage,
-    ) -> Result<Prediction, Error> {
-        self.forward_resolved(inputs, call, None, usage).await
+    pub(crate) fn forward_counting<'a>(
+        &'a self,
+        inputs: &'a Fields,
+        call: &'a CallConfig,
+        usage: &'a mut Usage,
+    ) -> impl std::future::Future<Output = Result<Prediction, Error>> + Send + 'a {
+        // Not an `async fn`: one state machine less in every call's future.
+        self.forward_resolved(inputs, call, None, usage)
     }
 
     /// [`forward_counting`](Self::forward_counting) with the LM and adapter already resolved
@@ -509,7 +510,8 @@ impl Predictor {
             });
         }
         if !self.tools.is_empty() {
-            let prediction = self.forward_with_tools(inputs, call, usage).await?;
+            // Boxed: the tool loop's state would otherwise make every call's future as large.
+            let prediction = Box::pin(self.forward_with_tools(inputs, call, usage)).await?;
             *usage += prediction.usage;
             return Ok(prediction);
         }

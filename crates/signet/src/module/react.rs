@@ -395,7 +395,8 @@ impl ReActCore {
             let follow_ups = interrupts.enabled();
             let turns = history_mode::HistoryTurns::new(self, inputs, resolved, events, follow_ups)
                 .map_err(ReActError::before_start)?;
-            return driver.run(turns, interrupts, start).await;
+            // Boxed, as the resumption below: rarer paths do not size every run's future.
+            return Box::pin(driver.run(turns, interrupts, start)).await;
         }
         let native = match (&start, self.mode) {
             (Start::Resume { state, .. }, _) => state.native,

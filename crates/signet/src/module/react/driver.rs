@@ -213,7 +213,8 @@ impl Driver<'_> {
             protocol
                 .resume(&state)
                 .map_err(|failure| ReActError::new(failure, &state.trajectory, state.usage))?;
-            let (state, steps) = match self.carry_out(&protocol, *state, decided).await {
+            let carried = Box::pin(self.carry_out(&protocol, *state, decided));
+            let (state, steps) = match carried.await {
                 Ok(resumed) => resumed,
                 Err(state) => return Ok(RunOutcome::Suspended(protocol.suspend(state))),
             };
@@ -326,10 +327,19 @@ impl Driver<'_> {
                 Ok((protocol.reword(&call.name, observation), elapsed))
             });
         }
-        let observed: Vec<Result<(Observation, Duration), Waiting>> = stream::iter(runs)
-            .buffered(self.events.tool_concurrency(limits.max_concurrent_tools))
-            .collect()
-            .await;
+        let observed: Vec<Result<(Observation, Duration), Waiting>> = if runs.len() == 1 {
+            // One call (every text-mode turn): no stream to set up.
+            let mut observed = Vec::with_capacity(1);
+            for run in runs {
+                observed.push(run.await);
+            }
+            observed
+        } else {
+            stream::iter(runs)
+                .buffered(self.events.tool_concurrency(limits.max_concurrent_tools))
+                .collect()
+                .await
+        };
         let keep_ids = protocol.keeps_call_ids();
         let mut steps = Vec::with_capacity(calls.len());
         let mut pending = Vec::new();
