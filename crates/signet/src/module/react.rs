@@ -5,6 +5,11 @@
 //! appended to the trajectory as the observation. After `finish` (or `max_iters` steps) an extractor
 //! (ChainOfThought over the inputs and the trajectory) produces the outputs, unless `finish` already
 //! carried valid outputs.
+//!
+//! Every mode — DSPy's text fields, native function calling, the history mode (ReActV2) — and
+//! `Predict` with tools run in one loop (`driver.rs`): each is a protocol that says how the model
+//! is asked for a turn and how the turn is recorded, while the loop owns limits, follow-up
+//! messages, concurrent tool calls, approvals, events, the journal and suspend/resume.
 
 pub(super) mod answer_stream;
 pub(super) mod approval;

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 use futures::{StreamExt, stream};
 use serde_json::{Value, json};
 
-use super::events::stop_early;
-use super::events::{Emitter, FINISH_UNSEEN_RESULTS, Interrupts, answers_before_results, millis};
+use super::events::{
+    Emitter, FINISH_UNSEEN_RESULTS, Interrupts, answers_before_results, millis, stop_early,
+};
 use super::suspend::Start;
 use super::{
     CallMode, Decision, FINISH, FINISH_OBSERVATION, FINISH_POSTPONED, Limits, Observation,
