@@ -2,10 +2,10 @@
 //! calls run concurrently and their results go back as `tool` messages until the model answers in
 //! the adapter's format.
 
-use super::react::driver::{Ask, Driver, RunState, TurnEnd, TurnProtocol};
 use futures::stream::BoxStream;
 
 use super::react::answer_stream::answer_lm;
+use super::react::driver::{Ask, Driver, RunState, TurnEnd, TurnProtocol};
 use super::react::events::{Emitter, Interrupts, stream_run};
 use super::react::native::{NativeChat, NativeReply};
 use super::react::suspend::{
