@@ -622,6 +622,18 @@ async fn run_call(
     let Some(fallback) = adapter.fallback(call.signature, call.inputs) else {
         return Err(crate::Error::Parse(error));
     };
+    note_fallback(adapter, fallback.as_ref(), &error, usage);
+    attempt(&fallback, lm, call, None, usage).await
+}
+
+/// Says that a reply `adapter` could not read (`error`) is asked for once more in `fallback`'s
+/// format: a warning, and one more [`Usage::adapter_fallbacks`].
+pub(crate) fn note_fallback(
+    adapter: &dyn Adapter,
+    fallback: &dyn Adapter,
+    error: &ParseError,
+    usage: &mut Usage,
+) {
     tracing::warn!(
         from = %adapter.name(),
         to = %fallback.name(),
@@ -629,7 +641,6 @@ async fn run_call(
         "reply could not be parsed; retrying once with the fallback adapter"
     );
     usage.adapter_fallbacks += 1;
-    attempt(&fallback, lm, call, None, usage).await
 }
 
 /// What one adapted call is about.

@@ -115,11 +115,6 @@ pub(crate) trait TurnProtocol: Send {
         Some(FINISH)
     }
 
-    /// Whether a turn's steps keep their call ids (text mode's calls have none).
-    fn keeps_call_ids(&self) -> bool {
-        true
-    }
-
     /// Takes up a suspended run's position (the history mode's conversation).
     fn resume(&mut self, state: &SuspendedRun) -> Result<(), super::RunFailure> {
         let _ = state;
@@ -142,10 +137,7 @@ pub(crate) trait TurnProtocol: Send {
     /// The step index of the turn's first call.
     fn first_index(&self, trajectory: &Trajectory, turn: usize) -> usize {
         let _ = turn;
-        trajectory
-            .steps
-            .last()
-            .map_or(0, |s| s.index.saturating_add(1))
+        next_index(trajectory)
     }
 
     /// The observation of a call that ran, as the protocol records it.
@@ -269,15 +261,8 @@ impl Driver<'_> {
                 .run_calls(&protocol, turn, first_index, &thought, calls)
                 .await;
             if !pending.is_empty() {
-                let state = SuspendedRun::new(
-                    false,
-                    self.inputs,
-                    run.trajectory,
-                    run.usage,
-                    turn,
-                    steps,
-                    pending,
-                );
+                let state =
+                    SuspendedRun::new(self.inputs, run.trajectory, run.usage, turn, steps, pending);
                 return Ok(RunOutcome::Suspended(protocol.suspend(state)));
             }
             end = protocol.end_turn(&mut run, turn, steps, interrupts);
@@ -341,12 +326,11 @@ impl Driver<'_> {
                 .collect()
                 .await
         };
-        let keep_ids = protocol.keeps_call_ids();
         let mut steps = Vec::with_capacity(calls.len());
         let mut pending = Vec::new();
         for (offset, (call, observed)) in calls.into_iter().zip(observed).enumerate() {
             let index = first_index.saturating_add(offset);
-            let id = call.id.filter(|_| keep_ids);
+            let id = call.id;
             match observed {
                 Ok((observation, elapsed)) => steps.push(Step {
                     index,
@@ -445,7 +429,8 @@ impl Driver<'_> {
                     thought: call.thought,
                     tool_name: call.tool,
                     tool_args: args,
-                    call_id: protocol.keeps_call_ids().then_some(call.id),
+                    // Text mode's calls have no ids (a pending one is `step_<index>`).
+                    call_id: (state.native || state.history.is_some()).then_some(call.id),
                     turn: state.turn,
                     elapsed,
                 }),
@@ -466,6 +451,15 @@ impl Driver<'_> {
         }
         Ok((state, steps))
     }
+}
+
+/// The index of the next step: one past the last step's (steps keep their indices when older ones
+/// are truncated away).
+pub(super) fn next_index(trajectory: &Trajectory) -> usize {
+    trajectory
+        .steps
+        .last()
+        .map_or(0, |s| s.index.saturating_add(1))
 }
 
 /// After a turn's calls are in the trajectory: a `finish` among them ends the run (with its

@@ -92,13 +92,7 @@ impl NativeChat {
         let Some(fallback) = self.adapter.fallback(signature, inputs) else {
             return Ok(NativeReply::Unreadable(error));
         };
-        tracing::warn!(
-            from = %self.adapter.name(),
-            to = %fallback.name(),
-            %error,
-            "reply could not be parsed; retrying once with the fallback adapter"
-        );
-        usage.adapter_fallbacks += 1;
+        crate::adapter::note_fallback(self.adapter.as_ref(), fallback.as_ref(), &error, usage);
         let tail = request
             .messages
             .split_off(self.base.len().min(request.messages.len()));

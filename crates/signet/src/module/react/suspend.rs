@@ -143,9 +143,9 @@ pub struct PendingCall {
 }
 
 impl SuspendedRun {
-    /// A run suspended at `turn` (its fingerprint is stamped by the agent's entry point).
+    /// A run suspended at `turn` (its fingerprint is stamped by the entry point, its mode by the
+    /// protocol: `native`, `history`).
     pub(super) fn new(
-        native: bool,
         inputs: &Fields,
         trajectory: Trajectory,
         usage: Usage,
@@ -157,7 +157,7 @@ impl SuspendedRun {
             format: STATE_FORMAT,
             signature: String::new(),
             fingerprint: String::new(),
-            native,
+            native: false,
             inputs: inputs.clone(),
             trajectory,
             usage,

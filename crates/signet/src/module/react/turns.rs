@@ -2,7 +2,7 @@
 //! ([`ask_text`](ReActCore::ask_text), [`NativeSteps`]), a `finish` that ends the run, and the
 //! extractor when it did not carry the outputs.
 
-use super::driver::{Ask, Driver, RunState, TurnEnd, TurnProtocol, finish_turn};
+use super::driver::{Ask, Driver, RunState, TurnEnd, TurnProtocol, finish_turn, next_index};
 use super::events::Interrupts;
 use super::native::NativeSteps;
 use super::{ReActCore, ReActError, ReActRun, Step, SuspendedRun, Trajectory};
@@ -20,11 +20,6 @@ pub(super) struct ReActTurns<'a> {
 impl TurnProtocol for ReActTurns<'_> {
     type Output = ReActRun;
 
-    /// Text mode's calls have no ids: a pending call is `step_<index>`.
-    fn keeps_call_ids(&self) -> bool {
-        self.native.is_some()
-    }
-
     async fn ask(
         &mut self,
         driver: &Driver<'_>,
@@ -40,10 +35,7 @@ impl TurnProtocol for ReActTurns<'_> {
     /// In text mode one call per step: a step's index is its turn.
     fn first_index(&self, trajectory: &Trajectory, turn: usize) -> usize {
         match self.native {
-            Some(_) => trajectory
-                .steps
-                .last()
-                .map_or(0, |s| s.index.saturating_add(1)),
+            Some(_) => next_index(trajectory),
             None => turn,
         }
     }
