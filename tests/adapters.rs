@@ -61,7 +61,7 @@ async fn native_tool_calls_are_sent_and_parsed_with_their_ids() {
     );
 
     let request = &lm.requests()[0];
-    assert_eq!(request.tools, vec![AddTool.to_openai_function()]);
+    assert_eq!(request.tools, vec![AddTool.definition()]);
     // The tools and tool-call fields are not described in the prompt when sent natively.
     assert!(!request.messages[0].content.contains("tool_calls"));
     assert!(!request.messages[1].content.contains("[[ ## tools ## ]]"));

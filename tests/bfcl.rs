@@ -107,10 +107,7 @@ async fn native_mode_sends_tools_and_reads_calls_or_no_call() {
         line["calls"],
         json!([{"spotify.play": {"artist": "Taylor Swift", "duration": 20}}])
     );
-    assert_eq!(
-        lm.requests()[0].tools[0]["function"]["name"],
-        "spotify_play"
-    );
+    assert_eq!(lm.requests()[0].tools[0].name, "spotify_play");
     // A text answer is no call: what BFCL's irrelevance categories want.
     let line = bfcl::answer(&predictor, &question, "native", "scripted").await;
     assert_eq!(line["calls"], json!([]), "{line}");

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use signet::lm::{
     CallHistory, Capabilities, Completion, FinishReason, Lm, LmError, LmRequest, Message, OpenAiLm,
     OpenAiLmBuilder, ResponseCache, ResponseFormat, RetryPolicy, StreamEvent, ToolCall, ToolChoice,
+    ToolDefinition,
 };
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockBuilder, MockServer, ResponseTemplate};
@@ -132,7 +133,7 @@ async fn every_request_field_is_sent_exactly() {
         schema: json!({"type": "object", "properties": {"sum": {"type": "integer"}}}),
         strict: true,
     });
-    request.tools = vec![add_tool.clone()];
+    request.tools = vec![serde_json::from_value(add_tool.clone()).unwrap()];
     request.tool_choice = Some(ToolChoice::Function("add".into()));
     request.parallel_tool_calls = Some(false);
     request.extra.insert("top_k".into(), json!(40));
@@ -479,10 +480,9 @@ async fn tool_call_round_trip() {
         .build()
         .unwrap();
     let mut request = ask("2+3 and 4*5?");
-    request.tools = vec![
-        json!({"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}),
-        json!({"type": "function", "function": {"name": "mul", "parameters": {"type": "object"}}}),
-    ];
+    request.tools = ["add", "mul"]
+        .map(|name| ToolDefinition::new(name, "", json!({"type": "object"})))
+        .into();
     request.tool_choice = Some(ToolChoice::Auto);
     request.parallel_tool_calls = Some(true);
 

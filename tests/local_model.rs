@@ -214,10 +214,7 @@ async fn a_native_tool_call_round_trip_is_accepted_by_the_server() {
     );
     // A forced tool choice: the reply is constrained to a call of `add`.
     let mut request = LmRequest::new(vec![Message::user("Add 2 and 3.")]);
-    request.tools = vec![
-        AddTool.to_openai_function(),
-        WordCountTool.to_openai_function(),
-    ];
+    request.tools = vec![AddTool.definition(), WordCountTool.definition()];
     request.tool_choice = Some(ToolChoice::Function("add".into()));
     request.options = greedy(60);
     let completion = lm.complete(&request).await.expect("a tool call");

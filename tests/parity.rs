@@ -446,7 +446,10 @@ fn kwargs(request: &LmRequest) -> Value {
         None => {}
     }
     if !request.tools.is_empty() {
-        out.insert("tools".into(), Value::Array(request.tools.clone()));
+        out.insert(
+            "tools".into(),
+            serde_json::to_value(&request.tools).unwrap(),
+        );
     }
     if let Some(parallel) = request.parallel_tool_calls {
         out.insert("parallel_tool_calls".into(), json!(parallel));

@@ -96,11 +96,7 @@ async fn calls_of_one_reply_run_concurrently_and_return_in_order() {
 
     let requests = lm.requests();
     let first = &requests[0];
-    let names: Vec<&str> = first
-        .tools
-        .iter()
-        .filter_map(|t| t["function"]["name"].as_str())
-        .collect();
+    let names: Vec<&str> = first.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["weather", "time", "finish"]);
     assert_eq!(
         (first.tool_choice.clone(), first.parallel_tool_calls),
@@ -162,7 +158,7 @@ async fn finish_with_outputs_ends_the_run() {
         .unwrap();
     assert_eq!(out.output.answer, "5");
     assert_eq!(lm.requests().len(), 2);
-    let finish = lm.requests()[0].tools.last().cloned().unwrap();
+    let finish = lm.requests()[0].tools.last().unwrap().to_value();
     assert_eq!(
         finish["function"]["parameters"]["properties"]["answer"]["type"],
         "string"
@@ -191,7 +187,7 @@ async fn finish_carries_the_outputs_bounds_for_decoding_constraints() {
         })
         .await
         .unwrap();
-    let finish = lm.requests()[0].tools.last().cloned().unwrap();
+    let finish = lm.requests()[0].tools.last().unwrap().to_value();
     assert_eq!(
         finish["function"]["parameters"]["properties"]["answer"],
         json!({"type": "string", "maxLength": 20})

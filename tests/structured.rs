@@ -42,7 +42,7 @@ async fn native_tool_call_is_the_first_level() {
     );
     let sent = &lm.requests()[0];
     assert_eq!(sent.tool_choice, Some(ToolChoice::Function("pick".into())));
-    assert_eq!(sent.tools[0]["function"]["parameters"], request().schema);
+    assert_eq!(sent.tools[0].parameters, Some(request().schema));
 }
 
 #[tokio::test]

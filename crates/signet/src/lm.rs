@@ -31,6 +31,7 @@ mod types;
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt};
 
+pub use crate::tool::ToolDefinition;
 pub use cache::{CachedLm, ResponseCache};
 pub use capabilities::Capabilities;
 pub use constrained_tools::ConstrainedToolCalls;

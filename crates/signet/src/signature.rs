@@ -41,7 +41,7 @@ use serde_json::Value;
 use crate::schema;
 
 pub use special_types::{Fields, History, ToolCallRecord, ToolCalls, Tools};
-pub(crate) use special_types::{call_branch, descriptor_name, descriptor_parameters, descriptors};
+pub(crate) use special_types::{call_branch, descriptors};
 
 /// A compile-time signature: typed input and output structs plus their field metadata.
 ///

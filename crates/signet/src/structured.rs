@@ -33,7 +33,7 @@ use serde_json::{Value, json};
 use crate::adapter::{templates, value};
 use crate::lm::{
     Capabilities, Completion, Lm, LmError, LmOptions, LmRequest, Message, ResponseFormat,
-    ToolChoice, Usage,
+    ToolChoice, ToolDefinition, Usage,
 };
 use crate::python::json_dumps;
 
@@ -193,14 +193,11 @@ async fn attempt(
     lm_request.options = request.options.clone();
     match level {
         Level::NativeTool => {
-            lm_request.tools = vec![json!({
-                "type": "function",
-                "function": {
-                    "name": request.name,
-                    "description": request.description,
-                    "parameters": request.schema,
-                }
-            })];
+            lm_request.tools = vec![ToolDefinition::new(
+                &request.name,
+                &request.description,
+                request.schema.clone(),
+            )];
             lm_request.tool_choice = Some(ToolChoice::Function(request.name.clone()));
             let completion = send(lm, &lm_request, usage).await?;
             let call = completion

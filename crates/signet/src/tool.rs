@@ -35,6 +35,7 @@
 
 mod args_schema;
 mod cancel;
+mod definition;
 pub(crate) mod dispatch;
 mod error;
 mod func;
@@ -51,6 +52,7 @@ use serde_json::Value;
 
 pub use args_schema::ArgsSchema;
 pub use cancel::{CancelToken, is_cancelled};
+pub use definition::ToolDefinition;
 use dispatch::block_on_tool;
 pub use dispatch::{
     DEFAULT_MAX_BLOCKING_CALLS_PER_TOOL, max_blocking_calls_per_tool,
@@ -124,7 +126,12 @@ pub trait Tool: Send + Sync {
 
     /// The OpenAI function-calling descriptor (see [`ToolSpec::to_openai_function`]).
     fn to_openai_function(&self) -> Value {
-        self.spec().to_openai_function()
+        self.definition().to_value()
+    }
+
+    /// The tool as offered for native function calling (see [`ToolSpec::definition`]).
+    fn definition(&self) -> ToolDefinition {
+        self.spec().definition()
     }
 
     /// The JSON schema of what the tool returns, when it promises one: a
@@ -163,6 +170,9 @@ macro_rules! forward_tool {
             }
             fn to_openai_function(&self) -> Value {
                 (**self).to_openai_function()
+            }
+            fn definition(&self) -> ToolDefinition {
+                (**self).definition()
             }
             fn output_schema(&self) -> Option<&Value> {
                 (**self).output_schema()

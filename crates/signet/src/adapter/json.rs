@@ -402,17 +402,13 @@ fn tool_calls_schema(
         .inputs()
         .iter()
         .find(|f| f.kind() == FieldKind::Tools)?;
-    let branches: Vec<Value> = crate::signature::descriptors(inputs.get(tools_field.name()))?
+    let branches: Vec<Value> = crate::signature::descriptors(inputs.get(tools_field.name()))
+        .ok()?
         .iter()
-        .filter_map(|descriptor| {
-            let name = crate::signature::descriptor_name(descriptor)?;
-            let mut args = crate::signature::descriptor_parameters(descriptor);
+        .map(|tool| {
+            let mut args = tool.resolved_parameters();
             bound_values(&mut args, bounds);
-            Some(crate::signature::call_branch(
-                &[],
-                ("name", name),
-                ("args", args),
-            ))
+            crate::signature::call_branch(&[], ("name", &tool.name), ("args", args))
         })
         .collect();
     if branches.is_empty() {

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use super::{Adapter, Fields};
 use crate::Error;
-use crate::lm::{Capabilities, Completion};
+use crate::lm::{Capabilities, Completion, ToolDefinition};
 use crate::signature::{DynSignature, FieldKind};
 use crate::signature::{ToolCallRecord, ToolCalls, descriptors};
 
@@ -12,8 +12,8 @@ use crate::signature::{ToolCallRecord, ToolCalls, descriptors};
 pub(crate) struct NativeTools {
     /// The signature without the tools input and the tool-calls output.
     pub processed: DynSignature,
-    /// The OpenAI function descriptors to send.
-    pub tools: Vec<Value>,
+    /// The tools to send.
+    pub tools: Vec<ToolDefinition>,
     /// The name of the tool-calls output field.
     pub output_field: String,
 }
@@ -49,16 +49,10 @@ pub(crate) fn prepare(
             ),
         });
     };
-    let given = inputs.get(input.name());
-    let Some(tools) = descriptors(given) else {
-        return Err(Error::InvalidSignature {
-            message: format!(
-                "input `{}` must hold tool descriptors ({{\"type\": \"function\", ..}}), got {}",
-                input.name(),
-                given.map_or_else(|| "nothing".to_owned(), ToString::to_string)
-            ),
-        });
-    };
+    let tools =
+        descriptors(inputs.get(input.name())).map_err(|problem| Error::InvalidSignature {
+            message: format!("input `{}`: {problem}", input.name()),
+        })?;
     let processed = signature
         .without_field(output.name())
         .without_field(input.name());

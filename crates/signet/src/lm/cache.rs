@@ -367,7 +367,8 @@ mod tests {
         r.options.max_tokens = Some(3);
         variants.push(r);
         let mut r = base.clone();
-        r.tools.push(json!({"type": "function"}));
+        r.tools
+            .push(crate::lm::ToolDefinition::new("f", "", json!({})));
         variants.push(r);
         let mut r = base.clone();
         r.parallel_tool_calls = Some(false);

@@ -9,7 +9,7 @@ use super::{
     Capabilities, Completion, FinishReason, Lm, LmError, LmRequest, ResponseFormat, StreamEvent,
     ToolCall, ToolChoice,
 };
-use crate::signature::{call_branch, descriptor_name, descriptor_parameters};
+use crate::signature::call_branch;
 
 /// Makes any [`Lm`] that supports schema-constrained replies call tools natively, however small
 /// its model.
@@ -35,7 +35,7 @@ use crate::signature::{call_branch, descriptor_name, descriptor_parameters};
 /// [`LmError::InvalidResponse`], never a silent empty call list.
 ///
 /// ```
-/// use signet::lm::{Capabilities, Completion, ConstrainedToolCalls, Lm, LmRequest, Message, ToolChoice};
+/// use signet::lm::{Capabilities, Completion, ConstrainedToolCalls, Lm, LmRequest, Message, ToolChoice, ToolDefinition};
 /// use signet::testing::ScriptedLm;
 /// use serde_json::json;
 ///
@@ -45,9 +45,8 @@ use crate::signature::{call_branch, descriptor_name, descriptor_parameters};
 /// assert!(lm.capabilities().function_calling);
 ///
 /// let mut request = LmRequest::new(vec![Message::user("Add 2 and 3.")]);
-/// request.tools = vec![json!({"type": "function", "function": {
-///     "name": "add", "description": "Add.",
-///     "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}}})];
+/// request.tools = vec![ToolDefinition::new("add", "Add.", json!({"type": "object",
+///     "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}))];
 /// request.tool_choice = Some(ToolChoice::Required);
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let reply = lm.complete(&request).await.unwrap();
@@ -170,22 +169,23 @@ fn reply_schema(request: &LmRequest, max_calls: usize) -> Result<Value, LmError>
         _ => None,
     };
     let mut branches = Vec::new();
-    for descriptor in &request.tools {
-        let Some(name) = descriptor_name(descriptor) else {
-            continue;
-        };
-        if only.is_some_and(|only| only != name) {
+    for tool in &request.tools {
+        if only.is_some_and(|only| only != tool.name) {
             continue;
         }
-        let parameters = descriptor_parameters(descriptor);
-        branches.push(call_branch(&[], ("name", name), ("arguments", parameters)));
+        branches.push(call_branch(
+            &[],
+            ("name", &tool.name),
+            ("arguments", tool.resolved_parameters()),
+        ));
     }
     if branches.is_empty() {
+        // Only a `tool_choice` naming a tool not offered leaves none (the request has tools).
         return Err(LmError::InvalidResponse {
-            message: match only {
-                Some(name) => format!("tool_choice names `{name}`, which is not among the tools"),
-                None => "the tools have no names".to_owned(),
-            },
+            message: format!(
+                "tool_choice names `{}`, which is not among the tools",
+                only.unwrap_or_default()
+            ),
         });
     }
     let item = if branches.len() == 1 {
@@ -321,18 +321,19 @@ impl<L: Lm> Lm for ConstrainedToolCalls<L> {
 mod tests {
     use super::*;
     use crate::lm::Message;
+    use crate::lm::ToolDefinition;
     use crate::testing::ScriptedLm;
 
-    fn add_tool() -> Value {
-        json!({"type": "function", "function": {"name": "add", "description": "Add.",
-            "parameters": {"type": "object",
-                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-                "required": ["a", "b"]}}})
+    fn add_tool() -> ToolDefinition {
+        let args = json!({"type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"]});
+        ToolDefinition::new("add", "Add.", args)
     }
 
-    fn echo_tool() -> Value {
-        json!({"type": "function", "function": {"name": "echo", "description": "Echo.",
-            "parameters": {"type": "object", "properties": {"text": {"type": "string"}}}}})
+    fn echo_tool() -> ToolDefinition {
+        let args = json!({"type": "object", "properties": {"text": {"type": "string"}}});
+        ToolDefinition::new("echo", "Echo.", args)
     }
 
     fn request(choice: Option<ToolChoice>) -> LmRequest {

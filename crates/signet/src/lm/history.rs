@@ -291,7 +291,11 @@ fn record_size(request: &LmRequest, completion: &Completion) -> usize {
         .iter()
         .map(|m| m.content.len() + calls(&m.tool_calls) + 64)
         .sum();
-    let tools: usize = request.tools.iter().map(|t| t.to_string().len()).sum();
+    let tools: usize = request
+        .tools
+        .iter()
+        .map(|t| t.to_value().to_string().len())
+        .sum();
     let reply = completion.text.as_ref().map_or(0, String::len)
         + completion.reasoning.as_ref().map_or(0, String::len)
         + calls(&completion.tool_calls);

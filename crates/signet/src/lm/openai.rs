@@ -34,7 +34,7 @@ use super::retry::parse_retry_after;
 use super::{
     CachedLm, CallHistory, Capabilities, Completion, FinishReason, HistoryLm, Lm, LmError,
     LmRequest, Message, ResponseCache, RetryLm, RetryPolicy, Role, StreamAssembler, StreamEvent,
-    ToolCall, ToolChoice, Usage,
+    ToolCall, ToolChoice, ToolDefinition, Usage,
 };
 
 /// OpenAI's API base, used when neither the builder nor `OPENAI_BASE_URL` names another.
@@ -272,7 +272,7 @@ impl Endpoint {
         if !request.tools.is_empty() {
             body.insert(
                 "tools".into(),
-                Value::Array(request.tools.iter().map(tool_json).collect()),
+                Value::Array(request.tools.iter().map(ToolDefinition::to_value).collect()),
             );
         }
         if let Some(choice) = &request.tool_choice {
@@ -652,10 +652,6 @@ mod tests {
         assert_eq!(f32_json(0.7), json!(0.7));
         assert_eq!(f32_json(f32::NAN), Value::Null);
         assert_eq!(truncate("héllo", 2), "h…");
-        assert_eq!(
-            tool_json(&json!({"name": "f", "parameters": {}})),
-            json!({"type": "function", "function": {"name": "f", "parameters": {}}})
-        );
     }
 
     #[test]

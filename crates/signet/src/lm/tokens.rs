@@ -1,8 +1,5 @@
 //! Counting a request's prompt tokens before it is sent, to keep it within the context window.
-
-use serde_json::Value;
-
-use super::Message;
+use super::{Message, ToolDefinition};
 
 /// A prompt's size in tokens, and whether it was counted with the model's own tokenizer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -38,9 +35,13 @@ const PER_MESSAGE: usize = 4;
 /// // 21 characters at three a token, and four tokens a message.
 /// assert_eq!((estimated.tokens, estimated.exact), (7 + 2 * 4, false));
 /// ```
-pub fn count_prompt_tokens(model: &str, messages: &[Message], tools: &[Value]) -> TokenCount {
+pub fn count_prompt_tokens(
+    model: &str,
+    messages: &[Message],
+    tools: &[ToolDefinition],
+) -> TokenCount {
     let mut texts: Vec<&str> = Vec::new();
-    let tools_json: Vec<String> = tools.iter().map(Value::to_string).collect();
+    let tools_json: Vec<String> = tools.iter().map(|t| t.to_value().to_string()).collect();
     for message in messages {
         texts.push(&message.content);
         for call in &message.tool_calls {

@@ -5,6 +5,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::tool::ToolDefinition;
+
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -341,10 +343,10 @@ pub struct LmRequest {
     /// Reply format.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_format: Option<ResponseFormat>,
-    /// Tools offered for native function calling, as OpenAI function descriptors
-    /// (see [`Tool::to_openai_function`](crate::Tool::to_openai_function)).
+    /// Tools offered for native function calling (see [`Tool::definition`](crate::Tool::definition));
+    /// each goes on the wire as an OpenAI function descriptor.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<Value>,
+    pub tools: Vec<ToolDefinition>,
     /// Tool choice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,

@@ -261,7 +261,7 @@ impl Predictor {
         let turns = PredictTurns {
             predictor: self,
             chat: NativeChat {
-                tools: self.tools.iter().map(|t| t.to_openai_function()).collect(),
+                tools: self.tools.iter().map(|t| t.definition()).collect(),
                 base: adapter.format(&self.signature, &self.demos_for(inputs), inputs),
                 lm: answer_lm(lm, adapter.as_ref(), &events, false),
                 adapter,

@@ -7,6 +7,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::tool::ToolDefinition;
+
 /// Field values by name: inputs, outputs, or a demo holding both.
 pub type Fields = Map<String, Value>;
 
@@ -62,31 +64,16 @@ impl JsonSchema for Tools {
     }
 }
 
-/// The tool descriptors of a tools input's value: a list of them, or one.
-pub(crate) fn descriptors(value: Option<&Value>) -> Option<Vec<Value>> {
-    match value? {
-        Value::Array(items) => Some(items.clone()),
-        one @ Value::Object(_) => Some(vec![one.clone()]),
-        _ => None,
+/// The tools of a tools input's value (a list of descriptors, or one), or what is wrong with it.
+pub(crate) fn descriptors(value: Option<&Value>) -> Result<Vec<ToolDefinition>, String> {
+    match value {
+        Some(Value::Array(items)) => items.iter().map(ToolDefinition::from_descriptor).collect(),
+        Some(one @ Value::Object(_)) => Ok(vec![ToolDefinition::from_descriptor(one)?]),
+        other => Err(format!(
+            "expected tool descriptors ({{\"type\": \"function\", ..}}), got {}",
+            other.map_or_else(|| "nothing".to_owned(), ToString::to_string)
+        )),
     }
-}
-
-/// The name of an OpenAI function descriptor (`{"type": "function", "function": {"name", ..}}`,
-/// or a bare function object).
-pub(crate) fn descriptor_name(descriptor: &Value) -> Option<&str> {
-    descriptor
-        .pointer("/function/name")
-        .or_else(|| descriptor.get("name"))
-        .and_then(Value::as_str)
-}
-
-/// The argument schema of a function descriptor, `$ref`s inlined (an open object when it has none).
-pub(crate) fn descriptor_parameters(descriptor: &Value) -> Value {
-    descriptor
-        .pointer("/function/parameters")
-        .or_else(|| descriptor.get("parameters"))
-        .map(crate::schema::inline_refs)
-        .unwrap_or_else(|| serde_json::json!({"type": "object"}))
 }
 
 /// One branch of a schema that ties a tool's name to its arguments, for schema-constrained

@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+use super::ToolDefinition;
 use super::error::{ArgError, ArgErrorKind, ToolError};
 use crate::schema;
 
@@ -177,14 +178,13 @@ impl ToolSpec {
     ///     "parameters": {"type": "object", "properties": {}, "required": []}}}));
     /// ```
     pub fn to_openai_function(&self) -> Value {
-        json!({
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.args_schema,
-            }
-        })
+        self.definition().to_value()
+    }
+
+    /// The tool as offered for native function calling (what [`to_openai_function`](Self::to_openai_function)
+    /// sends, typed).
+    pub fn definition(&self) -> ToolDefinition {
+        ToolDefinition::new(&self.name, &self.description, self.args_schema.clone())
     }
 }
 

@@ -155,16 +155,6 @@ pub(super) fn message_json(message: &Message) -> Value {
     Value::Object(object)
 }
 
-/// A tool descriptor: sent as given when it already has the OpenAI shape
-/// (`{"type": "function", "function": {..}}`); a bare function object is wrapped.
-pub(super) fn tool_json(tool: &Value) -> Value {
-    if tool.get("function").is_some() || tool.get("name").is_none() {
-        tool.clone()
-    } else {
-        json!({"type": "function", "function": tool})
-    }
-}
-
 pub(super) fn tool_choice_json(choice: &ToolChoice) -> Value {
     match choice {
         ToolChoice::Auto => json!("auto"),

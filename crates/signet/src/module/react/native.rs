@@ -13,7 +13,8 @@ use super::{
 };
 use crate::adapter::{Adapter, AdapterName, Fields, ParseError, templates};
 use crate::lm::{
-    Completion, Lm, LmError, LmOptions, LmRequest, Message, ToolCall, ToolChoice, Usage,
+    Completion, Lm, LmError, LmOptions, LmRequest, Message, ToolCall, ToolChoice, ToolDefinition,
+    Usage,
 };
 use crate::module::{Error, Resolved};
 use crate::signature::{DynSignature, quoted_names};
@@ -31,7 +32,7 @@ pub(crate) struct NativeChat {
     /// The messages before the first turn.
     pub(crate) base: Vec<Message>,
     /// The tools as sent.
-    pub(crate) tools: Vec<Value>,
+    pub(crate) tools: Vec<ToolDefinition>,
 }
 
 /// A native reply, read.
@@ -147,7 +148,7 @@ impl NativeSteps {
         // A streamed run shows a text answer as it is written (with the Chat adapter's markers;
         // a step that calls tools streams nothing).
         let asked = answer_lm(lm.clone(), adapter.as_ref(), events, false);
-        let mut tools: Vec<Value> = agent.tools.iter().map(|t| t.to_openai_function()).collect();
+        let mut tools: Vec<ToolDefinition> = agent.tools.iter().map(|t| t.definition()).collect();
         tools.push(agent.finish_descriptor());
         NativeSteps {
             budget: agent.prompt_budget(lm.as_ref(), agent.step.options()),
@@ -398,7 +399,7 @@ impl ReActCore {
     }
 
     /// `finish`, whose optional arguments are the outputs.
-    fn finish_descriptor(&self) -> Value {
+    fn finish_descriptor(&self) -> ToolDefinition {
         let mut properties = Map::new();
         for field in self.signature.outputs() {
             let mut schema = crate::schema::inline_refs(field.schema());
@@ -411,14 +412,11 @@ impl ReActCore {
             }
             properties.insert(field.name().to_owned(), schema);
         }
-        json!({
-            "type": "function",
-            "function": {
-                "name": FINISH,
-                "description": templates::native_finish_description(&quoted_names(self.signature.outputs())),
-                "parameters": {"type": "object", "properties": properties, "required": []}
-            }
-        })
+        ToolDefinition::new(
+            FINISH,
+            templates::native_finish_description(&quoted_names(self.signature.outputs())),
+            json!({"type": "object", "properties": properties, "required": []}),
+        )
     }
 }
 
