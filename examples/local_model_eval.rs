@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use serde_json::json;
 use signet::adapter::Adapter;
-use signet::module::{StopReason, Trajectory};
+use signet::module::{Trajectory, react::StopReason};
 
 #[path = "shared/travel.rs"]
 mod travel;

@@ -54,7 +54,7 @@ use serde_json::json;
 use signet::adapter::Adapter;
 use signet::data::Dataset;
 use signet::evaluate::{Evaluate, Report};
-use signet::module::{Predictors, ReActOutput, TOOL_TURNS};
+use signet::module::{Predictors, ReActOutput, react::TOOL_TURNS};
 use signet::optimize::{
     BootstrapFewShot, Gepa, GepaBudget, KnnFewShot, LabeledFewShot, MiproBudget, MiproV2,
 };

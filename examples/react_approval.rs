@@ -39,7 +39,7 @@ use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
 use serde_json::json;
 use signet::lm::{Completion, Lm, LmError, LmRequest};
-use signet::module::{Decision, ReActEvent, RunFailure, SuspendedRun};
+use signet::module::{Decision, ReActEvent, SuspendedRun, react::RunFailure};
 use signet::prelude::*;
 
 /// Carry out the customer's payment request with the tools and report what was done.

@@ -1,4 +1,4 @@
-//! Adapters end to end through `Predictor` with a scripted LM: native function calling, fallbacks
+//! Adapters end to end through `DynPredict` with a scripted LM: native function calling, fallbacks
 //! counted in usage, typed parse errors, and the three formats side by side.
 
 use std::sync::Arc;
@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use signet::adapter::{Adapter, ChatAdapter, JsonAdapter, ParseError, ToolCalls, XmlAdapter};
 use signet::lm::{Capabilities, Completion, ResponseFormat, ToolCall};
-use signet::module::{Error, Predictor};
+use signet::module::{DynPredict, Error};
 use signet::testing::ScriptedLm;
 use signet::{DynSignature, Field, Tool, tool};
 
@@ -37,6 +37,26 @@ fn function_calling() -> Capabilities {
 }
 
 #[tokio::test]
+async fn a_forged_tool_descriptor_is_a_typed_error_naming_the_input_and_nothing_is_sent() {
+    let lm = Arc::new(ScriptedLm::texts(["unused"]).with_capabilities(function_calling()));
+    let predictor = DynPredict::new(tool_signature())
+        .with_adapter(ChatAdapter::new().with_native_function_calling(true))
+        .with_lm(lm.clone());
+    let mut forged = inputs();
+    forged.insert(
+        "tools".into(),
+        json!([{"type": "function", "function": {"parameters": {}}}]),
+    );
+    let error = predictor.forward(&forged).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "invalid signature for this call: input `tools`: a tool descriptor needs a string `name`, got {\"parameters\":{}}"
+    );
+    assert!(matches!(error, Error::InvalidSignature { .. }));
+    assert!(lm.requests().is_empty());
+}
+
+#[tokio::test]
 async fn native_tool_calls_are_sent_and_parsed_with_their_ids() {
     let lm = Arc::new(
         ScriptedLm::new([Completion::tool_calls(vec![ToolCall::new(
@@ -46,7 +66,7 @@ async fn native_tool_calls_are_sent_and_parsed_with_their_ids() {
         )])])
         .with_capabilities(function_calling()),
     );
-    let predictor = Predictor::new(tool_signature())
+    let predictor = DynPredict::new(tool_signature())
         .with_adapter(ChatAdapter::new().with_native_function_calling(true))
         .with_lm(lm.clone());
     let prediction = predictor.forward(&inputs()).await.unwrap();
@@ -71,7 +91,7 @@ async fn native_tool_calls_are_sent_and_parsed_with_their_ids() {
 async fn without_function_calling_support_tools_stay_in_the_prompt() {
     let reply = "[[ ## answer ## ]]\n5\n\n[[ ## tool_calls ## ]]\n{\"tool_calls\": []}\n\n[[ ## completed ## ]]";
     let lm = Arc::new(ScriptedLm::texts([reply]));
-    let predictor = Predictor::new(tool_signature())
+    let predictor = DynPredict::new(tool_signature())
         .with_adapter(ChatAdapter::new().with_native_function_calling(true))
         .with_lm(lm.clone());
     let prediction = predictor.forward(&inputs()).await.unwrap();
@@ -85,7 +105,7 @@ async fn a_tool_calls_output_without_a_tools_input_is_a_typed_error() {
         .with_input(Field::str("question"))
         .with_output(Field::of::<ToolCalls>("tool_calls"));
     let lm = Arc::new(ScriptedLm::texts(["unused"]).with_capabilities(function_calling()));
-    let predictor = Predictor::new(sig)
+    let predictor = DynPredict::new(sig)
         .with_adapter(JsonAdapter::new())
         .with_lm(lm.clone());
     let err = predictor
@@ -116,7 +136,7 @@ async fn chat_fallback_to_json_is_counted() {
         "Paris has 3 museums.",
         r#"{"answer": "Paris", "count": 3}"#,
     ]));
-    let prediction = Predictor::new(qa())
+    let prediction = DynPredict::new(qa())
         .with_lm(lm.clone())
         .forward(&question())
         .await
@@ -138,7 +158,7 @@ async fn structured_outputs_retry_once_in_json_mode() {
         ScriptedLm::texts(["not json", r#"{"answer": "Paris", "count": "3"}"#])
             .with_capabilities(caps),
     );
-    let prediction = Predictor::new(qa())
+    let prediction = DynPredict::new(qa())
         .with_adapter(JsonAdapter::new())
         .with_lm(lm.clone())
         .forward(&question())
@@ -166,7 +186,7 @@ async fn a_constrained_reply_cut_off_is_retried_once_under_tighter_bounds() {
     let cut_off = r#"{"answer": "5", "tool_calls": {"tool_calls": [{"name": "add", "args": {"a": 2, "b": 3}}, {"name": "ad"#;
     let whole = r#"{"answer": "5", "tool_calls": {"tool_calls": [{"name": "add", "args": {"a": 2, "b": 3}}]}}"#;
     let lm = Arc::new(ScriptedLm::texts([cut_off, whole]).with_capabilities(local));
-    let prediction = Predictor::new(tool_signature())
+    let prediction = DynPredict::new(tool_signature())
         .with_adapter(adapter)
         .with_lm(lm.clone())
         .forward(&inputs())
@@ -191,7 +211,7 @@ async fn a_constrained_reply_cut_off_is_retried_once_under_tighter_bounds() {
 
     // Cut off twice: the parse error of the retry, after two calls and no more.
     let lm = Arc::new(ScriptedLm::texts([cut_off, cut_off, whole]).with_capabilities(local));
-    let err = Predictor::new(tool_signature())
+    let err = DynPredict::new(tool_signature())
         .with_adapter(adapter)
         .with_lm(lm.clone())
         .forward(&inputs())
@@ -209,7 +229,7 @@ async fn parse_errors_name_the_field_value_and_type() {
     let lm = Arc::new(ScriptedLm::texts([
         "[[ ## answer ## ]]\nParis\n\n[[ ## count ## ]]\nmany",
     ]));
-    let err = Predictor::new(qa())
+    let err = DynPredict::new(qa())
         .with_adapter(ChatAdapter::new().without_json_fallback())
         .with_lm(lm)
         .forward(&question())
@@ -250,7 +270,7 @@ async fn the_three_formats_read_the_same_answer() {
     for (adapter, reply) in replies {
         let name = adapter.name();
         let lm = Arc::new(ScriptedLm::texts([reply]));
-        let prediction = Predictor::new(qa())
+        let prediction = DynPredict::new(qa())
             .with_adapter(adapter)
             .with_lm(lm)
             .forward(&question())
@@ -268,7 +288,7 @@ async fn the_three_formats_read_the_same_answer() {
 #[tokio::test]
 async fn empty_replies_are_errors_not_nulls() {
     let lm = Arc::new(ScriptedLm::new([Completion::default()]));
-    let err = Predictor::new(qa())
+    let err = DynPredict::new(qa())
         .with_adapter(ChatAdapter::new().without_json_fallback())
         .with_lm(lm)
         .forward(&question())
@@ -303,7 +323,7 @@ async fn conversation_history_becomes_earlier_turns() {
         .cloned()
         .unwrap();
     let lm = Arc::new(ScriptedLm::texts(["[[ ## answer ## ]]\nRome"]));
-    let prediction = Predictor::new(sig)
+    let prediction = DynPredict::new(sig)
         .with_lm(lm.clone())
         .forward(&inputs)
         .await

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::json;
 use signet::data::Example;
 use signet::lm::{Capabilities, Completion, ToolCall};
-use signet::module::{Predict, Predictors, ReAct, ReActMode, TOOL_TURNS};
+use signet::module::{Predict, Predictors, ReAct, ReActMode, react::TOOL_TURNS};
 use signet::optimize::KnnFewShot;
 use signet::testing::ScriptedLm;
 use signet::{Signature, tool};

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::{Value, json};
 use signet::journal::{Entry, MemoryJournal};
 use signet::lm::{Capabilities, Completion, ToolCall};
-use signet::module::{CallConfig, ReActCore, ReActMode};
+use signet::module::{CallConfig, DynReAct, ReActMode};
 use signet::testing::ScriptedLm;
 use signet::tool::FnTool;
 
@@ -28,8 +28,8 @@ fn call(id: &str, name: &str, text: &str) -> ToolCall {
 }
 
 /// A native agent whose first turn calls two tools at once, then finishes.
-fn agent(lm: ScriptedLm, calls: &Arc<AtomicUsize>) -> ReActCore {
-    ReActCore::new("question -> answer".parse().unwrap())
+fn agent(lm: ScriptedLm, calls: &Arc<AtomicUsize>) -> DynReAct {
+    DynReAct::new("question -> answer".parse().unwrap())
         .tool(counting_tool("left", calls))
         .tool(counting_tool("right", calls))
         .with_mode(ReActMode::Native)

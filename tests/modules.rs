@@ -7,7 +7,7 @@ use serde_json::json;
 use signet::Signature;
 use signet::adapter::{AdapterName, JsonAdapter, XmlAdapter};
 use signet::lm::{Completion, LmError};
-use signet::module::{CallConfig, ChainOfThought, Error, Predict, Predictor, configure};
+use signet::module::{CallConfig, ChainOfThought, DynPredict, Error, Predict, configure};
 use signet::testing::ScriptedLm;
 
 /// Answer the question concisely.
@@ -180,7 +180,7 @@ fn state_round_trips_through_json() {
         }])
         .unwrap();
     let saved = qa.predictor().state();
-    let mut restored = Predictor::new("question -> answer".parse().unwrap());
+    let mut restored = DynPredict::new("question -> answer".parse().unwrap());
     restored.restore(&saved).unwrap();
     assert_eq!(restored.state(), qa.predictor().state());
     assert_eq!(restored.demos()[0]["answer"], "4");
@@ -208,7 +208,7 @@ async fn values_that_do_not_fit_the_output_type_are_typed_errors() {
 async fn missing_inputs_are_reported_before_any_call() {
     let lm = Arc::new(ScriptedLm::texts([chat("x")]));
     let predictor =
-        Predictor::new("question, context -> answer".parse().unwrap()).with_lm(lm.clone());
+        DynPredict::new("question, context -> answer".parse().unwrap()).with_lm(lm.clone());
     let err = predictor
         .forward(json!({"question": "q"}).as_object().unwrap())
         .await
@@ -427,7 +427,7 @@ async fn predict_with_tools_is_bounded_and_needs_function_calling() {
         .unwrap_err();
     assert_eq!(err, Error::TooManyToolTurns { turns: 2 });
 
-    predictor = Predictor::new("question -> answer".parse().unwrap())
+    predictor = DynPredict::new("question -> answer".parse().unwrap())
         .with_lm(ScriptedLm::texts(["unused"]))
         .tools(vec![Arc::new(PopulationTool)]);
     let err = predictor

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use signet::adapter::Fields;
 use signet::data::Example;
 use signet::evaluate::{Progress, exact_match};
-use signet::module::{Predictors, TOOL_TURNS};
+use signet::module::{Predictors, react::TOOL_TURNS};
 use signet::optimize::{
     BootstrapFewShot, BootstrapFewShotWithRandomSearch, LabeledFewShot, OptimizeError,
 };

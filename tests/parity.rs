@@ -18,7 +18,7 @@ use signet::lm::{
     Capabilities, Completion, LmError, LmOptions, LmRequest, ResponseFormat, ToolCall, ToolChoice,
 };
 use signet::module::{
-    CallConfig, Error, Limits, Predictor, Predictors, ReActCore, ReActMode, RunFailure,
+    CallConfig, DynPredict, DynReAct, Error, Limits, Predictors, ReActMode, react::RunFailure,
     with_reasoning,
 };
 use signet::signature::{Constraint, FieldKind};
@@ -801,7 +801,7 @@ async fn run_module(fixture: &Value) -> Result<(), Skip> {
         .filter_map(|d| d.as_object().cloned())
         .collect();
     let inputs = decode_inputs(&fixture["inputs"])?;
-    let predictor = Predictor::new(sig)
+    let predictor = DynPredict::new(sig)
         .with_demos(demos)
         .with_adapter(adapter)
         .with_options(config.options)
@@ -919,7 +919,7 @@ async fn run_parse_cases(fixture: &Value) -> Outcome {
             .unwrap_or(caps);
         let replies: Vec<Value> = case["replies"].as_array().cloned().unwrap_or_default();
         let lm = scripted(&replies, caps);
-        let predictor = Predictor::new(sig.clone())
+        let predictor = DynPredict::new(sig.clone())
             .with_adapter(ChatAdapter::new())
             .with_lm(lm.clone());
         let result = predictor.forward(&inputs).await.map(|p| p.outputs);
@@ -977,7 +977,7 @@ async fn run_react_loaded(fixture: &Value, saved: Option<&str>) -> Result<(), Sk
     let adapter = adapter_for(&fixture["adapter"], None)?;
     let replies: Vec<Value> = calls.iter().map(|c| c["reply"].clone()).collect();
     let lm = scripted(&replies, capabilities(&fixture["lm_capabilities"]));
-    let mut core = ReActCore::new(signature(&fixture["signature"], false))
+    let mut core = DynReAct::new(signature(&fixture["signature"], false))
         .tools(tools)
         .with_limits(
             Limits::default().max_iters(react["max_iters"].as_u64().unwrap_or(20) as usize),
@@ -1124,7 +1124,7 @@ async fn run_tool_introspection(fixture: &Value) -> Outcome {
     let mut tools = HashMap::new();
     for (key, recorded) in fixture["tools"].as_object().into_iter().flatten() {
         let tool = rebuilt_tool(recorded);
-        let listing = signet::module::tool_listing(&tool);
+        let listing = signet::module::react::tool_listing(&tool);
         if Some(listing.as_str()) != recorded["str"].as_str() {
             problems.push(format!("{key}: listing {listing:?} vs {}", recorded["str"]));
         }
@@ -1182,21 +1182,21 @@ fn kwargs_name(recorded: &Value) -> Option<&str> {
 }
 
 /// A program of any shape: predictors at the paths a fixture names.
-struct AtPaths(Vec<(String, Predictor)>);
+struct AtPaths(Vec<(String, DynPredict)>);
 
 impl Predictors for AtPaths {
-    fn named_predictors(&self) -> Vec<(String, &Predictor)> {
+    fn named_predictors(&self) -> Vec<(String, &DynPredict)> {
         self.0.iter().map(|(n, p)| (n.clone(), p)).collect()
     }
 
-    fn named_predictors_mut(&mut self) -> Vec<(String, &mut Predictor)> {
+    fn named_predictors_mut(&mut self) -> Vec<(String, &mut DynPredict)> {
         self.0.iter_mut().map(|(n, p)| (n.clone(), p)).collect()
     }
 }
 
 /// A predictor as the program's code defines it: the fields of the loaded signature (names, types
 /// and schemas in the fresh order) with the fresh instructions, descriptions and prefixes.
-fn fresh_predictor(recorded: &Value) -> Predictor {
+fn fresh_predictor(recorded: &Value) -> DynPredict {
     let fresh = &recorded["fresh_signature"];
     let mut sig = signature(&recorded["signature"], false)
         .with_instructions(fresh["instructions"].as_str().unwrap_or_default());
@@ -1216,7 +1216,7 @@ fn fresh_predictor(recorded: &Value) -> Predictor {
             *f = described.with_prefix(prefix);
         });
     }
-    Predictor::new(sig)
+    DynPredict::new(sig)
 }
 
 /// Each loaded predictor's instructions, descriptions and prefixes against DSPy's.
@@ -1468,7 +1468,7 @@ fn without_exception_class(line: &str) -> &str {
     line
 }
 
-/// ReActV2 fixtures: the history mode of `ReActCore`, tools replaying the recorded results.
+/// ReActV2 fixtures: the history mode of `DynReAct`, tools replaying the recorded results.
 async fn run_react_v2(fixture: &Value) -> Result<(), Skip> {
     let r2 = &fixture["react_v2"];
     let calls = fixture["calls"].as_array().cloned().unwrap_or_default();
@@ -1492,7 +1492,7 @@ async fn run_react_v2(fixture: &Value) -> Result<(), Skip> {
     let mut tools: Vec<Arc<dyn signet::Tool>> = Vec::new();
     for tool in r2["tools"].as_array().into_iter().flatten() {
         let name = tool["name"].as_str().unwrap_or_default().to_owned();
-        if name == signet::module::SUBMIT {
+        if name == signet::module::react::SUBMIT {
             continue;
         }
         let args = tool["args"].clone();
@@ -1510,7 +1510,7 @@ async fn run_react_v2(fixture: &Value) -> Result<(), Skip> {
     let adapter = adapter_for(&fixture["adapter"], config.parallel_tool_calls)?;
     let replies: Vec<Value> = calls.iter().map(|c| c["reply"].clone()).collect();
     let lm = scripted(&replies, capabilities(&fixture["lm_capabilities"]));
-    let core = ReActCore::new(signature(&fixture["signature"], false))
+    let core = DynReAct::new(signature(&fixture["signature"], false))
         .tools(tools)
         .with_mode(ReActMode::History)
         .with_limits(Limits::default().max_iters(r2["max_iters"].as_u64().unwrap_or(20) as usize))

@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::json;
 use signet::lm::{Completion, LmError};
 use signet::module::{
-    KeepFirst, Limits, Observation, ReAct, RunFailure, SlidingWindow, StopReason, Summarize,
-    Trajectory, TruncationPolicy,
+    Limits, Observation, ReAct, Trajectory, react::KeepFirst, react::RunFailure,
+    react::SlidingWindow, react::StopReason, react::Summarize, react::TruncationPolicy,
 };
 use signet::testing::ScriptedLm;
 use signet::{Tool, ToolBox, tool};

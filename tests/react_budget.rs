@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use serde_json::json;
 use signet::lm::{Capabilities, Completion, LmError, LmRequest, ToolCall, count_prompt_tokens};
-use signet::module::{Limits, ReAct, ReActEvent, ReActMode, StopReason};
+use signet::module::{Limits, ReAct, ReActEvent, ReActMode, react::StopReason};
 use signet::testing::ScriptedLm;
 use signet::tool;
 

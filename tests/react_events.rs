@@ -173,7 +173,7 @@ async fn a_loop_that_stops_early_says_why() {
             matches!(
                 e,
                 ReActEvent::StoppedEarly {
-                    reason: signet::module::StopReason::MaxIters { max_iters: 1 }
+                    reason: signet::module::react::StopReason::MaxIters { max_iters: 1 }
                 }
             )
         })

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::json;
 use signet::adapter::{ChatAdapter, XmlAdapter};
 use signet::lm::{Capabilities, Completion, Role, ToolCall, ToolChoice};
-use signet::module::{Limits, Observation, ReAct, ReActMode, RunFailure, StopReason};
+use signet::module::{Limits, Observation, ReAct, ReActMode, react::RunFailure, react::StopReason};
 use signet::testing::ScriptedLm;
 use signet::{Signature, tool};
 

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use signet::adapter::ChatAdapter;
 use signet::lm::{Capabilities, Completion, LmRequest, ToolCall};
 use signet::module::{
-    Approval, Decision, Observation, ReAct, ReActEvent, ReActMode, ResumeError, RunFailure,
-    RunOutcome, Step, SuspendedRun, Waiting,
+    Approval, Decision, Observation, ReAct, ReActEvent, ReActMode, ResumeError, RunOutcome, Step,
+    SuspendedRun, Waiting, react::RunFailure,
 };
 use signet::testing::ScriptedLm;
 use signet::{Tool, ToolError, tool};

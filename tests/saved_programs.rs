@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use signet::module::{Predictor, Predictors, StateError};
+use signet::module::{DynPredict, Predictors, StateError};
 use signet::prelude::*;
 use signet::testing::ScriptedLm;
 
@@ -231,7 +231,7 @@ fn descriptions_and_prefixes_apply_by_position_as_in_dspy() {
         ]},
         "lm": null,
     });
-    let mut qa = Predictor::new("question, context -> answer".parse().unwrap());
+    let mut qa = DynPredict::new("question, context -> answer".parse().unwrap());
     qa.restore(&saved).unwrap();
     let fields: Vec<(String, Option<String>, String)> = qa
         .signature()

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::{Value, json};
 use signet::lm::{Capabilities, Completion, ToolCall};
 use signet::module::{
-    Decision, ReAct, ReActMode, ResumeError, RunFailure, RunOutcome, SuspendedRun,
+    Decision, ReAct, ReActMode, ResumeError, RunOutcome, SuspendedRun, react::RunFailure,
 };
 use signet::testing::ScriptedLm;
 use signet::{Tool, tool};

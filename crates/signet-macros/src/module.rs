@@ -152,7 +152,7 @@ fn expand_derive(input: &DeriveInput) -> syn::Result<TokenStream> {
             impl #impl_generics #krate::module::Predictors for #ident #ty_generics #where_clause {
                 fn named_predictors(
                     &self,
-                ) -> ::std::vec::Vec<(::std::string::String, &#krate::module::Predictor)> {
+                ) -> ::std::vec::Vec<(::std::string::String, &#krate::module::DynPredict)> {
                     let mut all = ::std::vec::Vec::new();
                     #(#shared)*
                     all
@@ -160,7 +160,7 @@ fn expand_derive(input: &DeriveInput) -> syn::Result<TokenStream> {
 
                 fn named_predictors_mut(
                     &mut self,
-                ) -> ::std::vec::Vec<(::std::string::String, &mut #krate::module::Predictor)> {
+                ) -> ::std::vec::Vec<(::std::string::String, &mut #krate::module::DynPredict)> {
                     let mut all = ::std::vec::Vec::new();
                     #(#exclusive)*
                     all
@@ -168,7 +168,7 @@ fn expand_derive(input: &DeriveInput) -> syn::Result<TokenStream> {
 
                 fn named_react_loops(
                     &self,
-                ) -> ::std::vec::Vec<(::std::string::String, &#krate::module::ReActCore)> {
+                ) -> ::std::vec::Vec<(::std::string::String, &#krate::module::DynReAct)> {
                     let mut all = ::std::vec::Vec::new();
                     #(#loops)*
                     all
@@ -176,7 +176,7 @@ fn expand_derive(input: &DeriveInput) -> syn::Result<TokenStream> {
 
                 fn named_react_loops_mut(
                     &mut self,
-                ) -> ::std::vec::Vec<(::std::string::String, &mut #krate::module::ReActCore)> {
+                ) -> ::std::vec::Vec<(::std::string::String, &mut #krate::module::DynReAct)> {
                     let mut all = ::std::vec::Vec::new();
                     #(#loops_mut)*
                     all
@@ -208,12 +208,12 @@ fn fallback(input: &DeriveInput) -> TokenStream {
         impl #krate::module::Predictors for #ident {
             fn named_predictors(
                 &self,
-            ) -> ::std::vec::Vec<(::std::string::String, &#krate::module::Predictor)> {
+            ) -> ::std::vec::Vec<(::std::string::String, &#krate::module::DynPredict)> {
                 ::std::vec::Vec::new()
             }
             fn named_predictors_mut(
                 &mut self,
-            ) -> ::std::vec::Vec<(::std::string::String, &mut #krate::module::Predictor)> {
+            ) -> ::std::vec::Vec<(::std::string::String, &mut #krate::module::DynPredict)> {
                 ::std::vec::Vec::new()
             }
         }

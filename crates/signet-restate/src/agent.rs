@@ -9,7 +9,7 @@ use restate_sdk::service::ServiceDefinition;
 use serde::{Deserialize, Serialize};
 use signet::adapter::Fields;
 use signet::lm::Usage;
-use signet::module::{CallConfig, Decision, PendingCall, ReActCore, RunOutcome, Trajectory};
+use signet::module::{CallConfig, Decision, DynReAct, PendingCall, RunOutcome, Trajectory};
 
 use crate::journal::{Event, RestateJournal, drive, event_key};
 
@@ -25,7 +25,7 @@ pub struct RunRequest {
     pub max_iters: Option<usize>,
 }
 
-/// A finished run: what [`ReActCore::forward`] returns, as JSON.
+/// A finished run: what [`DynReAct::forward`] returns, as JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     /// The output field values.
@@ -62,7 +62,7 @@ pub struct Status {
 /// another.
 #[derive(Clone, Default)]
 pub struct Agents {
-    agents: BTreeMap<String, Arc<ReActCore>>,
+    agents: BTreeMap<String, Arc<DynReAct>>,
     inactivity_timeout: Option<Duration>,
 }
 
@@ -75,7 +75,7 @@ impl Agents {
     /// Serves `agent` as `name` (the [`RunRequest::agent`] that starts it). A typed
     /// [`ReAct<S>`](signet::module::ReAct) is served through its
     /// [`core`](signet::module::ReAct::core): `.agent("travel", react.core().clone())`.
-    pub fn agent(mut self, name: impl Into<String>, agent: ReActCore) -> Agents {
+    pub fn agent(mut self, name: impl Into<String>, agent: DynReAct) -> Agents {
         self.agents.insert(name.into(), Arc::new(agent));
         self
     }
@@ -94,7 +94,7 @@ impl Agents {
     }
 
     /// The agent served as `name`.
-    pub fn get(&self, name: &str) -> Option<&ReActCore> {
+    pub fn get(&self, name: &str) -> Option<&DynReAct> {
         self.agents.get(name).map(|agent| agent.as_ref())
     }
 
@@ -117,7 +117,7 @@ impl Agents {
 /// The workflow Restate sees: `SignetAgent/{run id}/run` starts a run, `decide` answers the
 /// calls it waits on, `status` reads where it is.
 pub struct SignetAgent {
-    agents: Arc<BTreeMap<String, Arc<ReActCore>>>,
+    agents: Arc<BTreeMap<String, Arc<DynReAct>>>,
 }
 
 /// The durable promise a run's `round`-th wait is resolved through.
@@ -293,7 +293,7 @@ impl<'de> Deserialize<'de> for DecisionEntries {
 pub(crate) fn check_decisions(
     pending: &Pending,
     entries: Vec<(String, Decision)>,
-    agent: Option<&ReActCore>,
+    agent: Option<&DynReAct>,
 ) -> Result<BTreeMap<String, Decision>, String> {
     let waiting: Vec<&str> = pending.calls.iter().map(|c| c.id.as_str()).collect();
     let mut decisions = BTreeMap::new();

@@ -27,10 +27,10 @@
 //! twice runs it once.
 //!
 //! ```no_run
-//! use signet::module::ReActCore;
+//! use signet::module::DynReAct;
 //! use signet_restate::{Agents, serve};
 //!
-//! # async fn run(agent: ReActCore) {
+//! # async fn run(agent: DynReAct) {
 //! let agents = Agents::new().agent("travel", agent);
 //! // Register http://127.0.0.1:9080 with Restate (its admin API, or `RestateServer::register`).
 //! serve("127.0.0.1:9080".parse().unwrap(), agents).await;

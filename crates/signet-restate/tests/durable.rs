@@ -16,7 +16,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use signet::data::Example;
 use signet::lm::{Completion, Lm, LmError, LmRequest};
-use signet::module::{CallConfig, Decision, ReActCore, Step};
+use signet::module::{CallConfig, Decision, DynReAct, Step};
 use signet::prelude::*;
 use signet::tool::FnTool;
 use signet_restate::{
@@ -135,9 +135,9 @@ fn agents(dir: &Path, gate: bool) -> Agents {
     Agents::new()
         .agent(
             "recorder",
-            ReActCore::new(signature()).tool(record).with_lm(lm.clone()),
+            DynReAct::new(signature()).tool(record).with_lm(lm.clone()),
         )
-        .agent("payer", ReActCore::new(signature()).tool(pay).with_lm(lm))
+        .agent("payer", DynReAct::new(signature()).tool(pay).with_lm(lm))
 }
 
 /// Add two numbers.
@@ -341,7 +341,7 @@ async fn a_run_whose_worker_is_killed_completes_on_another_with_every_tool_calle
     std::fs::remove_dir_all(&reference_dir).ok();
 }
 
-fn reference_agent(agents: &Agents, name: &str) -> ReActCore {
+fn reference_agent(agents: &Agents, name: &str) -> DynReAct {
     agents.get(name).expect("the agent is registered").clone()
 }
 

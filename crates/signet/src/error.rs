@@ -139,7 +139,7 @@ pub enum ResumeError {
     /// The state was written by another version of its layout.
     #[error("the suspended run has state format {found}; this version reads format {expected}")]
     Format {
-        /// [`STATE_FORMAT`](crate::module::STATE_FORMAT).
+        /// [`STATE_FORMAT`](crate::module::react::STATE_FORMAT).
         expected: u32,
         /// The state's.
         found: u32,
@@ -174,7 +174,7 @@ pub enum ResumeError {
         /// What is wrong.
         reason: String,
     },
-    /// The agent has a [state key](crate::module::ReActCore::with_state_key) and the state carries no seal.
+    /// The agent has a [state key](crate::module::DynReAct::with_state_key) and the state carries no seal.
     #[error(
         "the suspended run is not sealed, and this agent resumes only states sealed with its \
          state key"

@@ -159,30 +159,20 @@ impl<'d, M> Evaluate<'d, M> {
         })
     }
 
-    /// How progress is shown (see [`Progress`]).
-    pub fn with_progress(mut self, progress: Progress) -> Self {
-        self.progress = progress;
-        self
-    }
+    crate::shared::setters! {
+        /// How progress is shown (see [`Progress`]).
+        fn with_progress(progress: Progress) { progress = progress }
 
-    /// Stops with [`EvaluateError::TooManyErrors`] once more than `n` examples have failed (a
-    /// dead endpoint fails fast instead of scoring 0 on every example).
-    pub fn with_max_errors(mut self, n: usize) -> Self {
-        self.max_errors = Some(n);
-        self
-    }
+        /// Stops with [`EvaluateError::TooManyErrors`] once more than `n` examples have failed (a
+        /// dead endpoint fails fast instead of scoring 0 on every example).
+        fn with_max_errors(n: usize) { max_errors = Some(n) }
 
-    /// The score a failed example gets (default 0).
-    pub fn with_failure_score(mut self, score: f64) -> Self {
-        self.failure_score = score;
-        self
-    }
+        /// The score a failed example gets (default 0).
+        fn with_failure_score(score: f64) { failure_score = score }
 
-    /// Keeps each example's trace (its predictor calls) in the report, and shows it to the
-    /// metric: what optimizers use.
-    pub fn with_traces(mut self, keep: bool) -> Self {
-        self.keep_traces = keep;
-        self
+        /// Keeps each example's trace (its predictor calls) in the report, and shows it to the
+        /// metric: what optimizers use.
+        fn with_traces(keep: bool) { keep_traces = keep }
     }
 
     /// Runs `program` on every example and scores the outputs.

@@ -1,4 +1,4 @@
-//! Modules: [`Predict`] and [`ChainOfThought`] over typed signatures, and [`Predictor`], the untyped
+//! Modules: [`Predict`] and [`ChainOfThought`] over typed signatures, and [`DynPredict`], the untyped
 //! core they share (usable directly with a [`DynSignature`]).
 //!
 //! Configuration precedence for the LM and the adapter: the module's own setting, then the call's
@@ -33,16 +33,17 @@ mod module_tool;
 mod predict;
 mod predict_tools;
 mod program;
-mod react;
+pub mod react;
 mod saved;
 mod tool_runner;
 
+/// ReAct's entry points and the vocabulary [`Predict`] with tools shares with it (approvals,
+/// suspension, the trajectory); the rest of ReAct's names (truncation policies, the names it
+/// reserves, a suspended run's parts, stop reasons) are in [`react`].
 pub use react::{
-    Approval, ApprovalRequest, Approver, Decision, DropOldest, FINISH, HistoryPosition,
-    HistoryTurn, KeepFirst, Limits, Observation, PendingCall, ReAct, ReActCore, ReActError,
-    ReActEvent, ReActMode, ReActOutput, ReActRun, ResumeError, RunFailure, RunOutcome,
-    STATE_FORMAT, SUBMIT, SlidingWindow, Step, StopReason, Summarize, SuspendedRun, TOOL_TURNS,
-    Trajectory, TruncationPolicy, UnknownTool, UserMessage, Waiting, tool_listing,
+    Approval, ApprovalRequest, Approver, Decision, DynReAct, Limits, Observation, PendingCall,
+    ReAct, ReActError, ReActEvent, ReActMode, ReActOutput, ReActRun, ResumeError, RunOutcome, Step,
+    SuspendedRun, Trajectory, Waiting,
 };
 
 use crate::adapter::{self, Adapter, ChatAdapter, Fields};
@@ -58,21 +59,6 @@ pub(crate) use predict::{from_fields, to_fields};
 pub use program::{Module, Predictors, join_path, prefixed};
 pub(crate) use saved::tool_component;
 pub use saved::{StateError, TOOL_DESCRIPTIONS};
-
-/// Builder methods of a typed module that configure the untyped one inside it (`$field`) the same
-/// way, so each setting is written (and documented) once.
-macro_rules! forward_builders {
-    ($field:ident; $( $(#[$doc:meta])* fn $name:ident($arg:ident: $ty:ty); )*) => {
-        $(
-            $(#[$doc])*
-            pub fn $name(mut self, $arg: $ty) -> Self {
-                self.$field = self.$field.$name($arg);
-                self
-            }
-        )*
-    };
-}
-pub(crate) use forward_builders;
 
 /// Global defaults, used when neither the module nor the call sets an LM or adapter.
 #[derive(Default)]
@@ -130,42 +116,36 @@ impl CallConfig {
         CallConfig::default()
     }
 
-    /// Uses `lm` for this call, unless the module sets its own.
-    pub fn with_lm(mut self, lm: impl Lm + 'static) -> Self {
-        self.lm = Some(crate::lm::shared(lm));
-        self
-    }
+    crate::shared::setters! {
+        /// Uses `lm` for this call, unless the module sets its own.
+        fn with_lm(lm: impl Lm + 'static) { lm = Some(crate::lm::shared(lm)) }
 
-    /// Uses `adapter` for this call, unless the module sets its own.
-    pub fn with_adapter(mut self, adapter: impl Adapter + 'static) -> Self {
-        self.adapter = Some(adapter::shared(adapter));
-        self
-    }
+        /// Uses `adapter` for this call, unless the module sets its own.
+        fn with_adapter(adapter: impl Adapter + 'static) {
+            adapter = Some(adapter::shared(adapter))
+        }
 
-    /// Hands every LM call and tool call of this call — nested modules' included — to
-    /// `journal`, which runs it or answers with a recorded result (see [`crate::journal`]). The
-    /// tools of one turn then run one after another, in the model's order.
-    ///
-    /// ```
-    /// let call = signet::module::CallConfig::new()
-    ///     .with_journal(signet::journal::MemoryJournal::new());
-    /// assert!(call.journal.is_some());
-    /// ```
-    pub fn with_journal(mut self, journal: impl crate::journal::Journal + 'static) -> Self {
-        self.journal = Some(Arc::new(journal));
-        self
-    }
+        /// Hands every LM call and tool call of this call — nested modules' included — to
+        /// `journal`, which runs it or answers with a recorded result (see [`crate::journal`]). The
+        /// tools of one turn then run one after another, in the model's order.
+        ///
+        /// ```
+        /// let call = signet::module::CallConfig::new()
+        ///     .with_journal(signet::journal::MemoryJournal::new());
+        /// assert!(call.journal.is_some());
+        /// ```
+        fn with_journal(journal: impl crate::journal::Journal + 'static) {
+            journal = Some(Arc::new(journal))
+        }
 
-    /// For a ReAct run: at most `n` steps in this call (the agent's
-    /// [`Limits::max_iters`](react::Limits::max_iters) otherwise).
-    ///
-    /// ```
-    /// let call = signet::module::CallConfig::new().with_max_iters(3);
-    /// assert_eq!(call.max_iters, Some(3));
-    /// ```
-    pub fn with_max_iters(mut self, n: usize) -> Self {
-        self.max_iters = Some(n);
-        self
+        /// For a ReAct run: at most `n` steps in this call (the agent's
+        /// [`Limits::max_iters`](react::Limits::max_iters) otherwise).
+        ///
+        /// ```
+        /// let call = signet::module::CallConfig::new().with_max_iters(3);
+        /// assert_eq!(call.max_iters, Some(3));
+        /// ```
+        fn with_max_iters(n: usize) { max_iters = Some(n) }
     }
 }
 
@@ -191,13 +171,22 @@ pub struct Prediction {
     pub adapter: adapter::AdapterName,
 }
 
+/// The old name of [`DynPredict`]: the untyped twins of typed modules are named `Dyn*`, like
+/// [`DynSignature`].
+#[deprecated(note = "renamed `DynPredict`, like `DynSignature` and `DynReAct`")]
+pub type Predictor = DynPredict;
+
+/// The old name of [`DynReAct`].
+#[deprecated(note = "renamed `DynReAct`, like `DynSignature` and `DynPredict`")]
+pub type ReActCore = DynReAct;
+
 /// DSPy's `Predict` over a run-time signature: formats, calls the LM through an adapter, parses.
 ///
 /// It is also what optimizers tune: its [`instructions`](Self::instructions), its
 /// [`demos`](Self::demos) and its fields' descriptions are the state a program saves and loads.
 /// Each predictor value has its own [`PredictorId`](crate::trace::PredictorId) (a clone gets a new
 /// one), which matches a run's trace entries to it.
-pub struct Predictor {
+pub struct DynPredict {
     id: crate::trace::PredictorId,
     signature: DynSignature,
     parse_as: Option<DynSignature>,
@@ -214,9 +203,9 @@ pub struct Predictor {
     carried: saved::Carried,
 }
 
-impl std::fmt::Debug for Predictor {
+impl std::fmt::Debug for DynPredict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Predictor")
+        f.debug_struct("DynPredict")
             .field("signature", &self.signature.name())
             .field("demos", &self.demos.len())
             .field("options", &self.options)
@@ -224,21 +213,21 @@ impl std::fmt::Debug for Predictor {
     }
 }
 
-impl Clone for Predictor {
+impl Clone for DynPredict {
     /// A copy with the same state and a new [`id`](Self::id).
     fn clone(&self) -> Self {
-        Predictor {
+        DynPredict {
             id: crate::trace::PredictorId::fresh(),
             ..self.same_identity_clone()
         }
     }
 }
 
-impl Predictor {
+impl DynPredict {
     /// A copy that keeps this predictor's id: for copies made inside a run (the extractor with a
     /// streaming LM, a run restricted to some tools), whose calls belong to this predictor.
-    pub(crate) fn same_identity_clone(&self) -> Predictor {
-        Predictor {
+    pub(crate) fn same_identity_clone(&self) -> DynPredict {
+        DynPredict {
             id: self.id,
             signature: self.signature.clone(),
             parse_as: self.parse_as.clone(),
@@ -257,8 +246,8 @@ impl Predictor {
     }
 
     /// A predictor for `signature`, with no demos and no module-level LM or adapter.
-    pub fn new(signature: DynSignature) -> Predictor {
-        Predictor {
+    pub fn new(signature: DynSignature) -> DynPredict {
+        DynPredict {
             id: crate::trace::PredictorId::fresh(),
             signature,
             parse_as: None,
@@ -276,30 +265,22 @@ impl Predictor {
         }
     }
 
-    /// Uses `lm` for every call (highest precedence): any [`Lm`], or an `Arc` of one shared
-    /// with other modules.
-    pub fn with_lm(mut self, lm: impl Lm + 'static) -> Self {
-        self.lm = Some(crate::lm::shared(lm));
-        self
-    }
+    crate::shared::setters! {
+        /// Uses `lm` for every call (highest precedence): any [`Lm`], or an `Arc` of one shared
+        /// with other modules.
+        fn with_lm(lm: impl Lm + 'static) { lm = Some(crate::lm::shared(lm)) }
 
-    /// Uses `adapter` for every call (highest precedence).
-    pub fn with_adapter(mut self, adapter: impl Adapter + 'static) -> Self {
-        self.adapter = Some(adapter::shared(adapter));
-        self
-    }
+        /// Uses `adapter` for every call (highest precedence).
+        fn with_adapter(adapter: impl Adapter + 'static) {
+            adapter = Some(adapter::shared(adapter))
+        }
 
-    /// Reads replies with `signature` (the same fields, possibly looser types) instead of the one
-    /// shown to the model (see [`adapter::run_parsing_as`]).
-    pub fn with_parse_signature(mut self, signature: DynSignature) -> Self {
-        self.parse_as = Some(signature);
-        self
-    }
+        /// Reads replies with `signature` (the same fields, possibly looser types) instead of the one
+        /// shown to the model (see [`adapter::run_parsing_as`]).
+        fn with_parse_signature(signature: DynSignature) { parse_as = Some(signature) }
 
-    /// Sampling options sent with every call.
-    pub fn with_options(mut self, options: LmOptions) -> Self {
-        self.options = options;
-        self
+        /// Sampling options sent with every call.
+        fn with_options(options: LmOptions) { options = options }
     }
 
     /// The sampling options sent with every call.
@@ -334,8 +315,8 @@ impl Predictor {
     /// (`demo_selection`, which DSPy ignores) and restored by loading it.
     ///
     /// ```
-    /// use signet::module::{NearestDemos, Predictor};
-    /// let qa = Predictor::new("question -> answer".parse().unwrap())
+    /// use signet::module::{NearestDemos, DynPredict};
+    /// let qa = DynPredict::new("question -> answer".parse().unwrap())
     ///     .with_demo_selector(NearestDemos::new(3).on(["question"]));
     /// assert!(qa.demo_selector().is_some());
     /// ```
@@ -360,10 +341,10 @@ impl Predictor {
     ///
     /// ```
     /// use serde_json::json;
-    /// use signet::module::{NearestDemos, Predictor};
+    /// use signet::module::{NearestDemos, DynPredict};
     ///
     /// let demo = |q: &str, a: &str| [("question".to_owned(), json!(q)), ("answer".to_owned(), json!(a))].into_iter().collect();
-    /// let qa = Predictor::new("question -> answer".parse().unwrap())
+    /// let qa = DynPredict::new("question -> answer".parse().unwrap())
     ///     .with_demos(vec![demo("Capital of France?", "Paris"), demo("2 + 2?", "4")])
     ///     .with_demo_selector(NearestDemos::new(1).on(["question"]));
     /// let inputs = [("question".to_owned(), json!("Capital of Spain?"))].into_iter().collect();

@@ -1,7 +1,40 @@
-//! Turning a value given to a setter into the `Arc<dyn Trait>` handle a module keeps, without
-//! wrapping a handle that already is one.
+//! Builder setters: the [`setters!`] that writes the one-line ones, and turning a value given to
+//! a setter into the `Arc<dyn Trait>` handle a module keeps, without wrapping a handle that
+//! already is one.
 
 use std::any::Any;
+
+/// Builder setters that store a value in a field of `self`: each
+/// `fn name(arg: Type) { path.to.field = value }`, with its doc comment, becomes
+/// `pub fn name(mut self, arg: Type) -> Self`. A type's one-line settings then read as a list of
+/// what each sets, and the shape of a setter is written once.
+macro_rules! setters {
+    ($( $(#[$attr:meta])* fn $name:ident($arg:ident: $ty:ty) { $($field:ident).+ = $value:expr } )*) => {
+        $(
+            $(#[$attr])*
+            pub fn $name(mut self, $arg: $ty) -> Self {
+                self.$($field).+ = $value;
+                self
+            }
+        )*
+    };
+}
+pub(crate) use setters;
+
+/// Builder methods that configure a builder held in `$field` the same way (a typed module's
+/// untyped core, an optimizer's inner one), so each setting is written (and documented) once.
+macro_rules! forward_builders {
+    ($field:ident; $( $(#[$doc:meta])* fn $name:ident($arg:ident: $ty:ty); )*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(mut self, $arg: $ty) -> Self {
+                self.$field = self.$field.$name($arg);
+                self
+            }
+        )*
+    };
+}
+pub(crate) use forward_builders;
 
 /// `value` itself when it already is the handle `H` (an `Arc<dyn Trait>`), else `wrap(value)`.
 pub(crate) fn share<T: 'static, H: 'static>(value: T, wrap: impl FnOnce(T) -> H) -> H {

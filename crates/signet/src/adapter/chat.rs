@@ -50,26 +50,24 @@ impl ChatAdapter {
         self
     }
 
-    /// Send tools as native `tools=` for signatures with a tool-calls output (when the LM supports
-    /// function calling), and read tool calls from the response.
-    pub fn with_native_function_calling(mut self, on: bool) -> Self {
-        self.native_function_calling = on;
-        self
-    }
+    crate::shared::setters! {
+        /// Send tools as native `tools=` for signatures with a tool-calls output (when the LM supports
+        /// function calling), and read tool calls from the response.
+        fn with_native_function_calling(on: bool) { native_function_calling = on }
 
-    /// Sends `parallel_tool_calls` (and `tool_choice: auto`) with native tools, as DSPy's
-    /// `parallel_tool_calls` adapter argument does; `None` (the default) sends neither. ReAct's
-    /// native loop and `Predict` with tools send it too: `false` asks for one call a reply
-    /// (unset, they ask for concurrent calls).
-    ///
-    /// ```
-    /// use signet::adapter::{Adapter, ChatAdapter};
-    /// let adapter = ChatAdapter::new().with_parallel_tool_calls(false);
-    /// assert_eq!(adapter.parallel_tool_calls(), Some(false));
-    /// ```
-    pub fn with_parallel_tool_calls(mut self, parallel: impl Into<Option<bool>>) -> Self {
-        self.parallel_tool_calls = parallel.into();
-        self
+        /// Sends `parallel_tool_calls` (and `tool_choice: auto`) with native tools, as DSPy's
+        /// `parallel_tool_calls` adapter argument does; `None` (the default) sends neither. ReAct's
+        /// native loop and `Predict` with tools send it too: `false` asks for one call a reply
+        /// (unset, they ask for concurrent calls).
+        ///
+        /// ```
+        /// use signet::adapter::{Adapter, ChatAdapter};
+        /// let adapter = ChatAdapter::new().with_parallel_tool_calls(false);
+        /// assert_eq!(adapter.parallel_tool_calls(), Some(false));
+        /// ```
+        fn with_parallel_tool_calls(parallel: impl Into<Option<bool>>) {
+            parallel_tool_calls = parallel.into()
+        }
     }
 }
 

@@ -114,72 +114,61 @@ impl JsonAdapter {
         }
     }
 
-    /// Whether tools are sent natively for signatures with a `ToolCalls` output.
-    pub fn with_native_function_calling(mut self, on: bool) -> Self {
-        self.native_function_calling = on;
-        self
-    }
+    crate::shared::setters! {
+        /// Whether tools are sent natively for signatures with a `ToolCalls` output.
+        fn with_native_function_calling(on: bool) { native_function_calling = on }
 
-    /// In constrained mode, at most `n` calls in a `ToolCalls` output listed in the prompt (the
-    /// decoding schema's `maxItems`): small models otherwise repeat a call until the token limit
-    /// cuts the reply off. No bound by default.
-    ///
-    /// With any bound set, a reply that still cannot be read (under the decoding schema, only a
-    /// reply the token limit cut off) is asked for once more under a quarter of each bound,
-    /// rounded up — 4 calls become 1, 200 characters 50, 16 items 4. The retry is logged and
-    /// counted in [`Usage::adapter_fallbacks`](crate::lm::Usage::adapter_fallbacks); if it is cut
-    /// off too, the call fails with the parse error.
-    ///
-    /// ```
-    /// use signet::adapter::JsonAdapter;
-    /// let adapter = JsonAdapter::constrained().with_max_tool_calls(4);
-    /// # let _ = adapter;
-    /// ```
-    pub fn with_max_tool_calls(mut self, n: usize) -> Self {
-        self.max_tool_calls = Some(n);
-        self
-    }
+        /// In constrained mode, at most `n` calls in a `ToolCalls` output listed in the prompt (the
+        /// decoding schema's `maxItems`): small models otherwise repeat a call until the token limit
+        /// cuts the reply off. No bound by default.
+        ///
+        /// With any bound set, a reply that still cannot be read (under the decoding schema, only a
+        /// reply the token limit cut off) is asked for once more under a quarter of each bound,
+        /// rounded up — 4 calls become 1, 200 characters 50, 16 items 4. The retry is logged and
+        /// counted in [`Usage::adapter_fallbacks`](crate::lm::Usage::adapter_fallbacks); if it is cut
+        /// off too, the call fails with the parse error.
+        ///
+        /// ```
+        /// use signet::adapter::JsonAdapter;
+        /// let adapter = JsonAdapter::constrained().with_max_tool_calls(4);
+        /// # let _ = adapter;
+        /// ```
+        fn with_max_tool_calls(n: usize) { max_tool_calls = Some(n) }
 
-    /// In constrained mode, at most `n` characters in each string argument of a `ToolCalls`
-    /// output listed in the prompt (`maxLength` on every string without bounds of its own, and
-    /// on the values of an object argument with no declared keys): a
-    /// small model that starts repeating inside a string value otherwise runs on until the token
-    /// limit cuts the reply off, and the whole reply is lost. No bound by default; a reply cut off
-    /// anyway is retried under tighter bounds, as for
-    /// [`with_max_tool_calls`](Self::with_max_tool_calls).
-    ///
-    /// ```
-    /// use signet::adapter::JsonAdapter;
-    /// let adapter = JsonAdapter::constrained().with_max_tool_calls(4).with_max_string_length(200);
-    /// # let _ = adapter;
-    /// ```
-    pub fn with_max_string_length(mut self, n: usize) -> Self {
-        self.max_string_chars = Some(n);
-        self
-    }
+        /// In constrained mode, at most `n` characters in each string argument of a `ToolCalls`
+        /// output listed in the prompt (`maxLength` on every string without bounds of its own, and
+        /// on the values of an object argument with no declared keys): a
+        /// small model that starts repeating inside a string value otherwise runs on until the token
+        /// limit cuts the reply off, and the whole reply is lost. No bound by default; a reply cut off
+        /// anyway is retried under tighter bounds, as for
+        /// [`with_max_tool_calls`](Self::with_max_tool_calls).
+        ///
+        /// ```
+        /// use signet::adapter::JsonAdapter;
+        /// let adapter = JsonAdapter::constrained().with_max_tool_calls(4).with_max_string_length(200);
+        /// # let _ = adapter;
+        /// ```
+        fn with_max_string_length(n: usize) { max_string_chars = Some(n) }
 
-    /// In constrained mode, at most `n` items in each array argument of a `ToolCalls` output
-    /// listed in the prompt (`maxItems` on every array without a bound of its own), for the same
-    /// reason as [`with_max_string_length`](Self::with_max_string_length): a list the model keeps
-    /// extending would otherwise cost the whole reply. No bound by default.
-    pub fn with_max_array_items(mut self, n: usize) -> Self {
-        self.max_array_items = Some(n);
-        self
-    }
+        /// In constrained mode, at most `n` items in each array argument of a `ToolCalls` output
+        /// listed in the prompt (`maxItems` on every array without a bound of its own), for the same
+        /// reason as [`with_max_string_length`](Self::with_max_string_length): a list the model keeps
+        /// extending would otherwise cost the whole reply. No bound by default.
+        fn with_max_array_items(n: usize) { max_array_items = Some(n) }
 
-    /// Sends `parallel_tool_calls` (and `tool_choice: auto`) with native tools, as DSPy's
-    /// `parallel_tool_calls` adapter argument does; `None` (the default) sends neither. ReAct's
-    /// native loop and `Predict` with tools send it too: `false` asks for one call a reply
-    /// (unset, they ask for concurrent calls).
-    ///
-    /// ```
-    /// use signet::adapter::{Adapter, JsonAdapter};
-    /// let adapter = JsonAdapter::new().with_parallel_tool_calls(false);
-    /// assert_eq!(adapter.parallel_tool_calls(), Some(false));
-    /// ```
-    pub fn with_parallel_tool_calls(mut self, parallel: impl Into<Option<bool>>) -> Self {
-        self.parallel_tool_calls = parallel.into();
-        self
+        /// Sends `parallel_tool_calls` (and `tool_choice: auto`) with native tools, as DSPy's
+        /// `parallel_tool_calls` adapter argument does; `None` (the default) sends neither. ReAct's
+        /// native loop and `Predict` with tools send it too: `false` asks for one call a reply
+        /// (unset, they ask for concurrent calls).
+        ///
+        /// ```
+        /// use signet::adapter::{Adapter, JsonAdapter};
+        /// let adapter = JsonAdapter::new().with_parallel_tool_calls(false);
+        /// assert_eq!(adapter.parallel_tool_calls(), Some(false));
+        /// ```
+        fn with_parallel_tool_calls(parallel: impl Into<Option<bool>>) {
+            parallel_tool_calls = parallel.into()
+        }
     }
 
     fn bounds(&self) -> CallBounds {

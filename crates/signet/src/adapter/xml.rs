@@ -43,21 +43,19 @@ impl XmlAdapter {
         }
     }
 
-    /// Send `tools` inputs as the LM's native tools and read its tool calls into a `ToolCalls`
-    /// output, when the LM supports function calling (DSPy's `use_native_function_calling`, off by
-    /// default for XML as for Chat).
-    pub fn with_native_function_calling(mut self, on: bool) -> Self {
-        self.native_function_calling = on;
-        self
-    }
+    crate::shared::setters! {
+        /// Send `tools` inputs as the LM's native tools and read its tool calls into a `ToolCalls`
+        /// output, when the LM supports function calling (DSPy's `use_native_function_calling`, off by
+        /// default for XML as for Chat).
+        fn with_native_function_calling(on: bool) { native_function_calling = on }
 
-    /// Ask the provider for (or against) parallel tool calls when native function calling is
-    /// active; `None` (the default) leaves the provider's default. ReAct's native loop and
-    /// `Predict` with tools send it too: `false` asks for one call a reply (unset, they ask for
-    /// concurrent calls).
-    pub fn with_parallel_tool_calls(mut self, parallel: impl Into<Option<bool>>) -> Self {
-        self.parallel_tool_calls = parallel.into();
-        self
+        /// Ask the provider for (or against) parallel tool calls when native function calling is
+        /// active; `None` (the default) leaves the provider's default. ReAct's native loop and
+        /// `Predict` with tools send it too: `false` asks for one call a reply (unset, they ask for
+        /// concurrent calls).
+        fn with_parallel_tool_calls(parallel: impl Into<Option<bool>>) {
+            parallel_tool_calls = parallel.into()
+        }
     }
 
     /// Fail on an unparseable reply instead of retrying once in the JSON format.

@@ -47,50 +47,34 @@ impl Default for Capabilities {
 }
 
 impl Capabilities {
-    /// Sets native function calling (`tools=`).
-    pub fn with_function_calling(mut self, on: bool) -> Self {
-        self.function_calling = on;
-        self
-    }
+    crate::shared::setters! {
+        /// Sets native function calling (`tools=`).
+        fn with_function_calling(on: bool) { function_calling = on }
 
-    /// Sets OpenAI structured outputs (`response_format: json_schema`).
-    pub fn with_response_schema(mut self, on: bool) -> Self {
-        self.response_schema = on;
-        self
-    }
+        /// Sets OpenAI structured outputs (`response_format: json_schema`).
+        fn with_response_schema(on: bool) { response_schema = on }
 
-    /// Sets JSON mode (`response_format: json_object`).
-    pub fn with_json_object(mut self, on: bool) -> Self {
-        self.json_object = on;
-        self
-    }
+        /// Sets JSON mode (`response_format: json_object`).
+        fn with_json_object(on: bool) { json_object = on }
 
-    /// Sets llama.cpp's schema-constrained JSON (`{"type": "json_object", "schema": ..}`).
-    pub fn with_json_object_schema(mut self, on: bool) -> Self {
-        self.json_object_schema = on;
-        self
-    }
+        /// Sets llama.cpp's schema-constrained JSON (`{"type": "json_object", "schema": ..}`).
+        fn with_json_object_schema(on: bool) { json_object_schema = on }
 
-    /// Sets the context window of one request, in tokens.
-    ///
-    /// ```
-    /// let caps = signet::lm::Capabilities::llama_cpp().with_context_window(8192);
-    /// assert_eq!(caps.context_window, Some(8192));
-    /// ```
-    pub fn with_context_window(mut self, tokens: u32) -> Self {
-        self.context_window = Some(tokens);
-        self
-    }
+        /// Sets the context window of one request, in tokens.
+        ///
+        /// ```
+        /// let caps = signet::lm::Capabilities::llama_cpp().with_context_window(8192);
+        /// assert_eq!(caps.context_window, Some(8192));
+        /// ```
+        fn with_context_window(tokens: u32) { context_window = Some(tokens) }
 
-    /// Sets how many requests the server decodes at once (at least 1).
-    ///
-    /// ```
-    /// let caps = signet::lm::Capabilities::llama_cpp().with_parallel_requests(2);
-    /// assert_eq!(caps.parallel_requests, Some(2));
-    /// ```
-    pub fn with_parallel_requests(mut self, requests: u32) -> Self {
-        self.parallel_requests = Some(requests.max(1));
-        self
+        /// Sets how many requests the server decodes at once (at least 1).
+        ///
+        /// ```
+        /// let caps = signet::lm::Capabilities::llama_cpp().with_parallel_requests(2);
+        /// assert_eq!(caps.parallel_requests, Some(2));
+        /// ```
+        fn with_parallel_requests(requests: u32) { parallel_requests = Some(requests.max(1)) }
     }
 
     /// OpenAI's own API: native tools, structured outputs and JSON mode.
@@ -100,14 +84,9 @@ impl Capabilities {
     /// assert!(caps.function_calling && caps.response_schema && !caps.json_object_schema);
     /// ```
     pub fn openai() -> Capabilities {
-        Capabilities {
-            function_calling: true,
-            response_schema: true,
-            json_object: true,
-            json_object_schema: false,
-            context_window: None,
-            parallel_requests: None,
-        }
+        Capabilities::default()
+            .with_function_calling(true)
+            .with_response_schema(true)
     }
 
     /// llama.cpp's server (`llama-server`, or the one `signet-local` runs): JSON mode, OpenAI
@@ -123,14 +102,9 @@ impl Capabilities {
     /// assert!(caps.json_object_schema && caps.response_schema && !caps.function_calling);
     /// ```
     pub fn llama_cpp() -> Capabilities {
-        Capabilities {
-            function_calling: false,
-            response_schema: true,
-            json_object: true,
-            json_object_schema: true,
-            context_window: None,
-            parallel_requests: None,
-        }
+        Capabilities::default()
+            .with_response_schema(true)
+            .with_json_object_schema(true)
     }
 
     /// vLLM's OpenAI-compatible server (`vllm serve MODEL`, base URL `http://HOST:8000/v1`):
@@ -158,14 +132,9 @@ impl Capabilities {
     /// # let _ = lm;
     /// ```
     pub fn vllm() -> Capabilities {
-        Capabilities {
-            function_calling: true,
-            response_schema: true,
-            json_object: true,
-            json_object_schema: false,
-            context_window: None,
-            parallel_requests: None,
-        }
+        Capabilities::default()
+            .with_function_calling(true)
+            .with_response_schema(true)
     }
 
     /// Ollama's OpenAI-compatible endpoint (base URL `http://localhost:11434/v1`): native tool
@@ -192,14 +161,9 @@ impl Capabilities {
     /// # let _ = lm;
     /// ```
     pub fn ollama() -> Capabilities {
-        Capabilities {
-            function_calling: true,
-            response_schema: true,
-            json_object: true,
-            json_object_schema: false,
-            context_window: None,
-            parallel_requests: None,
-        }
+        Capabilities::default()
+            .with_function_calling(true)
+            .with_response_schema(true)
     }
 
     /// OpenRouter (base URL `https://openrouter.ai/api/v1`, its key sent as the bearer token):
@@ -227,13 +191,8 @@ impl Capabilities {
     /// # let _ = lm;
     /// ```
     pub fn openrouter() -> Capabilities {
-        Capabilities {
-            function_calling: true,
-            response_schema: true,
-            json_object: true,
-            json_object_schema: false,
-            context_window: None,
-            parallel_requests: None,
-        }
+        Capabilities::default()
+            .with_function_calling(true)
+            .with_response_schema(true)
     }
 }

@@ -73,40 +73,36 @@ impl<L: Lm> ConstrainedToolCalls<L> {
         }
     }
 
-    /// The most calls one reply may hold (default: as many as the request offers tools, so each
-    /// tool can be called once per turn). Small models tend to repeat a call until the token
-    /// limit cuts the list off; the bound ends the list instead.
-    ///
-    /// ```
-    /// use signet::lm::ConstrainedToolCalls;
-    /// use signet::testing::ScriptedLm;
-    /// let lm = ConstrainedToolCalls::new(ScriptedLm::texts(["[]"])).max_calls(3);
-    /// # let _ = lm;
-    /// ```
-    pub fn max_calls(mut self, max_calls: usize) -> Self {
-        self.max_calls = Some(max_calls.max(1));
-        self
-    }
+    crate::shared::setters! {
+        /// The most calls one reply may hold (default: as many as the request offers tools, so each
+        /// tool can be called once per turn). Small models tend to repeat a call until the token
+        /// limit cuts the list off; the bound ends the list instead.
+        ///
+        /// ```
+        /// use signet::lm::ConstrainedToolCalls;
+        /// use signet::testing::ScriptedLm;
+        /// let lm = ConstrainedToolCalls::new(ScriptedLm::texts(["[]"])).max_calls(3);
+        /// # let _ = lm;
+        /// ```
+        fn max_calls(max_calls: usize) { max_calls = Some(max_calls.max(1)) }
 
-    /// When a reply may only be calls (`tool_choice` `required` or a named tool), sends `kwargs`
-    /// to the server's chat template as `chat_template_kwargs` (a request extension of llama.cpp's
-    /// and vLLM's servers), so that the template can open the assistant's turn as its examples of
-    /// calls open: a small model then continues a call the way its demos show one instead of
-    /// being forced into a different first token by the decoding schema. signet-local's template
-    /// opens the turn with `<tool_call>` when given `{"tool_call_only": true}`. Kwargs the request
-    /// already carries are kept.
-    ///
-    /// ```
-    /// use serde_json::json;
-    /// use signet::lm::ConstrainedToolCalls;
-    /// use signet::testing::ScriptedLm;
-    /// let lm = ConstrainedToolCalls::new(ScriptedLm::texts(["[]"]))
-    ///     .with_calls_only_template_kwargs(json!({"tool_call_only": true}));
-    /// # let _ = lm;
-    /// ```
-    pub fn with_calls_only_template_kwargs(mut self, kwargs: Value) -> Self {
-        self.calls_only_kwargs = Some(kwargs);
-        self
+        /// When a reply may only be calls (`tool_choice` `required` or a named tool), sends `kwargs`
+        /// to the server's chat template as `chat_template_kwargs` (a request extension of llama.cpp's
+        /// and vLLM's servers), so that the template can open the assistant's turn as its examples of
+        /// calls open: a small model then continues a call the way its demos show one instead of
+        /// being forced into a different first token by the decoding schema. signet-local's template
+        /// opens the turn with `<tool_call>` when given `{"tool_call_only": true}`. Kwargs the request
+        /// already carries are kept.
+        ///
+        /// ```
+        /// use serde_json::json;
+        /// use signet::lm::ConstrainedToolCalls;
+        /// use signet::testing::ScriptedLm;
+        /// let lm = ConstrainedToolCalls::new(ScriptedLm::texts(["[]"]))
+        ///     .with_calls_only_template_kwargs(json!({"tool_call_only": true}));
+        /// # let _ = lm;
+        /// ```
+        fn with_calls_only_template_kwargs(kwargs: Value) { calls_only_kwargs = Some(kwargs) }
     }
 
     /// The wrapped LM.

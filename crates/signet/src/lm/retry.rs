@@ -73,34 +73,21 @@ impl RetryPolicy {
         }
     }
 
-    /// How many times a call may be retried (attempts = retries + 1).
-    pub fn with_max_retries(mut self, max_retries: u32) -> Self {
-        self.max_retries = max_retries;
-        self
-    }
+    crate::shared::setters! {
+        /// How many times a call may be retried (attempts = retries + 1).
+        fn with_max_retries(max_retries: u32) { max_retries = max_retries }
 
-    /// The wait before the first retry (doubled for each further one).
-    pub fn with_initial_backoff(mut self, initial_backoff: Duration) -> Self {
-        self.initial_backoff = initial_backoff;
-        self
-    }
+        /// The wait before the first retry (doubled for each further one).
+        fn with_initial_backoff(initial_backoff: Duration) { initial_backoff = initial_backoff }
 
-    /// The longest wait computed by the backoff.
-    pub fn with_max_backoff(mut self, max_backoff: Duration) -> Self {
-        self.max_backoff = max_backoff;
-        self
-    }
+        /// The longest wait computed by the backoff.
+        fn with_max_backoff(max_backoff: Duration) { max_backoff = max_backoff }
 
-    /// The longest wait a server's `Retry-After` may impose; longer requests are cut to this.
-    pub fn with_max_retry_after(mut self, max_retry_after: Duration) -> Self {
-        self.max_retry_after = max_retry_after;
-        self
-    }
+        /// The longest wait a server's `Retry-After` may impose; longer requests are cut to this.
+        fn with_max_retry_after(max_retry_after: Duration) { max_retry_after = max_retry_after }
 
-    /// Whether backoff waits are randomised (on by default).
-    pub fn with_jitter(mut self, jitter: bool) -> Self {
-        self.jitter = jitter;
-        self
+        /// Whether backoff waits are randomised (on by default).
+        fn with_jitter(jitter: bool) { jitter = jitter }
     }
 
     /// How many times a call may be retried.

@@ -271,16 +271,12 @@ impl LmOptions {
         LmOptions::default()
     }
 
-    /// Sets the sampling temperature.
-    pub fn temperature(mut self, temperature: f32) -> Self {
-        self.temperature = Some(temperature);
-        self
-    }
+    crate::shared::setters! {
+        /// Sets the sampling temperature.
+        fn temperature(temperature: f32) { temperature = Some(temperature) }
 
-    /// Sets the upper bound on generated tokens.
-    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
-        self.max_tokens = Some(max_tokens);
-        self
+        /// Sets the upper bound on generated tokens.
+        fn max_tokens(max_tokens: u32) { max_tokens = Some(max_tokens) }
     }
 
     /// Adds a stop sequence.
@@ -289,46 +285,33 @@ impl LmOptions {
         self
     }
 
-    /// Sets the sampling seed.
-    pub fn seed(mut self, seed: i64) -> Self {
-        self.seed = Some(seed);
-        self
-    }
+    crate::shared::setters! {
+        /// Sets the sampling seed.
+        fn seed(seed: i64) { seed = Some(seed) }
 
-    /// Sets nucleus sampling.
-    pub fn top_p(mut self, top_p: f32) -> Self {
-        self.top_p = Some(top_p);
-        self
-    }
+        /// Sets nucleus sampling.
+        fn top_p(top_p: f32) { top_p = Some(top_p) }
 
-    /// Sets the frequency penalty: a small model that repeats a phrase until the token limit
-    /// repeats it less.
-    ///
-    /// ```
-    /// use signet::lm::LmOptions;
-    /// let options = LmOptions::new().frequency_penalty(0.5).presence_penalty(0.2);
-    /// assert_eq!(options.frequency_penalty, Some(0.5));
-    /// ```
-    pub fn frequency_penalty(mut self, penalty: f32) -> Self {
-        self.frequency_penalty = Some(penalty);
-        self
-    }
+        /// Sets the frequency penalty: a small model that repeats a phrase until the token limit
+        /// repeats it less.
+        ///
+        /// ```
+        /// use signet::lm::LmOptions;
+        /// let options = LmOptions::new().frequency_penalty(0.5).presence_penalty(0.2);
+        /// assert_eq!(options.frequency_penalty, Some(0.5));
+        /// ```
+        fn frequency_penalty(penalty: f32) { frequency_penalty = Some(penalty) }
 
-    /// Sets the presence penalty.
-    pub fn presence_penalty(mut self, penalty: f32) -> Self {
-        self.presence_penalty = Some(penalty);
-        self
-    }
+        /// Sets the presence penalty.
+        fn presence_penalty(penalty: f32) { presence_penalty = Some(penalty) }
 
-    /// Sets llama.cpp's repeat penalty (1.0 is off; 1.1 to 1.3 is usual).
-    ///
-    /// ```
-    /// use signet::lm::LmOptions;
-    /// assert_eq!(LmOptions::new().repeat_penalty(1.2).repeat_penalty, Some(1.2));
-    /// ```
-    pub fn repeat_penalty(mut self, penalty: f32) -> Self {
-        self.repeat_penalty = Some(penalty);
-        self
+        /// Sets llama.cpp's repeat penalty (1.0 is off; 1.1 to 1.3 is usual).
+        ///
+        /// ```
+        /// use signet::lm::LmOptions;
+        /// assert_eq!(LmOptions::new().repeat_penalty(1.2).repeat_penalty, Some(1.2));
+        /// ```
+        fn repeat_penalty(penalty: f32) { repeat_penalty = Some(penalty) }
     }
 }
 

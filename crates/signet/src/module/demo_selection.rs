@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::adapter::Fields;
 
 /// Picks the demos a predictor shows for one call
-/// ([`Predictor::with_demo_selector`](super::Predictor::with_demo_selector)).
+/// ([`DynPredict::with_demo_selector`](super::DynPredict::with_demo_selector)).
 ///
 /// ```
 /// use signet::adapter::Fields;

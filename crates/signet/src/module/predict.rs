@@ -1,5 +1,5 @@
 //! The typed modules: [`Predict`] and [`ChainOfThought`] over a `#[derive(Signature)]` struct,
-//! each a [`Predictor`] with typed inputs and outputs.
+//! each a [`DynPredict`] with typed inputs and outputs.
 
 use std::marker::PhantomData;
 
@@ -15,15 +15,16 @@ use super::react::approval::{Approval, ApprovalRequest, Decision};
 use super::react::limits::Limits;
 use super::react::suspend::RunOutcome;
 use super::react::typed::failed;
-use super::{CallConfig, Prediction, Predictor, SuspendedRun, forward_builders};
+use super::{CallConfig, DynPredict, Prediction, SuspendedRun};
 use crate::adapter::{Adapter, Fields};
 use crate::error::Error;
 use crate::lm::{Lm, LmOptions};
+use crate::shared::forward_builders;
 use crate::signature::{DynSignature, Field, Signature};
 
 /// A typed predictor for the signature `S`: `S::Input` in, `S::Output` out.
 pub struct Predict<S: Signature> {
-    pub(super) inner: Predictor,
+    pub(super) inner: DynPredict,
     _signature: PhantomData<fn() -> S>,
 }
 
@@ -64,33 +65,33 @@ impl<S: Signature> Predict<S> {
     /// A predictor for `S`.
     pub fn new() -> Self {
         Predict {
-            inner: Predictor::new(S::signature().clone()),
+            inner: DynPredict::new(S::signature().clone()),
             _signature: PhantomData,
         }
     }
 
     forward_builders! {
         inner;
-        /// Uses `lm` for every call (see [`Predictor::with_lm`]).
+        /// Uses `lm` for every call (see [`DynPredict::with_lm`]).
         fn with_lm(lm: impl Lm + 'static);
         /// Uses `adapter` for every call.
         fn with_adapter(adapter: impl Adapter + 'static);
         /// Sampling options (temperature, length limit, ..) sent with every call.
         fn with_options(options: LmOptions);
-        /// Offers `tool` to the model through native function calling (see [`Predictor::tool`]).
+        /// Offers `tool` to the model through native function calling (see [`DynPredict::tool`]).
         fn tool(tool: impl crate::Tool + 'static);
-        /// Offers `tools` too (see [`Predictor::tool`]).
+        /// Offers `tools` too (see [`DynPredict::tool`]).
         fn tools(tools: impl IntoIterator<Item = impl crate::Tool + 'static>);
-        /// The most tool-call rounds before the call fails (see [`Predictor::with_max_tool_turns`]).
+        /// The most tool-call rounds before the call fails (see [`DynPredict::with_max_tool_turns`]).
         fn with_max_tool_turns(turns: usize);
-        /// Tool call time limit, output size and concurrency (see [`Predictor::with_tool_limits`]).
+        /// Tool call time limit, output size and concurrency (see [`DynPredict::with_tool_limits`]).
         fn with_tool_limits(limits: Limits);
-        /// Seals suspended calls and resumes only sealed ones (see [`Predictor::with_state_key`]).
+        /// Seals suspended calls and resumes only sealed ones (see [`DynPredict::with_state_key`]).
         fn with_state_key(key: impl AsRef<[u8]>);
     }
 
     /// Asks `approver` before running a `#[tool(confirm)]` tool; without one such tools are never
-    /// run (see [`Predictor::with_approver`]).
+    /// run (see [`DynPredict::with_approver`]).
     pub fn with_approver<F, Fut>(mut self, approver: F) -> Self
     where
         F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
@@ -107,12 +108,12 @@ impl<S: Signature> Predict<S> {
     }
 
     /// The untyped predictor inside (signature, demos, state).
-    pub fn predictor(&self) -> &Predictor {
+    pub fn predictor(&self) -> &DynPredict {
         &self.inner
     }
 
     /// Mutable access to the untyped predictor (to load a saved state).
-    pub fn predictor_mut(&mut self) -> &mut Predictor {
+    pub fn predictor_mut(&mut self) -> &mut DynPredict {
         &mut self.inner
     }
 
@@ -141,7 +142,7 @@ impl<S: Signature> Predict<S> {
 
     /// Runs the signature on `input`, yielding the call's events as they happen: its tool calls,
     /// the answer as it is written, then [`ReActEvent::Done`] with the typed output (see
-    /// [`Predictor::stream`]). Dropping the stream cancels the call.
+    /// [`DynPredict::stream`]). Dropping the stream cancels the call.
     pub fn stream(&self, input: S::Input) -> BoxStream<'_, ReActEvent<S::Output>> {
         match to_fields(&input) {
             Ok(inputs) => self
@@ -155,7 +156,7 @@ impl<S: Signature> Predict<S> {
 
     /// With tools: runs the signature on `input`, suspending where a person is needed (a
     /// `#[tool(confirm)]` tool with no approver, a tool that returns
-    /// [`ToolError::NeedsInput`](crate::ToolError::NeedsInput)); see [`Predictor::start`].
+    /// [`ToolError::NeedsInput`](crate::ToolError::NeedsInput)); see [`DynPredict::start`].
     pub async fn start(&self, input: S::Input) -> Result<RunOutcome<S::Output>, Error> {
         let inputs = to_fields(&input)?;
         let outcome = self.inner.start(&inputs, &CallConfig::default()).await?;
@@ -163,7 +164,7 @@ impl<S: Signature> Predict<S> {
     }
 
     /// Goes on with a suspended call, a [`Decision`] per pending call id (see
-    /// [`Predictor::resume`]).
+    /// [`DynPredict::resume`]).
     pub async fn resume(
         &self,
         state: SuspendedRun,
@@ -200,7 +201,7 @@ pub struct Reasoned<T> {
 
 /// DSPy's `ChainOfThought`: `Predict` with a `reasoning` output before the signature's outputs.
 pub struct ChainOfThought<S: Signature> {
-    pub(super) inner: Predictor,
+    pub(super) inner: DynPredict,
     _signature: PhantomData<fn() -> S>,
 }
 
@@ -221,14 +222,14 @@ impl<S: Signature> ChainOfThought<S> {
     /// A chain-of-thought predictor for `S`.
     pub fn new() -> Self {
         ChainOfThought {
-            inner: Predictor::new(with_reasoning(S::signature())),
+            inner: DynPredict::new(with_reasoning(S::signature())),
             _signature: PhantomData,
         }
     }
 
     forward_builders! {
         inner;
-        /// Uses `lm` for every call (see [`Predictor::with_lm`]).
+        /// Uses `lm` for every call (see [`DynPredict::with_lm`]).
         fn with_lm(lm: impl Lm + 'static);
         /// Uses `adapter` for every call.
         fn with_adapter(adapter: impl Adapter + 'static);
@@ -244,7 +245,7 @@ impl<S: Signature> ChainOfThought<S> {
     }
 
     /// The untyped predictor inside.
-    pub fn predictor(&self) -> &Predictor {
+    pub fn predictor(&self) -> &DynPredict {
         &self.inner
     }
 

@@ -16,12 +16,12 @@ use super::react::{
     RunOutcome, Step, SuspendedRun, Trajectory,
 };
 use super::tool_runner::ToolRunner;
-use super::{CallConfig, Error, Prediction, Predictor, Resolved};
+use super::{CallConfig, DynPredict, Error, Prediction, Resolved};
 use crate::adapter::{Adapter, AdapterName, Fields};
 use crate::lm::{Completion, ToolChoice, Usage};
 use crate::tool::Tool;
 
-impl Predictor {
+impl DynPredict {
     /// Offers `tool` to the model through native function calling: each reply's tool calls run
     /// concurrently and their results go back as `tool` messages, until the model answers in the
     /// adapter's format (at most [`with_max_tool_turns`](Self::with_max_tool_turns) rounds). The
@@ -56,31 +56,29 @@ impl Predictor {
         self
     }
 
-    /// The limits on tool calls, as in ReAct: `tool_timeout` (default 60 s),
-    /// `max_observation_chars`, `max_kept_observation_bytes`, `max_concurrent_tools` and
-    /// `max_tool_calls_per_turn` apply; the others are ReAct's.
-    pub fn with_tool_limits(mut self, limits: Limits) -> Self {
-        self.tool_limits = limits;
-        self
-    }
+    crate::shared::setters! {
+        /// The limits on tool calls, as in ReAct: `tool_timeout` (default 60 s),
+        /// `max_observation_chars`, `max_kept_observation_bytes`, `max_concurrent_tools` and
+        /// `max_tool_calls_per_turn` apply; the others are ReAct's.
+        fn with_tool_limits(limits: Limits) { tool_limits = limits }
 
-    /// Seals every state a call suspends with `key` (an HMAC-SHA256, [`SuspendedRun::seal`]),
-    /// and resumes only states sealed with it, as
-    /// [`ReActCore::with_state_key`](super::ReActCore::with_state_key) does: a state without a
-    /// seal is [`ResumeError::Unsealed`](super::ResumeError::Unsealed), one changed since it was sealed
-    /// [`ResumeError::BadSeal`](super::ResumeError::BadSeal). Use a long random key from the service's secrets; it is not
-    /// part of the [fingerprint](Self::fingerprint).
-    ///
-    /// ```
-    /// use signet::module::Predictor;
-    /// use signet::signature::DynSignature;
-    ///
-    /// let signature = DynSignature::parse("question -> answer").unwrap();
-    /// let predictor = Predictor::new(signature).with_state_key(b"a long random key");
-    /// ```
-    pub fn with_state_key(mut self, key: impl AsRef<[u8]>) -> Self {
-        self.state_key = Some(std::sync::Arc::from(key.as_ref()));
-        self
+        /// Seals every state a call suspends with `key` (an HMAC-SHA256, [`SuspendedRun::seal`]),
+        /// and resumes only states sealed with it, as
+        /// [`DynReAct::with_state_key`](super::DynReAct::with_state_key) does: a state without a
+        /// seal is [`ResumeError::Unsealed`](super::ResumeError::Unsealed), one changed since it was sealed
+        /// [`ResumeError::BadSeal`](super::ResumeError::BadSeal). Use a long random key from the service's secrets; it is not
+        /// part of the [fingerprint](Self::fingerprint).
+        ///
+        /// ```
+        /// use signet::module::DynPredict;
+        /// use signet::signature::DynSignature;
+        ///
+        /// let signature = DynSignature::parse("question -> answer").unwrap();
+        /// let predictor = DynPredict::new(signature).with_state_key(b"a long random key");
+        /// ```
+        fn with_state_key(key: impl AsRef<[u8]>) {
+            state_key = Some(std::sync::Arc::from(key.as_ref()))
+        }
     }
 
     pub(super) async fn forward_with_tools(
@@ -102,7 +100,7 @@ impl Predictor {
     /// Calls the predictor with its tools, suspending where a person is needed: at a
     /// `#[tool(confirm)]` tool when no [approver](Self::with_approver) is set, and at a tool that
     /// returns [`ToolError::NeedsInput`](crate::ToolError::NeedsInput) — as
-    /// [`ReActCore::start`](super::ReActCore::start) does, with the same [`SuspendedRun`]. The
+    /// [`DynReAct::start`](super::DynReAct::start) does, with the same [`SuspendedRun`]. The
     /// calls of the reply that need no one run first; [`resume`](Self::resume) carries out the
     /// decisions and goes on.
     pub async fn start(
@@ -158,11 +156,11 @@ impl Predictor {
     ///
     /// ```no_run
     /// use futures::StreamExt;
-    /// use signet::module::{CallConfig, Predictor, ReActEvent};
+    /// use signet::module::{CallConfig, DynPredict, ReActEvent};
     /// use signet::signature::DynSignature;
     ///
     /// # async fn show(inputs: signet::adapter::Fields) {
-    /// let predictor = Predictor::new(DynSignature::parse("question -> answer").unwrap());
+    /// let predictor = DynPredict::new(DynSignature::parse("question -> answer").unwrap());
     /// let mut events = predictor.stream(inputs, CallConfig::default());
     /// while let Some(event) = events.next().await {
     ///     if let ReActEvent::AnswerDelta { text, .. } = event {
@@ -295,7 +293,7 @@ fn finished_run(prediction: Prediction, trajectory: Trajectory) -> ReActRun {
 /// The turns of `Predict` with tools: the signature's messages with its demos, then each turn's
 /// tool calls and results as messages; a reply without tool calls is the answer.
 struct PredictTurns<'a> {
-    predictor: &'a Predictor,
+    predictor: &'a DynPredict,
     chat: NativeChat,
     /// The reply that answered, and the adapter that read it.
     answered: Option<(Completion, AdapterName)>,

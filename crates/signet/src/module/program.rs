@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::saved::tool_component;
 use super::{
-    ChainOfThought, Predict, Predictor, ReAct, ReActCore, ReActError, Reasoned, UnknownTool,
+    ChainOfThought, DynPredict, DynReAct, Predict, ReAct, ReActError, Reasoned, react::UnknownTool,
 };
 use crate::adapter::Fields;
 use crate::signature::Signature;
@@ -31,21 +31,21 @@ use crate::signature::Signature;
 /// ```
 pub trait Predictors {
     /// Each predictor with its path, in a stable order.
-    fn named_predictors(&self) -> Vec<(String, &Predictor)>;
+    fn named_predictors(&self) -> Vec<(String, &DynPredict)>;
 
     /// Each predictor with its path, to change.
-    fn named_predictors_mut(&mut self) -> Vec<(String, &mut Predictor)>;
+    fn named_predictors_mut(&mut self) -> Vec<(String, &mut DynPredict)>;
 
     /// Each ReAct loop inside the program with its path (`self` for a lone ReAct, the field's
     /// path otherwise): how saved programs and optimizers reach the tool descriptions a loop
     /// shows the model ([`named_tool_descriptions`](Self::named_tool_descriptions)). None by
     /// default; `#[derive(Module)]` walks its fields.
-    fn named_react_loops(&self) -> Vec<(String, &ReActCore)> {
+    fn named_react_loops(&self) -> Vec<(String, &DynReAct)> {
         Vec::new()
     }
 
     /// Each ReAct loop inside the program with its path, to change.
-    fn named_react_loops_mut(&mut self) -> Vec<(String, &mut ReActCore)> {
+    fn named_react_loops_mut(&mut self) -> Vec<(String, &mut DynReAct)> {
         Vec::new()
     }
 
@@ -86,7 +86,7 @@ pub trait Predictors {
 
     /// Sets the description of the tool named `name` (a name from
     /// [`named_tool_descriptions`](Self::named_tool_descriptions); see
-    /// [`ReActCore::set_tool_description`]).
+    /// [`DynReAct::set_tool_description`]).
     fn set_named_tool_description(
         &mut self,
         name: &str,
@@ -263,22 +263,22 @@ pub fn join_path(prefix: &str, sub: String) -> String {
     }
 }
 
-impl Predictors for Predictor {
-    fn named_predictors(&self) -> Vec<(String, &Predictor)> {
+impl Predictors for DynPredict {
+    fn named_predictors(&self) -> Vec<(String, &DynPredict)> {
         vec![("self".to_owned(), self)]
     }
 
-    fn named_predictors_mut(&mut self) -> Vec<(String, &mut Predictor)> {
+    fn named_predictors_mut(&mut self) -> Vec<(String, &mut DynPredict)> {
         vec![("self".to_owned(), self)]
     }
 }
 
 impl<S: Signature> Predictors for Predict<S> {
-    fn named_predictors(&self) -> Vec<(String, &Predictor)> {
+    fn named_predictors(&self) -> Vec<(String, &DynPredict)> {
         vec![("self".to_owned(), &self.inner)]
     }
 
-    fn named_predictors_mut(&mut self) -> Vec<(String, &mut Predictor)> {
+    fn named_predictors_mut(&mut self) -> Vec<(String, &mut DynPredict)> {
         vec![("self".to_owned(), &mut self.inner)]
     }
 }
@@ -297,11 +297,11 @@ impl<S: Signature> Module for Predict<S> {
 }
 
 impl<S: Signature> Predictors for ChainOfThought<S> {
-    fn named_predictors(&self) -> Vec<(String, &Predictor)> {
+    fn named_predictors(&self) -> Vec<(String, &DynPredict)> {
         vec![("predict".to_owned(), &self.inner)]
     }
 
-    fn named_predictors_mut(&mut self) -> Vec<(String, &mut Predictor)> {
+    fn named_predictors_mut(&mut self) -> Vec<(String, &mut DynPredict)> {
         vec![("predict".to_owned(), &mut self.inner)]
     }
 }
@@ -319,44 +319,44 @@ impl<S: Signature> Module for ChainOfThought<S> {
     }
 }
 
-impl Predictors for ReActCore {
-    fn named_predictors(&self) -> Vec<(String, &Predictor)> {
+impl Predictors for DynReAct {
+    fn named_predictors(&self) -> Vec<(String, &DynPredict)> {
         vec![
             ("react".to_owned(), &self.step),
             ("extract.predict".to_owned(), &self.extract),
         ]
     }
 
-    fn named_predictors_mut(&mut self) -> Vec<(String, &mut Predictor)> {
+    fn named_predictors_mut(&mut self) -> Vec<(String, &mut DynPredict)> {
         vec![
             ("react".to_owned(), &mut self.step),
             ("extract.predict".to_owned(), &mut self.extract),
         ]
     }
 
-    fn named_react_loops(&self) -> Vec<(String, &ReActCore)> {
+    fn named_react_loops(&self) -> Vec<(String, &DynReAct)> {
         vec![("self".to_owned(), self)]
     }
 
-    fn named_react_loops_mut(&mut self) -> Vec<(String, &mut ReActCore)> {
+    fn named_react_loops_mut(&mut self) -> Vec<(String, &mut DynReAct)> {
         vec![("self".to_owned(), self)]
     }
 }
 
 impl<S: Signature> Predictors for ReAct<S> {
-    fn named_predictors(&self) -> Vec<(String, &Predictor)> {
+    fn named_predictors(&self) -> Vec<(String, &DynPredict)> {
         self.core.named_predictors()
     }
 
-    fn named_predictors_mut(&mut self) -> Vec<(String, &mut Predictor)> {
+    fn named_predictors_mut(&mut self) -> Vec<(String, &mut DynPredict)> {
         self.core.named_predictors_mut()
     }
 
-    fn named_react_loops(&self) -> Vec<(String, &ReActCore)> {
+    fn named_react_loops(&self) -> Vec<(String, &DynReAct)> {
         self.core.named_react_loops()
     }
 
-    fn named_react_loops_mut(&mut self) -> Vec<(String, &mut ReActCore)> {
+    fn named_react_loops_mut(&mut self) -> Vec<(String, &mut DynReAct)> {
         self.core.named_react_loops_mut()
     }
 }
@@ -384,24 +384,24 @@ impl<S: Signature> Module for ReAct<S> {
 
 /// Predictors of a module held in an `Option`: the module's, when there is one.
 impl<M: Predictors> Predictors for Option<M> {
-    fn named_predictors(&self) -> Vec<(String, &Predictor)> {
+    fn named_predictors(&self) -> Vec<(String, &DynPredict)> {
         self.as_ref()
             .map(Predictors::named_predictors)
             .unwrap_or_default()
     }
 
-    fn named_predictors_mut(&mut self) -> Vec<(String, &mut Predictor)> {
+    fn named_predictors_mut(&mut self) -> Vec<(String, &mut DynPredict)> {
         self.as_mut()
             .map(Predictors::named_predictors_mut)
             .unwrap_or_default()
     }
-    fn named_react_loops(&self) -> Vec<(String, &ReActCore)> {
+    fn named_react_loops(&self) -> Vec<(String, &DynReAct)> {
         self.as_ref()
             .map(Predictors::named_react_loops)
             .unwrap_or_default()
     }
 
-    fn named_react_loops_mut(&mut self) -> Vec<(String, &mut ReActCore)> {
+    fn named_react_loops_mut(&mut self) -> Vec<(String, &mut DynReAct)> {
         self.as_mut()
             .map(Predictors::named_react_loops_mut)
             .unwrap_or_default()
@@ -410,27 +410,27 @@ impl<M: Predictors> Predictors for Option<M> {
 
 /// Predictors of modules in a list: `[0]`, `[1].predict`, ...
 impl<M: Predictors> Predictors for Vec<M> {
-    fn named_predictors(&self) -> Vec<(String, &Predictor)> {
+    fn named_predictors(&self) -> Vec<(String, &DynPredict)> {
         self.iter()
             .enumerate()
             .flat_map(|(i, m)| prefixed(format!("[{i}]"), m.named_predictors()))
             .collect()
     }
 
-    fn named_predictors_mut(&mut self) -> Vec<(String, &mut Predictor)> {
+    fn named_predictors_mut(&mut self) -> Vec<(String, &mut DynPredict)> {
         self.iter_mut()
             .enumerate()
             .flat_map(|(i, m)| prefixed(format!("[{i}]"), m.named_predictors_mut()))
             .collect()
     }
-    fn named_react_loops(&self) -> Vec<(String, &ReActCore)> {
+    fn named_react_loops(&self) -> Vec<(String, &DynReAct)> {
         self.iter()
             .enumerate()
             .flat_map(|(i, m)| prefixed(format!("[{i}]"), m.named_react_loops()))
             .collect()
     }
 
-    fn named_react_loops_mut(&mut self) -> Vec<(String, &mut ReActCore)> {
+    fn named_react_loops_mut(&mut self) -> Vec<(String, &mut DynReAct)> {
         self.iter_mut()
             .enumerate()
             .flat_map(|(i, m)| prefixed(format!("[{i}]"), m.named_react_loops_mut()))
@@ -440,24 +440,24 @@ impl<M: Predictors> Predictors for Vec<M> {
 
 /// Predictors of modules in a map, in key order: `['fr']`, `['fr'].predict`, ...
 impl<M: Predictors> Predictors for std::collections::BTreeMap<String, M> {
-    fn named_predictors(&self) -> Vec<(String, &Predictor)> {
+    fn named_predictors(&self) -> Vec<(String, &DynPredict)> {
         self.iter()
             .flat_map(|(k, m)| prefixed(format!("['{k}']"), m.named_predictors()))
             .collect()
     }
 
-    fn named_predictors_mut(&mut self) -> Vec<(String, &mut Predictor)> {
+    fn named_predictors_mut(&mut self) -> Vec<(String, &mut DynPredict)> {
         self.iter_mut()
             .flat_map(|(k, m)| prefixed(format!("['{k}']"), m.named_predictors_mut()))
             .collect()
     }
-    fn named_react_loops(&self) -> Vec<(String, &ReActCore)> {
+    fn named_react_loops(&self) -> Vec<(String, &DynReAct)> {
         self.iter()
             .flat_map(|(k, m)| prefixed(format!("['{k}']"), m.named_react_loops()))
             .collect()
     }
 
-    fn named_react_loops_mut(&mut self) -> Vec<(String, &mut ReActCore)> {
+    fn named_react_loops_mut(&mut self) -> Vec<(String, &mut DynReAct)> {
         self.iter_mut()
             .flat_map(|(k, m)| prefixed(format!("['{k}']"), m.named_react_loops_mut()))
             .collect()

@@ -10,6 +10,23 @@
 //! `Predict` with tools run in one loop (`driver.rs`): each is a protocol that says how the model
 //! is asked for a turn and how the turn is recorded, while the loop owns limits, follow-up
 //! messages, concurrent tool calls, approvals, events, the journal and suspend/resume.
+//!
+//! Every ReAct name is here. [`signet::module`](crate::module) re-exports the entry points
+//! ([`ReAct`], [`DynReAct`], their outputs, errors, events and [`ReActMode`]) and the vocabulary
+//! `Predict` with tools shares (approvals, [`Limits`], suspension, the [`Trajectory`]); the
+//! truncation policies, the reserved tool names ([`FINISH`], [`SUBMIT`], [`TOOL_TURNS`]), a
+//! suspended run's parts and the stop reasons are used from here:
+//!
+//! ```
+//! use signet::module::{DynReAct, Limits};
+//! use signet::module::react::{FINISH, SlidingWindow};
+//!
+//! let agent = DynReAct::new("question -> answer".parse().unwrap())
+//!     .with_limits(Limits::default())
+//!     .with_truncation(SlidingWindow(4));
+//! assert_eq!(FINISH, "finish");
+//! # let _ = agent;
+//! ```
 
 pub(super) mod answer_stream;
 pub(super) mod approval;
@@ -50,7 +67,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::{CallConfig, Error, Predictor};
+use super::{CallConfig, DynPredict, Error};
 use crate::adapter::{Adapter, Fields};
 use crate::lm::{Lm, LmError, LmOptions, Usage};
 use crate::signature::DynSignature;
@@ -97,14 +114,14 @@ pub enum ReActMode {
 
 /// The untyped ReAct loop over a run-time signature.
 #[derive(Clone)]
-pub struct ReActCore {
+pub struct DynReAct {
     signature: DynSignature,
     /// The tools as the model is shown them (see [`set_tool_description`](Self::set_tool_description)).
     tools: Vec<Arc<dyn Tool>>,
     /// The same tools with their own descriptions.
     own_tools: Vec<Arc<dyn Tool>>,
-    pub(in crate::module) step: Predictor,
-    pub(in crate::module) extract: Predictor,
+    pub(in crate::module) step: DynPredict,
+    pub(in crate::module) extract: DynPredict,
     limits: Limits,
     truncation: Arc<dyn TruncationPolicy>,
     mode: ReActMode,
@@ -118,10 +135,10 @@ pub struct ReActCore {
     state_key: Option<Arc<[u8]>>,
 }
 
-impl std::fmt::Debug for ReActCore {
+impl std::fmt::Debug for DynReAct {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let tools: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
-        f.debug_struct("ReActCore")
+        f.debug_struct("DynReAct")
             .field("signature", &self.signature.name())
             .field("tools", &tools)
             .field("limits", &self.limits)
@@ -130,9 +147,9 @@ impl std::fmt::Debug for ReActCore {
     }
 }
 
-impl ReActCore {
+impl DynReAct {
     /// The step predictor (its signature holds DSPy's ReAct instructions).
-    pub fn step_predictor(&self) -> &Predictor {
+    pub fn step_predictor(&self) -> &DynPredict {
         &self.step
     }
 
@@ -475,7 +492,7 @@ impl ReActCore {
     /// reports the context window exceeded.
     async fn call_with_truncation(
         &self,
-        predictor: &Predictor,
+        predictor: &DynPredict,
         resolved: &super::Resolved,
         inputs: &Fields,
         trajectory: &mut Trajectory,

@@ -25,7 +25,7 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::Predictor;
+use super::DynPredict;
 use crate::adapter::Fields;
 
 /// Why a saved program could not be read, written or applied. Nothing is changed when loading
@@ -109,13 +109,13 @@ const DEPENDENCY_VERSIONS: [(&str, &str); 3] = [
 /// (and keys) somewhere the file chooses.
 const UNSAFE_LM_KEYS: [&str; 3] = ["api_base", "base_url", "model_list"];
 
-impl Predictor {
+impl DynPredict {
     /// This predictor's state in DSPy's format (`traces`, `train`, `demos`, `signature`,
     /// `fields` when the file had per-field decisions, `lm`).
     ///
     /// ```
-    /// use signet::module::Predictor;
-    /// let mut qa = Predictor::new("question -> answer".parse().unwrap());
+    /// use signet::module::DynPredict;
+    /// let mut qa = DynPredict::new("question -> answer".parse().unwrap());
     /// qa.set_instructions("Answer in one word.");
     /// let state = qa.state();
     /// assert_eq!(state["signature"]["instructions"], "Answer in one word.");
@@ -292,7 +292,7 @@ impl PredictorState {
         })
     }
 
-    fn apply(self, predictor: &mut Predictor) {
+    fn apply(self, predictor: &mut DynPredict) {
         let count = predictor.signature.fields().count();
         if count != self.fields.len() {
             tracing::warn!(

@@ -74,57 +74,35 @@ impl<M> BootstrapFewShot<M> {
         }
     }
 
-    /// How progress is shown: a bar on a terminal, otherwise a line every tenth of the
-    /// training set (see [`Progress`]).
-    pub fn with_progress(mut self, progress: Progress) -> Self {
-        self.progress = progress;
-        self
-    }
+    crate::shared::setters! {
+        /// How progress is shown: a bar on a terminal, otherwise a line every tenth of the
+        /// training set (see [`Progress`]).
+        fn with_progress(progress: Progress) { progress = progress }
 
-    /// Accepts a run when its score is at least `threshold`.
-    pub fn with_threshold(mut self, threshold: f64) -> Self {
-        self.threshold = Some(threshold);
-        self
-    }
+        /// Accepts a run when its score is at least `threshold`.
+        fn with_threshold(threshold: f64) { threshold = Some(threshold) }
 
-    /// How many bootstrapped demos each predictor gets at most (and how many examples must
-    /// succeed before the bootstrap stops).
-    pub fn with_max_bootstrapped_demos(mut self, n: usize) -> Self {
-        self.max_bootstrapped_demos = n;
-        self
-    }
+        /// How many bootstrapped demos each predictor gets at most (and how many examples must
+        /// succeed before the bootstrap stops).
+        fn with_max_bootstrapped_demos(n: usize) { max_bootstrapped_demos = n }
 
-    /// How many demos each predictor gets at most, bootstrapped and labeled together; also the
-    /// number of labeled demos the default teacher has.
-    pub fn with_max_labeled_demos(mut self, n: usize) -> Self {
-        self.max_labeled_demos = n;
-        self
-    }
+        /// How many demos each predictor gets at most, bootstrapped and labeled together; also the
+        /// number of labeled demos the default teacher has.
+        fn with_max_labeled_demos(n: usize) { max_labeled_demos = n }
 
-    /// How many times an example is tried before moving on. Rounds after the first sample at
-    /// temperature 1.0 with the round as the seed (new requests, not cache hits).
-    pub fn with_max_rounds(mut self, n: usize) -> Self {
-        self.max_rounds = n.max(1);
-        self
-    }
+        /// How many times an example is tried before moving on. Rounds after the first sample at
+        /// temperature 1.0 with the round as the seed (new requests, not cache hits).
+        fn with_max_rounds(n: usize) { max_rounds = n.max(1) }
 
-    /// Fails with [`OptimizeError::TooManyErrors`] once this many runs have failed.
-    pub fn with_max_errors(mut self, n: usize) -> Self {
-        self.max_errors = n.max(1);
-        self
-    }
+        /// Fails with [`OptimizeError::TooManyErrors`] once this many runs have failed.
+        fn with_max_errors(n: usize) { max_errors = n.max(1) }
 
-    /// How many examples run at once.
-    pub fn with_concurrency(mut self, n: usize) -> Self {
-        self.concurrency = n.max(1);
-        self
-    }
+        /// How many examples run at once.
+        fn with_concurrency(n: usize) { concurrency = n.max(1) }
 
-    /// Runs the teacher with `lm` (DSPy's `teacher_settings={"lm": ..}`): a stronger model writes
-    /// the demos the student learns from.
-    pub fn with_teacher_lm(mut self, lm: impl Lm + 'static) -> Self {
-        self.teacher_lm = Some(crate::lm::shared(lm));
-        self
+        /// Runs the teacher with `lm` (DSPy's `teacher_settings={"lm": ..}`): a stronger model writes
+        /// the demos the student learns from.
+        fn with_teacher_lm(lm: impl Lm + 'static) { teacher_lm = Some(crate::lm::shared(lm)) }
     }
 
     /// Bootstraps demos for `student` from `trainset`, with a copy of the student as teacher.

@@ -13,15 +13,15 @@ use crate::module::{NearestDemos, Predictors};
 /// teacher runs at inference time; here the pool is fixed when compiling, so a call costs what an
 /// uncompiled one does. To pool bootstrapped demos instead of labeled ones, compile with
 /// [`BootstrapFewShot`](super::BootstrapFewShot) first and give its predictors a
-/// [`NearestDemos`] selector ([`Predictor::set_demo_selector`](crate::module::Predictor::set_demo_selector)).
+/// [`NearestDemos`] selector ([`DynPredict::set_demo_selector`](crate::module::DynPredict::set_demo_selector)).
 ///
 /// ```
 /// use serde_json::json;
 /// use signet::data::Example;
-/// use signet::module::Predictor;
+/// use signet::module::DynPredict;
 /// use signet::optimize::KnnFewShot;
 ///
-/// let qa = Predictor::new("question -> answer".parse().unwrap());
+/// let qa = DynPredict::new("question -> answer".parse().unwrap());
 /// let train: Vec<Example> = [("Capital of France?", "Paris"), ("2 + 2?", "4"), ("Capital of Peru?", "Lima")]
 ///     .iter()
 ///     .map(|(q, a)| Example::new(json!({"question": q, "answer": a})).with_inputs(["question"]))

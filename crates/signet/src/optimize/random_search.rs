@@ -79,22 +79,17 @@ impl<M> BootstrapFewShotWithRandomSearch<M> {
         }
     }
 
-    /// How many shuffled candidates (seeds `0..n`) besides the three fixed ones.
-    pub fn with_candidates(mut self, n: usize) -> Self {
-        self.candidates = n;
-        self
-    }
+    crate::shared::setters! {
+        /// How many shuffled candidates (seeds `0..n`) besides the three fixed ones.
+        fn with_candidates(n: usize) { candidates = n }
 
-    /// Stops once a candidate scores at least `score` (percent).
-    pub fn with_stop_at_score(mut self, score: f64) -> Self {
-        self.stop_at_score = Some(score);
-        self
-    }
+        /// Stops once a candidate scores at least `score` (percent).
+        fn with_stop_at_score(score: f64) { stop_at_score = Some(score) }
 
-    /// Evaluates only the candidates with these seeds.
-    pub fn with_restrict(mut self, seeds: impl IntoIterator<Item = i64>) -> Self {
-        self.restrict = Some(seeds.into_iter().collect());
-        self
+        /// Evaluates only the candidates with these seeds.
+        fn with_restrict(seeds: impl IntoIterator<Item = i64>) {
+            restrict = Some(seeds.into_iter().collect())
+        }
     }
 
     /// Seed `-2` takes the first labeled examples instead of a seeded sample.
@@ -103,47 +98,30 @@ impl<M> BootstrapFewShotWithRandomSearch<M> {
         self
     }
 
-    /// The bootstraps' accept threshold (see [`BootstrapFewShot::with_threshold`]).
-    pub fn with_threshold(mut self, threshold: f64) -> Self {
-        self.bootstrap = self.bootstrap.with_threshold(threshold);
-        self
-    }
+    crate::shared::forward_builders! {
+        bootstrap;
 
-    /// Up to `n` bootstrapped demos per predictor; each shuffled candidate draws its own number
-    /// from 1 to `n`.
-    pub fn with_max_bootstrapped_demos(mut self, n: usize) -> Self {
-        self.bootstrap = self.bootstrap.with_max_bootstrapped_demos(n);
-        self
-    }
+        /// The bootstraps' accept threshold (see [`BootstrapFewShot::with_threshold`]).
+        fn with_threshold(threshold: f64);
 
-    /// Up to `n` demos per predictor in all (see [`BootstrapFewShot::with_max_labeled_demos`]).
-    pub fn with_max_labeled_demos(mut self, n: usize) -> Self {
-        self.bootstrap = self.bootstrap.with_max_labeled_demos(n);
-        self
-    }
+        /// Up to `n` bootstrapped demos per predictor; each shuffled candidate draws its own number
+        /// from 1 to `n`.
+        fn with_max_bootstrapped_demos(n: usize);
 
-    /// Tries per example (see [`BootstrapFewShot::with_max_rounds`]).
-    pub fn with_max_rounds(mut self, n: usize) -> Self {
-        self.bootstrap = self.bootstrap.with_max_rounds(n);
-        self
-    }
+        /// Up to `n` demos per predictor in all (see [`BootstrapFewShot::with_max_labeled_demos`]).
+        fn with_max_labeled_demos(n: usize);
 
-    /// Failed runs allowed per bootstrap and per evaluation.
-    pub fn with_max_errors(mut self, n: usize) -> Self {
-        self.bootstrap = self.bootstrap.with_max_errors(n);
-        self
-    }
+        /// Tries per example (see [`BootstrapFewShot::with_max_rounds`]).
+        fn with_max_rounds(n: usize);
 
-    /// Runs at once, in bootstraps and evaluations.
-    pub fn with_concurrency(mut self, n: usize) -> Self {
-        self.bootstrap = self.bootstrap.with_concurrency(n);
-        self
-    }
+        /// Failed runs allowed per bootstrap and per evaluation.
+        fn with_max_errors(n: usize);
 
-    /// The teachers' LM (see [`BootstrapFewShot::with_teacher_lm`]).
-    pub fn with_teacher_lm(mut self, lm: impl Lm + 'static) -> Self {
-        self.bootstrap = self.bootstrap.with_teacher_lm(lm);
-        self
+        /// Runs at once, in bootstraps and evaluations.
+        fn with_concurrency(n: usize);
+
+        /// The teachers' LM (see [`BootstrapFewShot::with_teacher_lm`]).
+        fn with_teacher_lm(lm: impl Lm + 'static);
     }
 
     /// How each bootstrap and evaluation shows progress.

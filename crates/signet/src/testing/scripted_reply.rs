@@ -139,7 +139,7 @@ impl ScriptedReply {
                 true,
             ) => call(request, name, args, thought),
             (ScriptedReply::Finish { outputs, thought }, true) => {
-                call(request, crate::module::FINISH, outputs, thought)
+                call(request, crate::module::react::FINISH, outputs, thought)
             }
             (
                 ScriptedReply::Tool {
@@ -154,7 +154,7 @@ impl ScriptedReply {
             ),
             (ScriptedReply::Finish { outputs, thought }, false) => text(
                 request,
-                json!({"next_thought": thought, "next_tool_name": crate::module::FINISH, "next_tool_args": outputs}),
+                json!({"next_thought": thought, "next_tool_name": crate::module::react::FINISH, "next_tool_args": outputs}),
             ),
             (ScriptedReply::Answer { fields }, _) => text(request, fields.clone()),
         }

@@ -82,7 +82,7 @@ pub enum ToolError {
         tool: String,
     },
     /// The tool cannot go on without a person's answer to `question` (a body returns it with
-    /// [`ToolError::needs_input`]). A [resumable](crate::module::ReActCore::start) ReAct run
+    /// [`ToolError::needs_input`]). A [resumable](crate::module::DynReAct::start) ReAct run
     /// suspends here and the person's answer becomes the observation; elsewhere the model reads
     /// that no one was there to answer.
     #[error("tool `{tool}` needs a person's answer: {question}")]

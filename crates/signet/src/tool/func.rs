@@ -88,23 +88,16 @@ pub struct FnToolBuilder {
 }
 
 impl FnToolBuilder {
-    /// What the tool does, in words for the model.
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = description.into();
-        self
-    }
+    crate::shared::setters! {
+        /// What the tool does, in words for the model.
+        fn description(description: impl Into<String>) { description = description.into() }
 
-    /// The JSON schema of the argument object. Arguments are validated against it before the body
-    /// runs.
-    pub fn schema(mut self, schema: Value) -> Self {
-        self.schema = schema;
-        self
-    }
+        /// The JSON schema of the argument object. Arguments are validated against it before the body
+        /// runs.
+        fn schema(schema: Value) { schema = schema }
 
-    /// Require a person's approval before each call.
-    pub fn confirm(mut self, confirm: bool) -> Self {
-        self.confirm = confirm;
-        self
+        /// Require a person's approval before each call.
+        fn confirm(confirm: bool) { confirm = confirm }
     }
 
     /// A sync body. It runs on tokio's blocking pool when called from a runtime.

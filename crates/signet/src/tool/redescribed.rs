@@ -9,7 +9,7 @@ use super::{Tool, ToolError, ToolFuture, ToolSpec};
 /// `tool` under a new description: the name, argument schema, validation, confirmation rule and
 /// behaviour stay the tool's own; only what the model reads about it changes. Use it to describe an
 /// MCP server's tool better than its server does, or to try a description an optimizer proposed
-/// ([`ReAct::set_tool_description`](crate::module::ReActCore::set_tool_description) uses it).
+/// ([`ReAct::set_tool_description`](crate::module::DynReAct::set_tool_description) uses it).
 ///
 /// ```
 /// use signet::tool::Redescribed;

@@ -170,37 +170,24 @@ impl OpenAiLmBuilder {
         }
     }
 
-    /// The endpoint's base URL, up to and including the version (`.../v1`); a trailing `/` is
-    /// ignored. OpenAI: `https://api.openai.com/v1`; llama.cpp and vLLM:
-    /// `http://HOST:PORT/v1`; Ollama: `http://localhost:11434/v1`.
-    pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = Some(base_url.into());
-        self
-    }
+    crate::shared::setters! {
+        /// The endpoint's base URL, up to and including the version (`.../v1`); a trailing `/` is
+        /// ignored. OpenAI: `https://api.openai.com/v1`; llama.cpp and vLLM:
+        /// `http://HOST:PORT/v1`; Ollama: `http://localhost:11434/v1`.
+        fn base_url(base_url: impl Into<String>) { base_url = Some(base_url.into()) }
 
-    /// The API key, sent as `Authorization: Bearer <key>` (instead of `OPENAI_API_KEY`).
-    pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
-        self.api_key = Some(ApiKey(api_key.into()));
-        self
-    }
+        /// The API key, sent as `Authorization: Bearer <key>` (instead of `OPENAI_API_KEY`).
+        fn api_key(api_key: impl Into<String>) { api_key = Some(ApiKey(api_key.into())) }
 
-    /// What the endpoint supports (adapters choose formats from this).
-    pub fn capabilities(mut self, capabilities: Capabilities) -> Self {
-        self.capabilities = Some(capabilities);
-        self
-    }
+        /// What the endpoint supports (adapters choose formats from this).
+        fn capabilities(capabilities: Capabilities) { capabilities = Some(capabilities) }
 
-    /// The time limit of one attempt (connecting, sending and receiving the whole reply; for a
-    /// stream: until the response starts, then between two chunks).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
+        /// The time limit of one attempt (connecting, sending and receiving the whole reply; for a
+        /// stream: until the response starts, then between two chunks).
+        fn timeout(timeout: Duration) { timeout = timeout }
 
-    /// The retry policy.
-    pub fn retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
-        self
+        /// The retry policy.
+        fn retry(retry: RetryPolicy) { retry = retry }
     }
 
     /// Shortcut: the default retry policy with this many retries (0 turns retries off).
@@ -242,34 +229,26 @@ impl OpenAiLmBuilder {
         self
     }
 
-    /// Whether streams ask for usage (`stream_options: {"include_usage": true}`); on by default.
-    /// Turn it off for a server that rejects `stream_options`.
-    pub fn stream_usage(mut self, stream_usage: bool) -> Self {
-        self.stream_usage = stream_usage;
-        self
-    }
+    crate::shared::setters! {
+        /// Whether streams ask for usage (`stream_options: {"include_usage": true}`); on by default.
+        /// Turn it off for a server that rejects `stream_options`.
+        fn stream_usage(stream_usage: bool) { stream_usage = stream_usage }
 
-    /// Sends the length limit as `max_completion_tokens` (OpenAI's reasoning models require it)
-    /// instead of `max_tokens` (which every compatible server understands).
-    pub fn max_completion_tokens(mut self, max_completion_tokens: bool) -> Self {
-        self.max_completion_tokens = max_completion_tokens;
-        self
-    }
+        /// Sends the length limit as `max_completion_tokens` (OpenAI's reasoning models require it)
+        /// instead of `max_tokens` (which every compatible server understands).
+        fn max_completion_tokens(max_completion_tokens: bool) {
+            max_completion_tokens = max_completion_tokens
+        }
 
-    /// The most bytes of one response body the client reads (default 16 MiB): a reply body, a
-    /// whole event stream, an error body (cut there). A longer reply or stream fails with
-    /// [`LmError::ResponseTooLarge`](crate::lm::LmError::ResponseTooLarge), which is not retried.
-    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
-        self.max_response_bytes = bytes;
-        self
-    }
+        /// The most bytes of one response body the client reads (default 16 MiB): a reply body, a
+        /// whole event stream, an error body (cut there). A longer reply or stream fails with
+        /// [`LmError::ResponseTooLarge`](crate::lm::LmError::ResponseTooLarge), which is not retried.
+        fn max_response_bytes(bytes: usize) { max_response_bytes = bytes }
 
-    /// The longest a streamed reply may take from the request to its last event (default 10
-    /// minutes), however regularly its chunks arrive ([`timeout`](Self::timeout) bounds each
-    /// wait): a stream still going past it fails with [`LmError::Timeout`](crate::lm::LmError::Timeout).
-    pub fn stream_deadline(mut self, deadline: Duration) -> Self {
-        self.stream_deadline = deadline;
-        self
+        /// The longest a streamed reply may take from the request to its last event (default 10
+        /// minutes), however regularly its chunks arrive ([`timeout`](Self::timeout) bounds each
+        /// wait): a stream still going past it fails with [`LmError::Timeout`](crate::lm::LmError::Timeout).
+        fn stream_deadline(deadline: Duration) { stream_deadline = deadline }
     }
 
     /// Builds the client, reading `OPENAI_BASE_URL` and `OPENAI_API_KEY` for what was not set.

@@ -3,14 +3,14 @@
 
 use std::sync::Arc;
 
-use super::ReActCore;
+use super::DynReAct;
 use super::prompt::tool_listing;
 use crate::tool::{Redescribed, Tool};
 
 /// A tool name the agent does not have.
 ///
 /// ```
-/// let mut agent = signet::module::ReActCore::new("question -> answer".parse().unwrap());
+/// let mut agent = signet::module::DynReAct::new("question -> answer".parse().unwrap());
 /// let error = agent.set_tool_description("search", "Search the web.").unwrap_err();
 /// assert_eq!(error.to_string(), "the agent has no tool `search` (its tools: none)");
 /// ```
@@ -23,7 +23,7 @@ pub struct UnknownTool {
     pub known: Vec<String>,
 }
 
-impl ReActCore {
+impl DynReAct {
     /// Shows `tool` to the model described as `description` instead of its own description:
     /// in the tool list of the step instructions (text mode) and in the `tools=` sent in native
     /// and history modes. The tool runs as before. Giving the tool's own description back removes
@@ -35,14 +35,14 @@ impl ReActCore {
     /// contain the tool's line (rewritten by hand or by an optimizer) are left as they are.
     ///
     /// ```
-    /// use signet::module::ReActCore;
+    /// use signet::module::DynReAct;
     /// use signet::tool;
     ///
     /// /// Look up a word.
     /// #[tool]
     /// fn lookup(word: String) -> String { word }
     ///
-    /// let mut agent = ReActCore::new("question -> answer".parse().unwrap()).tool(LookupTool);
+    /// let mut agent = DynReAct::new("question -> answer".parse().unwrap()).tool(LookupTool);
     /// agent.set_tool_description("lookup", "Define an English word; one word per call.").unwrap();
     /// assert_eq!(agent.tool_description("lookup"), Some("Define an English word; one word per call."));
     /// assert!(agent.step_predictor().instructions().contains("<desc>Define an English word; one word per call.</desc>"));
@@ -174,8 +174,8 @@ mod tests {
             .sync_fn(|_| Ok::<_, String>(json!("ok")))
     }
 
-    fn agent() -> ReActCore {
-        ReActCore::new("question -> answer".parse().unwrap())
+    fn agent() -> DynReAct {
+        DynReAct::new("question -> answer".parse().unwrap())
             .tool(tool("add", "Add."))
             .tool(tool("add_all", "Add all."))
     }

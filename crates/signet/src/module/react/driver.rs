@@ -467,7 +467,7 @@ pub(super) fn next_index(trajectory: &Trajectory) -> usize {
 /// other calls (the model has not seen their results yet) or the caller's messages wait; either
 /// postpones it.
 pub(super) fn finish_turn(
-    agent: &super::ReActCore,
+    agent: &super::DynReAct,
     trajectory: &mut Trajectory,
     turn: usize,
     interrupts: &mut Interrupts,

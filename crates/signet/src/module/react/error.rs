@@ -8,7 +8,7 @@ use crate::lm::Usage;
 /// steps and usage (empty when it failed before the first step), never only a message.
 ///
 /// ```
-/// use signet::module::{ReActError, RunFailure, Trajectory};
+/// use signet::module::{ReActError, react::RunFailure, Trajectory};
 /// use signet::lm::Usage;
 /// let error = ReActError {
 ///     reason: RunFailure::LmCallLimit { limit: 3 },

@@ -10,10 +10,10 @@ use crate::adapter::Fields;
 use crate::lm::Usage;
 
 /// What happens during a run, in order, for UIs and logs
-/// ([`ReAct::stream`](super::ReAct::stream), [`ReActCore::stream`](super::ReActCore::stream)).
+/// ([`ReAct::stream`](super::ReAct::stream), [`DynReAct::stream`](super::DynReAct::stream)).
 ///
 /// The last event is [`Done`](ReActEvent::Done) with the run's result — typed (`O` is the
-/// signature's output struct) for [`ReAct`](super::ReAct), field values for [`ReActCore`](super::ReActCore) — or
+/// signature's output struct) for [`ReAct`](super::ReAct), field values for [`DynReAct`](super::DynReAct) — or
 /// [`Failed`](ReActEvent::Failed) with the typed error. Serialized (for server-sent events, say),
 /// each event is an object with a `type` (`step_started`, `tool_call_finished`, `done`, ..) and the
 /// error as its text.
@@ -136,7 +136,7 @@ pub enum ReActEvent<O = Fields> {
         /// The loop's turns that called tools (`finish` included).
         iterations: usize,
     },
-    /// The run waits for a person (only in [resumable](super::ReActCore::stream_start) runs):
+    /// The run waits for a person (only in [resumable](super::DynReAct::stream_start) runs):
     /// store the state and resume it with decisions on its pending calls.
     Suspended {
         /// Everything the run needs to go on.

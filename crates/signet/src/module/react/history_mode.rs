@@ -17,7 +17,7 @@ use super::events::{
 };
 use super::suspend::{HistoryPosition, HistoryTurn};
 use super::{
-    Observation, ReActCore, ReActError, ReActEvent, ReActRun, ResumeError, RunFailure, Step,
+    DynReAct, Observation, ReActError, ReActEvent, ReActRun, ResumeError, RunFailure, Step,
     StopReason, SuspendedRun, Trajectory,
 };
 use crate::adapter::{self, Adapter, Fields, History, Tools};
@@ -39,7 +39,7 @@ const RESERVED_OUTPUTS: [&str; 2] = ["history", "termination_reason"];
 /// The history-mode turns: the ReActV2 predictor over the inputs, the conversation so far and the
 /// tools; each turn's calls and results become a history event.
 pub(super) struct HistoryTurns<'a> {
-    agent: &'a ReActCore,
+    agent: &'a DynReAct,
     /// The run's events: a streamed run shows `submit`'s arguments as they are written.
     events: Emitter,
     lm: Arc<dyn Lm>,
@@ -61,7 +61,7 @@ impl<'a> HistoryTurns<'a> {
     /// The turns of `agent` on `inputs`; with `follow_ups`, the caller's messages travel in a
     /// `user_message` input. Names the mode reserves are an error.
     pub(super) fn new(
-        agent: &'a ReActCore,
+        agent: &'a DynReAct,
         inputs: &Fields,
         resolved: Resolved,
         events: &Emitter,
@@ -370,7 +370,7 @@ impl HistoryTurns<'_> {
     }
 }
 
-impl ReActCore {
+impl DynReAct {
     /// DSPy rejects names its own fields use (and Signet `user_message` when the caller can send
     /// follow-up messages).
     fn check_history_names(&self, follow_ups: bool) -> Result<(), Error> {

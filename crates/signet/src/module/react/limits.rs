@@ -70,29 +70,19 @@ impl Default for Limits {
 }
 
 impl Limits {
-    /// Keeps every prompt within a context window of `tokens` (see
-    /// [`context_window`](Self::context_window)).
-    pub fn context_window(mut self, tokens: u32) -> Self {
-        self.context_window = Some(tokens);
-        self
-    }
+    crate::shared::setters! {
+        /// Keeps every prompt within a context window of `tokens` (see
+        /// [`context_window`](Self::context_window)).
+        fn context_window(tokens: u32) { context_window = Some(tokens) }
 
-    /// At most `n` steps.
-    pub fn max_iters(mut self, n: usize) -> Self {
-        self.max_iters = n;
-        self
-    }
+        /// At most `n` steps.
+        fn max_iters(n: usize) { max_iters = n }
 
-    /// At most `n` LM calls per run.
-    pub fn max_lm_calls(mut self, n: u32) -> Self {
-        self.max_lm_calls = n;
-        self
-    }
+        /// At most `n` LM calls per run.
+        fn max_lm_calls(n: u32) { max_lm_calls = n }
 
-    /// At most `timeout` per tool call.
-    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
-        self.tool_timeout = Some(timeout);
-        self
+        /// At most `timeout` per tool call.
+        fn tool_timeout(timeout: Duration) { tool_timeout = Some(timeout) }
     }
 
     /// No time limit on tool calls: a tool that never returns holds the run for ever.
@@ -101,30 +91,20 @@ impl Limits {
         self
     }
 
-    /// Observations cut at `n` characters for the model.
-    pub fn max_observation_chars(mut self, n: usize) -> Self {
-        self.max_observation_chars = n;
-        self
-    }
+    crate::shared::setters! {
+        /// Observations cut at `n` characters for the model.
+        fn max_observation_chars(n: usize) { max_observation_chars = n }
 
-    /// At most `n` concurrent tool calls.
-    pub fn max_concurrent_tools(mut self, n: usize) -> Self {
-        self.max_concurrent_tools = n;
-        self
-    }
+        /// At most `n` concurrent tool calls.
+        fn max_concurrent_tools(n: usize) { max_concurrent_tools = n }
 
-    /// At most `n` tool calls of one reply run (see
-    /// [`max_tool_calls_per_turn`](Self::max_tool_calls_per_turn)).
-    pub fn max_tool_calls_per_turn(mut self, n: usize) -> Self {
-        self.max_tool_calls_per_turn = n;
-        self
-    }
+        /// At most `n` tool calls of one reply run (see
+        /// [`max_tool_calls_per_turn`](Self::max_tool_calls_per_turn)).
+        fn max_tool_calls_per_turn(n: usize) { max_tool_calls_per_turn = n }
 
-    /// Whole outputs kept up to `n` bytes (see
-    /// [`max_kept_observation_bytes`](Self::max_kept_observation_bytes)).
-    pub fn max_kept_observation_bytes(mut self, n: usize) -> Self {
-        self.max_kept_observation_bytes = n;
-        self
+        /// Whole outputs kept up to `n` bytes (see
+        /// [`max_kept_observation_bytes`](Self::max_kept_observation_bytes)).
+        fn max_kept_observation_bytes(n: usize) { max_kept_observation_bytes = n }
     }
 
     /// The observation of a call beyond [`max_tool_calls_per_turn`](Self::max_tool_calls_per_turn)

@@ -9,7 +9,7 @@ use super::answer_stream::answer_lm;
 use super::driver::{Ask, Driver, RunState, TurnCall};
 use super::events::{Emitter, FINISH_UNSEEN_RESULTS};
 use super::{
-    FINISH, FINISH_OBSERVATION, Observation, ReActCore, ReActError, Step, StopReason, Trajectory,
+    DynReAct, FINISH, FINISH_OBSERVATION, Observation, ReActError, Step, StopReason, Trajectory,
 };
 use crate::adapter::{Adapter, AdapterName, Fields, ParseError, templates};
 use crate::lm::{
@@ -139,7 +139,7 @@ pub(super) struct NativeSteps {
 
 impl NativeSteps {
     pub(super) fn new(
-        agent: &ReActCore,
+        agent: &DynReAct,
         inputs: &Fields,
         resolved: Resolved,
         events: &Emitter,
@@ -172,7 +172,7 @@ impl NativeSteps {
     /// truncating it (up to 3 times) while the provider reports the context window exceeded.
     pub(super) async fn ask(
         &self,
-        agent: &ReActCore,
+        agent: &DynReAct,
         driver: &Driver<'_>,
         run: &mut RunState,
         turn: usize,
@@ -247,7 +247,7 @@ impl NativeSteps {
     }
 }
 
-impl ReActCore {
+impl DynReAct {
     /// The system message of the user's signature with a note on using the tools, the native
     /// demos as earlier conversations, then the user message.
     pub(super) fn base_messages(&self, adapter: &dyn Adapter, inputs: &Fields) -> Vec<Message> {
@@ -335,14 +335,14 @@ impl ReActCore {
     ///
     /// ```
     /// use serde_json::json;
-    /// use signet::module::ReActCore;
+    /// use signet::module::DynReAct;
     /// use signet::tool::FnTool;
     ///
     /// let add = FnTool::builder("add")
     ///     .description("Add two integers.")
     ///     .schema(json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}))
     ///     .sync_fn(|args| Ok::<_, String>(json!(args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0))));
-    /// let agent = ReActCore::new("question -> answer".parse().unwrap()).tool(add);
+    /// let agent = DynReAct::new("question -> answer".parse().unwrap()).tool(add);
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// let turns = agent.demo_turns([vec![("add", json!({"a": 2, "b": 3}))]]).await;
     /// assert_eq!(turns, json!([[{"name": "add", "args": {"a": 2, "b": 3}, "observation": 5}]]));

@@ -18,7 +18,7 @@ use crate::tool::Tool;
 /// #[tool]
 /// fn add(a: i64, b: i64) -> i64 { a + b }
 /// assert_eq!(
-///     signet::module::tool_listing(&AddTool),
+///     signet::module::react::tool_listing(&AddTool),
 ///     "add, whose description is <desc>Add two integers.</desc>. It takes arguments {'a': {'type': 'integer'}, 'b': {'type': 'integer'}}."
 /// );
 /// ```

@@ -5,36 +5,32 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::ReActCore;
+use super::DynReAct;
 use super::prompt::step_signatures;
 use crate::adapter::Fields;
 use crate::lm::{Lm, Usage};
 use crate::tool::Tool;
 
-impl ReActCore {
-    /// With more tools than `threshold` (default 12), a first LM call picks the tools relevant to
-    /// the inputs from a compact catalogue, and the run sees only those. If that call fails, every
-    /// tool is used.
-    pub fn with_tool_selection_threshold(mut self, threshold: usize) -> Self {
-        self.selection_threshold = threshold;
-        self
-    }
+impl DynReAct {
+    crate::shared::setters! {
+        /// With more tools than `threshold` (default 12), a first LM call picks the tools relevant to
+        /// the inputs from a compact catalogue, and the run sees only those. If that call fails, every
+        /// tool is used.
+        fn with_tool_selection_threshold(threshold: usize) { selection_threshold = threshold }
 
-    /// Tool selection keeps at most `n` tools (the first `n` the model names; default: as many
-    /// as it names), so a model that names every tool still gets a short list.
-    ///
-    /// ```
-    /// let agent = signet::module::ReActCore::new("question -> answer".parse().unwrap())
-    ///     .with_tool_selection_limit(5);
-    /// # let _ = agent;
-    /// ```
-    pub fn with_tool_selection_limit(mut self, n: usize) -> Self {
-        self.selection_limit = Some(n.max(1));
-        self
+        /// Tool selection keeps at most `n` tools (the first `n` the model names; default: as many
+        /// as it names), so a model that names every tool still gets a short list.
+        ///
+        /// ```
+        /// let agent = signet::module::DynReAct::new("question -> answer".parse().unwrap())
+        ///     .with_tool_selection_limit(5);
+        /// # let _ = agent;
+        /// ```
+        fn with_tool_selection_limit(n: usize) { selection_limit = Some(n.max(1)) }
     }
 
     /// A copy that offers only the tools named in `keep`.
-    pub(super) fn restricted_to(&self, keep: &[String]) -> ReActCore {
+    pub(super) fn restricted_to(&self, keep: &[String]) -> DynReAct {
         let kept = |tools: &[Arc<dyn Tool>]| -> Vec<Arc<dyn Tool>> {
             tools
                 .iter()

@@ -1,4 +1,4 @@
-//! Building a [`ReActCore`] and changing its settings: tools, approver, state key, mode,
+//! Building a [`DynReAct`] and changing its settings: tools, approver, state key, mode,
 //! limits, LM, adapter, options and truncation.
 
 use std::sync::Arc;
@@ -7,17 +7,17 @@ use super::approval::{Approval, ApprovalRequest};
 use super::limits::Limits;
 use super::prompt::step_signatures;
 use super::truncation::{DropOldest, TruncationPolicy};
-use super::{ReActCore, ReActMode};
+use super::{DynReAct, ReActMode};
 use crate::adapter::{Adapter, Fields};
 use crate::lm::{Lm, LmOptions};
-use crate::module::{Predictor, with_reasoning};
+use crate::module::{DynPredict, with_reasoning};
 use crate::signature::{DynSignature, Field};
 use crate::tool::Tool;
 
-impl ReActCore {
+impl DynReAct {
     /// A ReAct loop for `signature`, with no tools yet (`finish` is always there); add them with
     /// [`tool`](Self::tool) and [`tools`](Self::tools).
-    pub fn new(signature: DynSignature) -> ReActCore {
+    pub fn new(signature: DynSignature) -> DynReAct {
         let (step_signature, parse_signature) = step_signatures(&signature, &[]);
         let mut extract_signature =
             DynSignature::new(signature.name()).with_instructions(signature.instructions());
@@ -28,9 +28,9 @@ impl ReActCore {
         for field in signature.outputs() {
             extract_signature = extract_signature.with_output(field.clone());
         }
-        ReActCore {
-            step: Predictor::new(step_signature).with_parse_signature(parse_signature),
-            extract: Predictor::new(with_reasoning(&extract_signature)),
+        DynReAct {
+            step: DynPredict::new(step_signature).with_parse_signature(parse_signature),
+            extract: DynPredict::new(with_reasoning(&extract_signature)),
             signature,
             tools: Vec::new(),
             own_tools: Vec::new(),
@@ -69,33 +69,29 @@ impl ReActCore {
         &self.tools
     }
 
-    /// In native mode, every turn must call a tool — the answer is a `finish` call with the
-    /// outputs (`tool_choice: "required"` instead of `"auto"`). For small models that otherwise
-    /// write an answer before using any tool; `finish` is always offered, so no run is forced
-    /// to call a tool it does not need. Text mode is unchanged.
-    pub fn with_required_tool_calls(mut self, required: bool) -> Self {
-        self.require_tool_calls = required;
-        self
-    }
+    crate::shared::setters! {
+        /// In native mode, every turn must call a tool — the answer is a `finish` call with the
+        /// outputs (`tool_choice: "required"` instead of `"auto"`). For small models that otherwise
+        /// write an answer before using any tool; `finish` is always offered, so no run is forced
+        /// to call a tool it does not need. Text mode is unchanged.
+        fn with_required_tool_calls(required: bool) { require_tool_calls = required }
 
-    /// In native mode, the last turn the step limit allows ([`Limits::max_iters`], or the call's
-    /// [`CallConfig::max_iters`](crate::module::CallConfig::max_iters)) must call `finish` (`tool_choice` names it): a run that would
-    /// have reached the limit ends with the model's own answer, written after it saw every
-    /// result, instead of stopping early and asking the extractor. For models that keep calling
-    /// tools: with `max_iters(2)`, a question that needs one round of calls is answered on the
-    /// second turn. Text mode is unchanged (after the limit, the extractor answers, as in DSPy);
-    /// history mode always ends with DSPy's forced `submit`.
-    ///
-    /// ```
-    /// use signet::module::{Limits, ReActCore};
-    /// let agent = ReActCore::new("question -> answer".parse().unwrap())
-    ///     .with_limits(Limits::default().max_iters(2))
-    ///     .with_finish_on_last_turn(true);
-    /// # let _ = agent;
-    /// ```
-    pub fn with_finish_on_last_turn(mut self, on: bool) -> Self {
-        self.finish_on_last_turn = on;
-        self
+        /// In native mode, the last turn the step limit allows ([`Limits::max_iters`], or the call's
+        /// [`CallConfig::max_iters`](crate::module::CallConfig::max_iters)) must call `finish` (`tool_choice` names it): a run that would
+        /// have reached the limit ends with the model's own answer, written after it saw every
+        /// result, instead of stopping early and asking the extractor. For models that keep calling
+        /// tools: with `max_iters(2)`, a question that needs one round of calls is answered on the
+        /// second turn. Text mode is unchanged (after the limit, the extractor answers, as in DSPy);
+        /// history mode always ends with DSPy's forced `submit`.
+        ///
+        /// ```
+        /// use signet::module::{Limits, DynReAct};
+        /// let agent = DynReAct::new("question -> answer".parse().unwrap())
+        ///     .with_limits(Limits::default().max_iters(2))
+        ///     .with_finish_on_last_turn(true);
+        /// # let _ = agent;
+        /// ```
+        fn with_finish_on_last_turn(on: bool) { finish_on_last_turn = on }
     }
 
     /// The signature's inputs among `inputs`, in signature order.
@@ -123,29 +119,22 @@ impl ReActCore {
         self
     }
 
-    /// Seals every state the agent suspends with `key` (an HMAC-SHA256, [`SuspendedRun::seal`](super::SuspendedRun::seal)),
-    /// and resumes only states sealed with it: a state without a seal is
-    /// [`ResumeError::Unsealed`](crate::module::ResumeError::Unsealed), one changed since it was sealed [`ResumeError::BadSeal`](crate::module::ResumeError::BadSeal). With a
-    /// key a state may pass through hands that could change it (a client's request, a shared
-    /// store): the seal proves it unchanged, though not unread (it is not encrypted) nor unused (a
-    /// sealed state can be resumed more than once). Use a long random key from the service's
-    /// secrets. The key is not part of the [fingerprint](Self::fingerprint).
-    pub fn with_state_key(mut self, key: impl AsRef<[u8]>) -> Self {
-        self.state_key = Some(Arc::from(key.as_ref()));
-        self
-    }
+    crate::shared::setters! {
+        /// Seals every state the agent suspends with `key` (an HMAC-SHA256, [`SuspendedRun::seal`](super::SuspendedRun::seal)),
+        /// and resumes only states sealed with it: a state without a seal is
+        /// [`ResumeError::Unsealed`](crate::module::ResumeError::Unsealed), one changed since it was sealed [`ResumeError::BadSeal`](crate::module::ResumeError::BadSeal). With a
+        /// key a state may pass through hands that could change it (a client's request, a shared
+        /// store): the seal proves it unchanged, though not unread (it is not encrypted) nor unused (a
+        /// sealed state can be resumed more than once). Use a long random key from the service's
+        /// secrets. The key is not part of the [fingerprint](Self::fingerprint).
+        fn with_state_key(key: impl AsRef<[u8]>) { state_key = Some(Arc::from(key.as_ref())) }
 
-    /// Text or native tool calling (default: [`ReActMode::Auto`]).
-    pub fn with_mode(mut self, mode: ReActMode) -> Self {
-        self.mode = mode;
-        self
-    }
+        /// Text or native tool calling (default: [`ReActMode::Auto`]).
+        fn with_mode(mode: ReActMode) { mode = mode }
 
-    /// Bounds on a run: steps, LM calls, time per tool call, observation size, concurrency (see
-    /// [`Limits`] for the defaults).
-    pub fn with_limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
+        /// Bounds on a run: steps, LM calls, time per tool call, observation size, concurrency (see
+        /// [`Limits`] for the defaults).
+        fn with_limits(limits: Limits) { limits = limits }
     }
 
     /// The run's limits.

@@ -1,9 +1,9 @@
 //! Suspending a run at a call that needs a person, and resuming it later, in any process.
 //!
-//! A [resumable run](ReActCore::start) that reaches a `#[tool(confirm)]` tool with no approver
+//! A [resumable run](DynReAct::start) that reaches a `#[tool(confirm)]` tool with no approver
 //! set, or a tool that returns [`ToolError::NeedsInput`](crate::ToolError::NeedsInput), ends as
 //! [`RunOutcome::Suspended`]: a [`SuspendedRun`] that serialises to JSON. Store it anywhere; when
-//! the person has answered, [`ReActCore::resume`] it with a [`Decision`] per pending call, in
+//! the person has answered, [`DynReAct::resume`] it with a [`Decision`] per pending call, in
 //! this process or another.
 
 use std::collections::HashMap;
@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::approval::{Decision, Waiting};
-use super::{ReActCore, ReActMode, Step, Trajectory};
+use super::{DynReAct, ReActMode, Step, Trajectory};
 use crate::adapter::Fields;
 use crate::lm::Usage;
 use crate::tool::Tool;
@@ -93,7 +93,7 @@ pub struct SuspendedRun {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<HistoryPosition>,
     /// An HMAC-SHA256 of the rest of the state (64 hex digits), set by [`seal`](Self::seal) or by
-    /// an agent with a [state key](ReActCore::with_state_key), which then refuses to resume a
+    /// an agent with a [state key](DynReAct::with_state_key), which then refuses to resume a
     /// state without it ([`ResumeError::Unsealed`]) or with a seal that does not match
     /// ([`ResumeError::BadSeal`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -172,7 +172,7 @@ impl SuspendedRun {
 
     /// Seals the state with `key`: an HMAC-SHA256 of its content (everything but the seal, its
     /// JSON objects' keys sorted, so a store that reorders them keeps the seal valid). An agent
-    /// built [`with_state_key`](ReActCore::with_state_key) seals what it suspends itself; call
+    /// built [`with_state_key`](DynReAct::with_state_key) seals what it suspends itself; call
     /// this for a state made otherwise.
     ///
     /// ```
@@ -265,7 +265,7 @@ impl SuspendedRun {
         Ok(())
     }
 
-    /// The same decision for every pending call (by id), for [`ReActCore::resume`].
+    /// The same decision for every pending call (by id), for [`DynReAct::resume`].
     ///
     /// ```
     /// use signet::module::{Decision, SuspendedRun};
@@ -283,7 +283,7 @@ impl SuspendedRun {
     /// Checks the state against `agent` and pairs every pending call with its decision.
     pub(super) fn check(
         &self,
-        agent: &ReActCore,
+        agent: &DynReAct,
         decisions: impl IntoIterator<Item = (String, Decision)>,
     ) -> Result<Vec<(PendingCall, Decision)>, ResumeError> {
         let key = agent.state_key.as_deref();
@@ -489,7 +489,7 @@ pub(crate) fn describe_tools(tools: &[std::sync::Arc<dyn crate::tool::Tool>]) ->
         .collect()
 }
 
-impl ReActCore {
+impl DynReAct {
     /// A digest of what a resumed run depends on: the signature (name, instructions, fields), the
     /// tools (name, description, parameters, whether they need confirmation) and the loop's
     /// settings (mode, step limit, required tool calls, a last turn that must finish).

@@ -5,10 +5,10 @@
 use serde_json::Value;
 
 use super::driver::{Ask, Driver, RunState, TurnCall};
-use super::{ReActCore, ReActError, RunFailure, StopReason, Where, as_text};
+use super::{DynReAct, ReActError, RunFailure, StopReason, Where, as_text};
 use crate::module::{Error, Resolved};
 
-impl ReActCore {
+impl DynReAct {
     /// Asks the step predictor for turn `turn`, over the inputs and the rendered trajectory.
     pub(super) async fn ask_text(
         &self,

@@ -169,7 +169,7 @@ mod duration_ms {
 pub struct Trajectory {
     /// The steps, oldest first.
     pub steps: Vec<Step>,
-    /// Messages the caller sent while the run was in progress ([`ReActCore::stream_with_interrupts`](super::ReActCore::stream_with_interrupts)).
+    /// Messages the caller sent while the run was in progress ([`DynReAct::stream_with_interrupts`](super::DynReAct::stream_with_interrupts)).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub user_messages: Vec<UserMessage>,
     /// Why the loop stopped before the model finished; `None` when it finished. The outputs were
@@ -187,7 +187,7 @@ pub struct Trajectory {
 /// steps so far). Printed, it says so in words.
 ///
 /// ```
-/// use signet::module::StopReason;
+/// use signet::module::react::StopReason;
 /// let reason = StopReason::MaxIters { max_iters: 5 };
 /// assert_eq!(reason.to_string(), "the step limit was reached (max_iters = 5) before the model finished");
 /// ```

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::{Observation, Step, Trajectory};
 use crate::adapter::ChatAdapter;
 use crate::lm::Lm;
-use crate::module::Predictor;
+use crate::module::DynPredict;
 use crate::signature::{DynSignature, Field};
 
 /// How to shorten a trajectory that no longer fits the model's context window. ReAct calls it (up
@@ -86,7 +86,7 @@ impl TruncationPolicy for SlidingWindow {
 /// steps as they are). If the summary call fails, the oldest step is dropped instead.
 #[derive(Clone)]
 pub struct Summarize {
-    summarizer: Predictor,
+    summarizer: DynPredict,
     keep_recent: usize,
 }
 
@@ -109,7 +109,7 @@ impl Summarize {
             .with_input(Field::str("trajectory"))
             .with_output(Field::str("summary"));
         Summarize {
-            summarizer: Predictor::new(signature)
+            summarizer: DynPredict::new(signature)
                 .with_lm(lm)
                 .with_adapter(Arc::new(ChatAdapter::new())),
             keep_recent: 2,

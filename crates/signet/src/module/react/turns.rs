@@ -1,17 +1,17 @@
 //! The turns of ReAct's step predictor, in text or native mode: how the model is asked
-//! ([`ask_text`](ReActCore::ask_text), [`NativeSteps`]), a `finish` that ends the run, and the
+//! ([`ask_text`](DynReAct::ask_text), [`NativeSteps`]), a `finish` that ends the run, and the
 //! extractor when it did not carry the outputs.
 
 use super::driver::{Ask, Driver, RunState, TurnEnd, TurnProtocol, finish_turn, next_index};
 use super::events::Interrupts;
 use super::native::NativeSteps;
-use super::{ReActCore, ReActError, ReActRun, Step, SuspendedRun, Trajectory};
+use super::{DynReAct, ReActError, ReActRun, Step, SuspendedRun, Trajectory};
 use crate::adapter::Fields;
 use crate::module::Resolved;
 
 /// The step predictor's turns: DSPy's text fields, or native tool calls when `native` is set.
 pub(super) struct ReActTurns<'a> {
-    pub(super) agent: &'a ReActCore,
+    pub(super) agent: &'a DynReAct,
     /// The step predictor's LM and adapter, resolved once for the run.
     pub(super) resolved: Resolved,
     pub(super) native: Option<NativeSteps>,

@@ -6,7 +6,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 
 use super::{
-    Approval, ApprovalRequest, Decision, Limits, ReActCore, ReActError, ReActEvent, ReActMode,
+    Approval, ApprovalRequest, Decision, DynReAct, Limits, ReActError, ReActEvent, ReActMode,
     ReActOutput, RunOutcome, SuspendedRun, TruncationPolicy,
 };
 use crate::adapter::Adapter;
@@ -17,7 +17,7 @@ use crate::tool::Tool;
 
 /// ReAct over the typed signature `S`: `S::Input` in, [`ReActOutput<S::Output>`] out.
 pub struct ReAct<S: Signature> {
-    pub(in crate::module) core: ReActCore,
+    pub(in crate::module) core: DynReAct,
     _signature: std::marker::PhantomData<fn() -> S>,
 }
 
@@ -51,16 +51,16 @@ impl<S: Signature> ReAct<S> {
     /// ```
     pub fn new() -> Self {
         ReAct {
-            core: ReActCore::new(S::signature().clone()),
+            core: DynReAct::new(S::signature().clone()),
             _signature: std::marker::PhantomData,
         }
     }
 
-    crate::module::forward_builders! {
+    crate::shared::forward_builders! {
         core;
-        /// Adds a tool (see [`ReActCore::tool`]).
+        /// Adds a tool (see [`DynReAct::tool`]).
         fn tool(tool: impl Tool + 'static);
-        /// Adds tools (see [`ReActCore::tool`]).
+        /// Adds tools (see [`DynReAct::tool`]).
         fn tools(tools: impl IntoIterator<Item = impl Tool + 'static>);
         /// Bounds on steps, LM calls, tool time, observation size and concurrency (see [`Limits`]).
         fn with_limits(limits: Limits);
@@ -76,16 +76,16 @@ impl<S: Signature> ReAct<S> {
         fn with_mode(mode: ReActMode);
         /// Above this many tools (default 12) a first call selects the relevant ones.
         fn with_tool_selection_threshold(threshold: usize);
-        /// Tool selection keeps at most `n` tools (see [`ReActCore::with_tool_selection_limit`]).
+        /// Tool selection keeps at most `n` tools (see [`DynReAct::with_tool_selection_limit`]).
         fn with_tool_selection_limit(n: usize);
         /// Native mode: every turn calls a tool, the answer is `finish` (see
-        /// [`ReActCore::with_required_tool_calls`]).
+        /// [`DynReAct::with_required_tool_calls`]).
         fn with_required_tool_calls(required: bool);
         /// Native mode: the last turn the step limit allows must call `finish` (see
-        /// [`ReActCore::with_finish_on_last_turn`]).
+        /// [`DynReAct::with_finish_on_last_turn`]).
         fn with_finish_on_last_turn(on: bool);
         /// Seals suspended states with `key` and resumes only sealed ones (see
-        /// [`ReActCore::with_state_key`]).
+        /// [`DynReAct::with_state_key`]).
         fn with_state_key(key: impl AsRef<[u8]>);
     }
 
@@ -99,7 +99,7 @@ impl<S: Signature> ReAct<S> {
         self
     }
 
-    /// A native demo's tool turns for calls you write yourself (see [`ReActCore::demo_turns`]).
+    /// A native demo's tool turns for calls you write yourself (see [`DynReAct::demo_turns`]).
     pub async fn demo_turns<'n>(
         &self,
         turns: impl IntoIterator<Item = Vec<(&'n str, serde_json::Value)>>,
@@ -108,12 +108,12 @@ impl<S: Signature> ReAct<S> {
     }
 
     /// The untyped loop inside.
-    pub fn core(&self) -> &ReActCore {
+    pub fn core(&self) -> &DynReAct {
         &self.core
     }
 
     /// Shows `tool` to the model described as `description` (see
-    /// [`ReActCore::set_tool_description`]).
+    /// [`DynReAct::set_tool_description`]).
     pub fn set_tool_description(
         &mut self,
         tool: &str,
@@ -122,7 +122,7 @@ impl<S: Signature> ReAct<S> {
         self.core.set_tool_description(tool, description)
     }
 
-    /// Runs the agent on `input`, yielding its events as they happen (see [`ReActCore::stream`]);
+    /// Runs the agent on `input`, yielding its events as they happen (see [`DynReAct::stream`]);
     /// the last one is [`ReActEvent::Done`] with the typed output, or [`ReActEvent::Failed`].
     /// Dropping the stream cancels the run.
     pub fn stream(&self, input: S::Input) -> BoxStream<'_, ReActEvent<S::Output>> {
@@ -137,7 +137,7 @@ impl<S: Signature> ReAct<S> {
     }
 
     /// [`stream`](Self::stream) with a channel for follow-up messages (see
-    /// [`ReActCore::stream_with_interrupts`]).
+    /// [`DynReAct::stream_with_interrupts`]).
     pub fn stream_with_interrupts(
         &self,
         input: S::Input,
@@ -188,7 +188,7 @@ impl<S: Signature> ReAct<S> {
     }
 
     /// Runs the agent on `input`, suspending where a person is needed (see
-    /// [`ReActCore::start`]): a `#[tool(confirm)]` tool with no approver set, a tool that returns
+    /// [`DynReAct::start`]): a `#[tool(confirm)]` tool with no approver set, a tool that returns
     /// [`ToolError::NeedsInput`](crate::ToolError::NeedsInput).
     ///
     /// ```
@@ -233,7 +233,7 @@ impl<S: Signature> ReAct<S> {
     }
 
     /// Goes on with a suspended run, with a [`Decision`] per pending call's id (see
-    /// [`ReActCore::resume`]).
+    /// [`DynReAct::resume`]).
     pub async fn resume(
         &self,
         state: SuspendedRun,

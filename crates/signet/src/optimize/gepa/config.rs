@@ -185,58 +185,40 @@ impl<M, F> Gepa<M, F> {
         }
     }
 
-    /// Options of the reflection LM's calls (default: the LM's own), e.g. a `max_tokens` bound
-    /// for a model that may run on.
-    pub fn with_reflection_options(mut self, options: LmOptions) -> Self {
-        self.settings.reflection_options = options;
-        self
-    }
+    crate::shared::setters! {
+        /// Options of the reflection LM's calls (default: the LM's own), e.g. a `max_tokens` bound
+        /// for a model that may run on.
+        fn with_reflection_options(options: LmOptions) { settings.reflection_options = options }
 
-    /// How many metric calls to spend.
-    pub fn with_budget(mut self, budget: GepaBudget) -> Self {
-        self.settings.budget = budget;
-        self
-    }
+        /// How many metric calls to spend.
+        fn with_budget(budget: GepaBudget) { settings.budget = budget }
 
-    /// Training examples per reflective minibatch (default 3, at least 1).
-    pub fn with_minibatch_size(mut self, n: usize) -> Self {
-        self.settings.minibatch_size = n.max(1);
-        self
-    }
+        /// Training examples per reflective minibatch (default 3, at least 1).
+        fn with_minibatch_size(n: usize) { settings.minibatch_size = n.max(1) }
 
-    /// How parents are picked.
-    pub fn with_candidate_selection(mut self, selection: CandidateSelection) -> Self {
-        self.settings.selection = selection;
-        self
-    }
+        /// How parents are picked.
+        fn with_candidate_selection(selection: CandidateSelection) {
+            settings.selection = selection
+        }
 
-    /// Which predictors each iteration rewrites.
-    pub fn with_component_selection(mut self, components: ComponentSelection) -> Self {
-        self.settings.components = components;
-        self
-    }
+        /// Which predictors each iteration rewrites.
+        fn with_component_selection(components: ComponentSelection) {
+            settings.components = components
+        }
 
-    /// Also optimizes the description of every tool of every ReAct loop in the program (off by
-    /// default, as in DSPy, whose GEPA rewrites only instructions). Each tool becomes a component
-    /// named as [`Predictors::named_tool_descriptions`](crate::module::Predictors::named_tool_descriptions) names it (`tools.search`), after the
-    /// predictors: the reflection LM reads, from each run, a step call that called the tool (any
-    /// step call of its loop when none did) with the feedback, and writes a new description. The
-    /// best program shows its tools so, and saves them (see [`crate::module::TOOL_DESCRIPTIONS`]).
-    pub fn with_tool_descriptions(mut self, on: bool) -> Self {
-        self.settings.tool_descriptions = on;
-        self
-    }
+        /// Also optimizes the description of every tool of every ReAct loop in the program (off by
+        /// default, as in DSPy, whose GEPA rewrites only instructions). Each tool becomes a component
+        /// named as [`Predictors::named_tool_descriptions`](crate::module::Predictors::named_tool_descriptions) names it (`tools.search`), after the
+        /// predictors: the reflection LM reads, from each run, a step call that called the tool (any
+        /// step call of its loop when none did) with the feedback, and writes a new description. The
+        /// best program shows its tools so, and saves them (see [`crate::module::TOOL_DESCRIPTIONS`]).
+        fn with_tool_descriptions(on: bool) { settings.tool_descriptions = on }
 
-    /// Turns merging on or off (on by default, as in DSPy).
-    pub fn with_merge(mut self, merge: bool) -> Self {
-        self.settings.merge = merge;
-        self
-    }
+        /// Turns merging on or off (on by default, as in DSPy).
+        fn with_merge(merge: bool) { settings.merge = merge }
 
-    /// At most `n` merges kept (default 5).
-    pub fn with_max_merges(mut self, n: usize) -> Self {
-        self.settings.max_merges = n;
-        self
+        /// At most `n` merges kept (default 5).
+        fn with_max_merges(n: usize) { settings.max_merges = n }
     }
 
     /// Whether an iteration whose parent is perfect on its minibatch is skipped (default yes),
@@ -247,64 +229,44 @@ impl<M, F> Gepa<M, F> {
         self
     }
 
-    /// The score of an example whose run failed (default 0).
-    pub fn with_failure_score(mut self, score: f64) -> Self {
-        self.settings.failure_score = score;
-        self
-    }
+    crate::shared::setters! {
+        /// The score of an example whose run failed (default 0).
+        fn with_failure_score(score: f64) { settings.failure_score = score }
 
-    /// The seed of every random choice (default 0).
-    pub fn with_seed(mut self, seed: i64) -> Self {
-        self.settings.seed = seed;
-        self
-    }
+        /// The seed of every random choice (default 0).
+        fn with_seed(seed: i64) { settings.seed = seed }
 
-    /// Examples run at once in each evaluation (default 8).
-    pub fn with_concurrency(mut self, n: usize) -> Self {
-        self.settings.run.concurrency = n.max(1);
-        self
-    }
+        /// Examples run at once in each evaluation (default 8).
+        fn with_concurrency(n: usize) { settings.run.concurrency = n.max(1) }
 
-    /// Stops with [`OptimizeError::TooManyErrors`](crate::optimize::OptimizeError::TooManyErrors) when more than `n` examples of one evaluation
-    /// fail (a dead endpoint fails fast instead of scoring 0 everywhere).
-    pub fn with_max_errors(mut self, n: usize) -> Self {
-        self.settings.run.max_errors = Some(n);
-        self
-    }
+        /// Stops with [`OptimizeError::TooManyErrors`](crate::optimize::OptimizeError::TooManyErrors) when more than `n` examples of one evaluation
+        /// fail (a dead endpoint fails fast instead of scoring 0 everywhere).
+        fn with_max_errors(n: usize) { settings.run.max_errors = Some(n) }
 
-    /// Also stops once the program's and the reflection LM's calls in this run reach `n` (checked
-    /// before each iteration, like the metric-call budget).
-    pub fn with_max_lm_calls(mut self, n: u64) -> Self {
-        self.settings.run.max_lm_calls = Some(n);
-        self
-    }
+        /// Also stops once the program's and the reflection LM's calls in this run reach `n` (checked
+        /// before each iteration, like the metric-call budget).
+        fn with_max_lm_calls(n: u64) { settings.run.max_lm_calls = Some(n) }
 
-    /// Keeps the run's state in `dir` (`gepa_state.json`, `run_log.jsonl`, `candidates.json`):
-    /// a run given a directory that holds a state of the same run continues it, and creating
-    /// `gepa.stop` there stops the run at its next iteration.
-    ///
-    /// The same run means the same predictors and validation set size, and the same
-    /// fingerprint: the training and validation data (hashed by content), the metric's name (see
-    /// [`with_metric_name`](Self::with_metric_name)), the program's saved JSON and the models
-    /// (each predictor's and the reflection model). A state of another run, or one damaged (an
-    /// index out of range), is refused with [`OptimizeError::RunLog`](crate::optimize::OptimizeError::RunLog), never used.
-    pub fn with_log_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.settings.run.log_dir = Some(dir.into());
-        self
-    }
+        /// Keeps the run's state in `dir` (`gepa_state.json`, `run_log.jsonl`, `candidates.json`):
+        /// a run given a directory that holds a state of the same run continues it, and creating
+        /// `gepa.stop` there stops the run at its next iteration.
+        ///
+        /// The same run means the same predictors and validation set size, and the same
+        /// fingerprint: the training and validation data (hashed by content), the metric's name (see
+        /// [`with_metric_name`](Self::with_metric_name)), the program's saved JSON and the models
+        /// (each predictor's and the reflection model). A state of another run, or one damaged (an
+        /// index out of range), is refused with [`OptimizeError::RunLog`](crate::optimize::OptimizeError::RunLog), never used.
+        fn with_log_dir(dir: impl Into<PathBuf>) { settings.run.log_dir = Some(dir.into()) }
 
-    /// The metric's name in the saved state's fingerprint (default: its Rust type name, which
-    /// names the function or, for a closure, the function it is written in). Change it when the
-    /// metric's scoring changes, so that scores of the old one are not reused; set it to keep
-    /// resuming a state after the metric moved.
-    pub fn with_metric_name(mut self, name: impl Into<String>) -> Self {
-        self.settings.run.metric_name = Some(name.into());
-        self
-    }
+        /// The metric's name in the saved state's fingerprint (default: its Rust type name, which
+        /// names the function or, for a closure, the function it is written in). Change it when the
+        /// metric's scoring changes, so that scores of the old one are not reused; set it to keep
+        /// resuming a state after the metric moved.
+        fn with_metric_name(name: impl Into<String>) {
+            settings.run.metric_name = Some(name.into())
+        }
 
-    /// How progress is shown (one step per metric call).
-    pub fn with_progress(mut self, progress: Progress) -> Self {
-        self.settings.run.progress = progress;
-        self
+        /// How progress is shown (one step per metric call).
+        fn with_progress(progress: Progress) { settings.run.progress = progress }
     }
 }

@@ -13,7 +13,7 @@ use crate::adapter::templates::{
 };
 use crate::data::PyRandom;
 use crate::lm::{Lm, LmOptions, Usage};
-use crate::module::Predictor;
+use crate::module::DynPredict;
 use crate::signature::{DynSignature, Field};
 use crate::trace::{PredictorId, TraceEntry};
 
@@ -138,7 +138,7 @@ pub(crate) async fn propose(
     usage: &mut Usage,
 ) -> Result<String, String> {
     let (signature, current_field, answer_field) = asked.signature();
-    let predictor = Predictor::new(signature)
+    let predictor = DynPredict::new(signature)
         .with_lm(lm.clone())
         .with_adapter(JsonAdapter::new())
         .with_options(options.clone());

@@ -177,179 +177,110 @@ impl<M> MiproV2<M> {
         }
     }
 
-    /// How much to search: a preset or explicit counts.
-    pub fn with_budget(mut self, budget: MiproBudget) -> Self {
-        self.settings.budget = budget;
-        self
-    }
+    crate::shared::setters! {
+        /// How much to search: a preset or explicit counts.
+        fn with_budget(budget: MiproBudget) { settings.budget = budget }
 
-    /// Runs the program (bootstraps and trials) with `lm` instead of each predictor's own LM.
-    pub fn with_task_lm(mut self, lm: impl Lm + 'static) -> Self {
-        self.settings.task_lm = Some(crate::lm::shared(lm));
-        self
-    }
+        /// Runs the program (bootstraps and trials) with `lm` instead of each predictor's own LM.
+        fn with_task_lm(lm: impl Lm + 'static) { settings.task_lm = Some(crate::lm::shared(lm)) }
 
-    /// Runs the bootstraps' teacher with `lm` (a stronger model writes the demos).
-    pub fn with_teacher_lm(mut self, lm: impl Lm + 'static) -> Self {
-        self.settings.teacher_lm = Some(crate::lm::shared(lm));
-        self
-    }
+        /// Runs the bootstraps' teacher with `lm` (a stronger model writes the demos).
+        fn with_teacher_lm(lm: impl Lm + 'static) {
+            settings.teacher_lm = Some(crate::lm::shared(lm))
+        }
 
-    /// Options of the prompt model's calls (the proposer sets the temperature and the seed), e.g.
-    /// a `max_tokens` bound for a model that may run on.
-    pub fn with_prompt_options(mut self, options: LmOptions) -> Self {
-        self.settings.prompt_options = options;
-        self
-    }
+        /// Options of the prompt model's calls (the proposer sets the temperature and the seed), e.g.
+        /// a `max_tokens` bound for a model that may run on.
+        fn with_prompt_options(options: LmOptions) { settings.prompt_options = options }
 
-    /// Bootstrapped demos per predictor at most (default 4). With no bootstrapped and no labeled
-    /// demos the run is zero-shot: only instructions are searched.
-    pub fn with_max_bootstrapped_demos(mut self, n: usize) -> Self {
-        self.settings.max_bootstrapped_demos = n;
-        self
-    }
+        /// Bootstrapped demos per predictor at most (default 4). With no bootstrapped and no labeled
+        /// demos the run is zero-shot: only instructions are searched.
+        fn with_max_bootstrapped_demos(n: usize) { settings.max_bootstrapped_demos = n }
 
-    /// Demos per predictor at most, labeled and bootstrapped together (default 4).
-    pub fn with_max_labeled_demos(mut self, n: usize) -> Self {
-        self.settings.max_labeled_demos = n;
-        self
-    }
+        /// Demos per predictor at most, labeled and bootstrapped together (default 4).
+        fn with_max_labeled_demos(n: usize) { settings.max_labeled_demos = n }
 
-    /// Whether trials run on minibatches (default yes; the presets decide it themselves: on when
-    /// the validation set has more than 50 examples).
-    pub fn with_minibatch(mut self, minibatch: bool) -> Self {
-        self.settings.minibatch = minibatch;
-        self
-    }
+        /// Whether trials run on minibatches (default yes; the presets decide it themselves: on when
+        /// the validation set has more than 50 examples).
+        fn with_minibatch(minibatch: bool) { settings.minibatch = minibatch }
 
-    /// Validation examples per minibatch (default 35, at least 1).
-    pub fn with_minibatch_size(mut self, n: usize) -> Self {
-        self.settings.minibatch_size = n.max(1);
-        self
-    }
+        /// Validation examples per minibatch (default 35, at least 1).
+        fn with_minibatch_size(n: usize) { settings.minibatch_size = n.max(1) }
 
-    /// A full evaluation after every `n` minibatch trials (default 5, at least 1) and after the
-    /// last.
-    pub fn with_minibatch_full_eval_steps(mut self, n: usize) -> Self {
-        self.settings.full_eval_steps = n.max(1);
-        self
-    }
+        /// A full evaluation after every `n` minibatch trials (default 5, at least 1) and after the
+        /// last.
+        fn with_minibatch_full_eval_steps(n: usize) { settings.full_eval_steps = n.max(1) }
 
-    /// The seed of every random choice (default 9, DSPy's): demo-set shuffles, tips, minibatches
-    /// and the TPE sampler. Between 0 and 2^32 - 1.
-    pub fn with_seed(mut self, seed: i64) -> Self {
-        self.settings.seed = seed;
-        self
-    }
+        /// The seed of every random choice (default 9, DSPy's): demo-set shuffles, tips, minibatches
+        /// and the TPE sampler. Between 0 and 2^32 - 1.
+        fn with_seed(seed: i64) { settings.seed = seed }
 
-    /// The proposals' temperature (default 1.0).
-    pub fn with_init_temperature(mut self, temperature: f32) -> Self {
-        self.settings.temperature = temperature;
-        self
-    }
+        /// The proposals' temperature (default 1.0).
+        fn with_init_temperature(temperature: f32) { settings.temperature = temperature }
 
-    /// The bootstraps keep a run scoring at least `threshold` (default: any score above 0).
-    pub fn with_threshold(mut self, threshold: f64) -> Self {
-        self.settings.threshold = Some(threshold);
-        self
-    }
+        /// The bootstraps keep a run scoring at least `threshold` (default: any score above 0).
+        fn with_threshold(threshold: f64) { settings.threshold = Some(threshold) }
 
-    /// Whether proposals see the program's code and descriptions of it and of the predictor
-    /// (default yes).
-    pub fn with_program_aware(mut self, on: bool) -> Self {
-        self.settings.program_aware = on;
-        self
-    }
+        /// Whether proposals see the program's code and descriptions of it and of the predictor
+        /// (default yes).
+        fn with_program_aware(on: bool) { settings.program_aware = on }
 
-    /// Whether proposals see a summary of the training set (default yes).
-    pub fn with_data_aware(mut self, on: bool) -> Self {
-        self.settings.data_aware = on;
-        self
-    }
+        /// Whether proposals see a summary of the training set (default yes).
+        fn with_data_aware(on: bool) { settings.data_aware = on }
 
-    /// Whether each proposal gets a random tip (default yes).
-    pub fn with_tips(mut self, on: bool) -> Self {
-        self.settings.tips = on;
-        self
-    }
+        /// Whether each proposal gets a random tip (default yes).
+        fn with_tips(on: bool) { settings.tips = on }
 
-    /// Whether proposals see bootstrapped demos (default yes).
-    pub fn with_fewshot_aware(mut self, on: bool) -> Self {
-        self.settings.fewshot_aware = on;
-        self
-    }
+        /// Whether proposals see bootstrapped demos (default yes).
+        fn with_fewshot_aware(on: bool) { settings.fewshot_aware = on }
 
-    /// Training examples per summary call (default 10).
-    pub fn with_view_data_batch_size(mut self, n: usize) -> Self {
-        self.settings.view_data_batch_size = n.max(1);
-        self
-    }
+        /// Training examples per summary call (default 10).
+        fn with_view_data_batch_size(n: usize) { settings.view_data_batch_size = n.max(1) }
 
-    /// The program as the proposer sees it (default: its signatures and predictors as DSPy-like
-    /// pseudo-code). DSPy shows the program's Python source; pass your own source or a
-    /// description.
-    pub fn with_program_code(mut self, code: impl Into<String>) -> Self {
-        self.settings.program_code = Some(code.into());
-        self
-    }
+        /// The program as the proposer sees it (default: its signatures and predictors as DSPy-like
+        /// pseudo-code). DSPy shows the program's Python source; pass your own source or a
+        /// description.
+        fn with_program_code(code: impl Into<String>) { settings.program_code = Some(code.into()) }
 
-    /// Examples run at once in bootstraps and evaluations (default 8).
-    pub fn with_concurrency(mut self, n: usize) -> Self {
-        self.settings.run.concurrency = n.max(1);
-        self
-    }
+        /// Examples run at once in bootstraps and evaluations (default 8).
+        fn with_concurrency(n: usize) { settings.run.concurrency = n.max(1) }
 
-    /// Stops with [`OptimizeError::TooManyErrors`](crate::optimize::OptimizeError::TooManyErrors) when more than `n` runs of one evaluation or
-    /// bootstrap fail (a dead endpoint fails fast instead of scoring 0 everywhere). Without it an
-    /// evaluation's failed runs score 0 and are counted in each trial's `failures`; bootstraps
-    /// allow 10.
-    pub fn with_max_errors(mut self, n: usize) -> Self {
-        self.settings.run.max_errors = Some(n);
-        self
-    }
+        /// Stops with [`OptimizeError::TooManyErrors`](crate::optimize::OptimizeError::TooManyErrors) when more than `n` runs of one evaluation or
+        /// bootstrap fail (a dead endpoint fails fast instead of scoring 0 everywhere). Without it an
+        /// evaluation's failed runs score 0 and are counted in each trial's `failures`; bootstraps
+        /// allow 10.
+        fn with_max_errors(n: usize) { settings.run.max_errors = Some(n) }
 
-    /// Stops the search once the program's and the prompt model's LM calls reach `n` (checked
-    /// before each trial); the best program so far is returned.
-    pub fn with_max_lm_calls(mut self, n: u64) -> Self {
-        self.settings.run.max_lm_calls = Some(n);
-        self
-    }
+        /// Stops the search once the program's and the prompt model's LM calls reach `n` (checked
+        /// before each trial); the best program so far is returned.
+        fn with_max_lm_calls(n: u64) { settings.run.max_lm_calls = Some(n) }
 
-    /// Stops the search once `n` metric calls are spent (checked before each trial).
-    pub fn with_max_metric_calls(mut self, n: usize) -> Self {
-        self.settings.max_metric_calls = Some(n);
-        self
-    }
+        /// Stops the search once `n` metric calls are spent (checked before each trial).
+        fn with_max_metric_calls(n: usize) { settings.max_metric_calls = Some(n) }
 
-    /// Logs the run in `dir` (`mipro_log.jsonl`: the demo sets, the instructions and every trial;
-    /// `best_program.json`: the best program so far, in DSPy's format, written atomically). A
-    /// run given a directory holding a log of the same run continues it without repeating its LM
-    /// calls; creating `mipro.stop` there stops it before its next trial.
-    ///
-    /// The same run means the same settings, predictors and seed, and the same fingerprint: the
-    /// training and validation data (hashed by content), the metric's name (see
-    /// [`with_metric_name`](Self::with_metric_name)), the program's saved JSON and the models
-    /// (each predictor's, the prompt model's, the teacher's). A log of another run is refused
-    /// with [`OptimizeError::RunLog`](crate::optimize::OptimizeError::RunLog), never replayed. A torn last line (a run killed while
-    /// writing it) is skipped with a warning; a damaged line before it is
-    /// [`OptimizeError::RunLog`](crate::optimize::OptimizeError::RunLog) naming the line.
-    pub fn with_log_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.settings.run.log_dir = Some(dir.into());
-        self
-    }
+        /// Logs the run in `dir` (`mipro_log.jsonl`: the demo sets, the instructions and every trial;
+        /// `best_program.json`: the best program so far, in DSPy's format, written atomically). A
+        /// run given a directory holding a log of the same run continues it without repeating its LM
+        /// calls; creating `mipro.stop` there stops it before its next trial.
+        ///
+        /// The same run means the same settings, predictors and seed, and the same fingerprint: the
+        /// training and validation data (hashed by content), the metric's name (see
+        /// [`with_metric_name`](Self::with_metric_name)), the program's saved JSON and the models
+        /// (each predictor's, the prompt model's, the teacher's). A log of another run is refused
+        /// with [`OptimizeError::RunLog`](crate::optimize::OptimizeError::RunLog), never replayed. A torn last line (a run killed while
+        /// writing it) is skipped with a warning; a damaged line before it is
+        /// [`OptimizeError::RunLog`](crate::optimize::OptimizeError::RunLog) naming the line.
+        fn with_log_dir(dir: impl Into<PathBuf>) { settings.run.log_dir = Some(dir.into()) }
 
-    /// The metric's name in the run log's fingerprint (default: its Rust type name, which names
-    /// the function or, for a closure, the function it is written in). Change it when the
-    /// metric's scoring changes, so that a log scored by the old one is not replayed; set it to
-    /// keep resuming a log after the metric moved.
-    pub fn with_metric_name(mut self, name: impl Into<String>) -> Self {
-        self.settings.run.metric_name = Some(name.into());
-        self
-    }
+        /// The metric's name in the run log's fingerprint (default: its Rust type name, which names
+        /// the function or, for a closure, the function it is written in). Change it when the
+        /// metric's scoring changes, so that a log scored by the old one is not replayed; set it to
+        /// keep resuming a log after the metric moved.
+        fn with_metric_name(name: impl Into<String>) {
+            settings.run.metric_name = Some(name.into())
+        }
 
-    /// How progress is shown (one step per evaluation metric call).
-    pub fn with_progress(mut self, progress: Progress) -> Self {
-        self.settings.run.progress = progress;
-        self
+        /// How progress is shown (one step per evaluation metric call).
+        fn with_progress(progress: Progress) { settings.run.progress = progress }
     }
 }

@@ -15,7 +15,7 @@ use crate::adapter::templates::{
 use crate::adapter::{ChatAdapter, Fields};
 use crate::data::Example;
 use crate::lm::{Lm, LmOptions, Usage};
-use crate::module::{CallConfig, Predictor, Predictors};
+use crate::module::{CallConfig, DynPredict, Predictors};
 use crate::python::py_str;
 use crate::schema::python_repr;
 use crate::signature::{DynSignature, Field};
@@ -193,7 +193,7 @@ impl Proposer {
         inputs: Fields,
         options: LmOptions,
     ) -> Result<Fields, String> {
-        let predictor = Predictor::new(signature)
+        let predictor = DynPredict::new(signature)
             .with_lm(self.lm.clone())
             .with_adapter(ChatAdapter::new())
             .with_options(options);
@@ -271,7 +271,7 @@ impl Proposer {
     /// request's seed).
     pub(crate) async fn propose(
         &mut self,
-        predictor: &Predictor,
+        predictor: &DynPredict,
         sets: Option<&[Vec<Fields>]>,
         set: usize,
         tip: &str,
