@@ -56,6 +56,13 @@ pub enum Error {
         /// The limit.
         turns: usize,
     },
+    /// `Predict` with tools reached the LM-call limit of its
+    /// [tool limits](crate::module::Limits::max_lm_calls) before it answered.
+    #[error("the call reached its limit of {limit} LM calls")]
+    LmCallLimit {
+        /// The limit.
+        limit: u32,
+    },
     /// A blocking call could not run (see [`crate::blocking`]).
     #[error(transparent)]
     Blocking(#[from] crate::blocking::BlockingError),

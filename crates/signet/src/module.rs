@@ -199,6 +199,7 @@ pub struct DynPredict {
     max_tool_turns: usize,
     approver: Option<react::Approver>,
     tool_limits: react::Limits,
+    truncation: Arc<dyn react::TruncationPolicy>,
     state_key: Option<Arc<[u8]>>,
     carried: saved::Carried,
 }
@@ -240,6 +241,7 @@ impl DynPredict {
             max_tool_turns: self.max_tool_turns,
             approver: self.approver.clone(),
             tool_limits: self.tool_limits,
+            truncation: self.truncation.clone(),
             state_key: self.state_key.clone(),
             carried: self.carried.clone(),
         }
@@ -260,6 +262,7 @@ impl DynPredict {
             max_tool_turns: 10,
             approver: None,
             tool_limits: react::Limits::default(),
+            truncation: Arc::new(react::DropOldest),
             state_key: None,
             carried: saved::Carried::default(),
         }

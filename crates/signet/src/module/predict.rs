@@ -86,6 +86,9 @@ impl<S: Signature> Predict<S> {
         fn with_max_tool_turns(turns: usize);
         /// Tool call time limit, output size and concurrency (see [`DynPredict::with_tool_limits`]).
         fn with_tool_limits(limits: Limits);
+        /// How to shorten the tool turns that overflow the context window (see
+        /// [`DynPredict::with_truncation`]).
+        fn with_truncation(policy: impl super::react::TruncationPolicy + 'static);
         /// Seals suspended calls and resumes only sealed ones (see [`DynPredict::with_state_key`]).
         fn with_state_key(key: impl AsRef<[u8]>);
     }

@@ -5,9 +5,10 @@
 use futures::stream::BoxStream;
 
 use super::react::answer_stream::answer_lm;
+use super::react::budget::ContextBudget;
 use super::react::driver::{Ask, Driver, RunState, TurnEnd, TurnProtocol};
 use super::react::events::{Emitter, Interrupts, stream_run};
-use super::react::native::{NativeChat, NativeReply};
+use super::react::native::{NativeChat, NativeReply, NativeTurn};
 use super::react::suspend::{
     Start, check_state, describe_signature, describe_tools, digest, reseal,
 };
@@ -18,7 +19,7 @@ use super::react::{
 use super::tool_runner::ToolRunner;
 use super::{CallConfig, DynPredict, Error, Prediction, Resolved};
 use crate::adapter::{Adapter, AdapterName, Fields};
-use crate::lm::{Completion, ToolChoice, Usage};
+use crate::lm::{Completion, LmError, ToolChoice, Usage};
 use crate::tool::Tool;
 
 impl DynPredict {
@@ -58,9 +59,19 @@ impl DynPredict {
 
     crate::shared::setters! {
         /// The limits on tool calls, as in ReAct: `tool_timeout` (default 60 s),
-        /// `max_observation_chars`, `max_kept_observation_bytes`, `max_concurrent_tools` and
-        /// `max_tool_calls_per_turn` apply; the others are ReAct's.
+        /// `max_observation_chars`, `max_kept_observation_bytes`, `max_concurrent_tools`,
+        /// `max_tool_calls_per_turn`, `max_lm_calls` and `context_window` apply; the others are
+        /// ReAct's.
         fn with_tool_limits(limits: Limits) { tool_limits = limits }
+
+        /// How to shorten the tool turns when the conversation no longer fits the context window
+        /// (default [`DropOldest`](super::react::DropOldest)), as in ReAct: the oldest turns go
+        /// before a prompt over the budget is sent ([`Limits::context_window`], else the LM's),
+        /// and after the provider refuses one as too long (up to 3 times). A conversation that
+        /// still does not fit is [`LmError::ContextWindowExceeded`].
+        fn with_truncation(policy: impl super::react::TruncationPolicy + 'static) {
+            truncation = std::sync::Arc::new(policy)
+        }
 
         /// Seals every state a call suspends with `key` (an HMAC-SHA256, [`SuspendedRun::seal`]),
         /// and resumes only states sealed with it, as
@@ -216,6 +227,7 @@ impl DynPredict {
                 Err(match error.reason {
                     RunFailure::Call(error) => error,
                     RunFailure::Resume(error) => Error::Resume(error),
+                    RunFailure::LmCallLimit { limit } => Error::LmCallLimit { limit },
                     // The turns below fail in no other way.
                     other => Error::Unsupported {
                         what: other.to_string(),
@@ -261,9 +273,10 @@ impl DynPredict {
             chat: NativeChat {
                 tools: self.tools.iter().map(|t| t.definition()).collect(),
                 base: adapter.format(&self.signature, &self.demos_for(inputs), inputs),
-                lm: answer_lm(lm, adapter.as_ref(), &events, false),
+                lm: answer_lm(lm.clone(), adapter.as_ref(), &events, false),
                 adapter,
             },
+            measured: lm,
             answered: None,
         };
         Ok(
@@ -295,6 +308,8 @@ fn finished_run(prediction: Prediction, trajectory: Trajectory) -> ReActRun {
 struct PredictTurns<'a> {
     predictor: &'a DynPredict,
     chat: NativeChat,
+    /// The LM whose context window the conversation must fit.
+    measured: std::sync::Arc<dyn crate::lm::Lm>,
     /// The reply that answered, and the adapter that read it.
     answered: Option<(Completion, AdapterName)>,
 }
@@ -313,24 +328,24 @@ impl TurnProtocol for PredictTurns<'_> {
         _turn: usize,
     ) -> Result<Ask, ReActError> {
         let predictor = self.predictor;
-        let request =
-            self.chat
-                .request(&run.trajectory, &predictor.options, Some(ToolChoice::Auto));
         let inputs = driver.inputs;
+        let asked = NativeTurn {
+            signature: &predictor.signature,
+            options: &predictor.options,
+            tool_choice: ToolChoice::Auto,
+            budget: ContextBudget::new(
+                &predictor.tool_limits,
+                self.measured.as_ref(),
+                &predictor.options,
+                predictor.truncation.as_ref(),
+            ),
+            limits: &predictor.tool_limits,
+            trace_usage: false,
+        };
         let rebase = |adapter: &dyn Adapter| {
             adapter.format(&predictor.signature, &predictor.demos_for(inputs), inputs)
         };
-        let reply = self
-            .chat
-            .reply(
-                request,
-                &predictor.signature,
-                inputs,
-                rebase,
-                &mut run.usage,
-            )
-            .await;
-        match reply {
+        match self.chat.ask(asked, driver, run, rebase).await? {
             Ok(NativeReply::Calls { thought, calls }) => Ok(Ask::Calls { thought, calls }),
             Ok(NativeReply::Answer {
                 outputs,
@@ -344,7 +359,7 @@ impl TurnProtocol for PredictTurns<'_> {
                 })
             }
             Ok(NativeReply::Unreadable(error)) => Err(run.fail(Error::Parse(error))),
-            Err(error) => Err(run.fail(Error::Lm(error))),
+            Err(message) => Err(run.fail(Error::Lm(LmError::ContextWindowExceeded { message }))),
         }
     }
 

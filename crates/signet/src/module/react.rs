@@ -30,6 +30,7 @@
 
 pub(super) mod answer_stream;
 pub(super) mod approval;
+pub(super) mod budget;
 mod descriptions;
 pub(super) mod driver;
 mod error;
@@ -522,11 +523,12 @@ impl DynReAct {
             );
             crate::lm::count_prompt_tokens(lm.model(), &messages, &[]).tokens
         };
-        let budget = self.prompt_budget(lm.as_ref(), predictor.options());
+        let budget = self.budget(lm.as_ref(), predictor.options());
         let mut last = String::new();
         for _ in 0..3 {
             self.limits.check_lm_calls(usage)?;
-            self.fit_budget(budget, trajectory, events, &measure)
+            budget
+                .fit(trajectory, events, &measure)
                 .await
                 .map_err(|message| RunFailure::TrajectoryTooLong { message })?;
             let span = tracing::info_span!(
@@ -552,7 +554,7 @@ impl DynReAct {
                         "Trajectory exceeded the context window, truncating the oldest tool call information."
                     );
                     last = message;
-                    if let Err(reason) = self.compact(trajectory, events, &measure).await {
+                    if let Err(reason) = budget.compact(trajectory, events, &measure).await {
                         return Err(RunFailure::TrajectoryTooLong {
                             message: format!("{last}; {reason}"),
                         });
@@ -566,79 +568,9 @@ impl DynReAct {
         })
     }
 
-    /// The tokens a prompt may take: the context window ([`Limits::context_window`], else the
-    /// LM's [`Capabilities::context_window`](crate::lm::Capabilities::context_window)) less the
-    /// reply's room (`max_tokens` when set, else an eighth of the window); `None` when the window
-    /// is unknown.
-    fn prompt_budget(&self, lm: &dyn Lm, options: &LmOptions) -> Option<usize> {
-        let window = self
-            .limits
-            .context_window
-            .or(lm.capabilities().context_window)? as usize;
-        let reply = options.max_tokens.map_or(window / 8, |t| t as usize);
-        Some(window.saturating_sub(reply))
-    }
-
-    /// Truncates the trajectory (with the run's policy) while the prompt `measure` counts is over
-    /// `budget`, announcing it with a `compacted` event. `Err` says why it still does not fit.
-    async fn fit_budget(
-        &self,
-        budget: Option<usize>,
-        trajectory: &mut Trajectory,
-        events: &Emitter,
-        measure: &(dyn Fn(&Trajectory) -> usize + Sync),
-    ) -> Result<(), String> {
-        let Some(budget) = budget else {
-            return Ok(());
-        };
-        let (tokens_before, steps_before) = (measure(trajectory), trajectory.steps.len());
-        let mut tokens = tokens_before;
-        let mut outcome = Ok(());
-        // Each truncation shortens the trajectory; a policy that stops doing so is stopped too.
-        for _ in 0..=steps_before {
-            if tokens <= budget {
-                break;
-            }
-            if let Err(reason) = self.truncation.truncate(trajectory).await {
-                outcome = Err(format!(
-                    "the prompt needs about {tokens} tokens, more than the {budget} the context \
-                     window leaves it, and {reason}"
-                ));
-                break;
-            }
-            tokens = measure(trajectory);
-        }
-        if outcome.is_ok() && tokens > budget {
-            outcome = Err(format!(
-                "the prompt still needs about {tokens} tokens after truncation, more than the \
-                 {budget} the context window leaves it"
-            ));
-        }
-        if tokens < tokens_before || trajectory.steps.len() < steps_before {
-            events.emit(ReActEvent::Compacted {
-                dropped_steps: steps_before.saturating_sub(trajectory.steps.len()),
-                tokens_before,
-                tokens_after: tokens,
-            });
-        }
-        outcome
-    }
-
-    /// One truncation after the provider refused a prompt, announced with a `compacted` event.
-    async fn compact(
-        &self,
-        trajectory: &mut Trajectory,
-        events: &Emitter,
-        measure: &(dyn Fn(&Trajectory) -> usize + Sync),
-    ) -> Result<(), String> {
-        let (tokens_before, steps_before) = (measure(trajectory), trajectory.steps.len());
-        self.truncation.truncate(trajectory).await?;
-        events.emit(ReActEvent::Compacted {
-            dropped_steps: steps_before.saturating_sub(trajectory.steps.len()),
-            tokens_before,
-            tokens_after: measure(trajectory),
-        });
-        Ok(())
+    /// The run's context budget for prompts sent to `lm` with `options`.
+    fn budget(&self, lm: &dyn Lm, options: &LmOptions) -> budget::ContextBudget<'_> {
+        budget::ContextBudget::new(&self.limits, lm, options, self.truncation.as_ref())
     }
 
     /// Runs the chosen tool; every failure becomes an observation the model can act on.

@@ -6,10 +6,12 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::answer_stream::answer_lm;
+use super::budget::ContextBudget;
 use super::driver::{Ask, Driver, RunState, TurnCall};
 use super::events::{Emitter, FINISH_UNSEEN_RESULTS};
 use super::{
-    DynReAct, FINISH, FINISH_OBSERVATION, Observation, ReActError, Step, StopReason, Trajectory,
+    DynReAct, FINISH, FINISH_OBSERVATION, Limits, Observation, ReActError, Step, StopReason,
+    Trajectory,
 };
 use crate::adapter::{Adapter, AdapterName, Fields, ParseError, templates};
 use crate::lm::{
@@ -105,6 +107,88 @@ impl NativeChat {
     }
 }
 
+/// What one native turn is asked with.
+pub(crate) struct NativeTurn<'a> {
+    pub(crate) signature: &'a DynSignature,
+    pub(crate) options: &'a LmOptions,
+    pub(crate) tool_choice: ToolChoice,
+    /// Where the prompt must fit.
+    pub(crate) budget: ContextBudget<'a>,
+    /// The run's limits (its LM-call budget is checked before each call).
+    pub(crate) limits: &'a Limits,
+    /// Whether each call's usage is recorded in the trace here (ReAct's steps), or with the
+    /// whole call by its caller (`Predict` with tools).
+    pub(crate) trace_usage: bool,
+}
+
+impl NativeChat {
+    /// Asks for the next turn, keeping the conversation within the budget and truncating it (up
+    /// to 3 times) while the provider reports the context window exceeded; `Ok(Err(message))`
+    /// when it cannot be made to fit. `rebase` formats the base messages for the adapter's
+    /// fallback.
+    pub(crate) async fn ask(
+        &self,
+        turn: NativeTurn<'_>,
+        driver: &Driver<'_>,
+        run: &mut RunState,
+        rebase: impl Fn(&dyn Adapter) -> Vec<Message>,
+    ) -> Result<Result<NativeReply, String>, ReActError> {
+        let model = self.lm.model();
+        let measure = |trajectory: &Trajectory| {
+            let messages = conversation(&self.base, trajectory);
+            crate::lm::count_prompt_tokens(model, &messages, &self.tools).tokens
+        };
+        let mut truncations = 0;
+        loop {
+            if let Err(message) = turn
+                .budget
+                .fit(&mut run.trajectory, driver.events, &measure)
+                .await
+            {
+                return Ok(Err(message));
+            }
+            let request = self.request(
+                &run.trajectory,
+                turn.options,
+                Some(turn.tool_choice.clone()),
+            );
+            turn.limits
+                .check_lm_calls(&run.usage)
+                .map_err(|failure| run.fail(failure))?;
+            let mut own = Usage::default();
+            let reply = self
+                .reply(request, turn.signature, driver.inputs, &rebase, &mut own)
+                .await;
+            run.usage += own;
+            if turn.trace_usage {
+                crate::trace::record_usage(own);
+            }
+            match reply {
+                Ok(reply) => return Ok(Ok(reply)),
+                Err(LmError::ContextWindowExceeded { message }) => {
+                    let refused = Usage {
+                        lm_calls: 1,
+                        ..Usage::default()
+                    };
+                    run.usage += refused;
+                    if turn.trace_usage {
+                        crate::trace::record_usage(refused);
+                    }
+                    truncations += 1;
+                    let truncated = turn
+                        .budget
+                        .compact(&mut run.trajectory, driver.events, &measure)
+                        .await;
+                    if truncations > 3 || truncated.is_err() {
+                        return Ok(Err(message));
+                    }
+                }
+                Err(error) => return Err(run.fail(Error::Lm(error))),
+            }
+        }
+    }
+}
+
 /// A reply's tool calls, or its text read by `adapter` as the outputs of `signature`.
 fn read(
     adapter: &dyn Adapter,
@@ -131,10 +215,8 @@ fn read(
 /// demos, the user message, then each turn's tool calls and their results as messages.
 pub(super) struct NativeSteps {
     chat: NativeChat,
-    /// The LM the prompt is measured for.
+    /// The LM whose context window the prompt must fit.
     measured: Arc<dyn Lm>,
-    /// The tokens a prompt may take, when the context window is known.
-    budget: Option<usize>,
 }
 
 impl NativeSteps {
@@ -151,7 +233,6 @@ impl NativeSteps {
         let mut tools: Vec<ToolDefinition> = agent.tools.iter().map(|t| t.definition()).collect();
         tools.push(agent.finish_descriptor());
         NativeSteps {
-            budget: agent.prompt_budget(lm.as_ref(), agent.step.options()),
             chat: NativeChat {
                 base: agent.base_messages(adapter.as_ref(), inputs),
                 lm: asked,
@@ -162,14 +243,8 @@ impl NativeSteps {
         }
     }
 
-    /// The prompt's size in tokens with `trajectory`.
-    fn measure(&self, trajectory: &Trajectory) -> usize {
-        let messages = conversation(&self.chat.base, trajectory);
-        crate::lm::count_prompt_tokens(self.measured.model(), &messages, &self.chat.tools).tokens
-    }
-
-    /// Asks the model for turn `turn`, keeping the conversation within the prompt budget and
-    /// truncating it (up to 3 times) while the provider reports the context window exceeded.
+    /// Asks the model for turn `turn` (see [`NativeChat::ask`]); `finish` is forced on the last
+    /// turn when the agent says so.
     pub(super) async fn ask(
         &self,
         agent: &DynReAct,
@@ -177,8 +252,6 @@ impl NativeSteps {
         run: &mut RunState,
         turn: usize,
     ) -> Result<Ask, ReActError> {
-        let events = driver.events;
-        let measure = |trajectory: &Trajectory| self.measure(trajectory);
         let tool_choice = if agent.finish_on_last_turn && turn.saturating_add(1) == driver.max_iters
         {
             ToolChoice::Function(FINISH.to_owned())
@@ -187,60 +260,29 @@ impl NativeSteps {
         } else {
             ToolChoice::Auto
         };
-        let mut truncations = 0;
-        let reply = loop {
-            if let Err(message) = agent
-                .fit_budget(self.budget, &mut run.trajectory, events, &measure)
-                .await
-            {
-                return Ok(Ask::Stop(StopReason::ContextWindow { message }));
-            }
-            let options = agent.step.options();
-            let request = self
-                .chat
-                .request(&run.trajectory, options, Some(tool_choice.clone()));
-            agent
-                .limits
-                .check_lm_calls(&run.usage)
-                .map_err(|failure| run.fail(failure))?;
-            let mut own = Usage::default();
-            let rebase = |adapter: &dyn Adapter| agent.base_messages(adapter, driver.inputs);
-            let reply = self
-                .chat
-                .reply(request, &agent.signature, driver.inputs, rebase, &mut own)
-                .await;
-            run.usage += own;
-            crate::trace::record_usage(own);
-            match reply {
-                Ok(reply) => break reply,
-                Err(LmError::ContextWindowExceeded { message }) => {
-                    let refused = Usage {
-                        lm_calls: 1,
-                        ..Usage::default()
-                    };
-                    run.usage += refused;
-                    crate::trace::record_usage(refused);
-                    truncations += 1;
-                    let truncated = agent.compact(&mut run.trajectory, events, &measure).await;
-                    if truncations > 3 || truncated.is_err() {
-                        return Ok(Ask::Stop(StopReason::ContextWindow { message }));
-                    }
-                }
-                Err(error) => return Err(run.fail(Error::Lm(error))),
-            }
+        let options = agent.step.options();
+        let asked = NativeTurn {
+            signature: &agent.signature,
+            options,
+            tool_choice,
+            budget: agent.budget(self.measured.as_ref(), options),
+            limits: &agent.limits,
+            trace_usage: true,
         };
-        Ok(match reply {
-            NativeReply::Calls { thought, calls } => Ask::Calls { thought, calls },
+        let rebase = |adapter: &dyn Adapter| agent.base_messages(adapter, driver.inputs);
+        Ok(match self.chat.ask(asked, driver, run, rebase).await? {
+            Err(message) => Ask::Stop(StopReason::ContextWindow { message }),
+            Ok(NativeReply::Calls { thought, calls }) => Ask::Calls { thought, calls },
             // A text answer is the final answer.
-            NativeReply::Answer {
+            Ok(NativeReply::Answer {
                 outputs,
                 completion,
                 ..
-            } => Ask::Answer {
+            }) => Ask::Answer {
                 outputs,
                 reasoning: completion.reasoning,
             },
-            NativeReply::Unreadable(error) => Ask::Stop(StopReason::UnreadableAnswer {
+            Ok(NativeReply::Unreadable(error)) => Ask::Stop(StopReason::UnreadableAnswer {
                 error: error.to_string(),
             }),
         })
