@@ -384,3 +384,31 @@ fn a_changed_signature_renders_a_new_system_message() {
         "each format caches its own rendering"
     );
 }
+
+#[test]
+fn tool_calls_are_read_as_dspys_validator_reads_them_in_every_format() {
+    let expected = json!({"tool_calls": [{"id": null, "name": "add", "args": {"a": 1}}]});
+    for written in [
+        r#"{"tool_calls": [{"name": "add", "args": {"a": 1}}]}"#,
+        r#"[{"name": "add", "args": {"a": 1}}]"#,
+        r#"{"name": "add", "args": {"a": 1}}"#,
+    ] {
+        let chat = format!("[[ ## answer ## ]]\nx\n\n[[ ## tool_calls ## ]]\n{written}");
+        let parsed = ChatAdapter::new().parse(&tool_signature(), &chat).unwrap();
+        assert_eq!(parsed["tool_calls"], expected, "Chat: {written}");
+        let json = format!(r#"{{"answer": "x", "tool_calls": {written}}}"#);
+        let parsed = JsonAdapter::new().parse(&tool_signature(), &json).unwrap();
+        assert_eq!(parsed["tool_calls"], expected, "JSON: {written}");
+        let xml = format!("<answer>x</answer><tool_calls>{written}</tool_calls>");
+        let parsed = XmlAdapter::new().parse(&tool_signature(), &xml).unwrap();
+        assert_eq!(parsed["tool_calls"], expected, "XML: {written}");
+    }
+    // Anything else is a parse error naming the field, never an empty list.
+    let error = ChatAdapter::new()
+        .parse(
+            &tool_signature(),
+            "[[ ## answer ## ]]\nx\n\n[[ ## tool_calls ## ]]\n\"add\"",
+        )
+        .unwrap_err();
+    assert!(error.to_string().contains("tool_calls"), "{error}");
+}

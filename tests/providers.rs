@@ -203,7 +203,7 @@ async fn the_llama_cpp_preset_declares_no_native_tools_so_auto_runs_in_text_mode
 
     let events: Vec<ReActEvent<AskOutput>> = agent.stream(ask()).collect().await;
     assert!(
-        matches!(&events[0], ReActEvent::TextMode { model } if model == "test-model"),
+        matches!(&events[0], ReActEvent::TextMode { model, reason } if model == "test-model" && reason.starts_with("the LM reports no native function calling")),
         "the first event says the run is in text mode: {:?}",
         events[0]
     );

@@ -222,6 +222,32 @@ async fn an_unreadable_step_stops_the_loop_and_says_why() {
 }
 
 #[tokio::test]
+async fn a_step_whose_only_fault_is_its_tool_args_stops_with_the_field_named() {
+    let bad_args = "[[ ## next_thought ## ]]\nadd them\n\n[[ ## next_tool_name ## ]]\nadd\n\n\
+                    [[ ## next_tool_args ## ]]\na=1, b=2\n\n[[ ## completed ## ]]";
+    let (agent, lm) = agent(
+        vec![Arc::new(AddTool)],
+        vec![
+            bad_args.to_owned(),
+            // The JSON fallback repeats the fault.
+            r#"{"next_thought": "add them", "next_tool_name": "add", "next_tool_args": "a=1, b=2"}"#
+                .to_owned(),
+            extract("3"),
+        ],
+    );
+    let out = agent.call(ask()).await.unwrap();
+    assert_eq!(out.output.answer, "3");
+    // Nothing ran: DSPy ends the trajectory when the step cannot be read, and so does Signet.
+    assert!(out.trajectory.steps.is_empty());
+    let reason = out.trajectory.stopped_early.expect("a reason");
+    assert!(
+        matches!(&reason, StopReason::UnreadableStep { step: 0, error } if error.contains("next_tool_args")),
+        "{reason:?}"
+    );
+    assert_eq!(lm.requests().len(), 3);
+}
+
+#[tokio::test]
 async fn a_finished_run_did_not_stop_early() {
     let (agent, _lm) = agent(vec![], vec![step("done", "finish", json!({"answer": "4"}))]);
     let out = agent.call(ask()).await.unwrap();
@@ -398,6 +424,32 @@ async fn confirmed_tools_ask_the_approver_and_a_denial_is_an_observation() {
 }
 
 #[tokio::test]
+async fn an_approval_of_the_same_call_is_remembered_for_the_run() {
+    use signet::module::{Approval, ApprovalRequest};
+    let asked = Arc::new(AtomicUsize::new(0));
+    let count = asked.clone();
+    let (agent, _) = agent(
+        vec![Arc::new(DeleteFileTool)],
+        vec![
+            step("rm", "delete_file", json!({"path": "/tmp/x"})),
+            step("again", "delete_file", json!({"path": "/tmp/x"})),
+            step("other", "delete_file", json!({"path": "/tmp/y"})),
+            step("done", "finish", json!({"answer": "cleaned"})),
+        ],
+    );
+    let agent = agent.with_approver(move |_: ApprovalRequest| {
+        count.fetch_add(1, Ordering::SeqCst);
+        async { Approval::ApproveSame }
+    });
+    let out = agent.call(ask()).await.unwrap();
+    let seen = observations(&out.trajectory);
+    assert_eq!(seen[1], Observation::Output(json!("deleted /tmp/x")));
+    assert_eq!(seen[2], Observation::Output(json!("deleted /tmp/y")));
+    // The repeat ran without asking; other arguments were asked about.
+    assert_eq!(asked.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
 async fn confirmed_tools_never_run_without_an_approver() {
     let (agent, _) = agent(
         vec![Arc::new(DeleteFileTool)],
@@ -472,6 +524,9 @@ async fn a_failed_selection_offers_every_tool() {
         step_prompt.contains("(14) t13,") && step_prompt.contains("(15) finish,"),
         "{step_prompt}"
     );
+    // The four failed selection calls are counted with the step's.
+    assert_eq!(lm.requests().len(), 5);
+    assert_eq!(out.usage.lm_calls, 5);
 }
 
 /// A tool whose output is far longer than the default observation limit.
@@ -549,6 +604,39 @@ async fn a_selection_limit_keeps_the_first_tools_named_once_each() {
 }
 
 #[tokio::test]
+async fn selection_keeps_six_tools_by_default_and_bounds_each_catalogue_line() {
+    let named: Vec<String> = (0..10).map(|i| format!("t{i}")).collect();
+    let lm = Arc::new(ScriptedLm::texts([
+        json!({ "tools": named }).to_string(),
+        step("done", "finish", json!({"answer": "ok"})),
+    ]));
+    let mut tools = many_tools(14);
+    tools.push(Arc::new(
+        signet::tool::FnTool::builder("verbose")
+            .description("word ".repeat(100))
+            .sync_fn(|_| Ok::<_, String>(json!(0))),
+    ));
+    let agent = ReAct::<Ask>::new().tools(tools).with_lm(lm.clone());
+    agent.call(ask()).await.unwrap();
+    let requests = lm.requests();
+    let catalogue = &requests[0].messages[0].content;
+    let verbose = catalogue
+        .lines()
+        .find(|l| l.starts_with("- verbose: "))
+        .unwrap();
+    assert!(
+        verbose.ends_with('…') && verbose.chars().count() < 200,
+        "{verbose}"
+    );
+    let step_prompt = &requests[1].messages[0].content;
+    assert!(
+        step_prompt.contains("(6) t5,") && step_prompt.contains("(7) finish,"),
+        "{step_prompt}"
+    );
+    assert!(!step_prompt.contains("t6,"), "{step_prompt}");
+}
+
+#[tokio::test]
 async fn a_call_may_set_its_own_step_limit() {
     use signet::module::CallConfig;
     let replies: Vec<String> = (0..2)
@@ -580,5 +668,123 @@ async fn an_empty_thought_is_the_providers_reasoning_in_text_mode() {
     assert_eq!(
         out.trajectory.steps[0].thought,
         "2 + 2 is 4, so I can finish."
+    );
+}
+
+fn named(name: &str) -> Arc<dyn Tool> {
+    Arc::new(
+        signet::tool::FnTool::builder(name)
+            .description("A tool.")
+            .sync_fn(|_| Ok::<_, String>(json!("ok"))),
+    )
+}
+
+#[tokio::test]
+async fn tools_that_share_a_name_are_refused_before_the_first_lm_call() {
+    let lm = Arc::new(ScriptedLm::texts([step(
+        "done",
+        "finish",
+        json!({"answer": "ok"}),
+    )]));
+    let agent = ReAct::<Ask>::new()
+        .tools([named("lookup"), named("add"), named("lookup")])
+        .with_lm(lm.clone());
+    let error = agent.call(ask()).await.unwrap_err();
+    assert!(
+        matches!(&error.reason, RunFailure::Call(signet::Error::ToolNames { message }) if message.starts_with("two tools are named `lookup`")),
+        "{error}"
+    );
+    let agent = ReAct::<Ask>::new()
+        .tool(named("finish"))
+        .with_lm(lm.clone());
+    let error = agent.call(ask()).await.unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("a tool is named `finish`, which the loop reserves"),
+        "{error}"
+    );
+    let predict = signet::module::Predict::<Ask>::new()
+        .tools([named("add"), named("add")])
+        .with_lm(lm.clone());
+    let error = predict.call(ask()).await.unwrap_err();
+    assert!(matches!(error, signet::Error::ToolNames { .. }), "{error}");
+    assert!(lm.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_failed_extractor_falls_back_to_the_last_tool_result_marked_as_such() {
+    use futures::StreamExt;
+    use signet::module::ReActEvent;
+    let replies = || {
+        vec![
+            step("add", "add", json!({"a": 1, "b": 2})),
+            step("done", "finish", json!({})),
+            "no markers at all".to_owned(),
+            // The Chat adapter's JSON fallback fails too.
+            "still none".to_owned(),
+        ]
+    };
+    let (agent_on, _) = agent(vec![Arc::new(AddTool)], replies());
+    let events: Vec<_> = agent_on.stream(ask()).collect().await;
+    let Some(ReActEvent::Done {
+        output, trajectory, ..
+    }) = events.last()
+    else {
+        panic!("{events:?}")
+    };
+    assert_eq!(output.answer, "3");
+    let fallback = trajectory.answer_fallback.as_ref().expect("marked");
+    assert_eq!(fallback.step, 0);
+    assert!(
+        fallback.error.contains("not a JSON object"),
+        "{}",
+        fallback.error
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, ReActEvent::AnswerFallback { step: 0, .. }))
+    );
+    // Off, the extractor's error stands, with the trajectory.
+    let (agent_off, _) = agent(vec![Arc::new(AddTool)], replies());
+    let error = agent_off
+        .with_answer_fallback(false)
+        .call(ask())
+        .await
+        .unwrap_err();
+    assert_eq!(error.trajectory.steps.len(), 2);
+    assert!(
+        matches!(error.reason, RunFailure::Call(signet::Error::Parse(_))),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn the_steps_may_have_an_adapter_of_their_own() {
+    use signet::adapter::XmlAdapter;
+    let lm = Arc::new(ScriptedLm::texts([
+        "<next_thought>add</next_thought><next_tool_name>add</next_tool_name>\
+         <next_tool_args>{\"a\": 1, \"b\": 2}</next_tool_args>"
+            .to_owned(),
+        "<next_thought>done</next_thought><next_tool_name>finish</next_tool_name>\
+         <next_tool_args>{}</next_tool_args>"
+            .to_owned(),
+        extract("3"),
+    ]));
+    let agent = ReAct::<Ask>::new()
+        .tool(AddTool)
+        .with_step_adapter(XmlAdapter::new())
+        .with_lm(lm.clone());
+    let out = agent.call(ask()).await.unwrap();
+    assert_eq!(out.output.answer, "3");
+    assert_eq!(out.trajectory.steps.len(), 2);
+    let requests = lm.requests();
+    // The steps asked in XML, the extractor in the Chat format (its own, the default).
+    assert!(requests[0].messages[0].content.contains("<next_thought>"));
+    assert!(
+        requests[2].messages[0]
+            .content
+            .contains("[[ ## reasoning ## ]]")
     );
 }

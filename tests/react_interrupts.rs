@@ -39,10 +39,12 @@ async fn events_of(
     stream.collect().await
 }
 
-/// An LM that, while answering its second call, receives two follow-up messages from the caller.
+/// An LM that, while answering its call number `at` (from 0), receives two follow-up messages
+/// from the caller.
 struct InterruptedWhileDeciding {
     inner: ScriptedLm,
     sender: Mutex<Option<UnboundedSender<String>>>,
+    at: usize,
 }
 
 impl Lm for InterruptedWhileDeciding {
@@ -50,7 +52,7 @@ impl Lm for InterruptedWhileDeciding {
         &'a self,
         request: &'a LmRequest,
     ) -> BoxFuture<'a, Result<Completion, LmError>> {
-        if self.inner.requests().len() == 1
+        if self.inner.requests().len() == self.at
             && let Some(sender) = self.sender.lock().unwrap().take()
         {
             sender.send("Also check Rome.".into()).unwrap();
@@ -78,6 +80,7 @@ async fn a_finish_chosen_while_messages_arrive_is_postponed_and_the_messages_rea
             ),
         ]),
         sender: Mutex::new(Some(sender)),
+        at: 1,
     });
     let agent = ReAct::<Ask>::new().tool(AddTool).with_lm(lm.clone());
     let events = events_of(agent.stream_with_interrupts(
@@ -141,4 +144,51 @@ async fn native_mode_puts_messages_after_the_tool_results() {
         ]
     );
     assert_eq!(messages[4].content, "Also check Rome.\n\nAnd be brief.");
+}
+
+#[tokio::test]
+async fn a_message_outlives_the_steps_compaction_drops() {
+    let (sender, receiver) = unbounded_channel();
+    let lm = Arc::new(InterruptedWhileDeciding {
+        inner: ScriptedLm::texts([
+            step("first", "add", json!({"a": 1, "b": 1})),
+            step("second", "add", json!({"a": 2, "b": 2})),
+        ])
+        .then_error(LmError::ContextWindowExceeded {
+            message: "too long".into(),
+        })
+        .then(Completion::text(step(
+            "done",
+            "finish",
+            json!({"answer": "4"}),
+        ))),
+        sender: Mutex::new(Some(sender)),
+        at: 0,
+    });
+    let agent = ReAct::<Ask>::new().tool(AddTool).with_lm(lm.clone());
+    let events = events_of(agent.stream_with_interrupts(
+        AskInput {
+            question: "2 + 2?".into(),
+        },
+        receiver,
+    ))
+    .await;
+    assert!(
+        matches!(events.last(), Some(ReActEvent::Done { .. })),
+        "{events:?}"
+    );
+    assert!(events.iter().any(|e| matches!(
+        e,
+        ReActEvent::Compacted {
+            dropped_steps: 1,
+            ..
+        }
+    )));
+    // The step the message came after was dropped; the message was not.
+    let last_prompt = &lm.inner.requests()[3].messages[1].content;
+    assert!(!last_prompt.contains("thought_0"), "{last_prompt}");
+    assert!(
+        last_prompt.contains("[[ ## user_message_0 ## ]]\nAlso check Rome.\n\nAnd be brief."),
+        "{last_prompt}"
+    );
 }

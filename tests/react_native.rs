@@ -406,3 +406,64 @@ async fn a_text_answer_the_adapter_cannot_read_goes_through_its_fallback() {
     assert_eq!(chat[chat.len() - 2..], json[json.len() - 2..]);
     assert_eq!(json.last().unwrap().content, "5");
 }
+
+/// The reason of the `text_mode` event of an Auto-mode agent whose step predictor `tune` changed,
+/// on an LM that calls tools natively, and the first request it sent.
+async fn text_mode_reason(
+    tune: impl FnOnce(&mut signet::module::DynPredict),
+) -> (String, signet::lm::LmRequest) {
+    use futures::StreamExt;
+    use signet::module::{Predictors, ReActEvent};
+    let text_finish = "[[ ## next_thought ## ]]\ndone\n\n[[ ## next_tool_name ## ]]\nfinish\n\n\
+                       [[ ## next_tool_args ## ]]\n{\"answer\": \"5\"}\n\n[[ ## completed ## ]]";
+    let lm = Arc::new(ScriptedLm::texts([text_finish]).with_capabilities(function_calling()));
+    let mut agent = ReAct::<Ask>::new().tool(AddTool).with_lm(lm.clone());
+    tune(agent.named_predictors_mut()[0].1);
+    let question = AskInput {
+        question: "2 + 3?".into(),
+    };
+    let events: Vec<_> = agent.stream(question).collect().await;
+    let Some(ReActEvent::TextMode { reason, .. }) = events.first() else {
+        panic!("{events:?}")
+    };
+    (reason.clone(), lm.requests()[0].clone())
+}
+
+#[tokio::test]
+async fn auto_mode_keeps_a_program_tuned_for_the_text_step_in_text_mode_and_says_why() {
+    use signet::module::Predictors;
+    // Instructions tuned (by GEPA, or in DSPy and loaded): native mode would not show them.
+    let (reason, sent) =
+        text_mode_reason(|step| step.set_instructions("Add with care; answer with the sum only."))
+            .await;
+    assert!(reason.contains("instructions were tuned"), "{reason}");
+    assert!(sent.tools.is_empty(), "text mode sends no tools");
+    assert!(
+        sent.messages[0]
+            .content
+            .contains("Add with care; answer with the sum only.")
+    );
+    // Text-mode demos too.
+    let demo = json!({"question": "1 + 1?", "next_thought": "done", "next_tool_name": "finish",
+        "next_tool_args": {}});
+    let (reason, _) =
+        text_mode_reason(|step| step.set_demos(vec![demo.as_object().unwrap().clone()])).await;
+    assert!(reason.contains("text-mode demos"), "{reason}");
+    // An untuned agent runs natively; ReActMode::Native overrides the rule.
+    let lm = Arc::new(
+        ScriptedLm::new([calls(&[("c1", "finish", r#"{"answer": "5"}"#)])])
+            .with_capabilities(function_calling()),
+    );
+    let mut agent = ReAct::<Ask>::new()
+        .tool(AddTool)
+        .with_mode(ReActMode::Native)
+        .with_lm(lm.clone());
+    agent.named_predictors_mut()[0].1.set_instructions("Tuned.");
+    agent
+        .call(AskInput {
+            question: "2 + 3?".into(),
+        })
+        .await
+        .unwrap();
+    assert!(!lm.requests()[0].tools.is_empty());
+}

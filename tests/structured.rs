@@ -142,7 +142,10 @@ async fn a_rejected_tools_request_moves_on_but_a_context_overflow_stops() {
     assert!(
         matches!(
             err,
-            StructuredError::Lm(LmError::ContextWindowExceeded { .. })
+            StructuredError::Lm {
+                error: LmError::ContextWindowExceeded { .. },
+                ..
+            }
         ),
         "{err}"
     );

@@ -268,3 +268,64 @@ async fn a_sync_tool_given_up_sees_is_cancelled_and_can_stop() {
     );
     assert!(!signet::tool::is_cancelled());
 }
+
+/// Remove a file (needs a person's approval).
+#[tool(confirm)]
+fn remove(path: String) -> String {
+    format!("removed {path}")
+}
+
+/// Wait, then say which.
+#[tool]
+async fn wait_then(ms: u64, say: String) -> String {
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    say
+}
+
+#[tokio::test]
+async fn a_tool_executor_runs_a_models_tool_calls_as_the_loops_do() {
+    use signet::adapter::ToolCalls;
+    use signet::module::{Approval, Limits, Observation, ToolExecutor};
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(RemoveTool), Arc::new(WaitThenTool)];
+    let calls: ToolCalls = serde_json::from_value(json!({"tool_calls": [
+        {"name": "wait_then", "args": {"ms": 80, "say": "slow"}},
+        {"name": "wait_then", "args": {"ms": 1, "say": "fast"}},
+        {"name": "wait_then", "args": "{\"ms\": 1, \"say\": \"from text\"}"},
+        {"name": "wait_then", "args": "ms=1"},
+        {"name": "wait_then", "args": {"ms": "one"}},
+        {"name": "remove", "args": {"path": "/tmp/a"}},
+    ]}))
+    .unwrap();
+    let executor = ToolExecutor::new(tools.clone()).unwrap();
+    let seen = executor.execute_all(&calls).await;
+    // In the calls' order, though the first finished last.
+    assert_eq!(seen[0], Observation::Output(json!("slow")));
+    assert_eq!(seen[1], Observation::Output(json!("fast")));
+    assert_eq!(seen[2], Observation::Output(json!("from text")));
+    let error = |o: &Observation| match o {
+        Observation::Error(text) => text.clone(),
+        other => panic!("expected an error: {other:?}"),
+    };
+    assert!(
+        error(&seen[3])
+            .starts_with("Execution error in wait_then: the arguments are not valid JSON")
+    );
+    assert!(
+        error(&seen[4]).contains("invalid arguments for tool `wait_then`"),
+        "{}",
+        error(&seen[4])
+    );
+    // No approver: a confirmed tool is denied, never run.
+    assert!(error(&seen[5]).contains("needs a person's approval and was denied"));
+
+    let approving = ToolExecutor::new(tools.clone())
+        .unwrap()
+        .with_limits(Limits::default().max_concurrent_tools(1))
+        .with_approver(|_| async { Approval::Approve });
+    assert_eq!(
+        approving.execute(&calls.tool_calls[5]).await,
+        Observation::Output(json!("removed /tmp/a"))
+    );
+    let twice = ToolExecutor::new([Arc::new(RemoveTool) as Arc<dyn Tool>, Arc::new(RemoveTool)]);
+    assert!(matches!(twice, Err(signet::Error::ToolNames { .. })));
+}

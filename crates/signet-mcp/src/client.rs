@@ -30,15 +30,17 @@ use process::ExitOutcome;
 pub use process::StdioCommand;
 pub use roots::Root;
 pub use sampling::{Sampling, SamplingRequest};
-use session::{Inner, Target};
+use session::{Inner, SessionOwner, Target};
 pub use tool::McpTool;
+use tool::Owned;
 
 /// A live session with one MCP server, and that server's tools as Signet tools.
 ///
-/// The handle owns the session: [`close`](Self::close) ends it gracefully (stdin closed, then
-/// `SIGTERM`, then `SIGKILL`, two seconds apart), and dropping the handle ends it too (`SIGTERM` at
-/// once, `SIGKILL` two seconds later). Tools taken from a dropped or closed client return a clear
-/// [`ToolError`](signet::ToolError) instead of hanging.
+/// The handle and the tools it hands out own the session: [`close`](Self::close) ends it
+/// gracefully (stdin closed, then `SIGTERM`, then `SIGKILL`, two seconds apart), and it ends too
+/// when the handle and every tool taken from it are dropped (`SIGTERM` at once, `SIGKILL` two
+/// seconds later). A tool keeps working after its client is dropped; one used after `close`
+/// returns a clear [`ToolError`](signet::ToolError) instead of hanging.
 ///
 /// ```no_run
 /// use signet_mcp::{McpClient, StdioCommand};
@@ -58,6 +60,8 @@ pub use tool::McpTool;
 /// ```
 pub struct McpClient {
     inner: Arc<Inner>,
+    /// Shared with the tools handed out: the session lives while any of them does.
+    owner: Arc<SessionOwner>,
 }
 
 impl std::fmt::Debug for McpClient {
@@ -330,7 +334,8 @@ impl McpClientBuilder {
 
     async fn start(self, label: String, target: Target) -> Result<McpClient, Error> {
         let inner = Inner::start(label, target, self).await?;
-        Ok(McpClient { inner })
+        let owner = Arc::new(SessionOwner(inner.clone()));
+        Ok(McpClient { inner, owner })
     }
 }
 
@@ -395,12 +400,7 @@ impl McpClient {
         self.inner
             .tools
             .read()
-            .map(|set| {
-                set.tools
-                    .iter()
-                    .map(|t| t.clone() as Arc<dyn Tool>)
-                    .collect()
-            })
+            .map(|set| set.tools.iter().map(|t| self.hand_out(t)).collect())
             .unwrap_or_default()
     }
 
@@ -410,7 +410,16 @@ impl McpClient {
             set.tools
                 .iter()
                 .find(|t| t.name() == name)
-                .map(|t| t.clone() as Arc<dyn Tool>)
+                .map(|t| self.hand_out(t))
+        })
+    }
+
+    /// `tool` as handed to the caller: holding the session, so that it works for as long as the
+    /// caller keeps it, the client dropped or not.
+    fn hand_out(&self, tool: &Arc<McpTool>) -> Arc<dyn Tool> {
+        Arc::new(Owned {
+            tool: tool.clone(),
+            session: self.owner.clone(),
         })
     }
 
@@ -519,12 +528,6 @@ impl McpClient {
             }),
             _ => Ok(()),
         }
-    }
-}
-
-impl Drop for McpClient {
-    fn drop(&mut self) {
-        self.inner.shutdown_now();
     }
 }
 

@@ -8,7 +8,8 @@
 //!
 //! * **Client** — [`McpClient::spawn`] starts a stdio MCP server ([`StdioCommand`]: program,
 //!   arguments, and exactly the environment you give it), [`McpClient::connect`] connects to a
-//!   streamable-HTTP one. The handle owns the session (closing or dropping it stops the server) and
+//!   streamable-HTTP one. The handle and its tools own the session (closing the handle, or
+//!   dropping it and every tool it handed out, stops the server) and
 //!   its [`tools`](McpClient::tools) are ordinary `Arc<dyn signet::Tool>`s ([`McpTool`]): hand them
 //!   to ReAct next to your `#[tool]` functions. Arguments are validated locally against the
 //!   server's schema; results are converted as DSPy does ([`content`]); `isError` results,

@@ -413,11 +413,33 @@ async fn close_and_drop_stop_the_server() {
     client.close().await.unwrap();
     assert!(common::gone_within(pid, Duration::from_secs(5)).await);
     let err = add.call(json!({"a": 1, "b": 2})).await.unwrap_err();
-    assert!(err.to_string().contains("was dropped"), "{err}");
+    assert!(
+        matches!(err, ToolError::Remote { .. }) && err.to_string().contains("was closed"),
+        "{err}"
+    );
 
     let client = spawn().await;
     let pid = client.pid().unwrap();
     drop(client);
+    assert!(common::gone_within(pid, Duration::from_secs(5)).await);
+}
+
+#[tokio::test]
+async fn a_tool_keeps_its_session_after_the_client_is_dropped() {
+    let client = spawn().await;
+    let pid = client.pid().unwrap();
+    let add = client.tool("add").unwrap();
+    let mut resources = client.resource_tools();
+    assert_eq!(resources.len(), 2);
+    drop(client);
+    // The tools own the session: the server runs and answers while they are kept.
+    assert_eq!(add.call(json!({"a": 1, "b": 2})).await.unwrap(), "3");
+    assert!(!common::gone_within(pid, Duration::from_millis(300)).await);
+    drop(add);
+    // The resource tools hold it too.
+    assert!(!common::gone_within(pid, Duration::from_millis(300)).await);
+    // The last one gone, the session ends and the server is stopped.
+    resources.clear();
     assert!(common::gone_within(pid, Duration::from_secs(5)).await);
 }
 
@@ -608,4 +630,22 @@ async fn the_python_server_samples_the_clients_model_and_asks_its_user() {
     };
     assert_eq!(schema["properties"]["seats"]["maximum"], 9);
     client.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_blocking_runs_an_mcp_tool_from_sync_code() {
+    let client = spawn().await;
+    let add = client.tool("add").unwrap();
+    let from_sync = add.clone();
+    // Sync code on a blocking thread: the call runs on the client's runtime and waits for it.
+    let sum = tokio::task::spawn_blocking(move || from_sync.call_blocking(json!({"a": 2, "b": 5})))
+        .await
+        .unwrap();
+    assert_eq!(sum.unwrap(), "7");
+    // Bad arguments are checked locally, as in an async call.
+    let bad = tokio::task::spawn_blocking(move || add.call_blocking(json!({"a": "two"})))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(bad, ToolError::InvalidArguments { .. }), "{bad}");
 }

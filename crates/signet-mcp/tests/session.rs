@@ -65,16 +65,20 @@ async fn a_closed_client_answers_tools_with_an_error() {
     let client = McpClient::connect(http.url()).await.unwrap();
     let add = client.tool("add").unwrap();
     assert!(client.is_running());
-    drop(client);
+    client.close().await.unwrap();
     let err = add.call(json!({"a": 1, "b": 2})).await.unwrap_err();
     assert_eq!(
         err.to_string(),
         format!(
-            "tool `add`: the McpClient for server `{}` was dropped, which ended its session; keep \
-             the McpClient alive while its tools are in use",
+            "tool `add`: the MCP session with `{}` was closed",
             http.local_addr()
         )
     );
+    // A dropped client's tools keep its session: they answer.
+    let client = McpClient::connect(http.url()).await.unwrap();
+    let add = client.tool("add").unwrap();
+    drop(client);
+    assert_eq!(add.call(json!({"a": 1, "b": 2})).await.unwrap(), "3");
 }
 
 #[tokio::test]

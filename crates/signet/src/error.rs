@@ -30,6 +30,14 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// Two tools offered to one module share a name, or a tool takes a name the module reserves
+    /// (ReAct's `finish`): the model could not say which it calls. Checked before the first LM
+    /// call.
+    #[error("{message}")]
+    ToolNames {
+        /// Which names clash.
+        message: String,
+    },
     /// An input field of the signature was not given.
     #[error("input field `{field}` is missing")]
     MissingInput {

@@ -35,6 +35,7 @@ mod predict_tools;
 mod program;
 pub mod react;
 mod saved;
+mod tool_executor;
 mod tool_runner;
 
 /// ReAct's entry points and the vocabulary [`Predict`] with tools shares with it (approvals,
@@ -59,6 +60,7 @@ pub(crate) use predict::{from_fields, to_fields};
 pub use program::{Module, Predictors, join_path, prefixed};
 pub(crate) use saved::tool_component;
 pub use saved::{StateError, TOOL_DESCRIPTIONS};
+pub use tool_executor::ToolExecutor;
 
 /// Global defaults, used when neither the module nor the call sets an LM or adapter.
 #[derive(Default)]

@@ -116,8 +116,32 @@ pub enum StructuredError {
         usage: Usage,
     },
     /// The LM failed in a way another level cannot fix (context window, connection, ..).
-    #[error(transparent)]
-    Lm(LmError),
+    #[error("{error}")]
+    Lm {
+        /// What the LM reported.
+        error: LmError,
+        /// Usage over the calls made, the failed one counted in `lm_calls`.
+        usage: Usage,
+    },
+}
+
+impl StructuredError {
+    /// The LM usage of the calls made before the failure, failed calls included: what a caller
+    /// adds to its own usage so that no call goes uncounted.
+    ///
+    /// ```
+    /// use signet::lm::{LmError, Usage};
+    /// use signet::structured::StructuredError;
+    /// let usage = Usage { lm_calls: 2, ..Usage::default() };
+    /// let error = StructuredError::Lm { error: LmError::Timeout { after: std::time::Duration::from_secs(1) }, usage };
+    /// assert_eq!(error.usage().lm_calls, 2);
+    /// ```
+    pub fn usage(&self) -> Usage {
+        match self {
+            StructuredError::InvalidSchema { .. } => Usage::default(),
+            StructuredError::Exhausted { usage, .. } | StructuredError::Lm { usage, .. } => *usage,
+        }
+    }
 }
 
 /// One level's failure.
@@ -154,7 +178,7 @@ pub async fn call_structured(
                 tracing::warn!(?level, %reason, "structured call failed at this level; trying the next");
                 failures.push(LevelFailure { level, reason });
             }
-            Err(Failure::Fatal(error)) => return Err(StructuredError::Lm(error)),
+            Err(Failure::Fatal(error)) => return Err(StructuredError::Lm { error, usage }),
         }
     }
     Err(StructuredError::Exhausted { failures, usage })
@@ -252,7 +276,12 @@ fn json_mode_format(request: &StructuredRequest, capabilities: Capabilities) -> 
 }
 
 async fn send(lm: &dyn Lm, request: &LmRequest, usage: &mut Usage) -> Result<Completion, Failure> {
-    match lm.complete(request).await {
+    let result = lm.complete(request).await;
+    if result.is_err() {
+        // A failed call was made all the same.
+        usage.lm_calls += 1;
+    }
+    match result {
         Ok(completion) => {
             *usage += completion.usage;
             Ok(completion)

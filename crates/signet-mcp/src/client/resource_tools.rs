@@ -1,6 +1,6 @@
 //! A server's resources offered to an agent as two tools: one lists them, one reads one.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use futures::FutureExt;
 use serde::Deserialize;
@@ -9,8 +9,7 @@ use signet::tool::{ToolFuture, ToolSpec};
 use signet::{Tool, ToolError};
 
 use super::McpClient;
-use super::session::Inner;
-use super::tool::dropped_client;
+use super::session::{Inner, SessionOwner};
 use crate::content::resource_value;
 
 #[derive(Debug, Clone, Copy)]
@@ -23,8 +22,8 @@ enum Kind {
 struct ResourceTool {
     spec: ToolSpec,
     kind: Kind,
-    server: String,
-    client: Weak<Inner>,
+    /// The client's session, held: the tool works for as long as it is kept.
+    session: Arc<SessionOwner>,
 }
 
 #[derive(Deserialize)]
@@ -63,8 +62,7 @@ impl McpClient {
             Arc::new(ResourceTool {
                 spec,
                 kind,
-                server: server.clone(),
-                client: Arc::downgrade(&self.inner),
+                session: self.owner.clone(),
             })
         };
         vec![
@@ -160,12 +158,6 @@ impl Tool for ResourceTool {
     }
 
     fn call(&self, args: Value) -> ToolFuture<'_> {
-        async move {
-            let Some(client) = self.client.upgrade() else {
-                return Err(dropped_client(self.spec.name(), &self.server));
-            };
-            self.run(client, args).await
-        }
-        .boxed()
+        async move { self.run(self.session.0.clone(), args).await }.boxed()
     }
 }

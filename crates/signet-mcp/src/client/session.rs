@@ -77,6 +77,18 @@ impl Connection {
     }
 }
 
+/// The owner of a session: the client and every tool it hands out hold one, so a tool keeps
+/// working after its [`McpClient`](super::McpClient) is dropped; when the last goes, the session
+/// ends and the server is stopped. (The tools kept in the listing hold the session weakly, or
+/// the session would own itself.)
+pub(crate) struct SessionOwner(pub(crate) Arc<Inner>);
+
+impl Drop for SessionOwner {
+    fn drop(&mut self) {
+        self.0.shutdown_now();
+    }
+}
+
 #[derive(Default)]
 /// The latest tool listing; `ticket` orders listings that race.
 pub(super) struct ToolSet {
@@ -84,7 +96,8 @@ pub(super) struct ToolSet {
     pub(super) tools: Vec<Arc<McpTool>>,
 }
 
-/// The state shared by an [`McpClient`](super::McpClient) and (weakly) its tools.
+/// The state shared by an [`McpClient`](super::McpClient) and its tools (through a
+/// [`SessionOwner`]).
 pub(crate) struct Inner {
     pub(super) label: String,
     target: Target,

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use signet::tool::{ToolFuture, ToolSpec};
 use signet::{Tool, ToolError};
 
-use super::session::Inner;
+use super::session::{Inner, SessionOwner};
 use crate::content::{error_text, result_value};
 
 /// A tool served by an MCP server, usable wherever a Signet [`Tool`] is (ReAct, native function
@@ -180,13 +180,38 @@ impl Tool for McpTool {
     }
 }
 
-/// The error of a tool whose [`McpClient`](super::McpClient) was dropped.
+/// The error of a tool whose session has ended (no client or tool held it any more).
 pub(super) fn dropped_client(tool: &str, server: &str) -> ToolError {
     ToolError::Remote {
         tool: tool.to_owned(),
-        message: format!(
-            "the McpClient for server `{server}` was dropped, which ended its session; keep the \
-             McpClient alive while its tools are in use"
-        ),
+        message: format!("the MCP session with `{server}` has ended"),
+    }
+}
+
+/// A tool as a client hands it out: it holds the client's session, so it keeps working after
+/// the [`McpClient`](super::McpClient) is dropped, and the session ends only when the client and
+/// every such tool are gone.
+pub(super) struct Owned<T> {
+    pub(super) tool: Arc<T>,
+    pub(super) session: Arc<SessionOwner>,
+}
+
+impl<T: Tool> Tool for Owned<T> {
+    fn spec(&self) -> &ToolSpec {
+        self.tool.spec()
+    }
+
+    fn output_schema(&self) -> Option<&Value> {
+        self.tool.output_schema()
+    }
+
+    fn requires_confirmation(&self) -> bool {
+        self.tool.requires_confirmation()
+    }
+
+    fn call(&self, args: Value) -> ToolFuture<'_> {
+        // The session is held for the whole call: `self` is borrowed until it ends.
+        let _ = &self.session;
+        self.tool.call(args)
     }
 }

@@ -9,7 +9,28 @@ use crate::signature::Field;
 
 /// Parses a field value written as text (Chat and XML formats).
 pub fn parse_text(field: &Field, text: &str) -> Result<Value, String> {
+    if field.kind() == crate::signature::FieldKind::ToolCalls
+        && let Some(wrapped) = lenient_json(text).and_then(wrapped_calls)
+    {
+        return parse_text_value(field, &wrapped.to_string()).map(|value| typed(field, value));
+    }
     parse_text_value(field, text).map(|value| typed(field, value))
+}
+
+/// Tool calls written as DSPy's validator also reads them, a bare list of calls or one
+/// `{"name", "args"}` call, as the `{"tool_calls": [..]}` the type holds; `None` for any other
+/// value (left to the usual parsing and its error).
+fn wrapped_calls(value: Value) -> Option<Value> {
+    let is_call = |v: &Value| v.get("name").is_some() && v.get("args").is_some();
+    match value {
+        Value::Array(items) if items.iter().all(is_call) => {
+            Some(serde_json::json!({"tool_calls": items}))
+        }
+        one @ Value::Object(_) if one.get("tool_calls").is_none() && is_call(&one) => {
+            Some(serde_json::json!({"tool_calls": [one]}))
+        }
+        _ => None,
+    }
 }
 
 /// A parsed value as DSPy's type holds it: a `ToolCalls` value's calls always have an `id` (None
@@ -76,7 +97,17 @@ pub fn parse_json(field: &Field, value: &Value) -> Result<Value, String> {
     }
     match value {
         Value::String(text) if !accepts_str_and_null(field.schema()) => parse_text(field, text),
-        other => coerce(other, field.schema(), field.schema()).map(|value| typed(field, value)),
+        other => {
+            let wrapped = (field.kind() == crate::signature::FieldKind::ToolCalls)
+                .then(|| wrapped_calls(other.clone()))
+                .flatten();
+            coerce(
+                wrapped.as_ref().unwrap_or(other),
+                field.schema(),
+                field.schema(),
+            )
+            .map(|value| typed(field, value))
+        }
     }
 }
 

@@ -246,6 +246,9 @@ impl DynPredict {
         start: Start,
         events: &Emitter,
     ) -> Result<RunOutcome<(Prediction, Trajectory)>, ReActError> {
+        let runner = ToolRunner::new(&self.tools, &[], self.approver.as_ref(), &self.tool_limits)
+            .with_journal(call.journal.as_ref());
+        runner.check_names().map_err(ReActError::before_start)?;
         let Resolved { lm, adapter } = self.resolve(call).map_err(ReActError::before_start)?;
         if !lm.capabilities().function_calling {
             return Err(ReActError::before_start(Error::Unsupported {
@@ -258,8 +261,7 @@ impl DynPredict {
         }
         let events = events.with_journal(call.journal.clone());
         let driver = Driver {
-            runner: ToolRunner::new(&self.tools, &[], self.approver.as_ref(), &self.tool_limits)
-                .with_journal(call.journal.as_ref()),
+            runner,
             limits: &self.tool_limits,
             inputs,
             call,

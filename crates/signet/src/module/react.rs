@@ -59,7 +59,7 @@ pub use prompt::tool_listing;
 pub use suspend::{
     HistoryPosition, HistoryTurn, PendingCall, ResumeError, RunOutcome, STATE_FORMAT, SuspendedRun,
 };
-pub use trajectory::{Observation, Step, StopReason, Trajectory, UserMessage};
+pub use trajectory::{AnswerFallback, Observation, Step, StopReason, Trajectory, UserMessage};
 pub use truncation::{DropOldest, KeepFirst, SlidingWindow, Summarize, TruncationPolicy};
 pub use typed::ReAct;
 
@@ -128,7 +128,9 @@ pub struct DynReAct {
     mode: ReActMode,
     approver: Option<Approver>,
     selection_threshold: usize,
-    selection_limit: Option<usize>,
+    selection_limit: usize,
+    /// Whether a failed extractor's outputs are taken from the last tool result.
+    answer_fallback: bool,
     require_tool_calls: bool,
     finish_on_last_turn: bool,
     /// The key suspended states are sealed with and checked against (see
@@ -349,6 +351,9 @@ impl DynReAct {
         interrupts: &mut Interrupts,
         start: Start,
     ) -> Result<RunOutcome<ReActRun>, ReActError> {
+        self.tool_runner(None)
+            .check_names()
+            .map_err(ReActError::before_start)?;
         let resolved = self.step.resolve(call).map_err(ReActError::before_start)?;
         let (selected, usage) = match &start {
             Start::Resume { state, .. } => (state.selected_tools.clone(), Usage::default()),
@@ -369,30 +374,37 @@ impl DynReAct {
             }
             Start::Fresh { .. } => (None, Usage::default()),
         };
-        if let Some(names) = selected {
-            let outcome = Box::pin(
-                self.restricted_to(&names)
-                    .run_selected(inputs, call, resolved, events, interrupts, start),
-            )
-            .await
-            .map_err(|mut error| {
-                error.usage += usage;
-                error
-            })?;
-            return Ok(match outcome {
-                RunOutcome::Finished(mut run) => {
-                    run.usage += usage;
-                    RunOutcome::Finished(run)
+        // A selection's LM calls count whether it chose tools or failed (every tool offered).
+        let outcome = match &selected {
+            Some(names) => {
+                Box::pin(
+                    self.restricted_to(names)
+                        .run_selected(inputs, call, resolved, events, interrupts, start),
+                )
+                .await
+            }
+            None => {
+                self.run_selected(inputs, call, resolved, events, interrupts, start)
+                    .await
+            }
+        };
+        let outcome = outcome.map_err(|mut error| {
+            error.usage += usage;
+            error
+        })?;
+        Ok(match outcome {
+            RunOutcome::Finished(mut run) => {
+                run.usage += usage;
+                RunOutcome::Finished(run)
+            }
+            RunOutcome::Suspended(mut state) => {
+                state.usage += usage;
+                if selected.is_some() {
+                    state.selected_tools = selected;
                 }
-                RunOutcome::Suspended(mut state) => {
-                    state.usage += usage;
-                    state.selected_tools = Some(names);
-                    RunOutcome::Suspended(state)
-                }
-            });
-        }
-        self.run_selected(inputs, call, resolved, events, interrupts, start)
-            .await
+                RunOutcome::Suspended(state)
+            }
+        })
     }
 
     /// The run once the tools are chosen: history, native or text mode.
@@ -423,17 +435,16 @@ impl DynReAct {
         }
         let native = match (&start, self.mode) {
             (Start::Resume { state, .. }, _) => state.native,
-            (_, ReActMode::Auto) if !resolved.lm.capabilities().function_calling => {
-                let model = resolved.lm.model().to_owned();
-                tracing::warn!(
-                    %model,
-                    "the LM reports no native function calling: the agent runs in text mode \
-                     (declare the server's capabilities, or set ReActMode::Text to say so)"
-                );
-                events.emit(ReActEvent::TextMode { model });
-                false
-            }
-            (_, ReActMode::Auto | ReActMode::Native) => true,
+            (_, ReActMode::Auto) => match self.text_mode_reason(resolved.lm.as_ref()) {
+                Some(reason) => {
+                    let model = resolved.lm.model().to_owned();
+                    tracing::warn!(%model, %reason, "the agent runs in text mode");
+                    events.emit(ReActEvent::TextMode { model, reason });
+                    false
+                }
+                None => true,
+            },
+            (_, ReActMode::Native) => true,
             (_, ReActMode::Text | ReActMode::History) => false,
         };
         let turns = turns::ReActTurns {
@@ -445,12 +456,79 @@ impl DynReAct {
         driver.run(turns, interrupts, start).await
     }
 
+    /// The outputs read from the last step whose tool returned a value, when the extractor
+    /// failed: with one output field, that value; with several, an object holding each. `None`
+    /// when the fallback is off, no tool returned a value, or the value does not fit the outputs.
+    fn answer_fallback(&self, trajectory: &Trajectory) -> Option<(usize, Fields)> {
+        if !self.answer_fallback {
+            return None;
+        }
+        let (step, value) =
+            trajectory
+                .steps
+                .iter()
+                .rev()
+                .find_map(|step| match &step.observation {
+                    _ if step.tool_name == FINISH => None,
+                    Observation::Output(value) | Observation::Truncated { full: value, .. } => {
+                        Some((step, value.clone()))
+                    }
+                    Observation::Error(_) => None,
+                })?;
+        let fields = self.signature.outputs();
+        let mut outputs = Fields::new();
+        for field in fields {
+            let raw = match (fields.len(), &value) {
+                (1, value) => value,
+                (_, Value::Object(map)) => map.get(field.name())?,
+                _ => return None,
+            };
+            let parsed = crate::adapter::value::parse_json(field, raw).ok()?;
+            outputs.insert(field.name().to_owned(), parsed);
+        }
+        Some((step.index, outputs))
+    }
+
+    /// Why [`ReActMode::Auto`] runs in text mode with `lm`, if it does: the LM reports no native
+    /// function calling, or the step predictor carries what was tuned for DSPy's text-mode step
+    /// (instructions other than the ones generated for the signature and tools, or text-mode
+    /// demos), which native mode's prompt would not show.
+    fn text_mode_reason(&self, lm: &dyn Lm) -> Option<String> {
+        if !lm.capabilities().function_calling {
+            return Some(
+                "the LM reports no native function calling (declare the server's capabilities, \
+                 or set ReActMode::Text to say so)"
+                    .to_owned(),
+            );
+        }
+        let (generated, _) = prompt::step_signatures(&self.signature, &self.tools);
+        if self.step.signature.instructions() != generated.instructions() {
+            return Some(
+                "the step predictor's instructions were tuned (a loaded or optimized program); \
+                 native mode would not show them (set ReActMode::Native to run natively anyway)"
+                    .to_owned(),
+            );
+        }
+        if self
+            .step
+            .demos
+            .iter()
+            .any(|demo| !demo.contains_key(TOOL_TURNS))
+        {
+            return Some(
+                "the step predictor has text-mode demos, which native mode would not show (set \
+                 ReActMode::Native to run natively anyway)"
+                    .to_owned(),
+            );
+        }
+        None
+    }
+
     /// The extractor (ChainOfThought over the inputs and the trajectory) produces the outputs.
     async fn extract(
         &self,
         inputs: &Fields,
         mut trajectory: Trajectory,
-        adapter: &dyn Adapter,
         call: &CallConfig,
         mut usage: Usage,
         events: &Emitter,
@@ -462,8 +540,11 @@ impl DynReAct {
             .extract
             .resolve(call)
             .map_err(|error| ReActError::new(error, &trajectory, usage))?;
+        // The extractor's own adapter (the steps may have another: `with_step_adapter`).
+        let adapter = resolved.adapter.clone();
+        let adapter = adapter.as_ref();
         resolved.lm = answer_stream::answer_lm(resolved.lm, adapter, events, true);
-        let mut outputs = self
+        let outputs = self
             .call_with_truncation(
                 &self.extract,
                 &resolved,
@@ -476,9 +557,23 @@ impl DynReAct {
                 },
                 &mut usage,
             )
-            .await
-            .map_err(|failure| ReActError::new(failure, &trajectory, usage))?
-            .outputs;
+            .await;
+        let mut outputs = match outputs {
+            Ok(prediction) => prediction.outputs,
+            Err(failure) => {
+                let Some((step, outputs)) = self.answer_fallback(&trajectory) else {
+                    return Err(ReActError::new(failure, &trajectory, usage));
+                };
+                let error = failure.to_string();
+                tracing::warn!(%error, step, "the extractor failed; the outputs are a step's observation");
+                events.emit(ReActEvent::AnswerFallback {
+                    error: error.clone(),
+                    step,
+                });
+                trajectory.answer_fallback = Some(AnswerFallback { error, step });
+                outputs
+            }
+        };
         let reasoning = outputs.shift_remove("reasoning").map(|r| as_text(&r));
         Ok(ReActRun {
             outputs,

@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::react::approval::{Approval, ApprovalRequest, Approver, Decision, Waiting};
 use super::react::limits::Limits;
 use super::react::trajectory::Observation;
+use crate::Error;
 use crate::journal::{Journal, run_tool};
 use crate::lm::ToolCall;
 use crate::tool::{Tool, ToolError};
@@ -36,6 +37,8 @@ pub(crate) struct ToolRunner<'a> {
     /// How many bytes of a truncated output's whole value are kept.
     max_kept_bytes: usize,
     journal: Option<&'a Arc<dyn Journal>>,
+    /// The calls a person approved with [`Approval::ApproveSame`], run again without asking.
+    approved: std::sync::Mutex<Vec<(String, Value)>>,
 }
 
 impl<'a> ToolRunner<'a> {
@@ -55,7 +58,36 @@ impl<'a> ToolRunner<'a> {
             max_chars: limits.max_observation_chars,
             max_kept_bytes: limits.max_kept_observation_bytes,
             journal: None,
+            approved: std::sync::Mutex::default(),
         }
+    }
+
+    /// That every tool has a name of its own, none of them one the loop handles itself: DSPy
+    /// keeps the last of two tools of one name, which hides the other from the model, and a tool
+    /// named `finish` would never run.
+    pub(crate) fn check_names(&self) -> Result<(), Error> {
+        let mut seen: Vec<&str> = Vec::new();
+        for tool in self.tools {
+            let name = tool.name();
+            if self.built_in(name) {
+                return Err(Error::ToolNames {
+                    message: format!(
+                        "a tool is named `{name}`, which the loop reserves for itself; rename it"
+                    ),
+                });
+            }
+            if seen.contains(&name) {
+                return Err(Error::ToolNames {
+                    message: format!(
+                        "two tools are named `{name}`; the model could not say which it calls, so \
+                         give each tool a name of its own (an MCP client's `tool_prefix` does so \
+                         for a server's tools)"
+                    ),
+                });
+            }
+            seen.push(name);
+        }
+        Ok(())
     }
 
     /// Whether the loop handles `name` itself (ReAct's `finish`).
@@ -103,7 +135,7 @@ impl<'a> ToolRunner<'a> {
                     .join(", ")
             )));
         };
-        if tool.requires_confirmation() {
+        if tool.requires_confirmation() && !self.remembered(name, args) {
             let Some(approver) = self.approver else {
                 return Err(Waiting::Approval);
             };
@@ -112,11 +144,25 @@ impl<'a> ToolRunner<'a> {
                 args: args.clone(),
                 thought: thought.to_owned(),
             };
-            if let Approval::Deny(reason) = approver(request).await {
-                return Ok(denied(name, reason.as_deref()));
+            match approver(request).await {
+                Approval::Approve => {}
+                Approval::ApproveSame => {
+                    if let Ok(mut approved) = self.approved.lock() {
+                        approved.push((name.to_owned(), args.clone()));
+                    }
+                }
+                Approval::Deny(reason) => return Ok(denied(name, reason.as_deref())),
             }
         }
         self.execute(tool, name, args).await
+    }
+
+    /// Whether a person approved this very call earlier in the run with
+    /// [`Approval::ApproveSame`].
+    fn remembered(&self, name: &str, args: &Value) -> bool {
+        self.approved
+            .lock()
+            .is_ok_and(|approved| approved.iter().any(|(n, a)| n == name && a == args))
     }
 
     /// Carries out a person's decision on a call that waited for one.

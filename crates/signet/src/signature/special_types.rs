@@ -115,6 +115,16 @@ pub(crate) fn call_branch(
 /// assert_eq!(field.type_name(), "ToolCalls");
 /// let none: ToolCalls = serde_json::from_value(serde_json::Value::Null).unwrap();
 /// assert!(none.tool_calls.is_empty());
+/// // As DSPy reads them: wrapped, a bare list, or one call.
+/// for written in [
+///     serde_json::json!({"tool_calls": [{"name": "add", "args": {"a": 1}}]}),
+///     serde_json::json!([{"name": "add", "args": {"a": 1}}]),
+///     serde_json::json!({"name": "add", "args": {"a": 1}}),
+/// ] {
+///     let calls: ToolCalls = serde_json::from_value(written).unwrap();
+///     assert_eq!(calls.tool_calls[0].name, "add");
+/// }
+/// assert!(serde_json::from_value::<ToolCalls>(serde_json::json!("add")).is_err());
 /// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
 pub struct ToolCalls {
@@ -123,15 +133,40 @@ pub struct ToolCalls {
 }
 
 impl<'de> Deserialize<'de> for ToolCalls {
+    /// Reads what DSPy's `ToolCalls` validator reads: `{"tool_calls": [..]}`, a bare list of
+    /// calls, or one call (`{"name", "args"}`); `null` is no calls.
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        struct Calls {
-            tool_calls: Vec<ToolCallRecord>,
-        }
-        let calls = Option::<Calls>::deserialize(deserializer)?;
-        Ok(ToolCalls {
-            tool_calls: calls.map(|c| c.tool_calls).unwrap_or_default(),
-        })
+        use serde::de::Error as _;
+        let calls =
+            |value: Value| Vec::<ToolCallRecord>::deserialize(value).map_err(D::Error::custom);
+        let tool_calls = match Option::<Value>::deserialize(deserializer)? {
+            None => Vec::new(),
+            Some(Value::Array(items)) => calls(Value::Array(items))?,
+            Some(Value::Object(mut map)) => match map.remove("tool_calls") {
+                Some(Value::Null) => Vec::new(),
+                Some(list) => calls(list)?,
+                None if map.contains_key("name") && map.contains_key("args") => {
+                    vec![
+                        ToolCallRecord::deserialize(Value::Object(map))
+                            .map_err(D::Error::custom)?,
+                    ]
+                }
+                None => {
+                    return Err(D::Error::custom(format!(
+                        "expected tool calls ({{\"tool_calls\": [..]}}, a list of calls or one \
+                         {{\"name\", \"args\"}} call), got {}",
+                        Value::Object(map)
+                    )));
+                }
+            },
+            Some(other) => {
+                return Err(D::Error::custom(format!(
+                    "expected tool calls ({{\"tool_calls\": [..]}}, a list of calls or one \
+                     {{\"name\", \"args\"}} call), got {other}"
+                )));
+            }
+        };
+        Ok(ToolCalls { tool_calls })
     }
 }
 

@@ -22,6 +22,10 @@ pub struct ApprovalRequest {
 pub enum Approval {
     /// Run the tool.
     Approve,
+    /// Run the tool, and run the same call (the same tool with the same arguments) again
+    /// without asking for the rest of this run (udspy's remembered approval). A call with other
+    /// arguments is asked about as usual; a run resumed from a saved state asks again.
+    ApproveSame,
     /// Do not run it; the reason (if any) is shown to the model.
     Deny(Option<String>),
 }

@@ -21,12 +21,24 @@ use crate::lm::Usage;
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ReActEvent<O = Fields> {
-    /// [`ReActMode::Auto`](super::ReActMode::Auto) chose text mode because the LM reports no
-    /// native function calling (its [`Capabilities`](crate::lm::Capabilities)); a server that does
-    /// call tools should declare it. Not sent when the mode is set explicitly.
+    /// [`ReActMode::Auto`](super::ReActMode::Auto) chose text mode: the LM reports no native
+    /// function calling (its [`Capabilities`](crate::lm::Capabilities); a server that does call
+    /// tools should declare it), or the step predictor was tuned for DSPy's text-mode step (its
+    /// instructions or demos, which native mode does not show). Not sent when the mode is set
+    /// explicitly.
     TextMode {
         /// The LM's model name.
         model: String,
+        /// Why, in words.
+        reason: String,
+    },
+    /// The extractor failed after the tools ran, and the outputs were taken from step `step`'s
+    /// result ([`DynReAct::with_answer_fallback`](super::DynReAct::with_answer_fallback)).
+    AnswerFallback {
+        /// Why the extractor failed.
+        error: String,
+        /// The step whose result became the outputs.
+        step: usize,
     },
     /// A model turn begins.
     StepStarted {
@@ -185,7 +197,8 @@ impl ReActEvent<Fields> {
             },
             E::Failed { error } => E::Failed { error },
             E::Suspended { state } => E::Suspended { state },
-            E::TextMode { model } => E::TextMode { model },
+            E::TextMode { model, reason } => E::TextMode { model, reason },
+            E::AnswerFallback { error, step } => E::AnswerFallback { error, step },
             E::StepStarted { turn } => E::StepStarted { turn },
             E::Thought { turn, text } => E::Thought { turn, text },
             E::ToolCallStarted { index, name, args } => E::ToolCallStarted { index, name, args },
@@ -267,6 +280,9 @@ impl<O> ReActEvent<O> {
             ),
             E::StoppedEarly { reason } => format!("stopped early: {reason}"),
             E::Extracting => "writing the answer".to_owned(),
+            E::AnswerFallback { step, .. } => {
+                format!("the answer could not be written; using the result of step {step}")
+            }
             E::Suspended { .. } => "waiting for a person".to_owned(),
             E::TextMode { .. }
             | E::AnswerDelta { .. }

@@ -18,15 +18,15 @@ impl DynReAct {
         /// tool is used.
         fn with_tool_selection_threshold(threshold: usize) { selection_threshold = threshold }
 
-        /// Tool selection keeps at most `n` tools (the first `n` the model names; default: as many
-        /// as it names), so a model that names every tool still gets a short list.
+        /// Tool selection keeps at most `n` tools (the first `n` the model names; default 6, the
+        /// design's cap), so a model that names every tool still gets a short list.
         ///
         /// ```
         /// let agent = signet::module::DynReAct::new("question -> answer".parse().unwrap())
         ///     .with_tool_selection_limit(5);
         /// # let _ = agent;
         /// ```
-        fn with_tool_selection_limit(n: usize) { selection_limit = Some(n.max(1)) }
+        fn with_tool_selection_limit(n: usize) { selection_limit = n.max(1) }
     }
 
     /// A copy that offers only the tools named in `keep`.
@@ -65,11 +65,8 @@ impl DynReAct {
             .tools
             .iter()
             .map(|t| {
-                format!(
-                    "- {}: {}",
-                    t.name(),
-                    t.description().lines().next().unwrap_or("")
-                )
+                let summary = t.description().lines().next().unwrap_or("");
+                format!("- {}: {}", t.name(), catalogue_summary(summary))
             })
             .collect();
         let task = crate::adapter::templates::user_message(&self.signature, inputs, "", None);
@@ -88,10 +85,10 @@ impl DynReAct {
                 crate::lm::Message::user(task),
             ],
         )
-        .with_description(match self.selection_limit {
-            Some(n) => format!("The names of the tools needed for this task (at most {n})."),
-            None => "The names of the tools needed for this task.".to_owned(),
-        });
+        .with_description(format!(
+            "The names of the tools needed for this task (at most {}).",
+            self.selection_limit
+        ));
         match call_structured(lm, &request).await {
             Ok(selected) => {
                 *usage += selected.usage;
@@ -104,13 +101,42 @@ impl DynReAct {
                         chosen.push(name.to_owned());
                     }
                 }
-                chosen.truncate(self.selection_limit.unwrap_or(usize::MAX));
+                chosen.truncate(self.selection_limit);
                 (!chosen.is_empty()).then_some(chosen)
             }
             Err(error) => {
+                // The failed selection's calls are spent: they count like any other.
+                *usage += error.usage();
+                crate::trace::record_usage(error.usage());
                 tracing::warn!(%error, "tool selection failed; offering every tool");
                 None
             }
         }
+    }
+}
+
+/// The most characters of a tool's summary line the selection catalogue shows.
+const CATALOGUE_LINE_CHARS: usize = 160;
+
+/// A tool's summary line as the catalogue shows it: at most [`CATALOGUE_LINE_CHARS`] characters,
+/// cut with `…`, so one long description cannot crowd out the others.
+fn catalogue_summary(line: &str) -> String {
+    match line.char_indices().nth(CATALOGUE_LINE_CHARS) {
+        Some((at, _)) => format!("{}…", line[..at].trim_end()),
+        None => line.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_summary_is_cut_at_a_character_boundary() {
+        assert_eq!(catalogue_summary("Adds two numbers."), "Adds two numbers.");
+        let long = "é".repeat(200);
+        let shown = catalogue_summary(&long);
+        assert_eq!(shown.chars().count(), CATALOGUE_LINE_CHARS + 1);
+        assert!(shown.ends_with('…'));
     }
 }

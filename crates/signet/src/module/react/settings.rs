@@ -39,7 +39,8 @@ impl DynReAct {
             mode: ReActMode::Auto,
             approver: None,
             selection_threshold: 12,
-            selection_limit: None,
+            selection_limit: 6,
+            answer_fallback: true,
             require_tool_calls: false,
             finish_on_last_turn: false,
             state_key: None,
@@ -132,6 +133,14 @@ impl DynReAct {
         /// Text or native tool calling (default: [`ReActMode::Auto`]).
         fn with_mode(mode: ReActMode) { mode = mode }
 
+        /// When the extractor cannot write the outputs (an unreadable reply, an LM error) after
+        /// the tools ran, take them from the last tool result instead of failing (on by default):
+        /// with one output field, the result itself; with several, the result's fields of those
+        /// names. Such a run is marked ([`Trajectory::answer_fallback`](super::Trajectory::answer_fallback),
+        /// an `answer_fallback` event, a warning); a result that does not fit the outputs leaves
+        /// the error as it was.
+        fn with_answer_fallback(on: bool) { answer_fallback = on }
+
         /// Bounds on a run: steps, LM calls, time per tool call, observation size, concurrency (see
         /// [`Limits`] for the defaults).
         fn with_limits(limits: Limits) { limits = limits }
@@ -155,6 +164,14 @@ impl DynReAct {
         let adapter = crate::adapter::shared(adapter);
         self.step = self.step.with_adapter(adapter.clone());
         self.extract = self.extract.with_adapter(adapter);
+        self
+    }
+
+    /// Uses `adapter` for the steps only; the extractor keeps the one of
+    /// [`with_adapter`](Self::with_adapter) (or the call's, or the global one). For a model that
+    /// writes steps best in one format and answers best in another (the design's `step_adapter`).
+    pub fn with_step_adapter(mut self, adapter: impl Adapter + 'static) -> Self {
+        self.step = self.step.with_adapter(adapter);
         self
     }
 

@@ -181,6 +181,20 @@ pub struct Trajectory {
     /// `tool_call_results`, and the outputs on the last).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<Fields>,
+    /// Set when the extractor could not write the outputs and they were taken from a step's
+    /// observation instead (see [`DynReAct::with_answer_fallback`](super::DynReAct::with_answer_fallback)):
+    /// the run's answer is the tools' own, not the model's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_fallback: Option<AnswerFallback>,
+}
+
+/// Where a run's outputs came from when the extractor failed after the tools ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnswerFallback {
+    /// Why the extractor could not answer.
+    pub error: String,
+    /// The index of the step whose observation became the outputs.
+    pub step: usize,
 }
 
 /// Why a ReAct loop stopped before the model finished (the outputs are then extracted from the

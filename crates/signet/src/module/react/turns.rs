@@ -85,17 +85,10 @@ impl TurnProtocol for ReActTurns<'_> {
         _interrupts: &mut Interrupts,
     ) -> Result<ReActRun, ReActError> {
         let RunState { trajectory, usage } = run;
-        let (inputs, adapter) = (driver.inputs, self.resolved.adapter.as_ref());
+        let inputs = driver.inputs;
         let run = self
             .agent
-            .extract(
-                inputs,
-                trajectory,
-                adapter,
-                driver.call,
-                usage,
-                driver.events,
-            )
+            .extract(inputs, trajectory, driver.call, usage, driver.events)
             .await?;
         if self.native.is_some() {
             self.agent

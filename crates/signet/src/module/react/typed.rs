@@ -72,8 +72,13 @@ impl<S: Signature> ReAct<S> {
         fn with_options(options: crate::lm::LmOptions);
         /// The truncation policy for context-window overflows (default [`DropOldest`](super::DropOldest)).
         fn with_truncation(policy: impl TruncationPolicy + 'static);
+        /// Uses `adapter` for the steps only (see [`DynReAct::with_step_adapter`]).
+        fn with_step_adapter(adapter: impl Adapter + 'static);
         /// Text or native tool calling (default: native when the LM supports it).
         fn with_mode(mode: ReActMode);
+        /// A failed extractor's outputs taken from the last tool result (see
+        /// [`DynReAct::with_answer_fallback`]).
+        fn with_answer_fallback(on: bool);
         /// Above this many tools (default 12) a first call selects the relevant ones.
         fn with_tool_selection_threshold(threshold: usize);
         /// Tool selection keeps at most `n` tools (see [`DynReAct::with_tool_selection_limit`]).
