@@ -788,3 +788,66 @@ async fn the_steps_may_have_an_adapter_of_their_own() {
             .contains("[[ ## reasoning ## ]]")
     );
 }
+
+#[tokio::test]
+async fn the_extractor_may_answer_without_reasoning() {
+    let (agent, lm) = agent(
+        vec![Arc::new(AddTool)],
+        vec![
+            step("add", "add", json!({"a": 1, "b": 2})),
+            step("done", "finish", json!({})),
+            "[[ ## answer ## ]]\n3\n\n[[ ## completed ## ]]".to_owned(),
+        ],
+    );
+    let out = agent
+        .with_extractor_reasoning(false)
+        .call(ask())
+        .await
+        .unwrap();
+    assert_eq!((out.output.answer.as_str(), out.reasoning), ("3", None));
+    let extractor_prompt = &lm.requests()[2].messages[0].content;
+    assert!(
+        !extractor_prompt.contains("`reasoning`"),
+        "{extractor_prompt}"
+    );
+    assert!(extractor_prompt.contains("`answer`"), "{extractor_prompt}");
+}
+
+/// Fetch a web page.
+#[tool]
+fn fetch(url: String) -> String {
+    format!(
+        "<!DOCTYPE html><html><head><title>{url}</title><style>body {{ color: red }}</style>\
+         <script>track();</script></head><body><h1>Weather in Oslo</h1><p>Rain, 7 °C.</p>\
+         </body></html>"
+    )
+}
+
+#[tokio::test]
+async fn an_html_page_reaches_the_model_as_its_text_and_the_trajectory_keeps_the_page() {
+    use signet::module::react::AsIs;
+    let replies = || {
+        vec![
+            step("read it", "fetch", json!({"url": "https://example.org"})),
+            step("done", "finish", json!({"answer": "rain"})),
+        ]
+    };
+    let (agent_default, lm) = agent(vec![Arc::new(FetchTool)], replies());
+    let out = agent_default.call(ask()).await.unwrap();
+    let Observation::Truncated { shown, full } = &out.trajectory.steps[0].observation else {
+        panic!("{:?}", out.trajectory.steps[0].observation)
+    };
+    assert!(shown.starts_with("[an HTML page of "), "{shown}");
+    assert!(shown.contains("Weather in Oslo") && shown.contains("Rain, 7 °C."));
+    assert!(full.as_str().unwrap().contains("<script>track();</script>"));
+    let second_prompt = &lm.requests()[1].messages[1].content;
+    assert!(second_prompt.contains("Rain, 7 °C.") && !second_prompt.contains("track();"));
+    // AsIs keeps DSPy's behaviour: the markup as it came.
+    let (agent_as_is, lm) = agent(vec![Arc::new(FetchTool)], replies());
+    agent_as_is
+        .with_observation_formatter(AsIs)
+        .call(ask())
+        .await
+        .unwrap();
+    assert!(lm.requests()[1].messages[1].content.contains("track();"));
+}

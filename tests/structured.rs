@@ -112,7 +112,10 @@ async fn every_level_failing_is_a_typed_error_with_the_reasons() {
     match call_structured(&lm, &request()).await.unwrap_err() {
         StructuredError::Exhausted { failures, usage } => {
             let levels: Vec<Level> = failures.iter().map(|f| f.level).collect();
-            assert_eq!(levels, [Level::JsonMode, Level::Text]);
+            assert_eq!(
+                levels,
+                [Level::JsonMode, Level::Text, Level::Pattern, Level::Default]
+            );
             assert_eq!(usage.lm_calls, 4);
         }
         other => panic!("expected Exhausted, got {other:?}"),
@@ -162,4 +165,68 @@ async fn an_invalid_schema_is_reported_before_any_call() {
         Err(StructuredError::InvalidSchema { .. })
     ));
     assert!(lm.requests().is_empty());
+}
+
+#[tokio::test]
+async fn name_value_lines_are_read_when_no_reply_holds_json() {
+    // A small model answers in lines, twice; no further call is made to read them.
+    let lm = ScriptedLm::texts(["I would pick a tool.", "- tool: calc\n- k: 3"])
+        .with_capabilities(caps(false, false));
+    let out = call_structured(&lm, &request()).await.unwrap();
+    assert_eq!(
+        (out.level, out.value),
+        (Level::Pattern, json!({"tool": "calc", "k": 3}))
+    );
+    assert_eq!(lm.requests().len(), 2);
+    // Lines whose values break the schema are no answer.
+    let lm =
+        ScriptedLm::texts(["tool: hammer", "tool: hammer"]).with_capabilities(caps(false, false));
+    assert!(matches!(
+        call_structured(&lm, &request()).await.unwrap_err(),
+        StructuredError::Exhausted { .. }
+    ));
+}
+
+#[tokio::test]
+async fn a_default_answers_when_every_level_fails_but_never_hides_an_lm_error() {
+    let lm = ScriptedLm::texts(["no", "still no"]).with_capabilities(caps(false, false));
+    let with_default = request().with_default(json!({"tool": "search"}));
+    let out = call_structured(&lm, &with_default).await.unwrap();
+    assert_eq!(
+        (out.level, out.value),
+        (Level::Default, json!({"tool": "search"}))
+    );
+    assert_eq!(out.usage.lm_calls, 2);
+
+    let dead = ScriptedLm::new([])
+        .then_error(LmError::Timeout {
+            after: std::time::Duration::from_secs(1),
+        })
+        .with_capabilities(caps(false, false));
+    assert!(matches!(
+        call_structured(&dead, &with_default).await.unwrap_err(),
+        StructuredError::Lm { .. }
+    ));
+    // A default that breaks the schema is refused before any call.
+    let lm = ScriptedLm::texts(["unused"]).with_capabilities(caps(false, false));
+    let bad = request().with_default(json!({"tool": "hammer"}));
+    assert!(matches!(
+        call_structured(&lm, &bad).await.unwrap_err(),
+        StructuredError::InvalidSchema { message } if message.starts_with("the default value does not match the schema")
+    ));
+    assert!(lm.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_parser_of_ones_own_reads_the_reply_first() {
+    let lm = ScriptedLm::texts(["use=calc"]).with_capabilities(caps(false, false));
+    let parsed = request().with_parser(|text| {
+        let tool = text.strip_prefix("use=")?;
+        Some(json!({ "tool": tool }))
+    });
+    let out = call_structured(&lm, &parsed).await.unwrap();
+    assert_eq!(
+        (out.level, out.value),
+        (Level::Text, json!({"tool": "calc"}))
+    );
 }

@@ -241,3 +241,51 @@ fn defaults_are_applied_when_arguments_are_left_out() {
         "Hi AdaHi Ada"
     );
 }
+
+/// An opaque value with no schema of its own.
+#[derive(serde::Deserialize)]
+struct Code(String);
+
+/// Book a flight between two airports.
+#[tool]
+fn book(
+    /// The departure airport.
+    #[arg(schema = serde_json::json!({"type": "string", "pattern": "^[A-Z]{3}$"}))]
+    from: Code,
+    to: String,
+    /// Anything else the airline takes (seat, meal, ..).
+    #[arg(rest)]
+    extra: serde_json::Map<String, serde_json::Value>,
+) -> String {
+    format!(
+        "{} -> {to} with {}",
+        from.0,
+        serde_json::Value::Object(extra)
+    )
+}
+
+#[tokio::test]
+async fn an_argument_schema_written_by_hand_is_shown_and_enforced_and_rest_takes_the_others() {
+    let schema = BookTool.args_schema();
+    assert_eq!(
+        schema["properties"]["from"],
+        json!({"type": "string", "pattern": "^[A-Z]{3}$", "description": "The departure airport."})
+    );
+    assert!(schema["properties"].get("extra").is_none());
+    assert_eq!(schema["required"], json!(["from", "to"]));
+    assert_eq!(schema["additionalProperties"], true);
+    let out = BookTool
+        .call(json!({"from": "OSL", "to": "BER", "seat": "12A"}))
+        .await
+        .unwrap();
+    assert_eq!(out, json!("OSL -> BER with {\"seat\":\"12A\"}"));
+    let err = BookTool
+        .call(json!({"from": "oslo", "to": "BER"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("invalid arguments for tool `book`: argument `from`"),
+        "{err}"
+    );
+}

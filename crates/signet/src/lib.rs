@@ -214,7 +214,7 @@ pub mod __private {
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot be a tool argument: it does not implement `schemars::JsonSchema`",
         label = "this argument's type has no JSON schema",
-        note = "add `#[derive(schemars::JsonSchema, serde::Deserialize)]` to `{Self}` (schemars 1.x, re-exported as `signet::schemars`)"
+        note = "add `#[derive(schemars::JsonSchema, serde::Deserialize)]` to `{Self}` (schemars 1.x, re-exported as `signet::schemars`), or write the argument's schema by hand: `#[arg(schema = serde_json::json!({{..}}))]`"
     )]
     pub trait ToolArgument: schemars::JsonSchema {}
     impl<T: schemars::JsonSchema + ?Sized> ToolArgument for T {}
@@ -229,6 +229,18 @@ pub mod __private {
         required: bool,
     ) -> crate::tool::ArgsSchema {
         schema.arg::<T>(name, desc, default, required)
+    }
+
+    /// Adds argument `name` with a schema written by hand (`#[arg(schema = ..)]`).
+    pub fn tool_arg_schema(
+        schema: crate::tool::ArgsSchema,
+        name: &str,
+        desc: Option<&str>,
+        default: Option<serde_json::Value>,
+        required: bool,
+        written: serde_json::Value,
+    ) -> crate::tool::ArgsSchema {
+        schema.arg_with_schema(name, desc, default, required, written)
     }
 
     /// Types that can be the default of a tool argument: the default is shown to the model in the

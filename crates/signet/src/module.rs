@@ -202,6 +202,7 @@ pub struct DynPredict {
     approver: Option<react::Approver>,
     tool_limits: react::Limits,
     truncation: Arc<dyn react::TruncationPolicy>,
+    formatter: Arc<dyn react::ObservationFormatter>,
     state_key: Option<Arc<[u8]>>,
     carried: saved::Carried,
 }
@@ -244,6 +245,7 @@ impl DynPredict {
             approver: self.approver.clone(),
             tool_limits: self.tool_limits,
             truncation: self.truncation.clone(),
+            formatter: self.formatter.clone(),
             state_key: self.state_key.clone(),
             carried: self.carried.clone(),
         }
@@ -265,6 +267,7 @@ impl DynPredict {
             approver: None,
             tool_limits: react::Limits::default(),
             truncation: Arc::new(react::DropOldest),
+            formatter: Arc::new(react::HtmlAsText),
             state_key: None,
             carried: saved::Carried::default(),
         }

@@ -6,9 +6,15 @@
 //! 2. **JSON mode**: `response_format` (structured outputs, the llama.cpp schema extension, or plain
 //!    JSON mode), with one reformat retry that tells the model what was wrong;
 //! 3. **plain text**: the schema in the prompt, the first JSON object taken from the reply, with one
-//!    reformat retry.
+//!    reformat retry;
+//! 4. **patterns**: no further call; `name: value` lines for the schema's top-level properties,
+//!    read from the replies already received (small models often answer so);
+//! 5. **default**: the request's [`with_default`](StructuredRequest::with_default) value, if it
+//!    has one.
 //!
-//! The result says which level succeeded, the validated value, and the usage summed over every call.
+//! A request's own [parser](StructuredRequest::with_parser) reads each text reply before the JSON
+//! extraction does. The result says which level succeeded, the validated value, and the usage
+//! summed over every call.
 //!
 //! ```
 //! use signet::lm::Message;
@@ -39,6 +45,7 @@ use crate::python::json_dumps;
 
 /// Which level of the chain produced the value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Level {
     /// A forced native tool call.
     NativeTool,
@@ -46,10 +53,18 @@ pub enum Level {
     JsonMode,
     /// Plain text with JSON extraction.
     Text,
+    /// `name: value` lines read from the replies received (no call of its own).
+    Pattern,
+    /// The request's default value: no reply held a valid one.
+    Default,
 }
 
+/// A parser of a text reply: the value it holds, or `None` to leave the reply to the JSON
+/// extraction.
+pub type ReplyParser = std::sync::Arc<dyn Fn(&str) -> Option<Value> + Send + Sync>;
+
 /// What to ask for.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct StructuredRequest {
     /// A name for the value (the forced tool's name; letters, digits and `_`).
     pub name: String,
@@ -61,6 +76,24 @@ pub struct StructuredRequest {
     pub messages: Vec<Message>,
     /// Sampling options.
     pub options: LmOptions,
+    /// The value returned when no level produced a valid one (checked against the schema).
+    pub default: Option<Value>,
+    /// A parser tried on each text reply before the JSON extraction.
+    pub parser: Option<ReplyParser>,
+}
+
+impl std::fmt::Debug for StructuredRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StructuredRequest")
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .field("schema", &self.schema)
+            .field("messages", &self.messages)
+            .field("options", &self.options)
+            .field("default", &self.default)
+            .field("parser", &self.parser.as_ref().map(|_| "<fn>"))
+            .finish()
+    }
 }
 
 impl StructuredRequest {
@@ -76,7 +109,43 @@ impl StructuredRequest {
             schema,
             messages,
             options: LmOptions::default(),
+            default: None,
+            parser: None,
         }
+    }
+
+    /// Returns `value` ([`Level::Default`]) when no level produced a valid value, where the call
+    /// would fail with [`StructuredError::Exhausted`]; a `value` that does not match the schema is
+    /// [`StructuredError::InvalidSchema`] before any call. An LM error still fails the call.
+    pub fn with_default(mut self, value: Value) -> Self {
+        self.default = Some(value);
+        self
+    }
+
+    /// Reads each text reply with `parse` first (a format of your own: a number on its own, a
+    /// `key=value` list, ..); `None`, or a value that does not match the schema, leaves the reply
+    /// to the JSON extraction.
+    ///
+    /// ```
+    /// use serde_json::{Value, json};
+    /// use signet::lm::Message;
+    /// use signet::structured::{Level, StructuredRequest, call_structured};
+    /// use signet::testing::ScriptedLm;
+    ///
+    /// let lm = ScriptedLm::texts(["The answer is 42."]).with_capabilities(Default::default());
+    /// let request = StructuredRequest::new("n", json!({"type": "integer"}), vec![Message::user("6 * 7?")])
+    ///     .with_parser(|text| text.split(' ').find_map(|w| w.trim_end_matches('.').parse::<i64>().ok()).map(Value::from));
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let out = call_structured(&lm, &request).await.unwrap();
+    /// assert_eq!(out.value, json!(42));
+    /// # });
+    /// ```
+    pub fn with_parser(
+        mut self,
+        parse: impl Fn(&str) -> Option<Value> + Send + Sync + 'static,
+    ) -> Self {
+        self.parser = Some(std::sync::Arc::new(parse));
+        self
     }
 
     /// Describes the value for the model.
@@ -162,11 +231,26 @@ pub async fn call_structured(
         jsonschema::validator_for(&request.schema).map_err(|e| StructuredError::InvalidSchema {
             message: e.to_string(),
         })?;
+    if let Some(default) = &request.default {
+        check(&validator, default).map_err(|error| StructuredError::InvalidSchema {
+            message: format!("the default value does not match the schema: {error}"),
+        })?;
+    }
     let capabilities = lm.capabilities();
     let mut usage = Usage::default();
     let mut failures = Vec::new();
+    let mut replies = Vec::new();
     for level in levels(capabilities) {
-        match attempt(lm, request, level, capabilities, &validator, &mut usage).await {
+        let attempted = attempt(
+            lm,
+            request,
+            level,
+            capabilities,
+            &validator,
+            &mut usage,
+            &mut replies,
+        );
+        match attempted.await {
             Ok(value) => {
                 return Ok(Structured {
                     value,
@@ -181,7 +265,84 @@ pub async fn call_structured(
             Err(Failure::Fatal(error)) => return Err(StructuredError::Lm { error, usage }),
         }
     }
+    let fallbacks = [
+        (
+            Level::Pattern,
+            from_patterns(&request.schema, &validator, &replies),
+        ),
+        (
+            Level::Default,
+            request
+                .default
+                .clone()
+                .ok_or_else(|| "no default value".to_owned()),
+        ),
+    ];
+    for (level, found) in fallbacks {
+        match found {
+            Ok(value) => {
+                tracing::warn!(?level, "structured call answered by a fallback level");
+                return Ok(Structured {
+                    value,
+                    level,
+                    usage,
+                });
+            }
+            Err(reason) => failures.push(LevelFailure { level, reason }),
+        }
+    }
     Err(StructuredError::Exhausted { failures, usage })
+}
+
+/// `name: value` lines (also `"name": value`, `- name = value`) for the top-level properties of
+/// an object `schema`, read from `replies`, each value coerced to its property's type; the object
+/// they make, if it matches the schema.
+fn from_patterns(
+    schema: &Value,
+    validator: &jsonschema::Validator,
+    replies: &[String],
+) -> Result<Value, String> {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return Err("the schema has no properties to look for".to_owned());
+    };
+    let mut found = serde_json::Map::new();
+    for (name, property) in properties {
+        let pattern = format!(
+            r#"(?mi)^[\s\-*]*["'`]?{}["'`]?\s*[:=]\s*(.+?)\s*,?\s*$"#,
+            regex::escape(name)
+        );
+        let Ok(pattern) = regex::Regex::new(&pattern) else {
+            continue;
+        };
+        let raw = replies
+            .iter()
+            .rev()
+            .find_map(|reply| pattern.captures(reply).map(|c| c[1].to_owned()));
+        if let Some(raw) = raw {
+            let raw = raw.trim_matches(|c| c == '"' || c == '\'' || c == '`');
+            let text = Value::String(raw.to_owned());
+            let coerced = value::lenient_json(raw)
+                .filter(|parsed| check_against(property, schema, parsed))
+                .or_else(|| value::coerce(&text, property, schema).ok())
+                .unwrap_or(text);
+            found.insert(name.clone(), coerced);
+        }
+    }
+    if found.is_empty() {
+        return Err("no `name: value` line for any property".to_owned());
+    }
+    let value = Value::Object(found);
+    check(validator, &value)?;
+    Ok(value)
+}
+
+/// Whether `value` matches the property schema `property` of `root`.
+fn check_against(property: &Value, root: &Value, value: &Value) -> bool {
+    let mut schema = property.clone();
+    if let (Value::Object(map), Some(defs)) = (&mut schema, root.get("$defs")) {
+        map.insert("$defs".to_owned(), defs.clone());
+    }
+    jsonschema::validator_for(&schema).is_ok_and(|v| v.is_valid(value))
 }
 
 fn levels(capabilities: Capabilities) -> Vec<Level> {
@@ -205,6 +366,7 @@ enum Failure {
     Fatal(LmError),
 }
 
+/// One level's calls; their text replies are added to `replies` (for the pattern level).
 async fn attempt(
     lm: &dyn Lm,
     request: &StructuredRequest,
@@ -212,6 +374,7 @@ async fn attempt(
     capabilities: Capabilities,
     validator: &jsonschema::Validator,
     usage: &mut Usage,
+    replies: &mut Vec<String>,
 ) -> Result<Value, Failure> {
     let mut lm_request = LmRequest::new(request.messages.clone());
     lm_request.options = request.options.clone();
@@ -246,7 +409,8 @@ async fn attempt(
                 )));
             let completion = send(lm, &lm_request, usage).await?;
             let text = completion.text.clone().unwrap_or_default();
-            let error = match read(validator, &text) {
+            replies.push(text.clone());
+            let error = match read(request, validator, &text) {
                 Ok(value) => return Ok(value),
                 Err(error) => error,
             };
@@ -256,7 +420,13 @@ async fn attempt(
                 .messages
                 .push(Message::user(templates::structured_reformat(&error)));
             let completion = send(lm, &lm_request, usage).await?;
-            read(validator, &completion.text.unwrap_or_default()).map_err(Failure::Invalid)
+            let text = completion.text.unwrap_or_default();
+            replies.push(text.clone());
+            read(request, validator, &text).map_err(Failure::Invalid)
+        }
+        // Not levels that call the LM: `call_structured` tries them after these.
+        Level::Pattern | Level::Default => {
+            Err(Failure::Invalid("no call at this level".to_owned()))
         }
     }
 }
@@ -293,8 +463,18 @@ async fn send(lm: &dyn Lm, request: &LmRequest, usage: &mut Usage) -> Result<Com
     }
 }
 
-/// The first JSON object in `text`, checked against the schema.
-fn read(validator: &jsonschema::Validator, text: &str) -> Result<Value, String> {
+/// The value the request's parser reads in `text`, else the first JSON object in it, checked
+/// against the schema.
+fn read(
+    request: &StructuredRequest,
+    validator: &jsonschema::Validator,
+    text: &str,
+) -> Result<Value, String> {
+    if let Some(value) = request.parser.as_ref().and_then(|parse| parse(text))
+        && check(validator, &value).is_ok()
+    {
+        return Ok(value);
+    }
     if value::nested_too_deep(text) {
         return Err(value::too_deep());
     }

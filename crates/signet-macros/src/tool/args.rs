@@ -27,6 +27,10 @@ pub struct ToolArg {
     pub optional: bool,
     pub desc: Option<String>,
     pub default: Option<Expr>,
+    /// `#[arg(schema = ..)]`: the argument's schema, written by hand (a `serde_json::Value`).
+    pub schema: Option<Expr>,
+    /// `#[arg(rest)]`: receives the arguments the other parameters do not name.
+    pub rest: bool,
 }
 
 /// `#[arg(...)]` on a parameter.
@@ -39,17 +43,35 @@ struct ArgOptions {
     /// string).
     #[darling(with = default_value, map = Some)]
     default: Option<Expr>,
+    /// The argument's JSON schema, written by hand (any expression giving a `serde_json::Value`).
+    #[darling(with = schema_value, map = Some)]
+    schema: Option<Expr>,
+    /// The parameter receives every argument the others do not name (a map).
+    rest: darling::util::Flag,
+}
+
+/// `schema = <expr>`; a bare `schema` is an error that shows the expected form.
+fn schema_value(meta: &syn::Meta) -> darling::Result<Expr> {
+    valued(
+        meta,
+        "`schema` needs a value, as in `#[arg(schema = serde_json::json!({\"type\": \"string\"}))]`",
+    )
+}
+
+/// The value of `name = <expr>`, or `missing` as an error at a bare `name`.
+fn valued(meta: &syn::Meta, missing: &str) -> darling::Result<Expr> {
+    match meta {
+        syn::Meta::NameValue(nv) => Ok(nv.value.clone()),
+        other => Err(darling::Error::custom(missing).with_span(other)),
+    }
 }
 
 /// `default = <expr>`; a bare `default` is an error that shows the expected form.
 fn default_value(meta: &syn::Meta) -> darling::Result<Expr> {
-    match meta {
-        syn::Meta::NameValue(nv) => Ok(nv.value.clone()),
-        other => Err(darling::Error::custom(
-            "`default` needs a value, as in `#[arg(default = 3)]` or `#[arg(default = \"text\")]`",
-        )
-        .with_span(other)),
-    }
+    valued(
+        meta,
+        "`default` needs a value, as in `#[arg(default = 3)]` or `#[arg(default = \"text\")]`",
+    )
 }
 
 /// Whether the type's last path segment is `name` (`Option<T>`, `std::option::Option<T>`).
@@ -92,6 +114,20 @@ pub fn parse_args(sig: &Signature) -> syn::Result<Vec<ToolArg>> {
         if let (Some(ident), Some((field_ty, pass)), Some(options)) = (ident, owned, options) {
             let desc = options.desc.or_else(|| doc_text(&param.attrs));
             let optional = last_segment_is(&field_ty, "Option");
+            let rest = options.rest.is_present();
+            if rest && (options.schema.is_some() || options.default.is_some()) {
+                errors.push(syn::Error::new(
+                    options.rest.span(),
+                    "`rest` takes the arguments no other parameter names; it has no schema or \
+                     default of its own",
+                ));
+            }
+            if rest && args.iter().any(|a: &ToolArg| a.rest) {
+                errors.push(syn::Error::new(
+                    options.rest.span(),
+                    "only one parameter can be `#[arg(rest)]`",
+                ));
+            }
             args.push(ToolArg {
                 ident,
                 optional,
@@ -100,6 +136,8 @@ pub fn parse_args(sig: &Signature) -> syn::Result<Vec<ToolArg>> {
                 pass,
                 desc,
                 default: options.default,
+                schema: options.schema,
+                rest,
             });
         }
     }

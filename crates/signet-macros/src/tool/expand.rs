@@ -69,11 +69,23 @@ pub fn tool_impl(
             None => (quote!(), quote!(::core::option::Option::None)),
         };
         let required = arg.default.is_none() && !arg.optional;
-        fields.push(quote! { #serde_default #ident: #ty });
         let written = &arg.written_ty;
-        schema_args.push(quote_spanned! {written.span()=>
-            let schema = __signet::tool_arg::<#ty>(schema, #arg_name, #desc, #default_json, #required);
-        });
+        if arg.rest {
+            fields.push(quote! { #[serde(flatten)] #ident: #ty });
+            schema_args.push(quote! { let schema = schema.rest(); });
+        } else {
+            fields.push(quote! { #serde_default #ident: #ty });
+            schema_args.push(match &arg.schema {
+                Some(expr) => quote_spanned! {expr.span()=>
+                    let schema = __signet::tool_arg_schema(
+                        schema, #arg_name, #desc, #default_json, #required, #expr,
+                    );
+                },
+                None => quote_spanned! {written.span()=>
+                    let schema = __signet::tool_arg::<#ty>(schema, #arg_name, #desc, #default_json, #required);
+                },
+            });
+        }
         call_args.push(match arg.pass {
             Pass::Value => quote!(__args.#ident),
             Pass::Ref => quote!(&__args.#ident),
@@ -132,9 +144,11 @@ pub fn tool_impl(
         }
     });
 
+    // A `rest` parameter takes the unknown fields; otherwise they are refused.
+    let deny_unknown = (!def.args.iter().any(|a| a.rest)).then(|| quote!(, deny_unknown_fields));
     quote! {
         #[derive(__signet::serde::Deserialize)]
-        #[serde(crate = #serde_path, deny_unknown_fields)]
+        #[serde(crate = #serde_path #deny_unknown)]
         #[allow(non_camel_case_types)]
         struct #args_ident {
             #(#fields,)*

@@ -89,6 +89,9 @@ impl<S: Signature> Predict<S> {
         /// How to shorten the tool turns that overflow the context window (see
         /// [`DynPredict::with_truncation`]).
         fn with_truncation(policy: impl super::react::TruncationPolicy + 'static);
+        /// How tool results are shown to the model (see
+        /// [`DynPredict::with_observation_formatter`]).
+        fn with_observation_formatter(formatter: impl super::react::ObservationFormatter + 'static);
         /// Seals suspended calls and resumes only sealed ones (see [`DynPredict::with_state_key`]).
         fn with_state_key(key: impl AsRef<[u8]>);
     }

@@ -73,6 +73,14 @@ impl DynPredict {
             truncation = std::sync::Arc::new(policy)
         }
 
+        /// How tool results are shown to the model, as in ReAct (default
+        /// [`HtmlAsText`](super::react::HtmlAsText)).
+        fn with_observation_formatter(
+            formatter: impl super::react::ObservationFormatter + 'static
+        ) {
+            formatter = std::sync::Arc::new(formatter)
+        }
+
         /// Seals every state a call suspends with `key` (an HMAC-SHA256, [`SuspendedRun::seal`]),
         /// and resumes only states sealed with it, as
         /// [`DynReAct::with_state_key`](super::DynReAct::with_state_key) does: a state without a
@@ -247,6 +255,7 @@ impl DynPredict {
         events: &Emitter,
     ) -> Result<RunOutcome<(Prediction, Trajectory)>, ReActError> {
         let runner = ToolRunner::new(&self.tools, &[], self.approver.as_ref(), &self.tool_limits)
+            .with_formatter(self.formatter.as_ref())
             .with_journal(call.journal.as_ref());
         runner.check_names().map_err(ReActError::before_start)?;
         let Resolved { lm, adapter } = self.resolve(call).map_err(ReActError::before_start)?;

@@ -35,6 +35,7 @@ mod descriptions;
 pub(super) mod driver;
 mod error;
 pub(super) mod events;
+pub(super) mod formatting;
 mod history_mode;
 pub(super) mod limits;
 pub(super) mod native;
@@ -52,6 +53,7 @@ pub use approval::{Approval, ApprovalRequest, Approver, Decision, Waiting};
 pub use descriptions::UnknownTool;
 pub use error::{ReActError, RunFailure};
 pub use events::ReActEvent;
+pub use formatting::{AsIs, HtmlAsText, ObservationFormatter};
 pub use history_mode::SUBMIT;
 pub use limits::Limits;
 pub use native::TOOL_TURNS;
@@ -131,6 +133,8 @@ pub struct DynReAct {
     selection_limit: usize,
     /// Whether a failed extractor's outputs are taken from the last tool result.
     answer_fallback: bool,
+    /// How tool results are shown to the model.
+    formatter: Arc<dyn ObservationFormatter>,
     require_tool_calls: bool,
     finish_on_last_turn: bool,
     /// The key suspended states are sealed with and checked against (see
@@ -692,6 +696,7 @@ impl DynReAct {
             self.approver.as_ref(),
             &self.limits,
         )
+        .with_formatter(self.formatter.as_ref())
         .with_journal(journal)
     }
 

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::react::{Approval, ApprovalRequest, Approver, Limits, Observation};
+use super::react::{
+    Approval, ApprovalRequest, Approver, HtmlAsText, Limits, Observation, ObservationFormatter,
+};
 use super::tool_runner::ToolRunner;
 use crate::Error;
 use crate::signature::{ToolCallRecord, ToolCalls};
@@ -43,6 +45,7 @@ pub struct ToolExecutor {
     tools: Vec<Arc<dyn Tool>>,
     limits: Limits,
     approver: Option<Approver>,
+    formatter: Arc<dyn ObservationFormatter>,
 }
 
 impl std::fmt::Debug for ToolExecutor {
@@ -65,6 +68,7 @@ impl ToolExecutor {
             tools: tools.into_iter().map(crate::tool::share).collect(),
             limits: Limits::default(),
             approver: None,
+            formatter: Arc::new(HtmlAsText),
         };
         executor.runner().check_names()?;
         Ok(executor)
@@ -74,6 +78,11 @@ impl ToolExecutor {
         /// The time limit of a call, the size of what a result shows and how many calls of
         /// [`execute_all`](Self::execute_all) run at once (see [`Limits`]).
         fn with_limits(limits: Limits) { limits = limits }
+
+        /// How results are shown (default [`HtmlAsText`]; see [`ObservationFormatter`]).
+        fn with_observation_formatter(formatter: impl ObservationFormatter + 'static) {
+            formatter = Arc::new(formatter)
+        }
     }
 
     /// Asks `approver` before running a `#[tool(confirm)]` tool; without one such tools are
@@ -116,5 +125,6 @@ impl ToolExecutor {
 
     fn runner(&self) -> ToolRunner<'_> {
         ToolRunner::new(&self.tools, &[], self.approver.as_ref(), &self.limits)
+            .with_formatter(self.formatter.as_ref())
     }
 }

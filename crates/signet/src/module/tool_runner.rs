@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::react::approval::{Approval, ApprovalRequest, Approver, Decision, Waiting};
+use super::react::formatting::{HtmlAsText, ObservationFormatter};
 use super::react::limits::Limits;
 use super::react::trajectory::Observation;
 use crate::Error;
@@ -39,6 +40,8 @@ pub(crate) struct ToolRunner<'a> {
     journal: Option<&'a Arc<dyn Journal>>,
     /// The calls a person approved with [`Approval::ApproveSame`], run again without asking.
     approved: std::sync::Mutex<Vec<(String, Value)>>,
+    /// How a result is shown to the model.
+    formatter: &'a dyn ObservationFormatter,
 }
 
 impl<'a> ToolRunner<'a> {
@@ -59,6 +62,7 @@ impl<'a> ToolRunner<'a> {
             max_kept_bytes: limits.max_kept_observation_bytes,
             journal: None,
             approved: std::sync::Mutex::default(),
+            formatter: &HtmlAsText,
         }
     }
 
@@ -93,6 +97,12 @@ impl<'a> ToolRunner<'a> {
     /// Whether the loop handles `name` itself (ReAct's `finish`).
     pub(crate) fn built_in(&self, name: &str) -> bool {
         self.built_ins.contains(&name)
+    }
+
+    /// Shows results to the model through `formatter` (default [`HtmlAsText`]).
+    pub(crate) fn with_formatter(mut self, formatter: &'a dyn ObservationFormatter) -> Self {
+        self.formatter = formatter;
+        self
     }
 
     /// Runs the calls through `journal` (see [`crate::journal`]).
@@ -206,7 +216,11 @@ impl<'a> ToolRunner<'a> {
     ) -> Result<Observation, Waiting> {
         let result = run_tool(self.journal, tool, args.clone(), self.timeout).await;
         let observation = match result {
-            Ok(value) => Observation::Output(value),
+            Ok(value) => match self.formatter.format(name, &value) {
+                // The model reads the formatted text; the trajectory keeps the result.
+                Some(shown) => Observation::Truncated { shown, full: value },
+                None => Observation::Output(value),
+            },
             Err(ToolError::NeedsInput { question, .. }) => {
                 return Err(Waiting::Answer { question });
             }

@@ -25,6 +25,8 @@ pub struct ArgsSchema {
     generator: SchemaGenerator,
     properties: Map<String, Value>,
     required: Vec<Value>,
+    /// Whether arguments other than the named ones are taken (a `#[arg(rest)]` parameter).
+    rest: bool,
 }
 
 impl Default for ArgsSchema {
@@ -50,6 +52,7 @@ impl ArgsSchema {
                 .into_generator(),
             properties: Map::new(),
             required: Vec::new(),
+            rest: false,
         }
     }
 
@@ -62,7 +65,30 @@ impl ArgsSchema {
         default: Option<Value>,
         required: bool,
     ) -> Self {
-        let mut property = self.generator.subschema_for::<T>().to_value();
+        let property = self.generator.subschema_for::<T>().to_value();
+        self.arg_with_schema(name, desc, default, required, property)
+    }
+
+    /// Adds argument `name` whose schema is `schema`, written by hand (`#[arg(schema = ..)]`):
+    /// what the model is shown and what its arguments are checked against, whatever the Rust
+    /// type says.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// let schema = signet::tool::ArgsSchema::new()
+    ///     .arg_with_schema("code", None, None, true, json!({"type": "string", "pattern": "^[A-Z]{3}$"}))
+    ///     .finish();
+    /// assert_eq!(schema["properties"]["code"]["pattern"], "^[A-Z]{3}$");
+    /// ```
+    pub fn arg_with_schema(
+        mut self,
+        name: &str,
+        desc: Option<&str>,
+        default: Option<Value>,
+        required: bool,
+        schema: Value,
+    ) -> Self {
+        let mut property = schema;
         if let Value::Bool(true) = property {
             property = json!({});
         }
@@ -81,13 +107,25 @@ impl ArgsSchema {
         self
     }
 
+    /// Takes arguments other than the named ones too (DSPy's `**kwargs`; a `#[arg(rest)]`
+    /// parameter receives them): the schema's `additionalProperties` is `true`.
+    ///
+    /// ```
+    /// let schema = signet::tool::ArgsSchema::new().rest().finish();
+    /// assert_eq!(schema["additionalProperties"], true);
+    /// ```
+    pub fn rest(mut self) -> Self {
+        self.rest = true;
+        self
+    }
+
     /// The finished schema (with `$defs` when nested types were used).
     pub fn finish(mut self) -> Value {
         let mut out = Map::new();
         out.insert("type".to_owned(), json!("object"));
         out.insert("properties".to_owned(), Value::Object(self.properties));
         out.insert("required".to_owned(), Value::Array(self.required));
-        out.insert("additionalProperties".to_owned(), Value::Bool(false));
+        out.insert("additionalProperties".to_owned(), Value::Bool(self.rest));
         let defs = Value::Object(self.generator.take_definitions(true));
         if defs.as_object().is_some_and(|d| !d.is_empty()) {
             out.insert("$defs".to_owned(), defs);

@@ -7,7 +7,7 @@ use super::approval::{Approval, ApprovalRequest};
 use super::limits::Limits;
 use super::prompt::step_signatures;
 use super::truncation::{DropOldest, TruncationPolicy};
-use super::{DynReAct, ReActMode};
+use super::{DynReAct, HtmlAsText, ObservationFormatter, ReActMode};
 use crate::adapter::{Adapter, Fields};
 use crate::lm::{Lm, LmOptions};
 use crate::module::{DynPredict, with_reasoning};
@@ -41,6 +41,7 @@ impl DynReAct {
             selection_threshold: 12,
             selection_limit: 6,
             answer_fallback: true,
+            formatter: Arc::new(HtmlAsText),
             require_tool_calls: false,
             finish_on_last_turn: false,
             state_key: None,
@@ -164,6 +165,34 @@ impl DynReAct {
         let adapter = crate::adapter::shared(adapter);
         self.step = self.step.with_adapter(adapter.clone());
         self.extract = self.extract.with_adapter(adapter);
+        self
+    }
+
+    /// Whether the extractor reasons before it answers: `true` (the default) is DSPy's
+    /// ChainOfThought, `false` a plain Predict over the inputs and the trajectory (one output
+    /// field less to write, for small models; the run's `reasoning` is then `None`). The
+    /// extractor keeps its name (`extract.predict`), its demos and its instructions, so saved
+    /// programs load either way.
+    ///
+    /// ```
+    /// let agent = signet::module::DynReAct::new("question -> answer".parse().unwrap())
+    ///     .with_extractor_reasoning(false);
+    /// # let _ = agent;
+    /// ```
+    pub fn with_extractor_reasoning(mut self, on: bool) -> Self {
+        let plain = self.extract.signature.without_field("reasoning");
+        self.extract.signature = if on { with_reasoning(&plain) } else { plain };
+        self
+    }
+
+    /// How tool results are shown to the model (default [`HtmlAsText`]: an HTML page as its
+    /// text; [`AsIs`](super::AsIs) for DSPy's behaviour). The trajectory keeps each result as
+    /// the tool returned it.
+    pub fn with_observation_formatter(
+        mut self,
+        formatter: impl ObservationFormatter + 'static,
+    ) -> Self {
+        self.formatter = Arc::new(formatter);
         self
     }
 

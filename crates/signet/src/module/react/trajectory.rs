@@ -39,8 +39,10 @@ pub enum Observation {
     Output(Value),
     /// The call failed; the text is what the model reads.
     Error(String),
-    /// The output was longer than the run's limit ([`Limits::max_observation_chars`](super::Limits)):
-    /// the model read `shown`, the start of its text with a marker; `full` is the whole output.
+    /// The model read something other than the output itself: the start of its text with a
+    /// marker (it was longer than [`Limits::max_observation_chars`](super::Limits)), or the text
+    /// an [`ObservationFormatter`](super::ObservationFormatter) made of it (an HTML page's text);
+    /// `full` is the whole output.
     Truncated {
         /// What the model read.
         shown: String,

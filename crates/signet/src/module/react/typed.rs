@@ -72,6 +72,12 @@ impl<S: Signature> ReAct<S> {
         fn with_options(options: crate::lm::LmOptions);
         /// The truncation policy for context-window overflows (default [`DropOldest`](super::DropOldest)).
         fn with_truncation(policy: impl TruncationPolicy + 'static);
+        /// Whether the extractor reasons first (ChainOfThought, the default) or answers
+        /// directly (see [`DynReAct::with_extractor_reasoning`]).
+        fn with_extractor_reasoning(on: bool);
+        /// How tool results are shown to the model (see
+        /// [`DynReAct::with_observation_formatter`]).
+        fn with_observation_formatter(formatter: impl super::ObservationFormatter + 'static);
         /// Uses `adapter` for the steps only (see [`DynReAct::with_step_adapter`]).
         fn with_step_adapter(adapter: impl Adapter + 'static);
         /// Text or native tool calling (default: native when the LM supports it).
