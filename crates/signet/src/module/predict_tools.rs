@@ -13,8 +13,8 @@ use super::react::suspend::{
     Start, check_state, describe_signature, describe_tools, digest, reseal,
 };
 use super::react::{
-    Approval, ApprovalRequest, Decision, Limits, ReActError, ReActEvent, ReActRun, RunFailure,
-    RunOutcome, Step, SuspendedRun, Trajectory,
+    Decision, Limits, ReActError, ReActEvent, ReActRun, RunFailure, RunOutcome, Step, SuspendedRun,
+    Trajectory,
 };
 use super::tool_runner::ToolRunner;
 use super::{CallConfig, DynPredict, Error, Prediction, Resolved};
@@ -44,17 +44,11 @@ impl DynPredict {
         self
     }
 
-    /// Asks `approver` before running a tool that requires confirmation (`#[tool(confirm)]`), as
-    /// ReAct does. Without an approver such tools are never run: the model is told the call was
-    /// denied — or, in a call begun with [`start`](Self::start), the call suspends until a person
-    /// decides.
-    pub fn with_approver<F, Fut>(mut self, approver: F) -> Self
-    where
-        F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = Approval> + Send + 'static,
-    {
-        self.approver = Some(super::tool_runner::approver(approver));
-        self
+    super::tool_runner::approver_setter! {
+        /// Asks `approver` before running a tool that requires confirmation (`#[tool(confirm)]`), as
+        /// ReAct does. Without an approver such tools are never run: the model is told the call was
+        /// denied — or, in a call begun with [`start`](Self::start), the call suspends until a person
+        /// decides.
     }
 
     crate::shared::setters! {

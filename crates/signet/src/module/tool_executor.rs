@@ -5,11 +5,10 @@ use std::sync::Arc;
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::react::{
-    Approval, ApprovalRequest, Approver, HtmlAsText, Limits, Observation, ObservationFormatter,
-};
-use super::tool_runner::ToolRunner;
+use super::react::{Approver, HtmlAsText, Limits, Observation, ObservationFormatter};
+use super::tool_runner::{ToolRunner, arguments};
 use crate::Error;
+use crate::lm::ToolCall;
 use crate::signature::{ToolCallRecord, ToolCalls};
 use crate::tool::Tool;
 
@@ -85,28 +84,18 @@ impl ToolExecutor {
         }
     }
 
-    /// Asks `approver` before running a `#[tool(confirm)]` tool; without one such tools are
-    /// denied (there is no run to suspend here).
-    pub fn with_approver<F, Fut>(mut self, approver: F) -> Self
-    where
-        F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = Approval> + Send + 'static,
-    {
-        self.approver = Some(super::tool_runner::approver(approver));
-        self
+    super::tool_runner::approver_setter! {
+        /// Asks `approver` before running a `#[tool(confirm)]` tool; without one such tools are
+        /// denied (there is no run to suspend here).
     }
 
     /// Runs one call; every failure is an [`Observation::Error`] in the words a model reads.
     pub async fn execute(&self, call: &ToolCallRecord) -> Observation {
+        // Arguments the model wrote as text are read as a native call's are.
         let args = match &call.args {
-            Value::String(text) => match serde_json::from_str::<Value>(text) {
+            Value::String(text) => match arguments(&ToolCall::new("", &call.name, text.as_str())) {
                 Ok(args) => args,
-                Err(error) => {
-                    return Observation::Error(format!(
-                        "Execution error in {}: the arguments are not valid JSON ({error}): {text}",
-                        call.name
-                    ));
-                }
+                Err(observation) => return observation,
             },
             args => args.clone(),
         };

@@ -17,6 +17,23 @@ use crate::journal::{Journal, run_tool};
 use crate::lm::ToolCall;
 use crate::tool::{Tool, ToolError};
 
+/// `with_approver`, with the doc comment given, on a builder whose `approver` field holds an
+/// `Option<Approver>`: every type that runs tools takes an approver the same way.
+macro_rules! approver_setter {
+    ($(#[$doc:meta])*) => {
+        $(#[$doc])*
+        pub fn with_approver<F, Fut>(mut self, approver: F) -> Self
+        where
+            F: Fn($crate::module::ApprovalRequest) -> Fut + Send + Sync + 'static,
+            Fut: ::std::future::Future<Output = $crate::module::Approval> + Send + 'static,
+        {
+            self.approver = Some($crate::module::tool_runner::approver(approver));
+            self
+        }
+    };
+}
+pub(crate) use approver_setter;
+
 /// An [`Approver`] from an async closure.
 pub(crate) fn approver<F, Fut>(approve: F) -> Approver
 where

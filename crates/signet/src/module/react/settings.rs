@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use super::approval::{Approval, ApprovalRequest};
 use super::limits::Limits;
 use super::prompt::step_signatures;
 use super::truncation::{DropOldest, TruncationPolicy};
@@ -109,16 +108,10 @@ impl DynReAct {
             .collect()
     }
 
-    /// Asks `approver` before running any tool that requires confirmation (`#[tool(confirm)]`).
-    /// Without an approver such tools are never run: the model is told so — or, in a run begun
-    /// with [`start`](Self::start), the run suspends until a person decides.
-    pub fn with_approver<F, Fut>(mut self, approver: F) -> Self
-    where
-        F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = Approval> + Send + 'static,
-    {
-        self.approver = Some(crate::module::tool_runner::approver(approver));
-        self
+    crate::module::tool_runner::approver_setter! {
+        /// Asks `approver` before running any tool that requires confirmation (`#[tool(confirm)]`).
+        /// Without an approver such tools are never run: the model is told so — or, in a run begun
+        /// with [`start`](Self::start), the run suspends until a person decides.
     }
 
     crate::shared::setters! {
