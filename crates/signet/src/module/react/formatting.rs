@@ -58,7 +58,9 @@ const TEXT_WIDTH: usize = 100;
 impl ObservationFormatter for HtmlAsText {
     fn format(&self, _tool: &str, output: &Value) -> Option<String> {
         let page = output.as_str()?;
-        if !is_html_page(page) {
+        // A page nested deeper than any real one would take the HTML parser quadratic time (a
+        // 1 MB page of nested `<div>`s: 27 s); it is shown as it is, cut by the size limit.
+        if !is_html_page(page) || nesting_over(page, MAX_NESTING) {
             return None;
         }
         let text = html2text::config::plain()
@@ -77,6 +79,48 @@ impl ObservationFormatter for AsIs {
     fn format(&self, _tool: &str, _output: &Value) -> Option<String> {
         None
     }
+}
+
+/// How deeply a page's elements may nest for it to be shown as text.
+const MAX_NESTING: usize = 512;
+
+/// Elements that have no closing tag.
+const VOID: [&str; 14] = [
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
+    "track", "wbr",
+];
+
+/// Whether the elements of `page` nest deeper than `max`, counted in one pass over its tags
+/// (opening tags of non-void elements go in, closing tags come out; comments, declarations and
+/// self-closing tags count for nothing). Unclosed elements count as open, so a sloppy page can only
+/// be over-counted: it is then shown as it is.
+fn nesting_over(page: &str, max: usize) -> bool {
+    let mut depth = 0usize;
+    for tag in page.split('<').skip(1) {
+        if let Some(rest) = tag.strip_prefix('/') {
+            if rest.starts_with(|c: char| c.is_ascii_alphabetic()) {
+                depth = depth.saturating_sub(1);
+            }
+            continue;
+        }
+        if !tag.starts_with(|c: char| c.is_ascii_alphabetic()) {
+            continue;
+        }
+        let name: String = tag
+            .chars()
+            .take_while(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect();
+        let head = tag.split('>').next().unwrap_or(tag);
+        if VOID.contains(&name.as_str()) || head.ends_with('/') {
+            continue;
+        }
+        depth += 1;
+        if depth > max {
+            return true;
+        }
+    }
+    false
 }
 
 /// Whether `text` is an HTML document (not a fragment that merely holds a tag).
@@ -108,5 +152,25 @@ mod tests {
             AsIs.format("t", &json!("<html><body>x</body></html>")),
             None
         );
+    }
+
+    #[test]
+    fn a_page_nested_past_any_real_one_is_left_as_it_is() {
+        let nested = |depth: usize| {
+            format!(
+                "<!doctype html><html><body>{}x{}</body></html>",
+                "<div>".repeat(depth),
+                "</div>".repeat(depth)
+            )
+        };
+        assert_eq!(HtmlAsText.format("t", &json!(nested(100_000))), None);
+        assert!(HtmlAsText.format("t", &json!(nested(100))).is_some());
+        // Void and self-closing elements, comments and closed elements do not count.
+        let flat = format!(
+            "<!doctype html><html><body>{}<!-- x --><p>a</p></body></html>",
+            "<br><img src=x><x-y/>".repeat(2_000)
+        );
+        assert!(!nesting_over(&flat, 8));
+        assert!(nesting_over(&nested(9), 8));
     }
 }
