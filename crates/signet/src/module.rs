@@ -2,7 +2,10 @@
 //! core they share (usable directly with a [`DynSignature`]).
 //!
 //! Configuration precedence for the LM and the adapter: the module's own setting, then the call's
-//! ([`CallConfig`]), then the global one ([`configure`]).
+//! ([`CallConfig`]), then the global one ([`configure`]). A predictor that names a model hint
+//! ([`DynPredict::with_model_hint`]) and sets no LM of its own takes the model registered under
+//! that name (the call's [`CallConfig::with_model`], then the global [`configure_model`]) before
+//! the call's and the global LM.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -26,6 +29,7 @@
 //! # });
 //! ```
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
 mod demo_selection;
@@ -67,11 +71,16 @@ pub use tool_executor::ToolExecutor;
 struct Settings {
     lm: Option<Arc<dyn Lm>>,
     adapter: Option<Arc<dyn Adapter>>,
+    models: Models,
 }
+
+/// Models registered by name, for predictors that name a model hint.
+type Models = BTreeMap<String, Arc<dyn Lm>>;
 
 static SETTINGS: RwLock<Settings> = RwLock::new(Settings {
     lm: None,
     adapter: None,
+    models: BTreeMap::new(),
 });
 
 /// Sets the global LM (DSPy's `dspy.configure(lm=..)`), used by modules and calls that set none.
@@ -83,6 +92,19 @@ static SETTINGS: RwLock<Settings> = RwLock::new(Settings {
 pub fn configure(lm: impl Lm + 'static) {
     let mut settings = SETTINGS.write().unwrap_or_else(|e| e.into_inner());
     settings.lm = Some(crate::lm::shared(lm));
+}
+
+/// Registers `lm` globally under the model hint `name` (replacing the LM registered under it):
+/// every predictor that names the hint ([`DynPredict::with_model_hint`]) and sets no LM of its
+/// own uses it. A call can register its own ([`CallConfig::with_model`]), which wins.
+///
+/// ```
+/// use signet::testing::ScriptedLm;
+/// signet::module::configure_model("fast", ScriptedLm::texts(["[[ ## answer ## ]]\n42"]));
+/// ```
+pub fn configure_model(name: impl Into<String>, lm: impl Lm + 'static) {
+    let mut settings = SETTINGS.write().unwrap_or_else(|e| e.into_inner());
+    settings.models.insert(name.into(), crate::lm::shared(lm));
 }
 
 /// Sets the global adapter (DSPy's `dspy.configure(adapter=..)`); the default is [`ChatAdapter`].
@@ -110,6 +132,8 @@ pub struct CallConfig {
     pub max_iters: Option<usize>,
     /// Where the call's LM calls and tool calls go through (see [`crate::journal`]).
     pub journal: Option<Arc<dyn crate::journal::Journal>>,
+    /// Models registered for this call by hint (see [`with_model`](Self::with_model)).
+    pub models: BTreeMap<String, Arc<dyn Lm>>,
 }
 
 impl CallConfig {
@@ -148,6 +172,20 @@ impl CallConfig {
         /// assert_eq!(call.max_iters, Some(3));
         /// ```
         fn with_max_iters(n: usize) { max_iters = Some(n) }
+    }
+
+    /// Registers `lm` for this call under the model hint `name`: the predictors that name the
+    /// hint and set no LM of their own use it, in place of the global one of the same name
+    /// ([`configure_model`]).
+    ///
+    /// ```
+    /// use signet::testing::ScriptedLm;
+    /// let call = signet::module::CallConfig::new().with_model("strong", ScriptedLm::texts(["hi"]));
+    /// assert!(call.models.contains_key("strong"));
+    /// ```
+    pub fn with_model(mut self, name: impl Into<String>, lm: impl Lm + 'static) -> Self {
+        self.models.insert(name.into(), crate::lm::shared(lm));
+        self
     }
 }
 
@@ -195,6 +233,7 @@ pub struct DynPredict {
     demos: Vec<Fields>,
     demo_selector: Option<Arc<dyn DemoSelector>>,
     lm: Option<Arc<dyn Lm>>,
+    model_hint: Option<Arc<str>>,
     adapter: Option<Arc<dyn Adapter>>,
     options: LmOptions,
     tools: Vec<Arc<dyn crate::Tool>>,
@@ -238,6 +277,7 @@ impl DynPredict {
             demos: self.demos.clone(),
             demo_selector: self.demo_selector.clone(),
             lm: self.lm.clone(),
+            model_hint: self.model_hint.clone(),
             adapter: self.adapter.clone(),
             options: self.options.clone(),
             tools: self.tools.clone(),
@@ -260,6 +300,7 @@ impl DynPredict {
             demos: Vec::new(),
             demo_selector: None,
             lm: None,
+            model_hint: None,
             adapter: None,
             options: LmOptions::default(),
             tools: Vec::new(),
@@ -277,6 +318,24 @@ impl DynPredict {
         /// Uses `lm` for every call (highest precedence): any [`Lm`], or an `Arc` of one shared
         /// with other modules.
         fn with_lm(lm: impl Lm + 'static) { lm = Some(crate::lm::shared(lm)) }
+
+        /// Uses the model registered under `name` ([`configure_model`],
+        /// [`CallConfig::with_model`]) unless this predictor sets its own LM: one step of a
+        /// program on a small, fast model and another on a strong one, chosen where the models
+        /// are set up rather than where the program is built. A hint registered nowhere is
+        /// [`LmError::UnknownModel`], naming the hint and the registered ones.
+        ///
+        /// ```
+        /// use signet::module::{CallConfig, DynPredict};
+        /// use signet::testing::ScriptedLm;
+        /// let qa = DynPredict::new("question -> answer".parse().unwrap()).with_model_hint("fast");
+        /// let call = CallConfig::new().with_model("fast", ScriptedLm::texts(["hi"]));
+        /// assert_eq!(qa.resolve(&call).unwrap().lm.model(), "scripted");
+        /// assert!(qa.resolve(&CallConfig::new()).is_err());
+        /// ```
+        fn with_model_hint(name: impl Into<String>) {
+            model_hint = Some(Arc::from(name.into()))
+        }
 
         /// Uses `adapter` for every call (highest precedence).
         fn with_adapter(adapter: impl Adapter + 'static) {
@@ -394,6 +453,18 @@ impl DynPredict {
         self.lm = Some(crate::lm::shared(lm));
     }
 
+    /// Sets (or, with `None`, removes) the model hint in place (see
+    /// [`with_model_hint`](Self::with_model_hint)).
+    pub fn set_model_hint(&mut self, name: Option<&str>) {
+        self.model_hint = name.map(Arc::from);
+    }
+
+    /// The model hint this predictor names, if any (see
+    /// [`with_model_hint`](Self::with_model_hint)).
+    pub fn model_hint(&self) -> Option<&str> {
+        self.model_hint.as_deref()
+    }
+
     /// The sampling options, to change in place.
     pub fn options_mut(&mut self) -> &mut LmOptions {
         &mut self.options
@@ -404,16 +475,21 @@ impl DynPredict {
         self.id
     }
 
-    /// The LM and adapter a call would use: the module's, then the call's, then the global ones;
-    /// the adapter defaults to [`ChatAdapter`].
+    /// The LM and adapter a call would use: the module's, then the model its hint names, then the
+    /// call's, then the global ones; the adapter defaults to [`ChatAdapter`].
     pub fn resolve(&self, call: &CallConfig) -> Result<Resolved, Error> {
-        let (global_lm, global_adapter) = {
+        let (global_lm, global_adapter, hinted) = {
             let settings = SETTINGS.read().unwrap_or_else(|e| e.into_inner());
-            (settings.lm.clone(), settings.adapter.clone())
+            let hinted = match &self.lm {
+                Some(_) => None,
+                None => self.hinted_lm(&call.models, &settings.models)?,
+            };
+            (settings.lm.clone(), settings.adapter.clone(), hinted)
         };
         let lm = self
             .lm
             .clone()
+            .or(hinted)
             .or_else(|| call.lm.clone())
             .or(global_lm)
             .ok_or(LmError::NotConfigured)?;
@@ -431,6 +507,29 @@ impl DynPredict {
             .or(global_adapter)
             .unwrap_or_else(|| Arc::new(ChatAdapter::new()));
         Ok(Resolved { lm, adapter })
+    }
+
+    /// The model this predictor's hint names (the call's registration, then the global one); with
+    /// no hint, the model a loaded file saved for it (its `lm.model`) when one is registered under
+    /// that name.
+    fn hinted_lm(&self, call: &Models, global: &Models) -> Result<Option<Arc<dyn Lm>>, LmError> {
+        let registered = |name: &str| call.get(name).or_else(|| global.get(name)).cloned();
+        let Some(hint) = &self.model_hint else {
+            return Ok(self.saved_model().and_then(registered));
+        };
+        match registered(hint) {
+            Some(lm) => Ok(Some(lm)),
+            None => Err(LmError::UnknownModel {
+                hint: hint.to_string(),
+                registered: call
+                    .keys()
+                    .chain(global.keys())
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .cloned()
+                    .collect(),
+            }),
+        }
     }
 
     /// Runs the signature on `inputs` with the module's, then the global, LM and adapter.

@@ -673,6 +673,18 @@ pub enum LmError {
     /// No LM was configured for a module, its call, or globally.
     #[error("no LM configured: pass one to the module or the call, or set a global one")]
     NotConfigured,
+    /// A predictor names a model hint no LM is registered under, for its call or globally.
+    #[error(
+        "no model is registered as `{hint}` (registered: {}); register one with \
+         `signet::module::configure_model` or `CallConfig::with_model`",
+        if registered.is_empty() { "none".to_owned() } else { registered.join(", ") }
+    )]
+    UnknownModel {
+        /// The hint the predictor names.
+        hint: String,
+        /// The names models are registered under, for the call or globally, in order.
+        registered: Vec<String>,
+    },
     /// The [journal](crate::journal) a durable run's LM calls go through failed, or a replayed
     /// call did not match what it recorded.
     #[error("the run's journal failed: {message}")]

@@ -74,6 +74,8 @@ impl<S: Signature> Predict<S> {
         inner;
         /// Uses `lm` for every call (see [`DynPredict::with_lm`]).
         fn with_lm(lm: impl Lm + 'static);
+        /// Uses the model registered under `name` (see [`DynPredict::with_model_hint`]).
+        fn with_model_hint(name: impl Into<String>);
         /// Uses `adapter` for every call.
         fn with_adapter(adapter: impl Adapter + 'static);
         /// Sampling options (temperature, length limit, ..) sent with every call.
@@ -237,6 +239,8 @@ impl<S: Signature> ChainOfThought<S> {
         inner;
         /// Uses `lm` for every call (see [`DynPredict::with_lm`]).
         fn with_lm(lm: impl Lm + 'static);
+        /// Uses the model registered under `name` (see [`DynPredict::with_model_hint`]).
+        fn with_model_hint(name: impl Into<String>);
         /// Uses `adapter` for every call.
         fn with_adapter(adapter: impl Adapter + 'static);
         /// Sampling options (temperature, length limit, ..) sent with every call.

@@ -359,6 +359,12 @@ impl DynReAct {
             .check_names()
             .map_err(ReActError::before_start)?;
         let resolved = self.step.resolve(call).map_err(ReActError::before_start)?;
+        if self.extract.model_hint().is_some() {
+            // A model hint registered nowhere fails before the steps, not after them.
+            self.extract
+                .resolve(call)
+                .map_err(ReActError::before_start)?;
+        }
         let (selected, usage) = match &start {
             Start::Resume { state, .. } => (state.selected_tools.clone(), Usage::default()),
             Start::Fresh { .. } if self.tools.len() > self.selection_threshold => {

@@ -18,7 +18,9 @@
 //!
 //! Field names, types, tools and the LM are not in the file: the program that loads it is built
 //! by code, with the same shape. A saved `lm` is kept (and saved again) but never turned into an
-//! LM — a file does not choose where requests go; set the LM in code.
+//! LM — a file does not choose where requests go; set the LM in code. Its `model` picks among the
+//! models the code registered ([`configure_model`](super::configure_model)): a predictor with no
+//! LM and no model hint of its own uses the one registered under that name, if any.
 
 use std::path::Path;
 
@@ -168,6 +170,13 @@ impl DynPredict {
     /// them again; it never builds an LM from a file.
     pub fn saved_lm(&self) -> Option<&Value> {
         self.carried.lm.as_ref()
+    }
+
+    /// The model a loaded file saved for this predictor (`lm.model`): when a model is registered
+    /// under that name ([`configure_model`](super::configure_model)), a predictor with no LM and
+    /// no hint of its own uses it.
+    pub(super) fn saved_model(&self) -> Option<&str> {
+        self.carried.lm.as_ref()?.get("model")?.as_str()
     }
 }
 

@@ -197,6 +197,39 @@ impl DynReAct {
         self
     }
 
+    /// The steps and the extractor use the model registered under `name` (see
+    /// [`DynPredict::with_model_hint`](crate::module::DynPredict::with_model_hint)), unless an LM
+    /// is set with [`with_lm`](Self::with_lm).
+    pub fn with_model_hint(self, name: impl Into<String>) -> Self {
+        let name = name.into();
+        self.with_step_model_hint(name.clone())
+            .with_extractor_model_hint(name)
+    }
+
+    /// The steps (and the tool selection) use the model registered under `name`: a small, fast
+    /// model to pick tools, a strong one to write the answer
+    /// ([`with_extractor_model_hint`](Self::with_extractor_model_hint)).
+    ///
+    /// ```
+    /// use signet::module::{DynReAct, Predictors};
+    /// let agent = DynReAct::new("question -> answer".parse().unwrap())
+    ///     .with_step_model_hint("fast")
+    ///     .with_extractor_model_hint("strong");
+    /// let hints: Vec<_> = agent.named_predictors().into_iter().map(|(_, p)| p.model_hint()).collect();
+    /// assert_eq!(hints, [Some("fast"), Some("strong")]);
+    /// ```
+    pub fn with_step_model_hint(mut self, name: impl Into<String>) -> Self {
+        self.step = self.step.with_model_hint(name);
+        self
+    }
+
+    /// The extractor, which writes the answer from the trajectory, uses the model registered
+    /// under `name` (see [`with_step_model_hint`](Self::with_step_model_hint)).
+    pub fn with_extractor_model_hint(mut self, name: impl Into<String>) -> Self {
+        self.extract = self.extract.with_model_hint(name);
+        self
+    }
+
     /// Sampling options (temperature, length limit, ..) for the steps and the extractor.
     pub fn with_options(mut self, options: LmOptions) -> Self {
         self.step = self.step.with_options(options.clone());

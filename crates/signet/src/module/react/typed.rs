@@ -80,6 +80,15 @@ impl<S: Signature> ReAct<S> {
         fn with_observation_formatter(formatter: impl super::ObservationFormatter + 'static);
         /// Uses `adapter` for the steps only (see [`DynReAct::with_step_adapter`]).
         fn with_step_adapter(adapter: impl Adapter + 'static);
+        /// The steps and the extractor use the model registered under `name` (see
+        /// [`DynReAct::with_model_hint`]).
+        fn with_model_hint(name: impl Into<String>);
+        /// The steps use the model registered under `name` (see
+        /// [`DynReAct::with_step_model_hint`]).
+        fn with_step_model_hint(name: impl Into<String>);
+        /// The extractor uses the model registered under `name` (see
+        /// [`DynReAct::with_extractor_model_hint`]).
+        fn with_extractor_model_hint(name: impl Into<String>);
         /// Text or native tool calling (default: native when the LM supports it).
         fn with_mode(mode: ReActMode);
         /// A failed extractor's outputs taken from the last tool result (see
