@@ -5,26 +5,13 @@
 use std::sync::Arc;
 
 use serde_json::json;
+use signet::Error;
 use signet::lm::LmError;
 use signet::module::{CallConfig, DynPredict, Predict, Predictors, ReAct, react::RunFailure};
 use signet::testing::ScriptedLm;
-use signet::{Error, Signature};
 
 mod support;
-use support::*;
-
-/// Answer the question.
-#[derive(Signature)]
-struct QA {
-    #[input]
-    question: String,
-    #[output]
-    answer: String,
-}
-
-fn answer(text: &str) -> String {
-    format!("[[ ## answer ## ]]\n{text}\n\n[[ ## completed ## ]]")
-}
+use support::{Ask as QA, AskInput as QAInput, *};
 
 fn question() -> QAInput {
     QAInput {
@@ -34,8 +21,8 @@ fn question() -> QAInput {
 
 #[tokio::test]
 async fn a_predictor_uses_the_model_registered_under_its_hint_before_the_calls_lm() {
-    let fast = Arc::new(ScriptedLm::texts([answer("Paris")]));
-    let default = Arc::new(ScriptedLm::texts([answer("Lyon")]));
+    let fast = Arc::new(ScriptedLm::texts([answer_reply("Paris")]));
+    let default = Arc::new(ScriptedLm::texts([answer_reply("Lyon")]));
     let qa = Predict::<QA>::new().with_model_hint("fast");
     let call = CallConfig::new()
         .with_lm(default.clone())
@@ -47,8 +34,8 @@ async fn a_predictor_uses_the_model_registered_under_its_hint_before_the_calls_l
 
 #[tokio::test]
 async fn the_predictors_own_lm_wins_over_its_hint() {
-    let own = Arc::new(ScriptedLm::texts([answer("Paris")]));
-    let fast = Arc::new(ScriptedLm::texts([answer("Lyon")]));
+    let own = Arc::new(ScriptedLm::texts([answer_reply("Paris")]));
+    let fast = Arc::new(ScriptedLm::texts([answer_reply("Lyon")]));
     let qa = Predict::<QA>::new()
         .with_model_hint("fast")
         .with_lm(own.clone());
@@ -60,12 +47,12 @@ async fn the_predictors_own_lm_wins_over_its_hint() {
 
 #[tokio::test]
 async fn a_hint_registered_nowhere_is_a_typed_error_naming_it_and_nothing_is_sent() {
-    let default = Arc::new(ScriptedLm::texts([answer("Paris")]));
+    let default = Arc::new(ScriptedLm::texts([answer_reply("Paris")]));
     let qa = Predict::<QA>::new().with_model_hint("strnog");
     let call = CallConfig::new()
         .with_lm(default.clone())
-        .with_model("strong", ScriptedLm::texts([answer("Paris")]))
-        .with_model("fast", ScriptedLm::texts([answer("Paris")]));
+        .with_model("strong", ScriptedLm::texts([answer_reply("Paris")]))
+        .with_model("fast", ScriptedLm::texts([answer_reply("Paris")]));
     let error = qa.call_full(question(), &call).await.unwrap_err();
     match &error {
         Error::Lm(LmError::UnknownModel { hint, registered }) => {
@@ -88,12 +75,12 @@ async fn a_hint_registered_nowhere_is_a_typed_error_naming_it_and_nothing_is_sen
 
 #[tokio::test]
 async fn a_globally_registered_model_serves_the_hint_and_the_calls_registration_wins() {
-    let global = Arc::new(ScriptedLm::texts([answer("Paris")]));
+    let global = Arc::new(ScriptedLm::texts([answer_reply("Paris")]));
     signet::module::configure_model("model-hints-test-global", global.clone());
     let qa = Predict::<QA>::new().with_model_hint("model-hints-test-global");
     assert_eq!(qa.call(question()).await.unwrap().answer, "Paris");
 
-    let per_call = Arc::new(ScriptedLm::texts([answer("Lyon")]));
+    let per_call = Arc::new(ScriptedLm::texts([answer_reply("Lyon")]));
     let call = CallConfig::new().with_model("model-hints-test-global", per_call.clone());
     let (out, _) = qa.call_full(question(), &call).await.unwrap();
     assert_eq!(out.answer, "Lyon");
@@ -158,8 +145,8 @@ async fn a_loaded_programs_saved_model_picks_a_registered_model_and_is_ignored_o
         .into_iter()
         .collect();
 
-    let strong = Arc::new(ScriptedLm::texts([answer("Paris")]));
-    let default = Arc::new(ScriptedLm::texts([answer("Lyon")]));
+    let strong = Arc::new(ScriptedLm::texts([answer_reply("Paris")]));
+    let default = Arc::new(ScriptedLm::texts([answer_reply("Lyon")]));
     let call = CallConfig::new()
         .with_lm(default.clone())
         .with_model("openai/gpt-4o", strong.clone());
@@ -173,10 +160,10 @@ async fn a_loaded_programs_saved_model_picks_a_registered_model_and_is_ignored_o
 
     // A hint set in code wins over the file's model.
     qa.set_model_hint(Some("fast"));
-    let fast = Arc::new(ScriptedLm::texts([answer("Marseille")]));
+    let fast = Arc::new(ScriptedLm::texts([answer_reply("Marseille")]));
     let call = CallConfig::new()
         .with_model("fast", fast.clone())
-        .with_model("openai/gpt-4o", ScriptedLm::texts([answer("Paris")]));
+        .with_model("openai/gpt-4o", ScriptedLm::texts([answer_reply("Paris")]));
     let out = qa.forward_with(&inputs, &call).await.unwrap();
     assert_eq!(out.outputs["answer"], "Marseille");
     assert_eq!(qa.model_hint(), Some("fast"));

@@ -18,8 +18,8 @@ use signet::lm::{
     Capabilities, Completion, LmError, LmOptions, LmRequest, ResponseFormat, ToolCall, ToolChoice,
 };
 use signet::module::{
-    CallConfig, DynPredict, DynReAct, Error, Limits, Predictors, ReActMode, react::RunFailure,
-    with_reasoning,
+    BestOfN, CallConfig, DynPredict, DynReAct, Error, Limits, Module, Predictors, ReActMode,
+    Refine, react::RunFailure, with_reasoning,
 };
 use signet::signature::{Constraint, FieldKind};
 use signet::testing::ScriptedLm;
@@ -73,6 +73,20 @@ const BY_DESIGN: &[ByDesign] = &[
         },
     },
     ByDesign {
+        reason: "Refine's feedback step is shown the program and the reward as the Rust program describes them (`with_program_code`, `with_reward_code`), not Python source",
+        rewrite: |fixture| {
+            rewrite_strings(
+                fixture,
+                &|text| text.starts_with("[[ ## program_code ## ]]"),
+                &|text| {
+                    let text =
+                        replace_block(text, "program_code", "modules_defn", REFINE_PROGRAM_CODE);
+                    replace_block(&text, "reward_code", "target_threshold", REFINE_REWARD_CODE)
+                },
+            )
+        },
+    },
+    ByDesign {
         reason: "a tool result message names its call by `tool_call_id` only (the OpenAI API defines no `name` on it)",
         rewrite: |fixture| {
             rewrite_objects(fixture, &mut |object| {
@@ -83,6 +97,24 @@ const BY_DESIGN: &[ByDesign] = &[
         },
     },
 ];
+
+/// What the Refine fixtures' runs show the feedback step as the program's and the reward's code
+/// (DSPy shows their Python source; see the by-design rule that writes these into the recording).
+const REFINE_PROGRAM_CODE: &str = "(the program, as the Rust program describes it)";
+const REFINE_REWARD_CODE: &str = "(the reward function, as the Rust program describes it)";
+
+/// The text of the block `[[ ## name ## ]]` up to the block `next` in a Chat-format message,
+/// replaced with `with`.
+fn replace_block(text: &str, name: &str, next: &str, with: &str) -> String {
+    let head = format!("[[ ## {name} ## ]]\n");
+    let tail = format!("\n\n[[ ## {next} ## ]]");
+    match (text.find(&head), text.find(&tail)) {
+        (Some(start), Some(end)) if start + head.len() <= end => {
+            format!("{}{with}{}", &text[..start + head.len()], &text[end..])
+        }
+        _ => text.to_owned(),
+    }
+}
 
 /// Applies `rewrite` to every string of `value` that `matches`; returns whether one changed.
 fn rewrite_strings(
@@ -780,6 +812,7 @@ async fn run_module(fixture: &Value) -> Result<(), Skip> {
         "ChainOfThought" => true,
         "ReAct" => return run_react(fixture).await,
         "ReActV2" => return run_react_v2(fixture).await,
+        "BestOfN" | "Refine" => return run_attempts(fixture).await,
         other => {
             return Err(Skip::Unsupported(format!(
                 "module {other} is not implemented"
@@ -809,6 +842,98 @@ async fn run_module(fixture: &Value) -> Result<(), Skip> {
     let result = predictor.forward(&inputs).await.map(|p| p.outputs);
     compare_calls(&calls, &lm.requests())?;
     compare_result(&fixture["result"], &result)
+}
+
+/// A run-time predictor as a [`Module`] (fields in, fields out) at DSPy's path for it.
+#[derive(Clone)]
+struct Untyped {
+    path: &'static str,
+    predictor: DynPredict,
+}
+
+impl Predictors for Untyped {
+    fn named_predictors(&self) -> Vec<(String, &DynPredict)> {
+        vec![(self.path.to_owned(), &self.predictor)]
+    }
+
+    fn named_predictors_mut(&mut self) -> Vec<(String, &mut DynPredict)> {
+        vec![(self.path.to_owned(), &mut self.predictor)]
+    }
+}
+
+impl Module for Untyped {
+    type Input = Fields;
+    type Output = Fields;
+    type Error = Error;
+
+    async fn call(&self, input: Fields) -> Result<Fields, Error> {
+        self.predictor.forward(&input).await.map(|p| p.outputs)
+    }
+}
+
+/// BestOfN and Refine over a Predict or a ChainOfThought, with the fixtures' reward (`brevity`:
+/// 1 over the answer's word count): each call's messages, temperature and rollout id, and the
+/// output kept.
+async fn run_attempts(fixture: &Value) -> Result<(), Skip> {
+    let spec = &fixture["attempts"];
+    if spec["reward"] != "brevity" {
+        return Err(Skip::Unsupported(format!("the reward {}", spec["reward"])));
+    }
+    let is_cot = spec["inner"] == "ChainOfThought";
+    let base = signature(&fixture["signature"], false);
+    let calls = fixture["calls"].as_array().cloned().unwrap_or_default();
+    let replies: Vec<Value> = calls.iter().map(|c| c["reply"].clone()).collect();
+    let lm = scripted(&replies, capabilities(&fixture["lm_capabilities"]));
+    let inner = Untyped {
+        path: if is_cot { "predict" } else { "self" },
+        predictor: DynPredict::new(if is_cot { with_reasoning(&base) } else { base })
+            .with_adapter(adapter_for(&fixture["adapter"], None)?)
+            .with_lm(lm.clone()),
+    };
+    let brevity = |_: &Fields, out: &Fields| {
+        let words = out["answer"]
+            .as_str()
+            .unwrap_or_default()
+            .split_whitespace();
+        1.0 / words.count().max(1) as f64
+    };
+    let n = spec["n"].as_u64().unwrap_or(1) as usize;
+    let threshold = spec["threshold"].as_f64().unwrap_or(1.0);
+    let inputs = decode_inputs(&fixture["inputs"])?;
+    let run = if fixture["module"] == "Refine" {
+        Refine::new(inner, n, brevity, threshold)
+            .with_program_code(REFINE_PROGRAM_CODE)
+            .with_reward_code(REFINE_REWARD_CODE)
+            .call_full(inputs)
+            .await
+    } else {
+        BestOfN::new(inner, n, brevity, threshold)
+            .call_full(inputs)
+            .await
+    };
+    let sent = lm.requests();
+    compare_calls(&calls, &sent)?;
+    for (i, (call, request)) in calls.iter().zip(&sent).enumerate() {
+        let kwargs = &call["kwargs"];
+        let want = (
+            kwargs["temperature"].as_f64(),
+            kwargs["rollout_id"].as_u64(),
+        );
+        let got = (
+            request.options.temperature.map(f64::from),
+            request.options.rollout_id,
+        );
+        if want != got {
+            return fail(format!(
+                "call {}: (temperature, rollout_id) DSPy {want:?}, Signet {got:?}",
+                i + 1
+            ));
+        }
+    }
+    match run {
+        Ok(run) => compare_result(&fixture["result"], &Ok(run.output)),
+        Err(error) => fail(format!("the run failed: {error}")),
+    }
 }
 
 /// The adapter whose parser a parse-edge-case fixture exercises, named at the start of its

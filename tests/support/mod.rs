@@ -26,6 +26,11 @@ pub fn step(thought: &str, tool: &str, args: serde_json::Value) -> String {
     )
 }
 
+/// A Predict reply (Chat adapter) with the output `answer`.
+pub fn answer_reply(answer: &str) -> String {
+    format!("[[ ## answer ## ]]\n{answer}\n\n[[ ## completed ## ]]")
+}
+
 /// An extractor reply with the reasoning `done`.
 pub fn extract(answer: &str) -> String {
     format!("[[ ## reasoning ## ]]\ndone\n\n[[ ## answer ## ]]\n{answer}\n\n[[ ## completed ## ]]")

@@ -37,6 +37,8 @@ mod progress;
 mod report;
 
 use std::panic::AssertUnwindSafe;
+
+pub(crate) use crate::shared::panic_text;
 use std::time::{Duration, Instant};
 
 use futures::{FutureExt, StreamExt, stream};
@@ -374,15 +376,6 @@ pub(crate) fn input_of<P: Module>(example: &Example) -> Result<P::Input, Example
                     .map_or_else(|| error.to_string(), ToString::to_string)
             ),
         })
-}
-
-/// A panic payload's message.
-pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "(no message)".to_owned())
 }
 
 /// Runs `future`, turning a panic into an error message (for user code called by optimizers).

@@ -32,7 +32,9 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
+mod attempts;
 mod demo_selection;
+mod hint_adapter;
 mod module_tool;
 mod predict;
 mod predict_tools;
@@ -56,11 +58,15 @@ use crate::lm::{Completion, Lm, LmError, LmOptions, Usage};
 use crate::signature::DynSignature;
 
 pub use crate::error::Error;
+pub use attempts::{
+    Advice, Attempt, AttemptError, BestOfN, BestOfNError, BestOfNRun, Feedback, Refine,
+};
 pub use demo_selection::{DemoSelector, NearestDemos};
 pub use module_tool::ModuleTool;
 pub(crate) use predict::typed_module_impls;
 pub use predict::{ChainOfThought, Predict, Reasoned, with_reasoning};
 pub(crate) use predict::{from_fields, to_fields};
+pub(crate) use program::program_code;
 pub use program::{Module, Predictors, join_path, prefixed};
 pub(crate) use saved::tool_component;
 pub use saved::{StateError, TOOL_DESCRIPTIONS};
@@ -507,6 +513,18 @@ impl DynPredict {
             .or(global_adapter)
             .unwrap_or_else(|| Arc::new(ChatAdapter::new()));
         Ok(Resolved { lm, adapter })
+    }
+
+    /// The adapter a call with no per-call adapter uses: this predictor's, else the global one,
+    /// else [`ChatAdapter`].
+    pub(crate) fn adapter_without_call(&self) -> Arc<dyn Adapter> {
+        self.adapter.clone().unwrap_or_else(|| {
+            let settings = SETTINGS.read().unwrap_or_else(|e| e.into_inner());
+            settings
+                .adapter
+                .clone()
+                .unwrap_or_else(|| Arc::new(ChatAdapter::new()))
+        })
     }
 
     /// The model this predictor's hint names (the call's registration, then the global one); with

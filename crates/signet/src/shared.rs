@@ -48,6 +48,15 @@ pub(crate) fn share<T: 'static, H: 'static>(value: T, wrap: impl FnOnce(T) -> H)
     }
 }
 
+/// A panic payload's message.
+pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

@@ -126,6 +126,19 @@ pub(crate) fn recording_calls() -> bool {
     RECORD.try_with(|r| r.borrow().calls).unwrap_or(false)
 }
 
+/// Adds what a nested [`recorded`] collected to the enclosing record, if there is one: its LM
+/// usage always, its predictor calls when `calls` (a module that ran several attempts keeps the
+/// calls of the one it returns, and the cost of all of them).
+pub(crate) fn absorb(record: Record, calls: bool) {
+    let _ = RECORD.try_with(|r| {
+        let mut recording = r.borrow_mut();
+        recording.record.usage += record.usage;
+        if calls && recording.calls {
+            recording.record.trace.extend(record.trace);
+        }
+    });
+}
+
 /// Adds LM usage to the run's record, if it is being recorded.
 pub(crate) fn record_usage(usage: Usage) {
     let _ = RECORD.try_with(|r| r.borrow_mut().record.usage += usage);

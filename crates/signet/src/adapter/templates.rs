@@ -11,6 +11,9 @@ use serde_json::{Map, Value};
 use crate::python::{json_dumps, py_str};
 use crate::signature::{DynSignature, Field, FieldKind};
 
+mod program;
+pub(crate) use program::*;
+
 /// The marker that ends a Chat-format reply.
 pub(crate) const COMPLETED_MARKER: &str = "[[ ## completed ## ]]";
 

@@ -208,6 +208,7 @@ impl OpenAiLm {
     /// let mut request = LmRequest::new(vec![Message::user("hi")]);
     /// request.options.temperature = Some(0.7);
     /// request.options.frequency_penalty = Some(0.5);
+    /// request.options.rollout_id = Some(3); // a cache key only: not sent
     /// request.response_format = Some(ResponseFormat::JsonObject);
     /// request.tool_choice = Some(ToolChoice::Function("add".into()));
     /// request.extra.insert("top_k".into(), json!(40));

@@ -263,6 +263,10 @@ pub struct LmOptions {
     /// `repeat_penalty`, 1.0 = off; not an OpenAI setting, so OpenAI itself rejects it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat_penalty: Option<f32>,
+    /// Keeps otherwise identical requests apart in response caches (DSPy's `rollout_id`): each
+    /// attempt of [`BestOfN`](crate::module::BestOfN) has its own. Never sent to the provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout_id: Option<u64>,
 }
 
 impl LmOptions {
@@ -312,6 +316,19 @@ impl LmOptions {
         /// assert_eq!(LmOptions::new().repeat_penalty(1.2).repeat_penalty, Some(1.2));
         /// ```
         fn repeat_penalty(penalty: f32) { repeat_penalty = Some(penalty) }
+
+        /// Sets the rollout id, which only keeps this request apart from identical ones in
+        /// caches (a request at temperature 0 gets the same answer whatever its rollout).
+        ///
+        /// ```
+        /// use signet::lm::{LmRequest, Message, LmOptions};
+        /// use signet::lm::ResponseCache;
+        /// let a = LmRequest::new(vec![Message::user("hi")]);
+        /// let mut b = a.clone();
+        /// b.options = LmOptions::new().rollout_id(1);
+        /// assert_ne!(ResponseCache::key("m", &a), ResponseCache::key("m", &b));
+        /// ```
+        fn rollout_id(id: u64) { rollout_id = Some(id) }
     }
 }
 

@@ -472,6 +472,17 @@ pub fn prefixed<P>(prefix: String, predictors: Vec<(String, P)>) -> Vec<(String,
         .collect()
 }
 
+/// The program as pseudo-code, where DSPy shows its Python source (see
+/// [`templates::program_code`](crate::adapter::templates::program_code)).
+pub(crate) fn program_code<P: Predictors + ?Sized>(program: &P) -> String {
+    let predictors = program.named_predictors();
+    crate::adapter::templates::program_code(
+        predictors
+            .iter()
+            .map(|(path, predictor)| (path.as_str(), predictor.signature())),
+    )
+}
+
 /// `ReActError` for a blocking call that could not run.
 impl From<crate::blocking::BlockingError> for ReActError {
     fn from(error: crate::blocking::BlockingError) -> Self {

@@ -370,7 +370,7 @@ where
                     settings
                         .program_code
                         .clone()
-                        .unwrap_or_else(|| proposer::program_code(&self.student)),
+                        .unwrap_or_else(|| crate::module::program_code(&self.student)),
                 );
             }
             if settings.data_aware {

@@ -15,7 +15,7 @@ use crate::adapter::templates::{
 use crate::adapter::{ChatAdapter, Fields};
 use crate::data::Example;
 use crate::lm::{Lm, LmOptions, Usage};
-use crate::module::{CallConfig, DynPredict, Predictors};
+use crate::module::{CallConfig, DynPredict};
 use crate::python::py_str;
 use crate::schema::python_repr;
 use crate::signature::{DynSignature, Field};
@@ -93,52 +93,6 @@ pub(crate) fn module_code(signature: &DynSignature) -> String {
         "Predict({}) -> {}",
         names(signature.inputs()),
         names(signature.outputs())
-    )
-}
-
-/// The program as pseudo-code for the proposer (DSPy shows the Python source; a compiled Rust
-/// program has none): each distinct signature as a DSPy signature class, then the predictors.
-pub(crate) fn program_code<P: Predictors>(program: &P) -> String {
-    let mut classes: Vec<String> = Vec::new();
-    let mut seen: Vec<String> = Vec::new();
-    let mut lines: Vec<String> = Vec::new();
-    for (path, predictor) in program.named_predictors() {
-        let signature = predictor.signature();
-        let name = if signature.name().is_empty() {
-            "Signature".to_owned()
-        } else {
-            signature.name().to_owned()
-        };
-        if !seen.contains(&name) {
-            seen.push(name.clone());
-            let mut class = format!(
-                "class {name}(dspy.Signature):\n    {}\n",
-                python_repr(&Value::String(signature.instructions()))
-            );
-            for (kind, fields) in [
-                ("InputField", signature.inputs()),
-                ("OutputField", signature.outputs()),
-            ] {
-                for field in fields {
-                    let desc = field
-                        .desc()
-                        .map(|d| format!("desc={}", python_repr(&Value::String(d.to_owned()))))
-                        .unwrap_or_default();
-                    class.push_str(&format!(
-                        "    {}: {} = dspy.{kind}({desc})\n",
-                        field.name(),
-                        field.type_name()
-                    ));
-                }
-            }
-            classes.push(class);
-        }
-        lines.push(format!("    {path} = dspy.Predict({name})"));
-    }
-    format!(
-        "{}\n# The program's predictors, in the order they are declared:\nclass Program(dspy.Module):\n{}\n",
-        classes.join("\n"),
-        lines.join("\n")
     )
 }
 
