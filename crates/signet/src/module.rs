@@ -33,6 +33,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
 mod attempts;
+mod call_config;
 mod demo_selection;
 mod hint_adapter;
 mod module_tool;
@@ -61,6 +62,7 @@ pub use crate::error::Error;
 pub use attempts::{
     Advice, Attempt, AttemptError, BestOfN, BestOfNError, BestOfNRun, Feedback, Refine,
 };
+pub use call_config::CallConfig;
 pub use demo_selection::{DemoSelector, NearestDemos};
 pub use module_tool::ModuleTool;
 pub(crate) use predict::typed_module_impls;
@@ -117,82 +119,6 @@ pub fn configure_model(name: impl Into<String>, lm: impl Lm + 'static) {
 pub fn configure_adapter(adapter: impl Adapter + 'static) {
     let mut settings = SETTINGS.write().unwrap_or_else(|e| e.into_inner());
     settings.adapter = Some(adapter::shared(adapter));
-}
-
-/// Per-call settings (between the module's and the global ones in precedence).
-///
-/// ```
-/// use signet::testing::ScriptedLm;
-/// use signet::module::CallConfig;
-/// let call = CallConfig::new().with_lm(ScriptedLm::texts(["hi"]));
-/// assert!(call.lm.is_some() && call.adapter.is_none());
-/// ```
-#[derive(Default, Clone)]
-pub struct CallConfig {
-    /// The LM for this call.
-    pub lm: Option<Arc<dyn Lm>>,
-    /// The adapter for this call.
-    pub adapter: Option<Arc<dyn Adapter>>,
-    /// For a ReAct run: its step limit, in place of the agent's
-    /// [`Limits::max_iters`](react::Limits::max_iters).
-    pub max_iters: Option<usize>,
-    /// Where the call's LM calls and tool calls go through (see [`crate::journal`]).
-    pub journal: Option<Arc<dyn crate::journal::Journal>>,
-    /// Models registered for this call by hint (see [`with_model`](Self::with_model)).
-    pub models: BTreeMap<String, Arc<dyn Lm>>,
-}
-
-impl CallConfig {
-    /// No per-call settings.
-    pub fn new() -> CallConfig {
-        CallConfig::default()
-    }
-
-    crate::shared::setters! {
-        /// Uses `lm` for this call, unless the module sets its own.
-        fn with_lm(lm: impl Lm + 'static) { lm = Some(crate::lm::shared(lm)) }
-
-        /// Uses `adapter` for this call, unless the module sets its own.
-        fn with_adapter(adapter: impl Adapter + 'static) {
-            adapter = Some(adapter::shared(adapter))
-        }
-
-        /// Hands every LM call and tool call of this call — nested modules' included — to
-        /// `journal`, which runs it or answers with a recorded result (see [`crate::journal`]). The
-        /// tools of one turn then run one after another, in the model's order.
-        ///
-        /// ```
-        /// let call = signet::module::CallConfig::new()
-        ///     .with_journal(signet::journal::MemoryJournal::new());
-        /// assert!(call.journal.is_some());
-        /// ```
-        fn with_journal(journal: impl crate::journal::Journal + 'static) {
-            journal = Some(Arc::new(journal))
-        }
-
-        /// For a ReAct run: at most `n` steps in this call (the agent's
-        /// [`Limits::max_iters`](react::Limits::max_iters) otherwise).
-        ///
-        /// ```
-        /// let call = signet::module::CallConfig::new().with_max_iters(3);
-        /// assert_eq!(call.max_iters, Some(3));
-        /// ```
-        fn with_max_iters(n: usize) { max_iters = Some(n) }
-    }
-
-    /// Registers `lm` for this call under the model hint `name`: the predictors that name the
-    /// hint and set no LM of their own use it, in place of the global one of the same name
-    /// ([`configure_model`]).
-    ///
-    /// ```
-    /// use signet::testing::ScriptedLm;
-    /// let call = signet::module::CallConfig::new().with_model("strong", ScriptedLm::texts(["hi"]));
-    /// assert!(call.models.contains_key("strong"));
-    /// ```
-    pub fn with_model(mut self, name: impl Into<String>, lm: impl Lm + 'static) -> Self {
-        self.models.insert(name.into(), crate::lm::shared(lm));
-        self
-    }
 }
 
 /// The LM and adapter a call uses, after precedence is applied.
@@ -482,23 +408,22 @@ impl DynPredict {
     }
 
     /// The LM and adapter a call would use: the module's, then the model its hint names, then the
-    /// call's, then the global ones; the adapter defaults to [`ChatAdapter`].
+    /// call's (what it leaves unset taken from an enclosing [`CallConfig::scope`]), then the
+    /// global ones; the adapter defaults to [`ChatAdapter`].
     pub fn resolve(&self, call: &CallConfig) -> Result<Resolved, Error> {
-        let (global_lm, global_adapter, hinted) = {
+        let call = call.effective();
+        let (lm, adapter) = {
             let settings = SETTINGS.read().unwrap_or_else(|e| e.into_inner());
-            let hinted = match &self.lm {
-                Some(_) => None,
-                None => self.hinted_lm(&call.models, &settings.models)?,
+            let lm = match &self.lm {
+                Some(lm) => Some(lm.clone()),
+                None => self
+                    .hinted_lm(&call.models, &settings.models)?
+                    .or_else(|| call.lm.clone())
+                    .or_else(|| settings.lm.clone()),
             };
-            (settings.lm.clone(), settings.adapter.clone(), hinted)
+            (lm, self.adapter_in(&call, &settings))
         };
-        let lm = self
-            .lm
-            .clone()
-            .or(hinted)
-            .or_else(|| call.lm.clone())
-            .or(global_lm)
-            .ok_or(LmError::NotConfigured)?;
+        let lm = lm.ok_or(LmError::NotConfigured)?;
         let lm: Arc<dyn Lm> = match &call.journal {
             Some(journal) => Arc::new(crate::journal::JournaledLm {
                 lm,
@@ -506,25 +431,24 @@ impl DynPredict {
             }),
             None => lm,
         };
-        let adapter = self
-            .adapter
-            .clone()
-            .or_else(|| call.adapter.clone())
-            .or(global_adapter)
-            .unwrap_or_else(|| Arc::new(ChatAdapter::new()));
         Ok(Resolved { lm, adapter })
     }
 
-    /// The adapter a call with no per-call adapter uses: this predictor's, else the global one,
-    /// else [`ChatAdapter`].
+    /// The adapter: this predictor's, else the call's, else the global one, else [`ChatAdapter`].
+    fn adapter_in(&self, call: &CallConfig, settings: &Settings) -> Arc<dyn Adapter> {
+        self.adapter
+            .clone()
+            .or_else(|| call.adapter.clone())
+            .or_else(|| settings.adapter.clone())
+            .unwrap_or_else(|| Arc::new(ChatAdapter::new()))
+    }
+
+    /// The adapter a call with no per-call settings uses (those of an enclosing
+    /// [`CallConfig::scope`] apply).
     pub(crate) fn adapter_without_call(&self) -> Arc<dyn Adapter> {
-        self.adapter.clone().unwrap_or_else(|| {
-            let settings = SETTINGS.read().unwrap_or_else(|e| e.into_inner());
-            settings
-                .adapter
-                .clone()
-                .unwrap_or_else(|| Arc::new(ChatAdapter::new()))
-        })
+        let call = CallConfig::default();
+        let settings = SETTINGS.read().unwrap_or_else(|e| e.into_inner());
+        self.adapter_in(&call.effective(), &settings)
     }
 
     /// The model this predictor's hint names (the call's registration, then the global one); with

@@ -687,8 +687,11 @@ pub enum LmError {
         /// The 1-based number of the call that found no reply.
         call: usize,
     },
-    /// No LM was configured for a module, its call, or globally.
-    #[error("no LM configured: pass one to the module or the call, or set a global one")]
+    /// No LM was configured for a module, its call (or an enclosing `CallConfig::scope`), or
+    /// globally.
+    #[error(
+        "no LM configured: give one to the module or the call (or run it in a `CallConfig::scope`), or set a global one"
+    )]
     NotConfigured,
     /// A predictor names a model hint no LM is registered under, for its call or globally.
     #[error(

@@ -267,8 +267,17 @@ impl<S: Signature> ChainOfThought<S> {
     /// Runs the signature on `input`, reasoning first. When the model's own reasoning field is empty
     /// and the provider returned `reasoning_content`, that is used.
     pub async fn call(&self, input: S::Input) -> Result<Reasoned<S::Output>, Error> {
+        self.call_with(input, &CallConfig::default()).await
+    }
+
+    /// [`call`](Self::call) with per-call settings (see [`CallConfig`]).
+    pub async fn call_with(
+        &self,
+        input: S::Input,
+        call: &CallConfig,
+    ) -> Result<Reasoned<S::Output>, Error> {
         let inputs = to_fields(&input)?;
-        let mut prediction = self.inner.forward(&inputs).await?;
+        let mut prediction = self.inner.forward_with(&inputs, call).await?;
         let mut reasoning = match prediction.outputs.shift_remove("reasoning") {
             Some(Value::String(text)) => text,
             Some(other) => other.to_string(),

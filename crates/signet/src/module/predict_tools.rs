@@ -248,6 +248,8 @@ impl DynPredict {
         start: Start,
         events: &Emitter,
     ) -> Result<RunOutcome<(Prediction, Trajectory)>, ReActError> {
+        // The call's settings with those of an enclosing `CallConfig::scope`.
+        let call = &*call.effective();
         let runner = ToolRunner::new(&self.tools, &[], self.approver.as_ref(), &self.tool_limits)
             .with_formatter(self.formatter.as_ref())
             .with_journal(call.journal.as_ref());

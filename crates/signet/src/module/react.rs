@@ -330,6 +330,8 @@ impl DynReAct {
         interrupts: &mut Interrupts,
         start: Start,
     ) -> Result<RunOutcome<ReActRun>, ReActError> {
+        // The call's settings with those of an enclosing `CallConfig::scope`.
+        let call = &*call.effective();
         let events = &events.with_journal(call.journal.clone());
         Ok(
             match self

@@ -146,10 +146,21 @@ impl<S: Signature> ReAct<S> {
     /// the last one is [`ReActEvent::Done`] with the typed output, or [`ReActEvent::Failed`].
     /// Dropping the stream cancels the run.
     pub fn stream(&self, input: S::Input) -> BoxStream<'_, ReActEvent<S::Output>> {
+        self.stream_with(input, CallConfig::default())
+    }
+
+    /// [`stream`](Self::stream) with per-call settings: the LM, the adapter, the step limit
+    /// ([`CallConfig`]). For a stream polled elsewhere (an SSE response), the settings must be
+    /// given here: a [`CallConfig::scope`] holds only where the stream is polled.
+    pub fn stream_with(
+        &self,
+        input: S::Input,
+        call: CallConfig,
+    ) -> BoxStream<'_, ReActEvent<S::Output>> {
         match crate::module::to_fields(&input) {
             Ok(inputs) => self
                 .core
-                .stream(inputs, CallConfig::default())
+                .stream(inputs, call)
                 .map(ReActEvent::typed)
                 .boxed(),
             Err(error) => failed(error),
