@@ -90,6 +90,41 @@ async fn predict_with_constrained_json_returns_a_typed_value() {
     server.stop().await.unwrap();
 }
 
+#[tokio::test]
+async fn best_of_n_samples_attempts_the_server_accepts_and_keeps_the_best() {
+    let (server, lm, _guard) = serve(LlamaCpp::smollm2()).await;
+    let predict = Predict::<Classify>::new()
+        .with_lm(lm)
+        .with_adapter(JsonAdapter::constrained())
+        .with_options(greedy(200));
+    // An unreachable threshold: every attempt is made, each at temperature 1.0 with its own
+    // rollout id (never sent: the server would reject nothing, but sees plain requests).
+    let best = signet::module::BestOfN::new(
+        predict,
+        3,
+        |_: &ClassifyInput, out: &ClassifyOutput| f64::from(out.stars.min(5)),
+        10.0,
+    );
+    let run = best
+        .call_full(ClassifyInput {
+            review: "The soup was cold and the waiter ignored us.".into(),
+        })
+        .await
+        .expect("constrained attempts always parse");
+    assert_eq!(run.attempts.len(), 3);
+    let rewards: Vec<f64> = run
+        .attempts
+        .iter()
+        .map(|a| *a.reward.as_ref().expect("every attempt is scored"))
+        .collect();
+    let highest = rewards.iter().cloned().fold(f64::MIN, f64::max);
+    assert_eq!(run.reward, highest, "the best attempt is kept: {rewards:?}");
+    let rollouts: Vec<u64> = run.attempts.iter().map(|a| a.rollout_id).collect();
+    assert_eq!(rollouts, [0, 1, 2]);
+    assert_eq!(run.usage.lm_calls, 3);
+    server.stop().await.unwrap();
+}
+
 /// Answer the question using the tools.
 #[derive(Signature)]
 struct Ask {

@@ -813,6 +813,7 @@ async fn run_module(fixture: &Value) -> Result<(), Skip> {
         "ReAct" => return run_react(fixture).await,
         "ReActV2" => return run_react_v2(fixture).await,
         "BestOfN" | "Refine" => return run_attempts(fixture).await,
+        "MultiChainComparison" => return run_multi_chain(fixture).await,
         other => {
             return Err(Skip::Unsupported(format!(
                 "module {other} is not implemented"
@@ -934,6 +935,69 @@ async fn run_attempts(fixture: &Value) -> Result<(), Skip> {
         Ok(run) => compare_result(&fixture["result"], &Ok(run.output)),
         Err(error) => fail(format!("the run failed: {error}")),
     }
+}
+
+// The signature of the MultiChainComparison fixture, typed as a program would write it.
+/// Answer the question concisely.
+#[derive(signet::Signature)]
+struct Qa {
+    #[input]
+    question: String,
+    #[output]
+    answer: String,
+}
+
+/// MultiChainComparison of the recorded completions over `Qa` (the recorded signature must be
+/// it): the messages and temperature sent, and the outputs.
+async fn run_multi_chain(fixture: &Value) -> Result<(), Skip> {
+    use signet::Signature as _;
+    let recorded = signature(&fixture["signature"], false);
+    let typed = Qa::signature();
+    let names =
+        |sig: &DynSignature| -> Vec<String> { sig.fields().map(|f| f.name().to_owned()).collect() };
+    if recorded.instructions() != typed.instructions() || names(&recorded) != names(typed) {
+        return Err(Skip::Unsupported(
+            "a MultiChainComparison over another signature than `question -> answer`".into(),
+        ));
+    }
+    let calls = fixture["calls"].as_array().cloned().unwrap_or_default();
+    let replies: Vec<Value> = calls.iter().map(|c| c["reply"].clone()).collect();
+    let lm = scripted(&replies, capabilities(&fixture["lm_capabilities"]));
+    let completions: Vec<Fields> = fixture["completions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.as_object().cloned())
+        .collect();
+    let compare = signet::module::MultiChainComparison::<Qa>::new(completions.len())
+        .with_adapter(adapter_for(&fixture["adapter"], None)?)
+        .with_lm(lm.clone());
+    let question = fixture["inputs"]["question"].as_str().unwrap_or_default();
+    let result = compare
+        .compare(
+            QaInput {
+                question: question.to_owned(),
+            },
+            &completions,
+        )
+        .await
+        .map(|out| {
+            let mut fields = Fields::new();
+            fields.insert("rationale".into(), out.rationale.into());
+            fields.insert("answer".into(), out.output.answer.into());
+            fields
+        });
+    let sent = lm.requests();
+    compare_calls(&calls, &sent)?;
+    // LmOptions holds an f32, which goes on the wire as its shortest form (0.7).
+    let temperature = sent.first().and_then(|r| r.options.temperature);
+    let recorded = calls
+        .first()
+        .map(|c| c["kwargs"]["temperature"].as_f64().map(|t| t as f32));
+    if recorded != Some(temperature) {
+        return fail(format!("temperature: Signet sent {temperature:?}"));
+    }
+    compare_result(&fixture["result"], &result)
 }
 
 /// The adapter whose parser a parse-edge-case fixture exercises, named at the start of its

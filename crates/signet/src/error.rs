@@ -83,6 +83,13 @@ pub enum Error {
     /// A suspended call could not be resumed (another predictor, a missing decision, ..).
     #[error("the call cannot be resumed: {0}")]
     Resume(#[from] ResumeError),
+    /// [`MultiChainComparison`](crate::module::MultiChainComparison) was given completions it
+    /// cannot compare: not M of them, or one without its reasoning or answer.
+    #[error("cannot compare the completions: {message}")]
+    Completions {
+        /// Which completion, and what it lacks.
+        message: String,
+    },
 }
 
 impl Error {

@@ -32,7 +32,9 @@
 //! assert_eq!(report.results[1].fields()["answer"], "Kyoto");
 //! ```
 
+mod majority;
 mod metric;
+mod parallel;
 mod progress;
 mod report;
 
@@ -49,10 +51,12 @@ use crate::lm::Usage;
 use crate::module::Module;
 use crate::trace::Trace;
 
+pub use majority::{majority, majority_by};
 pub(crate) use metric::Borrowed;
 pub use metric::{
     FieldMatch, Metric, Predicted, Score, WithTrace, exact_match, f1, normalize_text, with_trace,
 };
+pub use parallel::{ItemError, Parallel, ParallelError, ParallelRun};
 pub(crate) use progress::Bar;
 pub use progress::Progress;
 pub use report::{ExampleError, ExampleResult, Report};

@@ -37,6 +37,7 @@ mod call_config;
 mod demo_selection;
 mod hint_adapter;
 mod module_tool;
+mod multi_chain;
 mod predict;
 mod predict_tools;
 mod program;
@@ -65,6 +66,7 @@ pub use attempts::{
 pub use call_config::CallConfig;
 pub use demo_selection::{DemoSelector, NearestDemos};
 pub use module_tool::ModuleTool;
+pub use multi_chain::{Compared, Completions, MultiChainComparison};
 pub(crate) use predict::typed_module_impls;
 pub use predict::{ChainOfThought, Predict, Reasoned, with_reasoning};
 pub(crate) use predict::{from_fields, to_fields};
