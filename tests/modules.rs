@@ -770,3 +770,52 @@ async fn a_suspended_predict_call_takes_edits_and_refuses_another_predictor() {
     assert_eq!(messages[n - 2].content, "2.8");
     assert_eq!(messages[n - 1].content, "archived Paris");
 }
+
+#[tokio::test]
+async fn chain_of_thought_streams_its_reasoning_then_its_answer_and_ends_typed() {
+    use futures::StreamExt;
+    use signet::module::ReActEvent;
+    let lm = ScriptedLm::texts([
+        "[[ ## reasoning ## ]]\nParis is the capital.\n\n[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]",
+    ]);
+    let cot = ChainOfThought::<QA>::new();
+    let events: Vec<ReActEvent<QAOutput>> = cot
+        .stream_with(ask("Capital of France?"), CallConfig::new().with_lm(lm))
+        .collect()
+        .await;
+    let mut texts: Vec<(String, String)> = Vec::new();
+    for event in &events {
+        if let ReActEvent::AnswerDelta {
+            field: Some(field),
+            text,
+        } = event
+        {
+            match texts.last_mut() {
+                Some((last, joined)) if last == field => joined.push_str(text),
+                _ => texts.push((field.clone(), text.clone())),
+            }
+        }
+    }
+    let fields: Vec<&str> = texts.iter().map(|(f, _)| f.as_str()).collect();
+    assert_eq!(fields, ["reasoning", "answer"]);
+    assert_eq!(texts[0].1.trim(), "Paris is the capital.");
+    match events.last() {
+        Some(ReActEvent::Done {
+            output, reasoning, ..
+        }) => {
+            assert_eq!(output.answer, "Paris");
+            assert_eq!(reasoning.as_deref(), Some("Paris is the capital."));
+        }
+        other => panic!("expected Done, got {other:?}"),
+    }
+    // A reply that cannot be read ends the stream with the typed error.
+    let unreadable = ScriptedLm::texts(["no fields here", "no JSON either"]);
+    let events: Vec<_> = cot
+        .stream_with(ask("?"), CallConfig::new().with_lm(unreadable))
+        .collect()
+        .await;
+    assert!(
+        matches!(events.last(), Some(ReActEvent::Failed { .. })),
+        "{events:?}"
+    );
+}

@@ -264,6 +264,78 @@ impl<S: Signature> ChainOfThought<S> {
         crate::blocking::block_on(self.call(input))?
     }
 
+    /// Runs the signature on `input`, yielding the reasoning and then the outputs as the model
+    /// writes them ([`ReActEvent::AnswerDelta`] with the field, `reasoning` first), then
+    /// [`ReActEvent::Done`] with the typed outputs and the reasoning (its `reasoning`), or
+    /// [`ReActEvent::Failed`]. Dropping the stream cancels the call.
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use signet::module::ReActEvent;
+    /// use signet::prelude::*;
+    /// use signet::testing::ScriptedLm;
+    ///
+    /// /// Answer.
+    /// #[derive(Signature)]
+    /// struct QA { #[input] question: String, #[output] answer: String }
+    ///
+    /// let lm = ScriptedLm::texts(["[[ ## reasoning ## ]]\nKnown.\n\n[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]"]);
+    /// let cot = ChainOfThought::<QA>::new().with_lm(lm);
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let events: Vec<_> = cot.stream(QAInput { question: "Capital of France?".into() }).collect().await;
+    /// match events.last() {
+    ///     Some(ReActEvent::Done { output, reasoning, .. }) => {
+    ///         assert_eq!((output.answer.as_str(), reasoning.as_deref()), ("Paris", Some("Known.")));
+    ///     }
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// # });
+    /// ```
+    pub fn stream(&self, input: S::Input) -> BoxStream<'_, ReActEvent<S::Output>> {
+        self.stream_with(input, CallConfig::default())
+    }
+
+    /// [`stream`](Self::stream) with per-call settings (see [`CallConfig`]).
+    pub fn stream_with(
+        &self,
+        input: S::Input,
+        call: CallConfig,
+    ) -> BoxStream<'_, ReActEvent<S::Output>> {
+        let inputs = match to_fields(&input) {
+            Ok(inputs) => inputs,
+            Err(error) => return failed(error),
+        };
+        self.inner
+            .stream(inputs, call)
+            .map(|event| match event {
+                ReActEvent::Done {
+                    mut output,
+                    reasoning,
+                    trajectory,
+                    usage,
+                    elapsed_ms,
+                    iterations,
+                } => {
+                    let reasoning = match output.shift_remove("reasoning") {
+                        Some(Value::String(text)) => Some(text),
+                        Some(other) => Some(other.to_string()),
+                        None => reasoning,
+                    };
+                    ReActEvent::Done {
+                        output,
+                        reasoning,
+                        trajectory,
+                        usage,
+                        elapsed_ms,
+                        iterations,
+                    }
+                    .typed()
+                }
+                other => other.typed(),
+            })
+            .boxed()
+    }
+
     /// Runs the signature on `input`, reasoning first. When the model's own reasoning field is empty
     /// and the provider returned `reasoning_content`, that is used.
     pub async fn call(&self, input: S::Input) -> Result<Reasoned<S::Output>, Error> {
