@@ -167,3 +167,25 @@ async fn calls_run_on_the_callers_task_so_a_scope_applies_to_each() {
         .unwrap();
     assert_eq!(run.results[1].as_ref().unwrap().answer, "y");
 }
+
+#[tokio::test]
+async fn a_recorded_trace_holds_every_call_in_the_order_of_the_inputs() {
+    let lm = echo();
+    let qa = Predict::<Ask>::new().with_lm(lm);
+    let (run, record) = signet::trace::recorded(
+        Parallel::new()
+            .with_concurrency(3)
+            .with_timeout(Some(Duration::from_millis(200)))
+            .run(&qa, ["a", "slow", "c", "d"].map(question)),
+    )
+    .await;
+    let run = run.unwrap();
+    assert!(matches!(run.results[1], Err(ItemError::TimedOut(_))));
+    let answers: Vec<_> = record
+        .trace
+        .iter()
+        .map(|entry| entry.outputs["answer"].clone())
+        .collect();
+    assert_eq!(answers, ["a", "c", "d"]);
+    assert_eq!(record.usage.lm_calls, 3);
+}

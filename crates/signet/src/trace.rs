@@ -93,7 +93,8 @@ pub(crate) async fn usage_of<F: Future>(future: F) -> (F::Output, Record) {
     record(future, false).await
 }
 
-async fn record<F: Future>(future: F, calls: bool) -> (F::Output, Record) {
+/// Runs `future`, recording its LM usage, and its predictor calls when `calls`.
+pub(crate) async fn record<F: Future>(future: F, calls: bool) -> (F::Output, Record) {
     let recording = Recording {
         record: Record::default(),
         calls,

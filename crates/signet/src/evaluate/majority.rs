@@ -1,5 +1,7 @@
 //! [`majority`]: the most common answer among several completions (DSPy's `dspy.majority`).
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -51,12 +53,17 @@ pub fn majority_by<T>(completions: &[T], key: impl Fn(&T) -> Option<String>) -> 
     } else {
         keys.iter().collect()
     };
-    // Counts in first-seen order, so that a tie goes to the value seen first.
+    // Counts in first-seen order, so that a tie goes to the value seen first; the map finds a
+    // value's count in constant time, however many distinct answers there are.
     let mut counts: Vec<(&Option<String>, usize)> = Vec::new();
+    let mut position: HashMap<&Option<String>, usize> = HashMap::new();
     for key in counted {
-        match counts.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((key, 1)),
+        match position.get(key) {
+            Some(&i) => counts[i].1 += 1,
+            None => {
+                position.insert(key, counts.len());
+                counts.push((key, 1));
+            }
         }
     }
     let best = counts
@@ -91,5 +98,16 @@ mod tests {
         assert_eq!(majority_by(&empty, |v| Some(v.to_string())), None);
         // Nothing counts: the values are all `None`, the first completion wins.
         assert_eq!(majority_by(&votes[..1], |_| None), Some(&""));
+    }
+
+    #[test]
+    fn many_distinct_answers_are_counted_in_one_pass() {
+        // 200,000 answers, all distinct but the last two: a quadratic count would not finish.
+        let mut votes: Vec<String> = (0..200_000).map(|i| i.to_string()).collect();
+        votes.push("7".into());
+        assert_eq!(
+            majority_by(&votes, |v| Some(v.clone())),
+            Some(&"7".to_owned())
+        );
     }
 }

@@ -9,6 +9,7 @@ use super::progress::Bar;
 use super::{Progress, catch_panic};
 use crate::lm::Usage;
 use crate::module::Module;
+use crate::trace::{Record, Trace};
 
 /// Runs a module (or several of one type) on many inputs at once: at most
 /// [`with_concurrency`](Self::with_concurrency) calls in flight (default 8), each bounded by a
@@ -161,17 +162,20 @@ impl Parallel {
         let total = pairs.len();
         let bar = Bar::new(self.progress, "parallel", total);
         let mut results: Vec<Option<ItemResult<M>>> = (0..total).map(|_| None).collect();
+        // Each call's predictor calls, kept when the enclosing record wants them.
+        let mut traces: Vec<Trace> = (0..total).map(|_| Trace::new()).collect();
+        let keep_calls = crate::trace::recording_calls();
         let mut usage = Usage::default();
         let mut failures = 0;
         let timeout = self.timeout;
         let mut calls = futures::stream::iter(pairs.into_iter().enumerate())
             .map(|(index, (module, input))| async move {
-                let call = crate::trace::usage_of(catch_panic(module.call(input)));
+                let call = crate::trace::record(catch_panic(module.call(input)), keep_calls);
                 let (outcome, record) = match timeout {
                     Some(limit) => match tokio::time::timeout(limit, call).await {
                         Ok(done) => done,
                         Err(_) => {
-                            return (index, Err(ItemError::TimedOut(limit)), Usage::default());
+                            return (index, Err(ItemError::TimedOut(limit)), Record::default());
                         }
                     },
                     None => call.await,
@@ -181,11 +185,12 @@ impl Parallel {
                     Ok(Err(error)) => Err(ItemError::Module(error)),
                     Err(message) => Err(ItemError::Panicked(message)),
                 };
-                (index, result, record.usage)
+                (index, result, record)
             })
             .buffer_unordered(self.concurrency);
-        while let Some((index, result, spent)) = calls.next().await {
-            usage += spent;
+        while let Some((index, result, record)) = calls.next().await {
+            usage += record.usage;
+            traces[index] = record.trace;
             failures += usize::from(result.is_err());
             results[index] = Some(result);
             bar.advance(|| format!("{failures} failed"));
@@ -197,13 +202,9 @@ impl Parallel {
         // `Stopped`.
         drop(calls);
         bar.finish();
-        crate::trace::absorb(
-            crate::trace::Record {
-                trace: Vec::new(),
-                usage,
-            },
-            false,
-        );
+        // The calls in the order of the inputs, whatever order they finished in.
+        let trace = traces.into_iter().flatten().collect();
+        crate::trace::absorb(Record { trace, usage }, true);
         let run = ParallelRun {
             results: results
                 .into_iter()

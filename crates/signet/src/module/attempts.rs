@@ -313,31 +313,31 @@ where
                 }
             }
         }
-        let kept = best.as_ref().map(|(_, _, _, trace)| trace.clone());
-        crate::trace::absorb(
-            crate::trace::Record {
-                trace: kept.unwrap_or_default(),
-                usage,
-            },
-            true,
-        );
-        match best {
-            Some((chosen, reward, output, _)) => Ok(BestOfNRun {
-                output,
-                reward,
-                chosen,
-                attempts,
-                feedback,
-                usage,
-            }),
-            None if errors.len() > self.fail_count && attempts.len() < self.n => {
-                Err(BestOfNError::TooManyFailures {
-                    allowed: self.fail_count,
-                    errors,
-                })
+        let (outcome, kept) = match best {
+            Some((chosen, reward, output, trace)) => {
+                let run = BestOfNRun {
+                    output,
+                    reward,
+                    chosen,
+                    attempts,
+                    feedback,
+                    usage,
+                };
+                (Ok(run), trace)
             }
-            None => Err(BestOfNError::AllFailed { errors }),
-        }
+            None if errors.len() > self.fail_count && attempts.len() < self.n => {
+                let allowed = self.fail_count;
+                (
+                    Err(BestOfNError::TooManyFailures { allowed, errors }),
+                    Trace::new(),
+                )
+            }
+            None => (Err(BestOfNError::AllFailed { errors }), Trace::new()),
+        };
+        // The enclosing record gets the usage of every attempt, the calls of the one kept.
+        let record = crate::trace::Record { trace: kept, usage };
+        crate::trace::absorb(record, true);
+        outcome
     }
 
     /// The reward of one output; a panic or NaN is the attempt's failure.

@@ -14,7 +14,7 @@ use super::react::ReActEvent;
 use super::react::approval::{Approval, ApprovalRequest, Decision};
 use super::react::limits::Limits;
 use super::react::suspend::RunOutcome;
-use super::react::typed::failed;
+use super::react::typed::typed_stream;
 use super::{CallConfig, DynPredict, Prediction, SuspendedRun};
 use crate::adapter::{Adapter, Fields};
 use crate::error::Error;
@@ -152,14 +152,9 @@ impl<S: Signature> Predict<S> {
     /// the answer as it is written, then [`ReActEvent::Done`] with the typed output (see
     /// [`DynPredict::stream`]). Dropping the stream cancels the call.
     pub fn stream(&self, input: S::Input) -> BoxStream<'_, ReActEvent<S::Output>> {
-        match to_fields(&input) {
-            Ok(inputs) => self
-                .inner
-                .stream(inputs, CallConfig::default())
-                .map(ReActEvent::typed)
-                .boxed(),
-            Err(error) => failed(error),
-        }
+        typed_stream(&input, |inputs| {
+            self.inner.stream(inputs, CallConfig::default())
+        })
     }
 
     /// With tools: runs the signature on `input`, suspending where a person is needed (a
@@ -301,39 +296,23 @@ impl<S: Signature> ChainOfThought<S> {
         input: S::Input,
         call: CallConfig,
     ) -> BoxStream<'_, ReActEvent<S::Output>> {
-        let inputs = match to_fields(&input) {
-            Ok(inputs) => inputs,
-            Err(error) => return failed(error),
-        };
-        self.inner
-            .stream(inputs, call)
-            .map(|event| match event {
-                ReActEvent::Done {
-                    mut output,
-                    reasoning,
-                    trajectory,
-                    usage,
-                    elapsed_ms,
-                    iterations,
-                } => {
-                    let reasoning = match output.shift_remove("reasoning") {
-                        Some(Value::String(text)) => Some(text),
-                        Some(other) => Some(other.to_string()),
-                        None => reasoning,
-                    };
-                    ReActEvent::Done {
-                        output,
-                        reasoning,
-                        trajectory,
-                        usage,
-                        elapsed_ms,
-                        iterations,
+        typed_stream(&input, |inputs| {
+            // The reasoning is an output field of the predictor; `done` carries it apart.
+            let lift = |mut event: ReActEvent| {
+                if let ReActEvent::Done {
+                    output, reasoning, ..
+                } = &mut event
+                {
+                    match output.shift_remove("reasoning") {
+                        Some(Value::String(text)) => *reasoning = Some(text),
+                        Some(other) => *reasoning = Some(other.to_string()),
+                        None => {}
                     }
-                    .typed()
                 }
-                other => other.typed(),
-            })
-            .boxed()
+                event
+            };
+            self.inner.stream(inputs, call).map(lift).boxed()
+        })
     }
 
     /// Runs the signature on `input`, reasoning first. When the model's own reasoning field is empty

@@ -157,14 +157,7 @@ impl<S: Signature> ReAct<S> {
         input: S::Input,
         call: CallConfig,
     ) -> BoxStream<'_, ReActEvent<S::Output>> {
-        match crate::module::to_fields(&input) {
-            Ok(inputs) => self
-                .core
-                .stream(inputs, call)
-                .map(ReActEvent::typed)
-                .boxed(),
-            Err(error) => failed(error),
-        }
+        typed_stream(&input, |inputs| self.core.stream(inputs, call))
     }
 
     /// [`stream`](Self::stream) with a channel for follow-up messages (see
@@ -174,14 +167,10 @@ impl<S: Signature> ReAct<S> {
         input: S::Input,
         interrupts: tokio::sync::mpsc::UnboundedReceiver<String>,
     ) -> BoxStream<'_, ReActEvent<S::Output>> {
-        match crate::module::to_fields(&input) {
-            Ok(inputs) => self
-                .core
+        typed_stream(&input, |inputs| {
+            self.core
                 .stream_with_interrupts(inputs, CallConfig::default(), interrupts)
-                .map(ReActEvent::typed)
-                .boxed(),
-            Err(error) => failed(error),
-        }
+        })
     }
 
     /// Runs the agent on `input`. A failure carries the steps and usage so far. From sync code,
@@ -280,14 +269,9 @@ impl<S: Signature> ReAct<S> {
     /// [`start`](Self::start) as a stream of events, ending with [`ReActEvent::Done`],
     /// [`ReActEvent::Suspended`] or [`ReActEvent::Failed`].
     pub fn stream_start(&self, input: S::Input) -> BoxStream<'_, ReActEvent<S::Output>> {
-        match crate::module::to_fields(&input) {
-            Ok(inputs) => self
-                .core
-                .stream_start(inputs, CallConfig::default())
-                .map(ReActEvent::typed)
-                .boxed(),
-            Err(error) => failed(error),
-        }
+        typed_stream(&input, |inputs| {
+            self.core.stream_start(inputs, CallConfig::default())
+        })
     }
 
     /// [`resume`](Self::resume) as a stream of events.
@@ -327,9 +311,19 @@ fn typed_outcome<O: serde::de::DeserializeOwned>(
 }
 
 /// A stream of one event: the run failed before it started.
-pub(in crate::module) fn failed<'a, O: Send + 'a>(
-    error: crate::module::Error,
+/// The typed events of a run over `input`'s fields: `run` starts the untyped stream; an input
+/// that does not serialize is one [`ReActEvent::Failed`].
+pub(in crate::module) fn typed_stream<'a, O: serde::de::DeserializeOwned + Send + 'a>(
+    input: &impl serde::Serialize,
+    run: impl FnOnce(crate::adapter::Fields) -> BoxStream<'a, ReActEvent>,
 ) -> BoxStream<'a, ReActEvent<O>> {
+    match crate::module::to_fields(input) {
+        Ok(inputs) => run(inputs).map(ReActEvent::typed).boxed(),
+        Err(error) => failed(error),
+    }
+}
+
+fn failed<'a, O: Send + 'a>(error: crate::module::Error) -> BoxStream<'a, ReActEvent<O>> {
     futures::stream::once(async move {
         ReActEvent::Failed {
             error: Arc::new(ReActError::before_start(error)),
