@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent / "crates" / "signet" / "src"
 # Ground first. A module not listed is an error (say where a new one goes).
 LAYERS = [
     ["schema", "shared", "blocking", "fs_atomic", "python"],
-    ["signature", "tool"],
+    ["signature", "tool", "media"],
     ["lm"],
     ["adapter", "journal"],
     ["error", "trace", "structured"],

@@ -453,7 +453,7 @@ async fn tool_messages(qa: Predict<QA>, lm: &ScriptedLm) -> Vec<String> {
         .messages
         .iter()
         .filter(|m| m.role == signet::lm::Role::Tool)
-        .map(|m| m.content.clone())
+        .map(|m| m.content.to_string())
         .collect()
 }
 

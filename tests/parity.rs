@@ -329,6 +329,12 @@ fn signature(recorded: &Value, drop_reasoning: bool) -> DynSignature {
             "History" => Some(FieldKind::History),
             "ToolCalls" => Some(FieldKind::ToolCalls),
             "list[Tool]" => Some(FieldKind::Tools),
+            "Image"
+            | "Audio"
+            | "list[Image]"
+            | "list[Audio]"
+            | "Union[Image, NoneType]"
+            | "Union[Audio, NoneType]" => Some(FieldKind::Media),
             _ => None,
         };
         let mut field = Field::from_schema(f["name"].as_str().unwrap_or_default(), schema)
@@ -1070,18 +1076,18 @@ async fn run_parse_cases(fixture: &Value) -> Outcome {
     }
     if let Some(first) = fixture.get("first_call_messages") {
         let sent = ChatAdapter::new().format(&sig, &[], &inputs);
-        let want: Vec<(String, String)> = first
+        let want: Vec<(String, Value)> = first
             .as_array()
             .into_iter()
             .flatten()
             .map(|m| {
                 (
                     m["role"].as_str().unwrap_or_default().to_owned(),
-                    m["content"].as_str().unwrap_or_default().to_owned(),
+                    m["content"].clone(),
                 )
             })
             .collect();
-        let got: Vec<(String, String)> = sent
+        let got: Vec<(String, Value)> = sent
             .iter()
             .map(|m| {
                 (
@@ -1090,7 +1096,7 @@ async fn run_parse_cases(fixture: &Value) -> Outcome {
                         .as_str()
                         .unwrap_or_default()
                         .to_owned(),
-                    m.content.clone(),
+                    m.content.to_value(),
                 )
             })
             .collect();

@@ -107,6 +107,14 @@ struct HowtoSync;
 struct HowtoConcurrency;
 
 #[cfg(all(doctest, not(feature = "page")))]
+#[doc = include_str!("../../docs/howto-attempts.md")]
+struct HowtoAttempts;
+
+#[cfg(all(doctest, not(feature = "page")))]
+#[doc = include_str!("../../docs/howto-multimodal.md")]
+struct HowtoMultimodal;
+
+#[cfg(all(doctest, not(feature = "page")))]
 #[doc = include_str!("../../docs/reliability.md")]
 struct ReliabilityGuide;
 

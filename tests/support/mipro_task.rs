@@ -154,8 +154,8 @@ pub type PromptRequest = (String, String, Option<f32>, Option<i64>);
 pub fn prompt_lm(log: Arc<Mutex<Vec<PromptRequest>>>) -> impl Lm {
     let proposals = AtomicUsize::new(0);
     FnLm::new(move |request: &LmRequest| {
-        let system = request.messages[0].content.clone();
-        let user = request.messages.last().unwrap().content.clone();
+        let system = request.messages[0].content.to_string();
+        let user = request.messages.last().unwrap().content.to_string();
         log.lock().unwrap().push((
             system.clone(),
             user,

@@ -107,6 +107,16 @@ async fn react_uses_mcp_tools_and_local_tools_side_by_side() {
         panic!("{:?}", observations[4]);
     };
     assert_eq!(image["type"], "image");
+    // The picture reached the model as an image part where its observation stands.
+    let after = lm.requests()[5].messages.last().unwrap().content.clone();
+    assert_eq!(after.media().count(), 1, "{after:?}");
+    let parts = after.parts();
+    let before = parts
+        .iter()
+        .position(|p| p.as_text().is_none())
+        .and_then(|at| parts[at - 1].as_text())
+        .unwrap();
+    assert!(before.ends_with("[[ ## observation_4 ## ]]\n"), "{before}");
 
     // The model was shown the MCP tools with their descriptions and argument schemas.
     let first_prompt = format!("{:?}", lm.requests()[0]);

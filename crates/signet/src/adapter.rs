@@ -12,6 +12,7 @@
 mod chat;
 pub(crate) mod field_stream;
 mod json;
+pub(crate) mod media;
 pub(crate) mod native;
 pub(crate) mod templates;
 #[doc(hidden)]
@@ -324,6 +325,11 @@ pub(crate) fn format_messages(
     if !current.is_empty() {
         messages.push(Message::user(current));
     }
+    for message in &mut messages {
+        if message.role == crate::lm::Role::User {
+            message.content = media::split(&message.content);
+        }
+    }
     messages
 }
 
@@ -614,6 +620,7 @@ async fn run_call(
     call: &Call<'_>,
     usage: &mut Usage,
 ) -> Result<AdaptedReply, crate::Error> {
+    media::check_inputs(call.signature, call.inputs)?;
     let error = match attempt(adapter, lm, call, None, usage).await {
         Ok(reply) => return Ok(reply),
         Err(crate::Error::Parse(error)) => error,

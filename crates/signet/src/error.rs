@@ -44,6 +44,16 @@ pub enum Error {
         /// The field's name.
         field: String,
     },
+    /// An image or audio input holds something else (a local path, a forged URL scheme, bad
+    /// base64, ...). Checked before any LM call.
+    #[error("input field `{field}`: {source}")]
+    InvalidMedia {
+        /// The field's name.
+        field: String,
+        /// What is wrong with the value.
+        #[source]
+        source: crate::media::MediaError,
+    },
     /// The typed input could not be turned into field values.
     #[error("the input could not be serialized: {source}")]
     InputType {

@@ -16,6 +16,7 @@
 //! | [`tool`](mod@tool) | the [`Tool`] trait, `#[tool]`'s runtime, closure tools, argument validation |
 //! | [`signature`] | typed and run-time signatures, DSPy type names, the field vocabulary (`Fields`, `History`, `Tools`, `ToolCalls`) |
 //! | [`lm`] | the [`Lm`](lm::Lm) trait, requests and completions, the OpenAI-compatible client, retries, cache, history |
+//! | [`media`] | images and audio as field values (`Image`, `Audio`), a message's content parts |
 //! | [`adapter`] | the Chat, JSON and XML formats (DSPy-identical prompts), native function calling |
 //! | [`journal`] | where a run's effects (LM and tool calls) are recorded and replayed, for durable runs |
 //! | [`trace`] | what a run did, call by call, for optimizers and debugging |
@@ -59,6 +60,7 @@ pub mod evaluate;
 pub mod fs_atomic;
 pub mod journal;
 pub mod lm;
+pub mod media;
 pub mod module;
 pub mod optimize;
 mod python;
@@ -185,6 +187,7 @@ pub mod prelude {
     #[cfg(feature = "openai")]
     pub use crate::lm::OpenAiLm;
     pub use crate::lm::{Lm, LmOptions};
+    pub use crate::media::{Audio, Image};
     pub use crate::module::{
         ChainOfThought, Limits, Observation, Predict, ReAct, ReActError, ReActEvent, ReActMode,
     };

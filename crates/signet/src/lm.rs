@@ -21,6 +21,7 @@
 mod cache;
 mod capabilities;
 mod constrained_tools;
+mod content;
 mod history;
 #[cfg(feature = "openai")]
 mod openai;
@@ -35,11 +36,12 @@ pub use crate::tool::ToolDefinition;
 pub use cache::{CachedLm, ResponseCache};
 pub use capabilities::Capabilities;
 pub use constrained_tools::ConstrainedToolCalls;
+pub use content::Content;
 pub use history::{CallHistory, CallRecord, HistoryLm, render_history};
 #[cfg(feature = "openai")]
 pub use openai::{BuildError, OpenAiLm, OpenAiLmBuilder};
 pub use retry::{RetryLm, RetryPolicy, parse_retry_after};
-pub use tokens::{CHARS_PER_TOKEN_ESTIMATE, TokenCount, count_prompt_tokens};
+pub use tokens::{CHARS_PER_TOKEN_ESTIMATE, MEDIA_TOKEN_ESTIMATE, TokenCount, count_prompt_tokens};
 pub use types::{
     Completion, FinishReason, LmError, LmOptions, LmRequest, Message, ResponseFormat, Role,
     StreamAssembler, StreamEvent, ToolCall, ToolChoice, Usage,

@@ -541,6 +541,7 @@ impl DynPredict {
                 field: missing.name().to_owned(),
             });
         }
+        crate::adapter::media::check_inputs(&self.signature, inputs)?;
         if !self.tools.is_empty() {
             // Boxed: the tool loop's state would otherwise make every call's future as large.
             let prediction = Box::pin(self.forward_with_tools(inputs, call, usage)).await?;

@@ -364,6 +364,7 @@ pub struct Field {
 /// assert_eq!(Field::of::<History>("history").kind(), FieldKind::History);
 /// assert_eq!(Field::of::<ToolCalls>("calls").kind(), FieldKind::ToolCalls);
 /// assert_eq!(Field::of::<Tools>("tools").kind(), FieldKind::Tools);
+/// assert_eq!(Field::of::<Vec<signet::media::Image>>("photos").kind(), FieldKind::Media);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -382,6 +383,9 @@ pub enum FieldKind {
     /// The tool calls the model made ([`adapter::ToolCalls`](ToolCalls)): an
     /// output read from the reply's native tool calls.
     ToolCalls,
+    /// An image or audio ([`Image`](crate::media::Image), [`Audio`](crate::media::Audio), or a
+    /// `Vec` or `Option` of one): an input sent as content parts of the user message.
+    Media,
 }
 
 impl FieldKind {
@@ -395,6 +399,8 @@ impl FieldKind {
             FieldKind::ToolCalls
         } else if id == TypeId::of::<Tools>() {
             FieldKind::Tools
+        } else if crate::media::is_media_type(id) {
+            FieldKind::Media
         } else {
             FieldKind::from_schema(schema)
         }

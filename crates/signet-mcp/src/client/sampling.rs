@@ -11,7 +11,8 @@ use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ErrorCode, ErrorData, SamplingMessage,
     SamplingMessageContentBlock,
 };
-use signet::lm::{FinishReason, Lm, LmRequest, Message, Role};
+use signet::lm::{Content, FinishReason, Lm, LmRequest, Message, Role};
+use signet::media::{Audio, ContentPart, Image};
 
 use super::session::Inner;
 
@@ -21,8 +22,9 @@ type Approver = Arc<dyn Fn(SamplingRequest) -> BoxFuture<'static, bool> + Send +
 /// and after whose approval. Off unless given to
 /// [`McpClientBuilder::sampling`](super::McpClientBuilder::sampling).
 ///
-/// A request is answered only when every check passes, in this order: its messages are text (the
-/// model gets no images or tool use), the approval hook (if any) says yes, and the session's
+/// A request is answered only when every check passes, in this order: its messages hold text,
+/// and images and audio only in the user's (sent to the model as content parts; no tool use),
+/// the approval hook (if any) says yes, and the session's
 /// token budget (if any) is not spent. Its `maxTokens` is lowered to [`max_tokens`](Self::max_tokens);
 /// its model preferences are ignored: the client chose the model. A refusal reaches the server as
 /// an MCP error (code -1) saying why; the tool call that asked usually fails with it.
@@ -175,33 +177,58 @@ impl Sampling {
             messages.push(Message::system(system));
         }
         for (index, message) in params.messages.into_iter().enumerate() {
-            let mut text = Vec::new();
-            for block in message.content.into_vec() {
-                match block {
-                    SamplingMessageContentBlock::Text(t) => text.push(t.text),
-                    other => {
-                        let kind = match other {
-                            SamplingMessageContentBlock::Image(_) => "an image",
-                            SamplingMessageContentBlock::Audio(_) => "audio",
-                            SamplingMessageContentBlock::ToolUse(_) => "a tool use",
-                            SamplingMessageContentBlock::ToolResult(_) => "a tool result",
-                            _ => "non-text content",
-                        };
-                        return Err(ErrorData::invalid_params(
-                            format!(
-                                "message {index} of the sampling request holds {kind}; this \
-                                 client's model takes text only"
-                            ),
-                            None,
-                        ));
-                    }
-                }
-            }
             let role = match message.role {
                 rmcp::model::Role::User => Role::User,
                 rmcp::model::Role::Assistant => Role::Assistant,
             };
-            messages.push(Message::new(role, text.join("\n")));
+            let mut parts: Vec<ContentPart> = Vec::new();
+            for block in message.content.into_vec() {
+                let media = match block {
+                    SamplingMessageContentBlock::Text(t) => {
+                        // Text blocks in a row are one text, a line apart (as before images).
+                        match parts.last_mut() {
+                            Some(ContentPart::Text(last)) => {
+                                last.push('\n');
+                                last.push_str(&t.text);
+                            }
+                            _ => parts.push(ContentPart::Text(t.text)),
+                        }
+                        continue;
+                    }
+                    SamplingMessageContentBlock::Image(image) if role == Role::User => {
+                        Image::from_url(format!("data:{};base64,{}", image.mime_type, image.data))
+                            .map(ContentPart::Image)
+                    }
+                    SamplingMessageContentBlock::Audio(audio) if role == Role::User => {
+                        let format = audio.mime_type.strip_prefix("audio/").unwrap_or_default();
+                        Audio::from_base64(audio.data, format).map(ContentPart::Audio)
+                    }
+                    other => {
+                        let kind = match other {
+                            SamplingMessageContentBlock::Image(_) => "an image from the assistant",
+                            SamplingMessageContentBlock::Audio(_) => "audio from the assistant",
+                            SamplingMessageContentBlock::ToolUse(_) => "a tool use",
+                            SamplingMessageContentBlock::ToolResult(_) => "a tool result",
+                            _ => "content of an unknown kind",
+                        };
+                        return Err(ErrorData::invalid_params(
+                            format!(
+                                "message {index} of the sampling request holds {kind}; this \
+                                 client sends the model text, and images and audio from the user"
+                            ),
+                            None,
+                        ));
+                    }
+                };
+                let part = media.map_err(|error| {
+                    ErrorData::invalid_params(
+                        format!("message {index} of the sampling request: {error}"),
+                        None,
+                    )
+                })?;
+                parts.push(part);
+            }
+            messages.push(Message::new(role, Content::from_parts(parts)));
         }
         Ok(SamplingRequest {
             server: server.to_owned(),
@@ -216,4 +243,76 @@ impl Sampling {
 /// The error a refused sampling request gets (code -1, as the MCP specification's example).
 fn refused(message: String) -> ErrorData {
     ErrorData::new(ErrorCode(-1), message, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use signet::testing::ScriptedLm;
+
+    use super::*;
+
+    fn params(messages: serde_json::Value) -> CreateMessageRequestParams {
+        serde_json::from_value(json!({"messages": messages, "maxTokens": 100})).unwrap()
+    }
+
+    #[test]
+    fn user_images_and_audio_become_content_parts_in_order() {
+        let sampling = Sampling::new(ScriptedLm::texts(["ok"]));
+        let request = sampling
+            .request(
+                "s",
+                params(json!([{"role": "user", "content": [
+                    {"type": "text", "text": "Describe"},
+                    {"type": "text", "text": "briefly:"},
+                    {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+                    {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+                ]}])),
+            )
+            .unwrap();
+        let content = &request.messages[0].content;
+        assert_eq!(content.as_str(), "Describe\nbriefly:");
+        let parts: Vec<serde_json::Value> = content.parts().iter().map(|p| p.to_value()).collect();
+        assert_eq!(
+            parts[1],
+            json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}})
+        );
+        assert_eq!(
+            parts[2],
+            json!({"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}})
+        );
+    }
+
+    #[test]
+    fn assistant_images_and_forged_media_are_refused_with_the_reason() {
+        let sampling = Sampling::new(ScriptedLm::texts(["ok"]));
+        let assistant = sampling
+            .request(
+                "s",
+                params(json!([{"role": "assistant", "content":
+                    {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}}])),
+            )
+            .unwrap_err();
+        assert!(
+            assistant
+                .message
+                .contains("message 0 of the sampling request holds an image from the assistant"),
+            "{}",
+            assistant.message
+        );
+        let forged = sampling
+            .request(
+                "s",
+                params(json!([{"role": "user", "content":
+                    {"type": "image", "data": "not base64!", "mimeType": "text/html"}}])),
+            )
+            .unwrap_err();
+        assert!(
+            forged
+                .message
+                .starts_with("message 0 of the sampling request: "),
+            "{}",
+            forged.message
+        );
+    }
 }

@@ -166,6 +166,9 @@ fn type_note(field: &Field) -> Option<String> {
 /// A field's value as it appears in a prompt. A `str` field given a list is rendered as DSPy's
 /// numbered list of «quoted» items; containers as JSON; scalars as Python prints them.
 pub(crate) fn field_value(field: &Field, value: &Value) -> String {
+    if field.kind() == FieldKind::Media {
+        return super::media::render(value);
+    }
     if field.kind() == FieldKind::Tools {
         // DSPy serializes a `dspy.Tool` as its listing (`str(tool)`): a list of tools is a JSON
         // list of listings, one tool its listing as it is.

@@ -9,6 +9,8 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 
+use crate::media::ContentPart;
+
 use super::{Capabilities, Completion, Lm, LmError, LmRequest, Message, StreamEvent, Usage};
 
 /// One recorded LM call.
@@ -289,7 +291,7 @@ fn record_size(request: &LmRequest, completion: &Completion) -> usize {
     let messages: usize = request
         .messages
         .iter()
-        .map(|m| m.content.len() + calls(&m.tool_calls) + 64)
+        .map(|m| m.content.wire_len() + calls(&m.tool_calls) + 64)
         .sum();
     let tools: usize = request
         .tools
@@ -340,7 +342,30 @@ pub fn render_history(entries: &[CallRecord], colors: bool) -> String {
                 super::Role::Tool => "Tool",
             };
             let _ = write!(out, "{}\n\n", paint("31", &format!("{role} message:")));
-            let _ = writeln!(out, "{}", message.content.trim());
+            for part in message.content.parts().iter() {
+                match part {
+                    ContentPart::Text(text) => {
+                        let _ = writeln!(out, "{}", text.trim());
+                    }
+                    ContentPart::Image(image) => {
+                        let shown = match image.url().split_once("base64,") {
+                            Some((head, data)) => {
+                                format!("<{head}base64,<IMAGE BASE 64 ENCODED({})>", data.len())
+                            }
+                            None => format!("<image_url: {}>", image.url()),
+                        };
+                        let _ = writeln!(out, "{}", paint("34", &shown));
+                    }
+                    ContentPart::Audio(audio) => {
+                        let shown = format!(
+                            "<audio format='{}' base64-encoded, length={}>",
+                            audio.format(),
+                            audio.data().len()
+                        );
+                        let _ = writeln!(out, "{}", paint("34", &shown));
+                    }
+                }
+            }
             for call in &message.tool_calls {
                 let _ = writeln!(out, "{}: {}", call.name, call.arguments);
             }

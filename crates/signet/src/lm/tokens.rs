@@ -21,8 +21,13 @@ pub const CHARS_PER_TOKEN_ESTIMATE: usize = 3;
 /// counts them).
 const PER_MESSAGE: usize = 4;
 
-/// Counts the prompt of a request to `model`: its messages (text, tool calls, call ids) and its
-/// tool descriptors. OpenAI models (`gpt-4o`, `o3`, `gpt-4.1`, ..) are counted exactly with their
+/// Tokens counted for each image or audio part of a message: its real cost depends on the
+/// provider, the image's size and detail, the clip's length; this is OpenAI's price of a
+/// high-detail 1024×1024 image, so a prompt with media is cut early rather than refused.
+pub const MEDIA_TOKEN_ESTIMATE: usize = 765;
+
+/// Counts the prompt of a request to `model`: its messages (text, tool calls, call ids, and
+/// [`MEDIA_TOKEN_ESTIMATE`] for each image or audio part) and its tool descriptors. OpenAI models (`gpt-4o`, `o3`, `gpt-4.1`, ..) are counted exactly with their
 /// tiktoken encoding; any other model is estimated at [`CHARS_PER_TOKEN_ESTIMATE`] characters per
 /// token.
 ///
@@ -54,7 +59,8 @@ pub fn count_prompt_tokens(
         texts.extend(message.tool_call_id.as_deref());
     }
     texts.extend(tools_json.iter().map(String::as_str));
-    let overhead = PER_MESSAGE * messages.len();
+    let media: usize = messages.iter().map(|m| m.content.media().count()).sum();
+    let overhead = PER_MESSAGE * messages.len() + MEDIA_TOKEN_ESTIMATE * media;
     match encoding(model) {
         Some(bpe) => TokenCount {
             tokens: overhead

@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::Content;
 use crate::tool::ToolDefinition;
 
 /// Who wrote a message.
@@ -33,8 +34,9 @@ pub enum Role {
 pub struct Message {
     /// Who wrote it.
     pub role: Role,
-    /// The text (empty for an assistant message that only calls tools).
-    pub content: String,
+    /// The text, or text with images and audio (empty for an assistant message that only calls
+    /// tools).
+    pub content: Content,
     /// Tool calls made by an assistant message.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
@@ -45,7 +47,7 @@ pub struct Message {
 
 impl Message {
     /// A message with `role` and `content`.
-    pub fn new(role: Role, content: impl Into<String>) -> Message {
+    pub fn new(role: Role, content: impl Into<Content>) -> Message {
         Message {
             role,
             content: content.into(),
@@ -55,17 +57,17 @@ impl Message {
     }
 
     /// A system message.
-    pub fn system(content: impl Into<String>) -> Message {
+    pub fn system(content: impl Into<Content>) -> Message {
         Message::new(Role::System, content)
     }
 
     /// A user message.
-    pub fn user(content: impl Into<String>) -> Message {
+    pub fn user(content: impl Into<Content>) -> Message {
         Message::new(Role::User, content)
     }
 
     /// An assistant message.
-    pub fn assistant(content: impl Into<String>) -> Message {
+    pub fn assistant(content: impl Into<Content>) -> Message {
         Message::new(Role::Assistant, content)
     }
 
@@ -79,7 +81,7 @@ impl Message {
     }
 
     /// A tool result answering the call `tool_call_id`.
-    pub fn tool_result(tool_call_id: impl Into<String>, content: impl Into<String>) -> Message {
+    pub fn tool_result(tool_call_id: impl Into<String>, content: impl Into<Content>) -> Message {
         Message {
             tool_call_id: Some(tool_call_id.into()),
             ..Message::new(Role::Tool, content)

@@ -360,6 +360,8 @@ impl DynReAct {
         self.tool_runner(None)
             .check_names()
             .map_err(ReActError::before_start)?;
+        crate::adapter::media::check_inputs(&self.signature, inputs)
+            .map_err(ReActError::before_start)?;
         let resolved = self.step.resolve(call).map_err(ReActError::before_start)?;
         if self.extract.model_hint().is_some() {
             // A model hint registered nowhere fails before the steps, not after them.

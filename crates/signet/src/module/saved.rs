@@ -139,9 +139,24 @@ impl DynPredict {
             "train".into(),
             self.carried.train.clone().unwrap_or_else(empty),
         );
+        let media: Vec<&str> = self
+            .signature
+            .fields()
+            .filter(|f| f.kind() == crate::signature::FieldKind::Media)
+            .map(|f| f.name())
+            .collect();
+        let demo_state = |demo: &Fields| {
+            let mut demo = demo.clone();
+            for (name, value) in demo.iter_mut() {
+                if media.contains(&name.as_str()) {
+                    *value = crate::media::dspy_saved(value);
+                }
+            }
+            Value::Object(demo)
+        };
         state.insert(
             "demos".into(),
-            Value::Array(self.demos.iter().cloned().map(Value::Object).collect()),
+            Value::Array(self.demos.iter().map(demo_state).collect()),
         );
         if let Some(selection) = self.demo_selector.as_ref().and_then(|s| s.state()) {
             state.insert("demo_selection".into(), selection);

@@ -71,6 +71,10 @@ fn parse_fields(whole: &str, offset: usize, side: &str) -> Result<Vec<Field>, Si
                 Field::of::<super::Tools>(name)
             }
             Some(ty) => {
+                if let Some(of) = media_type(ty) {
+                    fields.push(of(name.to_owned()));
+                    continue;
+                }
                 let mut parser = TypeParser { text: ty, pos: 0 };
                 let schema = parser
                     .parse_type()
@@ -82,6 +86,24 @@ fn parse_fields(whole: &str, offset: usize, side: &str) -> Result<Vec<Field>, Si
         fields.push(field);
     }
     Ok(fields)
+}
+
+/// A media type as DSPy writes it in a string signature (`dspy.Image`, `list[Image]`,
+/// `Optional[dspy.Audio]`, ...): how to make its field.
+fn media_type(ty: &str) -> Option<fn(String) -> Field> {
+    use crate::media::{Audio, Image};
+    let compact: String = ty.chars().filter(|c| !c.is_whitespace()).collect();
+    let compact = compact.replace("dspy.", "").replace("List[", "list[");
+    let of: fn(String) -> Field = match compact.as_str() {
+        "Image" => Field::of::<Image>,
+        "Audio" => Field::of::<Audio>,
+        "list[Image]" => Field::of::<Vec<Image>>,
+        "list[Audio]" => Field::of::<Vec<Audio>>,
+        "Optional[Image]" | "Image|None" => Field::of::<Option<Image>>,
+        "Optional[Audio]" | "Audio|None" => Field::of::<Option<Audio>>,
+        _ => return None,
+    };
+    Some(of)
 }
 
 /// Splits on `sep` outside brackets and quotes, returning each part with its byte offset.

@@ -134,7 +134,7 @@ pub(super) fn message_json(message: &Message) -> Value {
     };
     let mut object = Map::new();
     object.insert("role".into(), Value::String(role.into()));
-    object.insert("content".into(), Value::String(message.content.clone()));
+    object.insert("content".into(), message.content.to_value());
     if !message.tool_calls.is_empty() {
         let calls = message
             .tool_calls

@@ -15,9 +15,10 @@ use super::{
 };
 use crate::adapter::{Adapter, AdapterName, Fields, ParseError, templates};
 use crate::lm::{
-    Completion, Lm, LmError, LmOptions, LmRequest, Message, ToolCall, ToolChoice, ToolDefinition,
-    Usage,
+    Completion, Content, Lm, LmError, LmOptions, LmRequest, Message, ToolCall, ToolChoice,
+    ToolDefinition, Usage,
 };
+use crate::media::ContentPart;
 use crate::module::{Error, Resolved};
 use crate::signature::{DynSignature, quoted_names};
 
@@ -496,13 +497,18 @@ pub(crate) fn conversation(base: &[Message], trajectory: &Trajectory) -> Vec<Mes
             .map(|s| ToolCall::new(call_id(s), &s.tool_name, s.tool_args.to_string()))
             .collect();
         let mut assistant = Message::assistant_tool_calls(calls);
-        assistant.content = first.thought.clone();
+        assistant.content = first.thought.clone().into();
         messages.push(assistant);
+        let mut media = Vec::new();
         for step in &shown {
             messages.push(Message::tool_result(
                 call_id(step),
-                step.observation.as_text(),
+                tool_result_text(step, &mut media),
             ));
+        }
+        if !media.is_empty() {
+            // A `tool` message holds text only: what the tools returned follows as the user's.
+            messages.push(Message::user(Content::from_parts(media)));
         }
         for step in &group {
             for message in trajectory
@@ -515,6 +521,30 @@ pub(crate) fn conversation(base: &[Message], trajectory: &Trajectory) -> Vec<Mes
         }
     }
     messages
+}
+
+/// A step's observation as its `tool` message says it: each image or audio the tool returned
+/// as `[image]` / `[audio]`, kept in `media` (introduced by the call's id) for a user message of
+/// its own.
+fn tool_result_text(step: &Step, media: &mut Vec<ContentPart>) -> String {
+    let Observation::Output(value) = &step.observation else {
+        return step.observation.as_text();
+    };
+    let mut parts = Vec::new();
+    let Some(shown) = crate::media::replace_tool_media(value, &mut |part| {
+        let text = crate::media::placeholder(&part);
+        parts.push(part);
+        Value::String(text.to_owned())
+    }) else {
+        return step.observation.as_text();
+    };
+    media.push(ContentPart::Text(format!(
+        "What `{}` returned ({}):",
+        step.tool_name,
+        call_id(step)
+    )));
+    media.extend(parts);
+    Observation::Output(shown).as_text()
 }
 
 /// Whether `step` is a `finish` that was not taken because it shared its reply with other calls.

@@ -84,7 +84,17 @@ impl Observation {
     /// assert_eq!(full, json!("x".repeat(50)));
     /// ```
     pub fn limited_to(self, max_chars: usize) -> Observation {
-        let text = self.as_text();
+        // An image or audio a tool returned is sent as itself, not as text: it does not count.
+        let text = match &self {
+            Observation::Output(value) => crate::media::replace_tool_media(value, &mut |part| {
+                Value::String(crate::media::placeholder(&part).to_owned())
+            })
+            .map_or_else(
+                || self.as_text(),
+                |shown| Observation::Output(shown).as_text(),
+            ),
+            _ => self.as_text(),
+        };
         let total = text.chars().count();
         if total <= max_chars {
             return self;
@@ -305,7 +315,15 @@ impl Trajectory {
 
     /// Renders the trajectory as the adapter renders input fields (an empty string when empty).
     pub(super) fn render(&self, adapter: &dyn Adapter) -> String {
-        adapter.render_text_fields(&self.to_fields())
+        let mut fields = self.to_fields();
+        for step in &self.steps {
+            if let Observation::Output(value) = &step.observation
+                && let Some(shown) = crate::adapter::media::observation(value)
+            {
+                fields.insert(format!("observation_{}", step.index), shown);
+            }
+        }
+        adapter.render_text_fields(&fields)
     }
 }
 
