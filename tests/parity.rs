@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use signet::adapter::{self, Adapter, ChatAdapter, Fields, JsonAdapter, XmlAdapter};
+use signet::adapter::{
+    self, Adapter, ChatAdapter, Fields, JsonAdapter, TwoStepAdapter, XmlAdapter,
+};
 use signet::lm::{
     Capabilities, Completion, LmError, LmOptions, LmRequest, ResponseFormat, ToolCall, ToolChoice,
 };
@@ -829,7 +831,19 @@ async fn run_module(fixture: &Value) -> Result<(), Skip> {
     let recorded_sig = &fixture["signature"];
     let calls = fixture["calls"].as_array().cloned().unwrap_or_default();
     let config = module_config(&calls)?;
-    let adapter = adapter_for(&fixture["adapter"], config.parallel_tool_calls)?;
+    // TwoStepAdapter: its extraction model answers from the recorded extraction calls.
+    let extraction_calls = fixture["extraction_calls"].as_array().cloned();
+    let extraction = extraction_calls.as_ref().map(|calls| {
+        let replies: Vec<Value> = calls.iter().map(|c| c["reply"].clone()).collect();
+        scripted(
+            &replies,
+            capabilities(&fixture["adapter"]["extraction_lm_capabilities"]),
+        )
+    });
+    let adapter: Arc<dyn Adapter> = match &extraction {
+        Some(lm) => Arc::new(TwoStepAdapter::new(lm.clone())),
+        None => adapter_for(&fixture["adapter"], config.parallel_tool_calls)?,
+    };
     let base = signature(recorded_sig, is_cot);
     let sig = if is_cot { with_reasoning(&base) } else { base };
     let replies: Vec<Value> = calls.iter().map(|c| c["reply"].clone()).collect();
@@ -848,6 +862,17 @@ async fn run_module(fixture: &Value) -> Result<(), Skip> {
         .with_lm(lm.clone());
     let result = predictor.forward(&inputs).await.map(|p| p.outputs);
     compare_calls(&calls, &lm.requests())?;
+    if let (Some(calls), Some(lm)) = (&extraction_calls, &extraction) {
+        compare_calls(calls, &lm.requests()).map_err(|skip| match skip {
+            Skip::Fail(why) => Skip::Fail(format!("extraction: {why}")),
+            other => other,
+        })?;
+        if let Err(Error::Parse(error)) = &result
+            && !error.to_string().starts_with("TwoStepAdapter ")
+        {
+            return fail(format!("the error does not name TwoStepAdapter: {error}"));
+        }
+    }
     compare_result(&fixture["result"], &result)
 }
 

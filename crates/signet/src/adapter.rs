@@ -15,6 +15,7 @@ mod json;
 pub(crate) mod media;
 pub(crate) mod native;
 pub(crate) mod templates;
+mod two_step;
 #[doc(hidden)]
 pub mod value;
 mod xml;
@@ -24,6 +25,7 @@ use serde_json::{Map, Value, json};
 pub use crate::signature::{Fields, History, ToolCallRecord, ToolCalls, Tools};
 pub use chat::ChatAdapter;
 pub use json::JsonAdapter;
+pub use two_step::TwoStepAdapter;
 pub use xml::XmlAdapter;
 
 /// The XML format's assistant message (outputs as tags), for scripted replies.
@@ -52,6 +54,8 @@ pub enum AdapterName {
     Json,
     /// [`XmlAdapter`].
     Xml,
+    /// [`TwoStepAdapter`].
+    TwoStep,
     /// An adapter of your own, by its name.
     Other(&'static str),
 }
@@ -62,6 +66,7 @@ impl std::fmt::Display for AdapterName {
             AdapterName::Chat => "ChatAdapter",
             AdapterName::Json => "JSONAdapter",
             AdapterName::Xml => "XMLAdapter",
+            AdapterName::TwoStep => "TwoStepAdapter",
             AdapterName::Other(name) => name,
         })
     }
@@ -123,6 +128,13 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
     /// with bounds: itself under tighter bounds, for a `ToolCalls` output). The default: none.
     fn fallback(&self, signature: &DynSignature, inputs: &Fields) -> Option<Box<dyn Adapter>> {
         let _ = (signature, inputs);
+        None
+    }
+
+    /// The model that reads replies in this format, when [`parse`](Self::parse) cannot
+    /// ([`TwoStepAdapter`]'s extraction model): modules give it the reply and read its outputs.
+    /// The default: none, replies are read with `parse`.
+    fn extraction(&self) -> Option<&std::sync::Arc<dyn crate::lm::Lm>> {
         None
     }
 }
@@ -187,6 +199,20 @@ pub enum ParseError {
         /// The reply text.
         response: String,
     },
+    /// The model that reads a reply in this format ([`TwoStepAdapter`]'s extraction model) could
+    /// not find the outputs in it.
+    #[error(
+        "{adapter} could not read the outputs from the model's answer: {reason}; answer: {}",
+        excerpt(response)
+    )]
+    Extraction {
+        /// The adapter.
+        adapter: AdapterName,
+        /// The main model's answer.
+        response: String,
+        /// Why (the extraction's own parse error).
+        reason: String,
+    },
     /// The reply had neither text nor tool calls.
     #[error("{adapter}: the LM returned an empty response")]
     EmptyResponse {
@@ -245,6 +271,10 @@ macro_rules! forward_adapter {
             ) -> Option<Box<dyn Adapter>> {
                 (**self).fallback(signature, inputs)
             }
+            fn extraction(&self) -> Option<&std::sync::Arc<dyn crate::lm::Lm>> {
+                (**self).extraction()
+            }
+
             fn native_function_calling(&self) -> bool {
                 (**self).native_function_calling()
             }
@@ -650,6 +680,24 @@ pub(crate) fn note_fallback(
     usage.adapter_fallbacks += 1;
 }
 
+/// The outputs in a reply's `text`: read with `adapter`'s [`parse`](Adapter::parse) as
+/// `parse_as`, or — for an adapter whose replies a model reads ([`Adapter::extraction`]) — by that
+/// model, shown `signature`'s outputs (its usage added to `usage`; its LM failure returned).
+pub(crate) async fn read_outputs(
+    adapter: &dyn Adapter,
+    signature: &DynSignature,
+    parse_as: &DynSignature,
+    text: &str,
+    usage: &mut Usage,
+) -> Result<Result<Fields, ParseError>, crate::lm::LmError> {
+    match adapter.extraction() {
+        Some(extraction) => {
+            two_step::extract(extraction.as_ref(), signature, parse_as, text, usage).await
+        }
+        None => Ok(adapter.parse(parse_as, text)),
+    }
+}
+
 /// What one adapted call is about.
 pub(crate) struct Call<'a> {
     pub(crate) signature: &'a DynSignature,
@@ -716,10 +764,10 @@ async fn attempt(
         _ if text.is_empty() => Err(ParseError::EmptyResponse {
             adapter: adapter.name(),
         }),
-        Some(native) => adapter
-            .parse(parse_signature, &text)
+        Some(native) => read_outputs(adapter, format_signature, parse_signature, &text, usage)
+            .await?
             .map(|outputs| native::merge(signature, outputs, native, &completion)),
-        None => adapter.parse(parse_signature, &text),
+        None => read_outputs(adapter, signature, parse_signature, &text, usage).await?,
     };
     match parsed {
         Ok(outputs) => Ok(AdaptedReply {

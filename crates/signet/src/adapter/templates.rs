@@ -12,7 +12,9 @@ use crate::python::{json_dumps, py_str};
 use crate::signature::{DynSignature, Field, FieldKind};
 
 mod program;
+mod two_step;
 pub(crate) use program::*;
+pub(crate) use two_step::*;
 
 /// The marker that ends a Chat-format reply.
 pub(crate) const COMPLETED_MARKER: &str = "[[ ## completed ## ]]";

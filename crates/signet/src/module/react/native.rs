@@ -89,9 +89,9 @@ impl NativeChat {
     ) -> Result<NativeReply, LmError> {
         let completion = self.lm.complete(&request).await?;
         *usage += completion.usage;
-        let error = match read(self.adapter.as_ref(), signature, completion) {
+        let error = match read(self.adapter.as_ref(), signature, completion, usage).await? {
             Err(error) => error,
-            read => return Ok(read.unwrap_or_else(NativeReply::Unreadable)),
+            Ok(reply) => return Ok(reply),
         };
         let Some(fallback) = self.adapter.fallback(signature, inputs) else {
             return Ok(NativeReply::Unreadable(error));
@@ -104,7 +104,9 @@ impl NativeChat {
         request.messages.extend(tail);
         let completion = self.lm.complete(&request).await?;
         *usage += completion.usage;
-        Ok(read(fallback.as_ref(), signature, completion).unwrap_or_else(NativeReply::Unreadable))
+        Ok(read(fallback.as_ref(), signature, completion, usage)
+            .await?
+            .unwrap_or_else(NativeReply::Unreadable))
     }
 }
 
@@ -190,26 +192,34 @@ impl NativeChat {
     }
 }
 
-/// A reply's tool calls, or its text read by `adapter` as the outputs of `signature`.
-fn read(
+/// A reply's tool calls, or its text read by `adapter` as the outputs of `signature` (by its
+/// extraction model for a [`TwoStepAdapter`](crate::adapter::TwoStepAdapter), whose usage is added
+/// to `usage`).
+async fn read(
     adapter: &dyn Adapter,
     signature: &DynSignature,
     completion: Completion,
-) -> Result<NativeReply, ParseError> {
+    usage: &mut Usage,
+) -> Result<Result<NativeReply, ParseError>, LmError> {
     if !completion.tool_calls.is_empty() {
         let calls = completion.tool_calls.iter().map(TurnCall::sent).collect();
         let thought = completion
             .text
             .filter(|t| !t.trim().is_empty())
             .or(completion.reasoning);
-        return Ok(NativeReply::Calls { thought, calls });
+        return Ok(Ok(NativeReply::Calls { thought, calls }));
     }
-    let outputs = adapter.parse(signature, completion.text.as_deref().unwrap_or_default())?;
-    Ok(NativeReply::Answer {
+    let text = completion.text.as_deref().unwrap_or_default();
+    let outputs =
+        match crate::adapter::read_outputs(adapter, signature, signature, text, usage).await? {
+            Ok(outputs) => outputs,
+            Err(error) => return Ok(Err(error)),
+        };
+    Ok(Ok(NativeReply::Answer {
         outputs,
         completion,
         adapter: adapter.name(),
-    })
+    }))
 }
 
 /// ReAct's native turns: the signature's system message with a note on the tools, the native
