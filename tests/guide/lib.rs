@@ -115,6 +115,10 @@ struct HowtoAttempts;
 struct HowtoMultimodal;
 
 #[cfg(all(doctest, not(feature = "page")))]
+#[doc = include_str!("../../docs/howto-streaming.md")]
+struct HowtoStreaming;
+
+#[cfg(all(doctest, not(feature = "page")))]
 #[doc = include_str!("../../docs/reliability.md")]
 struct ReliabilityGuide;
 

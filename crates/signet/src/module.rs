@@ -36,6 +36,7 @@ mod attempts;
 mod call_config;
 mod demo_selection;
 mod hint_adapter;
+pub(crate) mod module_events;
 mod module_tool;
 mod multi_chain;
 mod predict;
@@ -43,6 +44,7 @@ mod predict_tools;
 mod program;
 pub mod react;
 mod saved;
+mod streamify;
 mod tool_executor;
 mod tool_runner;
 
@@ -65,6 +67,7 @@ pub use attempts::{
 };
 pub use call_config::CallConfig;
 pub use demo_selection::{DemoSelector, NearestDemos};
+pub use module_events::{ModuleEvent, PredictorEvent};
 pub use module_tool::ModuleTool;
 pub use multi_chain::{Compared, Completions, MultiChainComparison};
 pub(crate) use predict::typed_module_impls;
@@ -74,6 +77,7 @@ pub(crate) use program::program_code;
 pub use program::{Module, Predictors, join_path, prefixed};
 pub(crate) use saved::tool_component;
 pub use saved::{StateError, TOOL_DESCRIPTIONS};
+pub use streamify::streamify;
 pub use tool_executor::ToolExecutor;
 
 /// Global defaults, used when neither the module nor the call sets an LM or adapter.
@@ -513,9 +517,27 @@ impl DynPredict {
         usage: &mut Usage,
     ) -> Result<Prediction, Error> {
         let mut own = Usage::default();
+        let streamed = module_events::Sink::current().map(|sink| {
+            let path = sink.path(self.id, self.signature.name());
+            sink.send(&path, PredictorEvent::Started);
+            (sink, path)
+        });
         let result = self
             .forward_recorded(inputs, call, resolved, &mut own)
             .await;
+        if let Some((sink, path)) = streamed {
+            sink.send(
+                &path,
+                match &result {
+                    Ok(prediction) => PredictorEvent::Finished {
+                        outputs: prediction.outputs.clone(),
+                    },
+                    Err(error) => PredictorEvent::Failed {
+                        error: error.to_string(),
+                    },
+                },
+            );
+        }
         *usage += own;
         crate::trace::record_usage(own);
         if let Ok(prediction) = &result {
@@ -552,6 +574,9 @@ impl DynPredict {
             Some(resolved) => resolved.clone(),
             None => self.resolve(call)?,
         };
+        // In a streamed module run, the answer streams into it as the model writes it.
+        let events = react::events::Emitter::for_module_run(self.id, self.signature.name(), true);
+        let lm = react::answer_stream::answer_lm(lm, adapter.as_ref(), &events, true);
         let demos = self.demos_for(inputs);
         let adapted = adapter::Call {
             signature: &self.signature,

@@ -219,7 +219,12 @@ impl DynPredict {
         usage: &mut Usage,
     ) -> Result<RunOutcome<Prediction>, Error> {
         match self
-            .run_tools(inputs, call, start, &Emitter::default())
+            .run_tools(
+                inputs,
+                call,
+                start,
+                &Emitter::for_module_run(self.id, self.signature.name(), true),
+            )
             .await
         {
             Ok(RunOutcome::Finished((prediction, _))) => Ok(RunOutcome::Finished(prediction)),

@@ -172,7 +172,7 @@ impl DynReAct {
             .run(
                 inputs,
                 call,
-                &Emitter::default(),
+                &Emitter::for_module_run(self.step.id, self.step.signature.name(), false),
                 &mut Interrupts::default(),
                 Start::Fresh { resumable: false },
             )
@@ -204,8 +204,14 @@ impl DynReAct {
     ) -> Result<RunOutcome<ReActRun>, ReActError> {
         let start = Start::Fresh { resumable: true };
         let mut interrupts = Interrupts::default();
-        self.run(inputs, call, &Emitter::default(), &mut interrupts, start)
-            .await
+        self.run(
+            inputs,
+            call,
+            &Emitter::for_module_run(self.step.id, self.step.signature.name(), false),
+            &mut interrupts,
+            start,
+        )
+        .await
     }
 
     /// Goes on with a suspended run: `decisions` pairs each pending call's
@@ -222,8 +228,14 @@ impl DynReAct {
             .resume_start(state, decisions)
             .map_err(|error| *error)?;
         let mut interrupts = Interrupts::default();
-        self.run(&inputs, call, &Emitter::default(), &mut interrupts, start)
-            .await
+        self.run(
+            &inputs,
+            call,
+            &Emitter::for_module_run(self.step.id, self.step.signature.name(), false),
+            &mut interrupts,
+            start,
+        )
+        .await
     }
 
     /// Runs the loop and yields its events as they happen, ending with [`ReActEvent::Done`] or

@@ -302,6 +302,9 @@ fn clip(text: &str, max: usize) -> String {
     }
 }
 
+/// Told of each event of a run that is part of a streamed module run.
+type Observer = std::sync::Arc<dyn Fn(&ReActEvent) + Send + Sync>;
+
 /// What a run carries to every step besides its inputs: where its events go (nowhere for plain
 /// calls), whether the answer was streamed yet, and the [journal](crate::journal) its tool calls
 /// go through (its call's, if any).
@@ -310,6 +313,10 @@ pub(crate) struct Emitter {
     sender: Option<tokio::sync::mpsc::UnboundedSender<ReActEvent>>,
     answered: std::sync::Arc<std::sync::atomic::AtomicBool>,
     journal: Option<std::sync::Arc<dyn crate::journal::Journal>>,
+    /// The streamed module run this run is part of ([`crate::module::streamify`]), which is
+    /// told of its tool calls (and, when `answers`, its answer as it is written).
+    observer: Option<Observer>,
+    answers: bool,
 }
 
 impl Emitter {
@@ -317,8 +324,52 @@ impl Emitter {
     pub(super) fn to(sender: tokio::sync::mpsc::UnboundedSender<ReActEvent>) -> Emitter {
         Emitter {
             sender: Some(sender),
-            answered: Default::default(),
-            journal: None,
+            ..Emitter::default()
+        }
+    }
+
+    /// An emitter for a run of the predictor `id` (named `name`): silent, unless this task is part
+    /// of a streamed module run ([`crate::module::streamify`]), which it then tells of the run's
+    /// tool calls and, when `answers`, of its answer as the model writes it (the run's LM is then
+    /// streamed).
+    pub(crate) fn for_module_run(
+        id: crate::trace::PredictorId,
+        name: &str,
+        answers: bool,
+    ) -> Emitter {
+        use crate::module::PredictorEvent;
+        let Some(sink) = crate::module::module_events::Sink::current() else {
+            return Emitter::default();
+        };
+        let path = sink.path(id, name);
+        let observer = move |event: &ReActEvent| {
+            let reported = match event {
+                ReActEvent::AnswerDelta { field, text } if answers => PredictorEvent::FieldDelta {
+                    field: field.clone(),
+                    text: text.clone(),
+                },
+                ReActEvent::ToolCallStarted { name, args, .. } => PredictorEvent::ToolCallStarted {
+                    tool: name.clone(),
+                    args: args.clone(),
+                },
+                ReActEvent::ToolCallFinished {
+                    name,
+                    observation,
+                    elapsed_ms,
+                    ..
+                } => PredictorEvent::ToolCallFinished {
+                    tool: name.clone(),
+                    observation: observation.as_text(),
+                    elapsed_ms: *elapsed_ms,
+                },
+                _ => return,
+            };
+            sink.send(&path, reported);
+        };
+        Emitter {
+            observer: Some(std::sync::Arc::new(observer)),
+            answers,
+            ..Emitter::default()
         }
     }
 
@@ -345,7 +396,7 @@ impl Emitter {
 
     /// Whether anyone receives the events (a streamed run).
     pub(super) fn listening(&self) -> bool {
-        self.sender.is_some()
+        self.sender.is_some() || self.answers
     }
 
     pub(super) fn emit(&self, event: ReActEvent) {
@@ -354,6 +405,9 @@ impl Emitter {
             && let Some(message) = event.progress_message()
         {
             crate::tool::report_progress(message);
+        }
+        if let Some(observer) = &self.observer {
+            observer(&event);
         }
         if let Some(sender) = &self.sender {
             if matches!(event, ReActEvent::AnswerDelta { .. }) {
