@@ -83,6 +83,10 @@ pub enum Error {
     /// A suspended call could not be resumed (another predictor, a missing decision, ..).
     #[error("the call cannot be resumed: {0}")]
     Resume(#[from] ResumeError),
+    /// The demos for the call could not be chosen: the
+    /// [embedder](crate::module::EmbeddingDemos) failed on its inputs.
+    #[error("the demos could not be selected: {0}")]
+    Embed(#[from] crate::embed::EmbedError),
     /// [`MultiChainComparison`](crate::module::MultiChainComparison) was given completions it
     /// cannot compare: not M of them, or one without its reasoning or answer.
     #[error("cannot compare the completions: {message}")]

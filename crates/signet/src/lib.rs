@@ -16,6 +16,7 @@
 //! | [`tool`](mod@tool) | the [`Tool`] trait, `#[tool]`'s runtime, closure tools, argument validation |
 //! | [`signature`] | typed and run-time signatures, DSPy type names, the field vocabulary (`Fields`, `History`, `Tools`, `ToolCalls`) |
 //! | [`lm`] | the [`Lm`](lm::Lm) trait, requests and completions, the OpenAI-compatible client, retries, cache, history |
+//! | [`embed`] | the [`Embedder`](embed::Embedder) trait, the OpenAI-compatible embeddings client, a vector index, a retrieval tool |
 //! | [`adapter`] | the Chat, JSON and XML formats (DSPy-identical prompts), native function calling |
 //! | [`journal`] | where a run's effects (LM and tool calls) are recorded and replayed, for durable runs |
 //! | [`trace`] | what a run did, call by call, for optimizers and debugging |
@@ -54,6 +55,7 @@
 pub mod adapter;
 pub mod blocking;
 pub mod data;
+pub mod embed;
 mod error;
 pub mod evaluate;
 pub mod fs_atomic;

@@ -64,7 +64,7 @@ pub use attempts::{
     Advice, Attempt, AttemptError, BestOfN, BestOfNError, BestOfNRun, Feedback, Refine,
 };
 pub use call_config::CallConfig;
-pub use demo_selection::{DemoSelector, NearestDemos};
+pub use demo_selection::{DemoSelector, EmbeddingDemos, NearestDemos};
 pub use module_tool::ModuleTool;
 pub use multi_chain::{Compared, Completions, MultiChainComparison};
 pub(crate) use predict::typed_module_impls;
@@ -364,6 +364,19 @@ impl DynPredict {
         }
     }
 
+    /// Awaits the [selector](Self::with_demo_selector)'s [`prepare`](DemoSelector::prepare) for a
+    /// call with `inputs` (embedding them, for [`EmbeddingDemos`]): modules do it before each
+    /// call; do it before [`demos_for`](Self::demos_for) when you call that yourself.
+    pub async fn prepare_demos(&self, inputs: &Fields) -> Result<(), Error> {
+        match &self.demo_selector {
+            None => Ok(()),
+            Some(selector) => selector
+                .prepare(&self.demos, inputs)
+                .await
+                .map_err(Error::from),
+        }
+    }
+
     /// The instructions (the signature's).
     pub fn instructions(&self) -> String {
         self.signature.instructions()
@@ -551,6 +564,7 @@ impl DynPredict {
             Some(resolved) => resolved.clone(),
             None => self.resolve(call)?,
         };
+        self.prepare_demos(inputs).await?;
         let demos = self.demos_for(inputs);
         let adapted = adapter::Call {
             signature: &self.signature,
