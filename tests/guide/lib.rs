@@ -107,6 +107,10 @@ struct HowtoSync;
 struct HowtoConcurrency;
 
 #[cfg(all(doctest, not(feature = "page")))]
+#[doc = include_str!("../../docs/howto-retrieval.md")]
+struct HowtoRetrieval;
+
+#[cfg(all(doctest, not(feature = "page")))]
 #[doc = include_str!("../../docs/reliability.md")]
 struct ReliabilityGuide;
 

@@ -51,6 +51,10 @@ pub use retrieve::RetrievalTool;
 pub(crate) use index::{normalized, rank};
 
 /// How many texts one request embeds unless told otherwise: 200, DSPy's `Embedder` default.
+///
+/// ```
+/// assert_eq!(signet::embed::DEFAULT_BATCH_SIZE, 200);
+/// ```
 pub const DEFAULT_BATCH_SIZE: usize = 200;
 
 /// A model that turns texts into vectors: a batch of texts in, one vector per text out, in order,

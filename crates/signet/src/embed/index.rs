@@ -59,6 +59,18 @@ impl From<String> for Document {
 
 /// One result of a search: the document's position in the index (DSPy's `indices`), its text
 /// (DSPy's `passages`), its metadata and its cosine similarity to the query.
+///
+/// ```
+/// use signet::embed::{FnEmbedder, VectorIndex};
+/// let same = FnEmbedder::new("same", |t: &[String]| Ok::<_, String>(vec![vec![3.0, 4.0]; t.len()]));
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let mut index = VectorIndex::new(same);
+/// index.add(["only"]).await.unwrap();
+/// let hit = &index.search("anything", 1).await.unwrap()[0];
+/// assert_eq!((hit.index, hit.text.as_str(), hit.score), (0, "only", 1.0));
+/// assert_eq!(serde_json::to_value(hit).unwrap(), serde_json::json!({"index": 0, "text": "only", "score": 1.0}));
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Hit {
     /// The document's position in the index (the order documents were added in).

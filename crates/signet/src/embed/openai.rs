@@ -82,6 +82,18 @@ impl fmt::Debug for OpenAiEmbedder {
 ///
 /// Defaults: base URL and key as the chat client's (see [`OpenAiEmbedder`]); no `dimensions`
 /// (the model's own); 200 texts a request; 600 s a request; replies up to 64 MiB.
+///
+/// ```
+/// use std::time::Duration;
+/// use signet::embed::OpenAiEmbedder;
+/// let embedder = OpenAiEmbedder::builder("nomic-embed-text")
+///     .base_url("http://localhost:11434/v1/")
+///     .timeout(Duration::from_secs(30))
+///     .max_response_bytes(8 << 20)
+///     .build()
+///     .unwrap();
+/// assert_eq!(embedder.url(), "http://localhost:11434/v1/embeddings");
+/// ```
 #[derive(Clone)]
 pub struct OpenAiEmbedderBuilder {
     model: String,
