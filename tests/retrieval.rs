@@ -493,6 +493,12 @@ async fn an_embedder_that_fails_fails_the_compile_or_the_call_with_a_typed_error
         error.to_string(),
         "the demos could not be selected: the embedding function failed: offline"
     );
+    assert!(!error.is_retryable());
+    let limited = Error::Embed(EmbedError::RateLimited {
+        retry_after: None,
+        message: "slow down".into(),
+    });
+    assert!(limited.is_retryable());
 }
 
 #[tokio::test]

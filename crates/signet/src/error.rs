@@ -97,10 +97,14 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether trying the same call again may succeed: a transient LM failure (rate limit, server
-    /// error, timeout, connection). Clients that retry have usually retried already.
+    /// Whether trying the same call again may succeed: a transient LM or embedder failure (rate
+    /// limit, server error, timeout, connection). Clients that retry have usually retried already.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::Lm(error) if error.is_transient())
+        match self {
+            Error::Lm(error) => error.is_transient(),
+            Error::Embed(error) => error.is_transient(),
+            _ => false,
+        }
     }
 
     /// The LM's error, when the LM call is what failed.
