@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent / "crates" / "signet" / "src"
 LAYERS = [
     ["schema", "shared", "blocking", "fs_atomic", "python"],
     ["signature", "tool", "media"],
-    ["lm"],
+    ["lm", "embed"],
     ["adapter", "journal"],
     ["error", "trace", "structured"],
     ["module", "data"],

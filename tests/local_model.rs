@@ -473,3 +473,60 @@ async fn an_interrupted_install_is_redone() {
     assert!(imports.success(), "the new environment has the server");
     std::fs::remove_dir_all(&cache).unwrap();
 }
+
+#[tokio::test]
+async fn the_local_server_also_serves_embeddings_and_chat_keeps_working() {
+    use signet::embed::{EmbedError, Embedder, RetrievalTool, VectorIndex};
+
+    let model = LlamaCpp::smollm2().embeddings(true);
+    let (server, lm, _guard) = serve(model.clone()).await;
+    let embedder = model.embedder(&server).expect("an embedder client");
+    let texts: Vec<String> = [
+        "Bergen has rain on most days.",
+        "A coffee in Oslo costs 50 kroner.",
+        "Bergen has rain on most days.",
+    ]
+    .map(String::from)
+    .to_vec();
+    let vectors = embedder.embed(&texts).await.expect("vectors");
+    // One unit vector of the model's width per text; the same text, the same vector.
+    assert_eq!(vectors.len(), 3);
+    assert!(vectors.iter().all(|v| v.len() == 576));
+    let norm = vectors[1].iter().map(|x| x * x).sum::<f32>().sqrt();
+    assert!((norm - 1.0).abs() < 1e-3, "{norm}");
+    assert_eq!(vectors[0], vectors[2]);
+
+    // An index over the model, searched through the retrieval tool.
+    let mut index = VectorIndex::new(embedder);
+    index.add(texts[..2].to_vec()).await.expect("indexed");
+    let found = RetrievalTool::new(Arc::new(index), 2)
+        .call(serde_json::json!({"query": "Bergen has rain on most days."}))
+        .await
+        .expect("a search");
+    assert_eq!(found[0], "Bergen has rain on most days.");
+
+    // Chat on the same server.
+    let mut request = LmRequest::new(vec![Message::user("Say hi")]);
+    request.options = greedy(8);
+    let reply = lm.complete(&request).await.expect("chat still answers");
+    assert!(reply.text.is_some_and(|t| !t.is_empty()));
+    server.stop().await.unwrap();
+
+    // A server started without embeddings refuses them with a typed error.
+    let plain = LlamaCpp::smollm2();
+    let (server, _lm, _guard2) = {
+        drop(_guard);
+        serve(plain.clone()).await
+    };
+    let error = plain
+        .embedder(&server)
+        .unwrap()
+        .embed(&texts[..1])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, EmbedError::Http { status: 501, .. }),
+        "{error:?}"
+    );
+    server.stop().await.unwrap();
+}

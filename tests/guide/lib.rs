@@ -119,6 +119,10 @@ struct HowtoMultimodal;
 struct HowtoStreaming;
 
 #[cfg(all(doctest, not(feature = "page")))]
+#[doc = include_str!("../../docs/howto-retrieval.md")]
+struct HowtoRetrieval;
+
+#[cfg(all(doctest, not(feature = "page")))]
 #[doc = include_str!("../../docs/reliability.md")]
 struct ReliabilityGuide;
 

@@ -7,6 +7,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use signet::embed::OpenAiEmbedder;
 use signet::lm::{Capabilities, ConstrainedToolCalls, Lm, OpenAiLm};
 
 use crate::server::{LocalServer, ServerCommand, free_port};
@@ -132,6 +133,7 @@ pub struct LlamaCpp {
     template: ChatTemplate,
     ready_timeout: Duration,
     request_timeout: Duration,
+    embeddings: bool,
 }
 
 impl LlamaCpp {
@@ -148,6 +150,7 @@ impl LlamaCpp {
             template: ChatTemplate::default(),
             ready_timeout: Duration::from_secs(120),
             request_timeout: Duration::from_secs(300),
+            embeddings: false,
         }
     }
 
@@ -222,6 +225,26 @@ impl LlamaCpp {
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
         self
+    }
+
+    /// Whether the server also answers `POST /v1/embeddings` (default off): llama.cpp's
+    /// `--embeddings` with mean pooling over the model's last hidden states, L2-normalised (576
+    /// numbers a text for SmolLM2-135M). Chat completions keep working on the same server. Use
+    /// [`embedder`](Self::embedder) for a client. A text longer than the server's batch (512
+    /// tokens) is refused by the server (an `EmbedError::Http` naming it).
+    ///
+    /// ```
+    /// let model = signet_local::LlamaCpp::smollm2().embeddings(true);
+    /// assert!(model.serves_embeddings());
+    /// ```
+    pub fn embeddings(mut self, on: bool) -> Self {
+        self.embeddings = on;
+        self
+    }
+
+    /// Whether the server answers `/v1/embeddings` ([`embeddings`](Self::embeddings)).
+    pub fn serves_embeddings(&self) -> bool {
+        self.embeddings
     }
 
     fn root(&self) -> Result<PathBuf, LocalError> {
@@ -488,6 +511,9 @@ impl LlamaCpp {
         if let Some(template) = template {
             args.extend(["--template".to_owned(), template.display().to_string()]);
         }
+        if self.embeddings {
+            args.push("--embeddings".to_owned());
+        }
         args
     }
 
@@ -518,6 +544,26 @@ impl LlamaCpp {
                     .with_context_window(self.n_ctx)
                     .with_parallel_requests(self.slots),
             )
+            .timeout(self.request_timeout)
+            .build()?)
+    }
+
+    /// An [`OpenAiEmbedder`] for `server` (started with [`embeddings`](Self::embeddings) on):
+    /// the model's alias, no API key, the [request timeout](Self::request_timeout).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use signet::embed::Embedder;
+    /// let model = signet_local::LlamaCpp::smollm2().embeddings(true);
+    /// let server = model.serve().await?;
+    /// let vectors = model.embedder(&server)?.embed(&["Rain in Bergen".to_owned()]).await?;
+    /// assert_eq!(vectors[0].len(), 576);
+    /// # Ok(()) }
+    /// ```
+    pub fn embedder(&self, server: &LocalServer) -> Result<OpenAiEmbedder, LocalError> {
+        Ok(OpenAiEmbedder::builder(self.model.alias.clone())
+            .base_url(server.base_url())
+            .api_key("")
             .timeout(self.request_timeout)
             .build()?)
     }

@@ -23,6 +23,11 @@ def main() -> int:
     parser.add_argument("--slots", type=int, default=1, help="requests served in parallel")
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--template", help="a Jinja chat template file (default: the model's own)")
+    parser.add_argument(
+        "--embeddings",
+        action="store_true",
+        help="also answer /v1/embeddings (mean pooling; chat keeps working)",
+    )
     args = parser.parse_args()
 
     # Never outlive the program that started us, even if it is killed without cleaning up.
@@ -45,6 +50,9 @@ def main() -> int:
     # threads, new requests wait for a keep-alive to expire instead of queueing for a slot.
     params.n_threads_http = max(64, 4 * args.slots)
     params.use_jinja = True
+    if args.embeddings:
+        params.embedding = True
+        params.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
     if args.template:
         with open(args.template, encoding="utf-8") as template:
             params.chat_template = template.read()

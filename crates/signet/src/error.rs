@@ -93,6 +93,10 @@ pub enum Error {
     /// A suspended call could not be resumed (another predictor, a missing decision, ..).
     #[error("the call cannot be resumed: {0}")]
     Resume(#[from] ResumeError),
+    /// The demos for the call could not be chosen: the
+    /// [embedder](crate::module::EmbeddingDemos) failed on its inputs.
+    #[error("the demos could not be selected: {0}")]
+    Embed(#[from] crate::embed::EmbedError),
     /// [`MultiChainComparison`](crate::module::MultiChainComparison) was given completions it
     /// cannot compare: not M of them, or one without its reasoning or answer.
     #[error("cannot compare the completions: {message}")]
@@ -103,10 +107,14 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether trying the same call again may succeed: a transient LM failure (rate limit, server
-    /// error, timeout, connection). Clients that retry have usually retried already.
+    /// Whether trying the same call again may succeed: a transient LM or embedder failure (rate
+    /// limit, server error, timeout, connection). Clients that retry have usually retried already.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::Lm(error) if error.is_transient())
+        match self {
+            Error::Lm(error) => error.is_transient(),
+            Error::Embed(error) => error.is_transient(),
+            _ => false,
+        }
     }
 
     /// The LM's error, when the LM call is what failed.

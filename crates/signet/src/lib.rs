@@ -17,6 +17,7 @@
 //! | [`signature`] | typed and run-time signatures, DSPy type names, the field vocabulary (`Fields`, `History`, `Tools`, `ToolCalls`) |
 //! | [`lm`] | the [`Lm`](lm::Lm) trait, requests and completions, the OpenAI-compatible client, retries, cache, history |
 //! | [`media`] | images and audio as field values (`Image`, `Audio`), a message's content parts |
+//! | [`embed`] | the [`Embedder`](embed::Embedder) trait, the OpenAI-compatible embeddings client, a vector index, a retrieval tool |
 //! | [`adapter`] | the Chat, JSON and XML formats (DSPy-identical prompts), native function calling |
 //! | [`journal`] | where a run's effects (LM and tool calls) are recorded and replayed, for durable runs |
 //! | [`trace`] | what a run did, call by call, for optimizers and debugging |
@@ -55,6 +56,7 @@
 pub mod adapter;
 pub mod blocking;
 pub mod data;
+pub mod embed;
 mod error;
 pub mod evaluate;
 pub mod fs_atomic;

@@ -39,6 +39,8 @@ pub use constrained_tools::ConstrainedToolCalls;
 pub use content::Content;
 pub use history::{CallHistory, CallRecord, HistoryLm, render_history};
 #[cfg(feature = "openai")]
+pub(crate) use openai::shared_http as openai_http;
+#[cfg(feature = "openai")]
 pub use openai::{BuildError, OpenAiLm, OpenAiLmBuilder};
 pub use retry::{RetryLm, RetryPolicy, parse_retry_after};
 pub use tokens::{CHARS_PER_TOKEN_ESTIMATE, MEDIA_TOKEN_ESTIMATE, TokenCount, count_prompt_tokens};

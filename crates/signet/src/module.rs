@@ -66,7 +66,7 @@ pub use attempts::{
     Advice, Attempt, AttemptError, BestOfN, BestOfNError, BestOfNRun, Feedback, Refine,
 };
 pub use call_config::CallConfig;
-pub use demo_selection::{DemoSelector, NearestDemos};
+pub use demo_selection::{DemoSelector, EmbeddingDemos, NearestDemos};
 pub use module_events::{ModuleEvent, PredictorEvent};
 pub use module_tool::ModuleTool;
 pub use multi_chain::{Compared, Completions, MultiChainComparison};
@@ -368,6 +368,39 @@ impl DynPredict {
         }
     }
 
+    /// Awaits the [selector](Self::with_demo_selector)'s [`prepare`](DemoSelector::prepare) for a
+    /// call with `inputs` (embedding them, for [`EmbeddingDemos`]): modules do it before each
+    /// call; do it before [`demos_for`](Self::demos_for) when you call that yourself.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use signet::embed::FnEmbedder;
+    /// use signet::module::{DynPredict, EmbeddingDemos};
+    ///
+    /// // "+" or not: arithmetic or not.
+    /// let sums = FnEmbedder::new("sums", |t: &[String]| {
+    ///     Ok::<_, String>(t.iter().map(|t| vec![t.contains('+') as u8 as f32, 1.0]).collect())
+    /// });
+    /// let demo = |q: &str, a: &str| [("question".to_owned(), json!(q)), ("answer".to_owned(), json!(a))].into_iter().collect();
+    /// let qa = DynPredict::new("question -> answer".parse().unwrap())
+    ///     .with_demos(vec![demo("Capital of Peru?", "Lima"), demo("2 + 2?", "4")])
+    ///     .with_demo_selector(EmbeddingDemos::new(1, sums).on(["question"]));
+    /// let inputs = [("question".to_owned(), json!("3 + 5?"))].into_iter().collect();
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// qa.prepare_demos(&inputs).await.unwrap();
+    /// assert_eq!(qa.demos_for(&inputs)[0]["answer"], "4");
+    /// # });
+    /// ```
+    pub async fn prepare_demos(&self, inputs: &Fields) -> Result<(), Error> {
+        match &self.demo_selector {
+            None => Ok(()),
+            Some(selector) => selector
+                .prepare(&self.demos, inputs)
+                .await
+                .map_err(Error::from),
+        }
+    }
+
     /// The instructions (the signature's).
     pub fn instructions(&self) -> String {
         self.signature.instructions()
@@ -574,6 +607,7 @@ impl DynPredict {
             Some(resolved) => resolved.clone(),
             None => self.resolve(call)?,
         };
+        self.prepare_demos(inputs).await?;
         // In a streamed module run, the answer streams into it as the model writes it.
         let events = react::events::Emitter::for_module_run(self.id, self.signature.name(), true);
         let lm = react::answer_stream::answer_lm(lm, adapter.as_ref(), &events, true);

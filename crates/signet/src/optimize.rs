@@ -131,6 +131,9 @@ pub enum OptimizeError {
     /// The blocking entry point could not run (see [`crate::blocking`]).
     #[error(transparent)]
     Blocking(#[from] crate::blocking::BlockingError),
+    /// The training examples could not be embedded ([`KnnFewShot::with_embedder`]).
+    #[error("the training examples could not be embedded: {0}")]
+    Embed(#[from] crate::embed::EmbedError),
 }
 
 /// An evaluation that stopped on its error limit stops the optimizer, with the first failure.

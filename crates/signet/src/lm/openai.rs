@@ -445,19 +445,9 @@ impl Endpoint {
     }
 
     /// Replaces every secret the client sends (the API key, the custom headers' values) in `text`
-    /// by `[redacted]`, as sent and as escaped in a JSON string.
-    fn scrub(&self, mut text: String) -> String {
-        for secret in &self.secrets {
-            if text.contains(secret.as_str()) {
-                text = text.replace(secret.as_str(), "[redacted]");
-            }
-            let escaped = Value::String(secret.clone()).to_string();
-            let escaped = &escaped[1..escaped.len() - 1];
-            if escaped != secret && text.contains(escaped) {
-                text = text.replace(escaped, "[redacted]");
-            }
-        }
-        text
+    /// by `[redacted]` (see [`scrub_secrets`]).
+    fn scrub(&self, text: String) -> String {
+        scrub_secrets(&self.secrets, text)
     }
 
     /// Removes every secret the client sends from an error's message, should a server have echoed
@@ -495,6 +485,37 @@ impl Endpoint {
             other => other,
         }
     }
+}
+
+/// `text` with every one of `secrets` replaced by `[redacted]`, as sent and as escaped in a JSON
+/// string.
+pub(crate) fn scrub_secrets(secrets: &[String], mut text: String) -> String {
+    for secret in secrets {
+        if text.contains(secret.as_str()) {
+            text = text.replace(secret.as_str(), "[redacted]");
+        }
+        let escaped = Value::String(secret.clone()).to_string();
+        let escaped = &escaped[1..escaped.len() - 1];
+        if escaped != secret && text.contains(escaped) {
+            text = text.replace(escaped, "[redacted]");
+        }
+    }
+    text
+}
+
+/// The pieces of this client's HTTP handling that the embeddings client
+/// ([`OpenAiEmbedder`](crate::embed::OpenAiEmbedder)) shares: configuration from the environment,
+/// the redirect policy, bodies capped in size, `Retry-After`, provider messages, secrets kept out
+/// of errors.
+pub(crate) mod shared_http {
+    pub(crate) use super::builder::{
+        resolve_api_key, resolve_base_url, url_credentials, without_credentials,
+    };
+    pub(crate) use super::errors::{error_chain, provider_message, truncate};
+    pub(crate) use super::scrub_secrets;
+    pub(crate) use super::transport::{
+        body_too_large, capped, read_error_body, retry_after, same_origin_redirects,
+    };
 }
 
 impl Lm for OpenAiLm {

@@ -1,13 +1,19 @@
 //! Which of a predictor's demos one call shows: all of them (the default), or the few nearest to
-//! the call's inputs ([`NearestDemos`], what DSPy's `KNNFewShot` does) — so a large pool of
-//! demos costs a short prompt, and a small model sees the examples most like its question.
+//! the call's inputs — by word overlap ([`NearestDemos`]) or by an embedder's vectors
+//! ([`EmbeddingDemos`], what DSPy's `KNNFewShot` does) — so a large pool of demos costs a short
+//! prompt, and a small model sees the examples most like its question.
+
+mod embedding;
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use crate::adapter::Fields;
+use crate::embed::EmbedError;
+pub use embedding::EmbeddingDemos;
 
 /// Picks the demos a predictor shows for one call
 /// ([`DynPredict::with_demo_selector`](super::DynPredict::with_demo_selector)).
@@ -30,6 +36,20 @@ use crate::adapter::Fields;
 pub trait DemoSelector: Send + Sync + Debug {
     /// The demos to show for a call with `inputs`: indices into `demos`, in the order shown.
     fn select(&self, demos: &[Fields], inputs: &Fields) -> Vec<usize>;
+
+    /// Does the waiting [`select`](Self::select) needs before a call with `inputs` — embedding
+    /// the inputs and the demos not embedded yet ([`EmbeddingDemos`]) — so that `select`, which
+    /// cannot wait, finds what it needs. Every module awaits it once per call, before it formats
+    /// a prompt; an error fails the call ([`Error::Embed`](crate::Error::Embed)). The provided
+    /// method does nothing.
+    fn prepare<'a>(
+        &'a self,
+        demos: &'a [Fields],
+        inputs: &'a Fields,
+    ) -> BoxFuture<'a, Result<(), EmbedError>> {
+        let _ = (demos, inputs);
+        Box::pin(std::future::ready(Ok(())))
+    }
 
     /// The selector's setting as a saved program keeps it (under the predictor's
     /// `demo_selection`), or `None` when it cannot be saved (a program loaded later then shows

@@ -260,6 +260,9 @@ impl DynPredict {
             .with_journal(call.journal.as_ref());
         runner.check_names().map_err(ReActError::before_start)?;
         let Resolved { lm, adapter } = self.resolve(call).map_err(ReActError::before_start)?;
+        self.prepare_demos(inputs)
+            .await
+            .map_err(ReActError::before_start)?;
         if !lm.capabilities().function_calling {
             return Err(ReActError::before_start(Error::Unsupported {
                 what: format!(

@@ -375,6 +375,12 @@ impl DynReAct {
         crate::adapter::media::check_inputs(&self.signature, inputs)
             .map_err(ReActError::before_start)?;
         let resolved = self.step.resolve(call).map_err(ReActError::before_start)?;
+        for predictor in [&self.step, &self.extract] {
+            predictor
+                .prepare_demos(inputs)
+                .await
+                .map_err(ReActError::before_start)?;
+        }
         if self.extract.model_hint().is_some() {
             // A model hint registered nowhere fails before the steps, not after them.
             self.extract

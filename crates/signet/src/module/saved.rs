@@ -288,6 +288,19 @@ impl PredictorState {
             ),
             Some(other) => return Err(invalid(&key("demos"), "a list", other)),
         };
+        if let Some(model) = object
+            .get("demo_selection")
+            .and_then(|state| state.get("embedding"))
+        {
+            // The embedder is not saved: word overlap stands in until one is given again.
+            tracing::warn!(
+                predictor = at,
+                embedding = %model,
+                "the program was saved with demos selected by an embedder, which is not saved; \
+                 they are selected by word overlap until the predictor is given an \
+                 EmbeddingDemos again (EmbeddingDemos::from_state)"
+            );
+        }
         let demo_selection = match object.get("demo_selection") {
             None => None,
             Some(state) => Some(super::NearestDemos::from_state(state).ok_or_else(|| {

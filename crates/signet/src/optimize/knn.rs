@@ -1,9 +1,12 @@
 //! DSPy's `KNNFewShot`: every training example becomes a demo, and each call shows only the `k`
 //! nearest to its inputs.
 
+use std::sync::Arc;
+
 use super::{Compiled, OptimizeError, reset_copy};
 use crate::data::Example;
-use crate::module::{NearestDemos, Predictors};
+use crate::embed::Embedder;
+use crate::module::{DemoSelector, EmbeddingDemos, NearestDemos, Predictors};
 
 /// Compiles a program whose predictors hold every training example as a demo and show each call
 /// the `k` whose inputs are nearest the call's ([`NearestDemos`]: word overlap on the examples'
@@ -34,10 +37,27 @@ use crate::module::{NearestDemos, Predictors};
 /// assert_eq!(shown, [json!("Paris"), json!("Lima")]);
 /// # });
 /// ```
-#[derive(Debug, Clone)]
+///
+/// With an [`Embedder`] ([`with_embedder`](Self::with_embedder)), the nearest are chosen by its
+/// vectors, as DSPy's `KNNFewShot(k, trainset, vectorizer)` does ([`EmbeddingDemos`]).
+#[derive(Clone)]
 pub struct KnnFewShot {
     k: usize,
     most_similar_last: bool,
+    embedder: Option<Arc<dyn Embedder>>,
+}
+
+impl std::fmt::Debug for KnnFewShot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KnnFewShot")
+            .field("k", &self.k)
+            .field("most_similar_last", &self.most_similar_last)
+            .field(
+                "embedder",
+                &self.embedder.as_ref().map(|e| e.model().to_owned()),
+            )
+            .finish()
+    }
 }
 
 /// What [`KnnFewShot`] did.
@@ -52,6 +72,8 @@ pub struct KnnReport {
     pub keys: Vec<String>,
     /// The predictors given the pool, by path.
     pub predictors: Vec<String>,
+    /// The embedder's model, when the nearest are chosen by embeddings.
+    pub embedding: Option<String>,
 }
 
 impl std::fmt::Display for KnnReport {
@@ -67,7 +89,11 @@ impl std::fmt::Display for KnnReport {
             self.pool,
             self.predictors.join(", "),
             self.k
-        )
+        )?;
+        match &self.embedding {
+            Some(model) => write!(f, " (by {model} embeddings)"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -77,7 +103,40 @@ impl KnnFewShot {
         KnnFewShot {
             k,
             most_similar_last: false,
+            embedder: None,
         }
+    }
+
+    /// Chooses the nearest examples by `embedder`'s vectors (cosine similarity of DSPy's
+    /// `key: value | ..` text of the input keys) instead of word overlap: each predictor gets an
+    /// [`EmbeddingDemos`] selector. [`compile`](Self::compile) embeds the training examples once
+    /// (an embedder failure is [`OptimizeError::Embed`]); each call then embeds its inputs.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use signet::data::Example;
+    /// use signet::embed::FnEmbedder;
+    /// use signet::module::DynPredict;
+    /// use signet::optimize::KnnFewShot;
+    ///
+    /// // One dimension per topic word.
+    /// let topics = FnEmbedder::new("topics", |texts: &[String]| {
+    ///     Ok::<_, String>(texts.iter().map(|t| ["capital", "plus"].iter().map(|w| t.matches(w).count() as f32).collect()).collect())
+    /// });
+    /// let qa = DynPredict::new("question -> answer".parse().unwrap());
+    /// let train: Vec<Example> = [("capital of France?", "Paris"), ("2 plus 2?", "4")]
+    ///     .iter()
+    ///     .map(|(q, a)| Example::new(json!({"question": q, "answer": a})).with_inputs(["question"]))
+    ///     .collect();
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let compiled = KnnFewShot::new(1).with_embedder(topics).compile(&qa, &train).await.unwrap();
+    /// let saved = compiled.program.state();
+    /// assert_eq!(saved["demo_selection"]["embedding"], "topics");
+    /// # });
+    /// ```
+    pub fn with_embedder(mut self, embedder: impl Embedder + 'static) -> KnnFewShot {
+        self.embedder = Some(crate::embed::shared(embedder));
+        self
     }
 
     /// Shows the nearest example last, next to the question, instead of first (see
@@ -88,23 +147,40 @@ impl KnnFewShot {
     }
 
     /// A copy of `student` whose predictors hold every example of `trainset` as a demo (their
-    /// earlier demos dropped) and show each call the `k` nearest. It never fails and never waits
-    /// (the shape of every optimizer's `compile`; [`compile_blocking`](Self::compile_blocking)
-    /// needs no runtime).
+    /// earlier demos dropped) and show each call the `k` nearest. Without an embedder it never
+    /// fails and never waits (the shape of every optimizer's `compile`;
+    /// [`compile_blocking`](Self::compile_blocking) needs no runtime); with one, it embeds the
+    /// examples once, here.
     pub async fn compile<P: Predictors + Clone>(
         &self,
         student: &P,
         trainset: &[Example],
     ) -> Result<Compiled<P, KnnReport>, OptimizeError> {
-        self.compile_blocking(student, trainset)
+        let (compiled, embedding) = self.build(student, trainset);
+        if let Some(selector) = embedding {
+            let demos: Vec<_> = trainset.iter().map(|e| e.values().clone()).collect();
+            let keys: Vec<&str> = compiled.report.keys.iter().map(String::as_str).collect();
+            selector.embed_demos(&demos, &keys).await?;
+        }
+        Ok(compiled)
     }
 
-    /// [`compile`](Self::compile) for sync code.
+    /// [`compile`](Self::compile) for sync code. With an embedder, the examples are embedded by
+    /// the first call that needs them instead.
     pub fn compile_blocking<P: Predictors + Clone>(
         &self,
         student: &P,
         trainset: &[Example],
     ) -> Result<Compiled<P, KnnReport>, OptimizeError> {
+        Ok(self.build(student, trainset).0)
+    }
+
+    /// The compiled program, and the embedding selector its predictors share, if any.
+    fn build<P: Predictors + Clone>(
+        &self,
+        student: &P,
+        trainset: &[Example],
+    ) -> (Compiled<P, KnnReport>, Option<Arc<EmbeddingDemos>>) {
         let mut keys: Vec<String> = Vec::new();
         for example in trainset {
             for key in example.input_keys() {
@@ -113,11 +189,21 @@ impl KnnFewShot {
                 }
             }
         }
-        let selector = std::sync::Arc::new(
-            NearestDemos::new(self.k)
-                .on(keys.clone())
-                .most_similar_last(self.most_similar_last),
-        );
+        let embedding = self.embedder.as_ref().map(|embedder| {
+            Arc::new(
+                EmbeddingDemos::new(self.k, embedder.clone())
+                    .on(keys.clone())
+                    .most_similar_last(self.most_similar_last),
+            )
+        });
+        let selector: Arc<dyn DemoSelector> = match &embedding {
+            Some(embedding) => embedding.clone(),
+            None => Arc::new(
+                NearestDemos::new(self.k)
+                    .on(keys.clone())
+                    .most_similar_last(self.most_similar_last),
+            ),
+        };
         let mut program = reset_copy(student);
         let mut predictors = Vec::new();
         for (path, predictor) in program.named_predictors_mut() {
@@ -125,14 +211,16 @@ impl KnnFewShot {
             predictor.set_demo_selector(Some(selector.clone()));
             predictors.push(path);
         }
-        Ok(Compiled {
+        let compiled = Compiled {
             program,
             report: KnnReport {
                 pool: trainset.len(),
                 k: self.k,
                 keys,
                 predictors,
+                embedding: self.embedder.as_ref().map(|e| e.model().to_owned()),
             },
-        })
+        };
+        (compiled, embedding)
     }
 }

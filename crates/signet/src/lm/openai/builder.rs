@@ -126,7 +126,7 @@ impl fmt::Debug for OpenAiLmBuilder {
 /// The credentials a base URL carries (`https://user:password@host/..`): the password, raw and
 /// percent-decoded, or the user name when it comes alone (a token in the user-name place).
 /// reqwest sends them as basic auth; errors and `Debug` must not show them.
-fn url_credentials(url: &reqwest::Url) -> Vec<String> {
+pub(crate) fn url_credentials(url: &reqwest::Url) -> Vec<String> {
     let (user, password) = (url.username(), url.password().unwrap_or_default());
     let secret = if password.is_empty() { user } else { password };
     let decoded = percent_encoding::percent_decode_str(secret)
@@ -136,7 +136,7 @@ fn url_credentials(url: &reqwest::Url) -> Vec<String> {
 }
 
 /// `url` with its credentials replaced by `[redacted]`, for `Debug`.
-pub(super) fn without_credentials(url: &str) -> String {
+pub(crate) fn without_credentials(url: &str) -> String {
     let Ok(parsed) = reqwest::Url::parse(url) else {
         return url.to_owned();
     };
@@ -253,25 +253,8 @@ impl OpenAiLmBuilder {
 
     /// Builds the client, reading `OPENAI_BASE_URL` and `OPENAI_API_KEY` for what was not set.
     pub fn build(self) -> Result<OpenAiLm, BuildError> {
-        let base_url = self
-            .base_url
-            .or_else(|| env_var("OPENAI_BASE_URL"))
-            .unwrap_or_else(|| OPENAI_API_BASE.to_owned());
-        let base_url = base_url.trim().trim_end_matches('/').to_owned();
-        let parsed = reqwest::Url::parse(&base_url).map_err(|e| BuildError::InvalidBaseUrl {
-            url: base_url.clone(),
-            reason: e.to_string(),
-        })?;
-        if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(BuildError::InvalidBaseUrl {
-                url: base_url,
-                reason: "the scheme must be http or https".into(),
-            });
-        }
-        let api_key = self
-            .api_key
-            .or_else(|| env_var("OPENAI_API_KEY").map(ApiKey))
-            .filter(|key| !key.0.is_empty());
+        let (base_url, parsed) = resolve_base_url(self.base_url)?;
+        let api_key = resolve_api_key(self.api_key.map(|key| key.0)).map(ApiKey);
         let capabilities = self.capabilities.unwrap_or_else(|| {
             if parsed.host_str() == Some("api.openai.com") {
                 Capabilities::openai()
@@ -350,6 +333,35 @@ impl OpenAiLmBuilder {
         let history = self.history.unwrap_or_default();
         Ok(OpenAiLm::layered(endpoint, self.retry, cache, history))
     }
+}
+
+/// The base URL a client uses: `given`, else `OPENAI_BASE_URL`, else OpenAI's, without a trailing
+/// `/`; an error unless it is an absolute `http`/`https` URL.
+pub(crate) fn resolve_base_url(
+    given: Option<String>,
+) -> Result<(String, reqwest::Url), BuildError> {
+    let base_url = given
+        .or_else(|| env_var("OPENAI_BASE_URL"))
+        .unwrap_or_else(|| OPENAI_API_BASE.to_owned());
+    let base_url = base_url.trim().trim_end_matches('/').to_owned();
+    let parsed = reqwest::Url::parse(&base_url).map_err(|e| BuildError::InvalidBaseUrl {
+        url: base_url.clone(),
+        reason: e.to_string(),
+    })?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(BuildError::InvalidBaseUrl {
+            url: base_url,
+            reason: "the scheme must be http or https".into(),
+        });
+    }
+    Ok((base_url, parsed))
+}
+
+/// The API key a client sends: `given`, else `OPENAI_API_KEY`; none when empty.
+pub(crate) fn resolve_api_key(given: Option<String>) -> Option<String> {
+    given
+        .or_else(|| env_var("OPENAI_API_KEY"))
+        .filter(|key| !key.is_empty())
 }
 
 fn env_var(name: &str) -> Option<String> {

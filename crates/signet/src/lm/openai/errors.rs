@@ -46,7 +46,7 @@ pub(super) fn error_in_body(error: &Value) -> LmError {
 
 /// The provider's message and code from an error body: OpenAI's `{"error": {"message", "code",
 /// "type"}}`, `{"error": "..."}`, `{"message": ..}`, `{"detail": ..}`, or the raw text.
-pub(super) fn provider_message(body: &str) -> (String, Option<String>) {
+pub(crate) fn provider_message(body: &str) -> (String, Option<String>) {
     let text = |v: Option<&Value>| -> Option<String> {
         match v? {
             Value::String(s) => Some(s.clone()),
@@ -98,7 +98,7 @@ pub(super) fn is_context_error(code: Option<&str>, message: &str) -> bool {
 }
 
 /// An error and its sources, joined by `: `.
-pub(super) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut message = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
@@ -113,7 +113,7 @@ pub(super) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// At most `max` bytes of `text`, cut at a character boundary.
-pub(super) fn truncate(text: &str, max: usize) -> String {
+pub(crate) fn truncate(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }

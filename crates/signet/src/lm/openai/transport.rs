@@ -39,13 +39,7 @@ impl tower::Service<HttpRequestFactory> for Transport {
             if status.is_redirection() {
                 return Err(OpenAIError::Boxed(Box::new(RefusedRedirect::of(&response))));
             }
-            let headers = response.headers();
-            let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-            let retry_after = header("retry-after-ms")
-                .and_then(|ms| ms.trim().parse::<f64>().ok())
-                .filter(|ms| ms.is_finite() && *ms >= 0.0)
-                .and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok())
-                .or_else(|| header("retry-after").and_then(parse_retry_after));
+            let retry_after = retry_after(response.headers());
             let body = read_error_body(response, limit).await;
             Err(OpenAIError::Boxed(Box::new(HttpFailure {
                 status: status.as_u16(),
@@ -57,12 +51,23 @@ impl tower::Service<HttpRequestFactory> for Transport {
     }
 }
 
+/// How long a response asks to be waited for before trying again: `retry-after-ms`, else
+/// `Retry-After` (seconds or an HTTP date).
+pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    header("retry-after-ms")
+        .and_then(|ms| ms.trim().parse::<f64>().ok())
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+        .and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok())
+        .or_else(|| header("retry-after").and_then(parse_retry_after))
+}
+
 /// The client's redirect policy: follows `307` and `308` (which resend the same method and body)
 /// within the request's origin (scheme, host and port) only. Another origin would receive the API
 /// key and every custom header (reqwest strips only `Authorization` and cookies on a change of
 /// host); a `301`-`303` would turn the POST into a GET without its body. Any other redirect is
 /// returned as the response, which [`Transport`] turns into a [`RefusedRedirect`].
-pub(super) fn same_origin_redirects() -> reqwest::redirect::Policy {
+pub(crate) fn same_origin_redirects() -> reqwest::redirect::Policy {
     reqwest::redirect::Policy::custom(|attempt| {
         let keeps_body = matches!(attempt.status().as_u16(), 307 | 308);
         let same_origin = attempt
@@ -186,7 +191,7 @@ impl fmt::Display for BodyTooLarge {
 impl std::error::Error for BodyTooLarge {}
 
 /// The limit of a body cut at the client's limit, found in an error's chain of sources.
-pub(super) fn body_too_large(error: &(dyn std::error::Error + 'static)) -> Option<usize> {
+pub(crate) fn body_too_large(error: &(dyn std::error::Error + 'static)) -> Option<usize> {
     let mut current = Some(error);
     while let Some(error) = current {
         if let Some(cut) = error.downcast_ref::<BodyTooLarge>() {
@@ -199,7 +204,7 @@ pub(super) fn body_too_large(error: &(dyn std::error::Error + 'static)) -> Optio
 
 /// `response` with a body that fails with [`BodyTooLarge`] past `limit` bytes, and then ends
 /// (whatever the server goes on sending is not read).
-fn capped(
+pub(crate) fn capped(
     response: reqwest::Response,
     limit: usize,
     flag: Option<Arc<std::sync::atomic::AtomicU64>>,
@@ -238,7 +243,7 @@ fn capped(
 }
 
 /// At most `limit` bytes of an error response's body, as text (a longer one is cut, with a note).
-async fn read_error_body(mut response: reqwest::Response, limit: usize) -> String {
+pub(crate) async fn read_error_body(mut response: reqwest::Response, limit: usize) -> String {
     let mut body = Vec::new();
     loop {
         match response.chunk().await {
