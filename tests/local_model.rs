@@ -228,6 +228,66 @@ async fn streaming_delivers_text_in_pieces_that_add_up_to_the_completion() {
     server.stop().await.unwrap();
 }
 
+/// Classifies a review (a program of one's own, streamed with `streamify`).
+#[derive(signet::Module)]
+struct Review {
+    classify: Predict<Classify>,
+}
+
+impl signet::module::Module for Review {
+    type Input = ClassifyInput;
+    type Output = ClassifyOutput;
+    type Error = signet::Error;
+
+    async fn call(&self, input: ClassifyInput) -> Result<ClassifyOutput, signet::Error> {
+        self.classify.call(input).await
+    }
+}
+
+#[tokio::test]
+async fn a_streamed_program_shows_each_field_as_the_real_model_writes_it() {
+    use signet::module::{ModuleEvent, PredictorEvent, streamify};
+    let (server, lm, _guard) = serve(LlamaCpp::smollm2()).await;
+    let program = Review {
+        classify: Predict::new()
+            .with_lm(lm)
+            .with_adapter(JsonAdapter::constrained())
+            .with_options(greedy(200)),
+    };
+    let events: Vec<_> = streamify(
+        &program,
+        ClassifyInput {
+            review: "The soup was cold and the waiter rude.".into(),
+        },
+    )
+    .collect()
+    .await;
+    let mut written: std::collections::BTreeMap<String, String> = Default::default();
+    for event in &events {
+        if let ModuleEvent::Predictor {
+            predictor,
+            event: PredictorEvent::FieldDelta { field, text },
+        } = event
+        {
+            assert_eq!(predictor, "classify");
+            let field = field.clone().expect("the JSON reply's fields are named");
+            written.entry(field).or_default().push_str(text);
+        }
+    }
+    let Some(ModuleEvent::Done { output, usage, .. }) = events.last() else {
+        panic!("the stream ends with the typed output: {events:?}");
+    };
+    // The pieces of each field are what the typed output holds.
+    let sentiment = serde_json::to_value(&output.sentiment).unwrap();
+    assert_eq!(
+        written.get("sentiment").map(String::as_str),
+        sentiment.as_str()
+    );
+    assert_eq!(written.get("stars"), Some(&output.stars.to_string()));
+    assert_eq!(usage.lm_calls, 1);
+    server.stop().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_prompt_longer_than_the_context_is_a_typed_error() {
     let (server, lm, _guard) = serve(LlamaCpp::smollm2().n_ctx(512)).await;

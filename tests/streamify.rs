@@ -106,6 +106,21 @@ fn summary<E: std::fmt::Display + std::fmt::Debug>(
     lines
 }
 
+/// Every event of `program` streamed on `question`.
+async fn run<M: Module<Input = AskInput>>(
+    program: &M,
+    question: &str,
+) -> Vec<ModuleEvent<M::Output, M::Error>> {
+    streamify(
+        program,
+        AskInput {
+            question: question.into(),
+        },
+    )
+    .collect()
+    .await
+}
+
 fn two_pass(lm: Arc<ScriptedLm>) -> TwoPass {
     TwoPass {
         write: Predict::new().with_lm(lm.clone()),
@@ -120,14 +135,7 @@ async fn each_predictor_of_a_module_streams_its_fields_under_its_path() {
         "[[ ## reasoning ## ]]\nThe draft is right.\n\n[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]",
     ]));
     let program = two_pass(lm);
-    let events: Vec<_> = streamify(
-        &program,
-        AskInput {
-            question: "Capital of France?".into(),
-        },
-    )
-    .collect()
-    .await;
+    let events: Vec<_> = run(&program, "Capital of France?").await;
     assert_eq!(
         summary(&events),
         [
@@ -180,14 +188,7 @@ async fn json_and_xml_replies_stream_field_by_field_too() {
                 .with_adapter(adapter.clone()),
             polish: ChainOfThought::new().with_lm(lm).with_adapter(adapter),
         };
-        let events: Vec<_> = streamify(
-            &program,
-            AskInput {
-                question: "?".into(),
-            },
-        )
-        .collect()
-        .await;
+        let events: Vec<_> = run(&program, "?").await;
         let lines = summary(&events);
         assert!(
             lines.contains(&"write: draft=Paris, I think".to_owned()),
@@ -230,14 +231,7 @@ async fn an_agent_inside_a_module_reports_its_tool_calls_with_status_messages() 
             .with_mode(ReActMode::Text)
             .with_lm(lm),
     };
-    let events: Vec<_> = streamify(
-        &program,
-        AskInput {
-            question: "2 + 3?".into(),
-        },
-    )
-    .collect()
-    .await;
+    let events: Vec<_> = run(&program, "2 + 3?").await;
     let lines = summary(&events);
     let position = |line: &str| lines.iter().position(|l| l == line);
     let call = position("agent.react: call add").expect("the tool call is reported");
@@ -274,14 +268,7 @@ async fn a_failing_module_ends_with_its_typed_error_and_the_usage_so_far() {
         "still no JSON",
     ]));
     let program = two_pass(lm);
-    let events: Vec<_> = streamify(
-        &program,
-        AskInput {
-            question: "?".into(),
-        },
-    )
-    .collect()
-    .await;
+    let events: Vec<_> = run(&program, "?").await;
     let lines = summary(&events);
     assert!(
         lines
