@@ -356,8 +356,10 @@ pub(crate) fn format_messages(
         messages.push(Message::user(current));
     }
     for message in &mut messages {
-        if message.role == crate::lm::Role::User {
-            message.content = media::split(&message.content);
+        if message.role == crate::lm::Role::User
+            && let Some(content) = media::split(&message.content)
+        {
+            message.content = content;
         }
     }
     messages
@@ -691,8 +693,16 @@ pub(crate) async fn read_outputs(
     usage: &mut Usage,
 ) -> Result<Result<Fields, ParseError>, crate::lm::LmError> {
     match adapter.extraction() {
+        // Boxed: the extraction's state stays out of every other call's future.
         Some(extraction) => {
-            two_step::extract(extraction.as_ref(), signature, parse_as, text, usage).await
+            Box::pin(two_step::extract(
+                extraction.as_ref(),
+                signature,
+                parse_as,
+                text,
+                usage,
+            ))
+            .await
         }
         None => Ok(adapter.parse(parse_as, text)),
     }
@@ -767,6 +777,7 @@ async fn attempt(
         Some(native) => read_outputs(adapter, format_signature, parse_signature, &text, usage)
             .await?
             .map(|outputs| native::merge(signature, outputs, native, &completion)),
+        None if adapter.extraction().is_none() => adapter.parse(parse_signature, &text),
         None => read_outputs(adapter, signature, parse_signature, &text, usage).await?,
     };
     match parsed {

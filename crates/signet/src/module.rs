@@ -596,8 +596,9 @@ impl DynPredict {
                 field: missing.name().to_owned(),
             });
         }
-        crate::adapter::media::check_inputs(&self.signature, inputs)?;
         if !self.tools.is_empty() {
+            // (Without tools, `adapter::run` checks the media inputs.)
+            crate::adapter::media::check_inputs(&self.signature, inputs)?;
             // Boxed: the tool loop's state would otherwise make every call's future as large.
             let prediction = Box::pin(self.forward_with_tools(inputs, call, usage)).await?;
             *usage += prediction.usage;
@@ -607,10 +608,15 @@ impl DynPredict {
             Some(resolved) => resolved.clone(),
             None => self.resolve(call)?,
         };
-        self.prepare_demos(inputs).await?;
+        if self.demo_selector.is_some() {
+            self.prepare_demos(inputs).await?;
+        }
         // In a streamed module run, the answer streams into it as the model writes it.
-        let events = react::events::Emitter::for_module_run(self.id, self.signature.name(), true);
-        let lm = react::answer_stream::answer_lm(lm, adapter.as_ref(), &events, true);
+        let lm = match react::events::Emitter::for_module_run(self.id, self.signature.name(), true)
+        {
+            Some(events) => react::answer_stream::answer_lm(lm, adapter.as_ref(), &events, true),
+            None => lm,
+        };
         let demos = self.demos_for(inputs);
         let adapted = adapter::Call {
             signature: &self.signature,

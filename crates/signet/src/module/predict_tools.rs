@@ -223,7 +223,7 @@ impl DynPredict {
                 inputs,
                 call,
                 start,
-                &Emitter::for_module_run(self.id, self.signature.name(), true),
+                &Emitter::for_module_run(self.id, self.signature.name(), true).unwrap_or_default(),
             )
             .await
         {

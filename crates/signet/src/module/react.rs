@@ -172,7 +172,8 @@ impl DynReAct {
             .run(
                 inputs,
                 call,
-                &Emitter::for_module_run(self.step.id, self.step.signature.name(), false),
+                &Emitter::for_module_run(self.step.id, self.step.signature.name(), false)
+                    .unwrap_or_default(),
                 &mut Interrupts::default(),
                 Start::Fresh { resumable: false },
             )
@@ -207,7 +208,8 @@ impl DynReAct {
         self.run(
             inputs,
             call,
-            &Emitter::for_module_run(self.step.id, self.step.signature.name(), false),
+            &Emitter::for_module_run(self.step.id, self.step.signature.name(), false)
+                .unwrap_or_default(),
             &mut interrupts,
             start,
         )
@@ -231,7 +233,8 @@ impl DynReAct {
         self.run(
             &inputs,
             call,
-            &Emitter::for_module_run(self.step.id, self.step.signature.name(), false),
+            &Emitter::for_module_run(self.step.id, self.step.signature.name(), false)
+                .unwrap_or_default(),
             &mut interrupts,
             start,
         )

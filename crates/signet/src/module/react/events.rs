@@ -328,19 +328,17 @@ impl Emitter {
         }
     }
 
-    /// An emitter for a run of the predictor `id` (named `name`): silent, unless this task is part
-    /// of a streamed module run ([`crate::module::streamify`]), which it then tells of the run's
-    /// tool calls and, when `answers`, of its answer as the model writes it (the run's LM is then
-    /// streamed).
+    /// An emitter for a run of the predictor `id` (named `name`) when this task is part of a
+    /// streamed module run ([`crate::module::streamify`]): it tells that run of the tool calls
+    /// and, when `answers`, of the answer as the model writes it (the run's LM is then streamed).
+    /// `None` otherwise.
     pub(crate) fn for_module_run(
         id: crate::trace::PredictorId,
         name: &str,
         answers: bool,
-    ) -> Emitter {
+    ) -> Option<Emitter> {
         use crate::module::PredictorEvent;
-        let Some(sink) = crate::module::module_events::Sink::current() else {
-            return Emitter::default();
-        };
+        let sink = crate::module::module_events::Sink::current()?;
         let path = sink.path(id, name);
         let observer = move |event: &ReActEvent| {
             let reported = match event {
@@ -366,11 +364,11 @@ impl Emitter {
             };
             sink.send(&path, reported);
         };
-        Emitter {
+        Some(Emitter {
             observer: Some(std::sync::Arc::new(observer)),
             answers,
             ..Emitter::default()
-        }
+        })
     }
 
     /// This emitter, with the call's journal.
