@@ -556,7 +556,7 @@ impl DynPredict {
             (sink, path)
         });
         let result = self
-            .forward_recorded(inputs, call, resolved, &mut own)
+            .forward_recorded(inputs, call, resolved, streamed.as_ref(), &mut own)
             .await;
         if let Some((sink, path)) = streamed {
             sink.send(
@@ -579,11 +579,13 @@ impl DynPredict {
         result
     }
 
+    /// The call; `streamed`: the streamed module run it reports to (and its path there), if any.
     async fn forward_recorded(
         &self,
         inputs: &Fields,
         call: &CallConfig,
         resolved: Option<&Resolved>,
+        streamed: Option<&(module_events::Sink, String)>,
         usage: &mut Usage,
     ) -> Result<Prediction, Error> {
         if let Some(missing) = self
@@ -612,9 +614,11 @@ impl DynPredict {
             self.prepare_demos(inputs).await?;
         }
         // In a streamed module run, the answer streams into it as the model writes it.
-        let lm = match react::events::Emitter::for_module_run(self.id, self.signature.name(), true)
-        {
-            Some(events) => react::answer_stream::answer_lm(lm, adapter.as_ref(), &events, true),
+        let lm = match streamed {
+            Some((sink, path)) => {
+                let events = react::events::Emitter::for_sink(sink, path, true);
+                react::answer_stream::answer_lm(lm, adapter.as_ref(), &events, true)
+            }
             None => lm,
         };
         let demos = self.demos_for(inputs);

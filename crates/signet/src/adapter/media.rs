@@ -16,27 +16,22 @@ use crate::lm::Content;
 use crate::media::{ContentPart, media_parts};
 use crate::python::py_str;
 
-/// Whether this process ever wrote a marker: until it does, no text can hold one, and user
-/// messages are not scanned for them.
-static MARKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The start and end markers of this process, drawn when it first writes one: until then no text
+/// can hold one, and user messages are not scanned for them.
+static MARKERS: OnceLock<(String, String)> = OnceLock::new();
 
-/// The start and end markers of this process, for text about to hold them.
-fn marking() -> &'static (String, String) {
-    MARKED.store(true, std::sync::atomic::Ordering::Relaxed);
-    markers()
-}
-
-/// The start and end markers of this process.
-fn markers() -> &'static (String, String) {
-    static MARKERS: OnceLock<(String, String)> = OnceLock::new();
-    MARKERS.get_or_init(|| {
+/// `parts` between this process's markers, as a message's text holds them until it is split.
+fn marked(parts: &[ContentPart]) -> String {
+    let (start, end) = MARKERS.get_or_init(|| {
         use std::hash::{BuildHasher, RandomState};
         let nonce = RandomState::new().hash_one(std::process::id());
         (
             format!("\u{1}signet-media-{nonce:016x}\u{2}"),
             format!("\u{1}/signet-media-{nonce:016x}\u{2}"),
         )
-    })
+    });
+    let payload = serde_json::to_string(parts).unwrap_or_default();
+    format!("{start}{payload}{end}")
 }
 
 /// A media field's value in the message text: each image or audio between markers, a list as
@@ -57,11 +52,7 @@ pub(crate) fn render(value: &Value) -> String {
 
 fn render_one(value: &Value) -> String {
     match media_parts(value) {
-        Ok(parts) => {
-            let (start, end) = marking();
-            let payload = serde_json::to_string(&parts).unwrap_or_default();
-            format!("{start}{payload}{end}")
-        }
+        Ok(parts) => marked(&parts),
         Err(_) => py_str(value),
     }
 }
@@ -70,11 +61,7 @@ fn render_one(value: &Value) -> String {
 /// ([`tool_media`](crate::media::tool_media)) between markers, so that the user message carries it
 /// as a content part where the observation stands, as DSPy's ReAct shows a tool's `dspy.Image`.
 pub(crate) fn observation(value: &Value) -> Option<Value> {
-    crate::media::replace_tool_media(value, &mut |part| {
-        let (start, end) = marking();
-        let payload = serde_json::to_string(&[part]).unwrap_or_default();
-        Value::String(format!("{start}{payload}{end}"))
-    })
+    crate::media::replace_tool_media(value, &mut |part| Value::String(marked(&[part])))
 }
 
 /// Whether a media field's value holds only images and audio (or nothing, for an optional field):
@@ -113,10 +100,7 @@ pub(crate) fn check_inputs(
 /// A user message's text cut at the markers into text and media parts; `None` when it has no
 /// marker (the message stays as it is, uncopied).
 pub(crate) fn split(text: &str) -> Option<Content> {
-    if !MARKED.load(std::sync::atomic::Ordering::Relaxed) {
-        return None;
-    }
-    let (start, end) = markers();
+    let (start, end) = MARKERS.get()?;
     if !text.contains(start.as_str()) {
         return None;
     }
@@ -176,7 +160,8 @@ mod tests {
             None,
             "no marker of this process: left as it is"
         );
-        let torn = format!("before {}[{{\"type\"", marking().0);
+        marked(&[]);
+        let torn = format!("before {}[{{\"type\"", MARKERS.get().unwrap().0);
         assert!(!split(&torn).unwrap().has_media());
     }
 

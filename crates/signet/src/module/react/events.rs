@@ -337,9 +337,19 @@ impl Emitter {
         name: &str,
         answers: bool,
     ) -> Option<Emitter> {
-        use crate::module::PredictorEvent;
         let sink = crate::module::module_events::Sink::current()?;
-        let path = sink.path(id, name);
+        Some(Emitter::for_sink(&sink, &sink.path(id, name), answers))
+    }
+
+    /// An emitter that tells the streamed module run of `sink` what the predictor at `path`
+    /// does: its tool calls and, when `answers`, its answer as the model writes it.
+    pub(crate) fn for_sink(
+        sink: &crate::module::module_events::Sink,
+        path: &str,
+        answers: bool,
+    ) -> Emitter {
+        use crate::module::PredictorEvent;
+        let (sink, path) = (sink.clone(), path.to_owned());
         let observer = move |event: &ReActEvent| {
             let reported = match event {
                 ReActEvent::AnswerDelta { field, text } if answers => PredictorEvent::FieldDelta {
@@ -364,11 +374,11 @@ impl Emitter {
             };
             sink.send(&path, reported);
         };
-        Some(Emitter {
+        Emitter {
             observer: Some(std::sync::Arc::new(observer)),
             answers,
             ..Emitter::default()
-        })
+        }
     }
 
     /// This emitter, with the call's journal.
