@@ -176,6 +176,32 @@ pub enum Error {
 }
 
 impl Error {
+    /// The error's class as traces record it in `error.type`: the variant's name in snake case
+    /// (`timeout`, `server_exited`, ..; a JSON-RPC error records its code instead).
+    ///
+    /// ```
+    /// let err = signet_mcp::Error::Closed { server: "files".into() };
+    /// assert_eq!(err.kind(), "closed");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Spawn { .. } => "spawn",
+            Error::Handshake { .. } => "handshake",
+            Error::Timeout { .. } => "timeout",
+            Error::ServerExited { .. } => "server_exited",
+            Error::Protocol { .. } => "protocol",
+            Error::Unsupported { .. } => "unsupported",
+            Error::Closed { .. } => "closed",
+            Error::TooManyPages { .. } => "too_many_pages",
+            Error::TooManyTools { .. } => "too_many_tools",
+            Error::TooManyItems { .. } => "too_many_items",
+            Error::Transport { .. } => "transport",
+            Error::Bind { .. } => "bind",
+            Error::Unprotected { .. } => "unprotected",
+            Error::Serve { .. } => "serve",
+        }
+    }
+
     /// The error as the [`signet::ToolError`] a tool call returns: [`ToolError::Timeout`] for a
     /// timeout, [`ToolError::Remote`] for everything else, naming `tool`.
     ///

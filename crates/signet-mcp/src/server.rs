@@ -884,8 +884,8 @@ impl ServerHandler for McpServer {
             ));
         };
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let span = tracing::debug_span!("mcp.tools_call", tool = name);
-        let call = tool.call(args).instrument(span);
+        let span = crate::telemetry::server_span(name, &context.id, &context.meta);
+        let call = tool.call(args).instrument(span.clone());
         let run = async {
             match context.meta.get_progress_token() {
                 Some(token) => sending_progress(&context.peer, token, call).await,
@@ -904,7 +904,10 @@ impl ServerHandler for McpServer {
         };
         let result = match outcome {
             Ok(value) => call_result(value),
-            Err(error) => CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
+            Err(error) => {
+                crate::telemetry::server_error(&span, &error);
+                CallToolResult::error(vec![ContentBlock::text(error.to_string())])
+            }
         };
         Ok(result.into())
     }

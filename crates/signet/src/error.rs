@@ -107,6 +107,34 @@ pub enum Error {
 }
 
 impl Error {
+    /// The error's class as the OpenTelemetry `error.type` attribute records it: an LM error's
+    /// [`LmError::error_type`] (`429`, `timeout`, ..), else the variant's name in snake case
+    /// (`parse`, `missing_input`, `too_many_tool_turns`, ..).
+    ///
+    /// ```
+    /// use signet::Error;
+    /// assert_eq!(Error::MissingInput { field: "question".into() }.error_type(), "missing_input");
+    /// ```
+    pub fn error_type(&self) -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed(match self {
+            Error::Lm(error) => return error.error_type(),
+            Error::Parse(_) => "parse",
+            Error::InvalidSignature { .. } => "invalid_signature",
+            Error::ToolNames { .. } => "tool_names",
+            Error::MissingInput { .. } => "missing_input",
+            Error::InvalidMedia { .. } => "invalid_media",
+            Error::InputType { .. } => "input_type",
+            Error::OutputType { .. } => "output_type",
+            Error::TooManyToolTurns { .. } => "too_many_tool_turns",
+            Error::LmCallLimit { .. } => "lm_call_limit",
+            Error::Blocking(_) => "blocking",
+            Error::Unsupported { .. } => "unsupported",
+            Error::Resume(_) => "resume",
+            Error::Embed(_) => "embed",
+            Error::Completions { .. } => "completions",
+        })
+    }
+
     /// Whether trying the same call again may succeed: a transient LM or embedder failure (rate
     /// limit, server error, timeout, connection). Clients that retry have usually retried already.
     pub fn is_retryable(&self) -> bool {

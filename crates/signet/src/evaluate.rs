@@ -202,6 +202,49 @@ impl<'d, M> Evaluate<'d, M> {
         P: Module,
         M: Metric<P::Output>,
     {
+        use tracing::Instrument;
+        let span = crate::telemetry::evaluate_span(self.examples.len(), || {
+            (short_type_name::<P>(), program.version())
+        });
+        let result = self
+            .run_until_unspanned(program, cancel)
+            .instrument(span.clone())
+            .await;
+        let report = match &result {
+            Ok(report) => Some(report),
+            Err(EvaluateError::TooManyErrors { report, .. }) => Some(&**report),
+            Err(_) => None,
+        };
+        if let Some(report) = report.filter(|_| !span.is_disabled()) {
+            span.record("signet.evaluate.score", report.score);
+            span.record("signet.evaluate.completed", report.results.len());
+            span.record(
+                "signet.evaluate.errors",
+                report.results.iter().filter(|r| r.error.is_some()).count(),
+            );
+            span.record("signet.evaluate.cancelled", report.cancelled);
+            crate::telemetry::record_usage(
+                &span,
+                report.usage.prompt_tokens,
+                report.usage.completion_tokens,
+                report.usage.lm_calls,
+            );
+        }
+        if let Err(error) = &result {
+            crate::telemetry::record_error(&span, "too_many_errors", error);
+        }
+        result
+    }
+
+    async fn run_until_unspanned<P>(
+        &self,
+        program: &P,
+        cancel: impl std::future::Future<Output = ()>,
+    ) -> Result<Report<P::Output>, EvaluateError<P::Output>>
+    where
+        P: Module,
+        M: Metric<P::Output>,
+    {
         let started = Instant::now();
         let concurrency = self.concurrency_for(program);
         tracing::debug!(
@@ -212,7 +255,7 @@ impl<'d, M> Evaluate<'d, M> {
         let bar = progress::Bar::new(self.progress, "evaluate", self.examples.len());
         let mut sum = 0.0;
         let runs = stream::iter(self.examples.iter().enumerate())
-            .map(|(index, example)| self.run_one(program, index, example))
+            .map(|(index, example)| self.run_one_spanned(program, index, example))
             .buffer_unordered(concurrency)
             .take_until(cancel);
         let mut runs = std::pin::pin!(runs);
@@ -265,6 +308,43 @@ impl<'d, M> Evaluate<'d, M> {
         M: Metric<P::Output>,
     {
         crate::blocking::block_on(self.run(program))?
+    }
+
+    /// One example in its `evaluate_example` span: its score and feedback, or its error; with
+    /// content capture, its inputs and the program's outputs.
+    async fn run_one_spanned<P>(
+        &self,
+        program: &P,
+        index: usize,
+        example: &Example,
+    ) -> ExampleResult<P::Output>
+    where
+        P: Module,
+        M: Metric<P::Output>,
+    {
+        use crate::telemetry::Attribute;
+        use tracing::Instrument;
+        let span = crate::telemetry::example_span(index);
+        span.record_content("signet.example.inputs", || {
+            serde_json::to_string(&example.inputs()).unwrap_or_default()
+        });
+        let result = self
+            .run_one(program, index, example)
+            .instrument(span.clone())
+            .await;
+        if !span.is_disabled() {
+            span.record("signet.example.score", result.score.value);
+            if let Some(feedback) = &result.score.feedback {
+                span.record("signet.example.feedback", feedback.as_str());
+            }
+            span.record_content("signet.module.outputs", || {
+                serde_json::to_string(&result.fields).unwrap_or_default()
+            });
+            if let Some(error) = &result.error {
+                crate::telemetry::record_error(&span, error.kind(), error);
+            }
+        }
+        result
     }
 
     async fn run_one<P>(
@@ -359,6 +439,22 @@ impl<'d, M> Evaluate<'d, M> {
             elapsed,
         }
     }
+}
+
+/// A type's name without its module path (`Ask` for `my_app::Ask`, `Predict<Ask>` for
+/// `signet::module::Predict<my_app::Ask>`).
+pub(crate) fn short_type_name<T: ?Sized>() -> String {
+    let full = std::any::type_name::<T>();
+    let mut out = String::with_capacity(full.len());
+    for segment in full.split_inclusive(['<', '>', ',', ' ']) {
+        let (name, delimiter) = match segment.char_indices().last() {
+            Some((at, c)) if matches!(c, '<' | '>' | ',' | ' ') => (&segment[..at], &segment[at..]),
+            _ => (segment, ""),
+        };
+        out.push_str(name.rsplit("::").next().unwrap_or(name));
+        out.push_str(delimiter);
+    }
+    out
 }
 
 /// The program's typed input from an example's inputs.

@@ -70,6 +70,7 @@ pub mod schema;
 mod shared;
 pub mod signature;
 pub mod structured;
+pub mod telemetry;
 pub mod testing;
 pub mod tool;
 pub mod trace;

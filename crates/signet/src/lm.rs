@@ -20,6 +20,7 @@
 
 mod cache;
 mod capabilities;
+mod chat_span;
 mod constrained_tools;
 mod content;
 mod history;
@@ -35,6 +36,9 @@ use futures::stream::{BoxStream, StreamExt};
 pub use crate::tool::ToolDefinition;
 pub use cache::{CachedLm, ResponseCache};
 pub use capabilities::Capabilities;
+pub use chat_span::ChatSpan;
+#[cfg(feature = "openai")]
+pub(crate) use chat_span::record_openai_body;
 pub use constrained_tools::ConstrainedToolCalls;
 pub use content::Content;
 pub use history::{CallHistory, CallRecord, HistoryLm, render_history};

@@ -537,7 +537,27 @@ impl DynPredict {
         usage: &'a mut Usage,
     ) -> impl std::future::Future<Output = Result<Prediction, Error>> + Send + 'a {
         // Not an `async fn`: one state machine less in every call's future.
-        self.forward_resolved(inputs, call, None, usage)
+        let span = self.agent_span(inputs);
+        tracing::Instrument::instrument(
+            recorded_in(span.clone(), self.forward_resolved(inputs, call, None, usage)),
+            span,
+        )
+    }
+
+    /// The `invoke_agent` span of a call of this predictor on `inputs` (disabled unless a
+    /// subscriber wants it).
+    pub(crate) fn agent_span(&self, inputs: &Fields) -> tracing::Span {
+        use crate::telemetry::Attribute;
+        let span = crate::telemetry::agent_span(
+            self.signature.name(),
+            &self.id,
+            || self.signature.instructions(),
+            self.carried.version.as_deref(),
+        );
+        span.record_content("signet.module.inputs", || {
+            serde_json::to_string(inputs).unwrap_or_default()
+        });
+        span
     }
 
     /// [`forward_counting`](Self::forward_counting) with the LM and adapter already resolved
@@ -639,4 +659,32 @@ impl DynPredict {
             adapter: reply.adapter,
         })
     }
+}
+
+/// `call`, with its outcome recorded on its `invoke_agent` span: the usage and (with content
+/// capture) the outputs, or the error.
+async fn recorded_in(
+    span: tracing::Span,
+    call: impl std::future::Future<Output = Result<Prediction, Error>>,
+) -> Result<Prediction, Error> {
+    let result = call.await;
+    if !span.is_disabled() {
+        match &result {
+            Ok(prediction) => {
+                use crate::telemetry::Attribute;
+                let usage = &prediction.usage;
+                crate::telemetry::record_usage(
+                    &span,
+                    usage.prompt_tokens,
+                    usage.completion_tokens,
+                    usage.lm_calls,
+                );
+                span.record_content("signet.module.outputs", || {
+                    serde_json::to_string(&prediction.outputs).unwrap_or_default()
+                });
+            }
+            Err(error) => crate::telemetry::record_error(&span, &error.error_type(), error),
+        }
+    }
+    result
 }

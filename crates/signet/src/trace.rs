@@ -39,6 +39,13 @@ impl PredictorId {
     }
 }
 
+/// The number behind the id (`gen_ai.agent.id` in traces).
+impl std::fmt::Display for PredictorId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
 /// One predictor call of a run: what it was given and what it produced (for a native ReAct run,
 /// the whole run as one entry of its step predictor: inputs, `tool_turns` and outputs).
 #[derive(Debug, Clone, PartialEq)]

@@ -1,6 +1,7 @@
 //! One MCP session and what keeps it usable: connecting (spawn or HTTP), the tool list, calls with
 //! their time limit, noticing a dead server, restarting it, and shutting it down.
 
+use tracing::Instrument;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
@@ -595,7 +596,26 @@ impl Inner {
                 });
             }
         };
-        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        let span = crate::telemetry::client_span(
+            name,
+            match &self.target {
+                Target::Stdio(_) => crate::telemetry::Peer::Stdio,
+                Target::Http { url, .. } => crate::telemetry::Peer::Http(url),
+            },
+        );
+        let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        params.meta = crate::telemetry::request_meta(&span);
+        let result = self.call_with(name, params).instrument(span.clone()).await;
+        crate::telemetry::record_result(&span, &result);
+        result
+    }
+
+    /// [`call`](Self::call) once its span is open.
+    async fn call_with(
+        self: &Arc<Self>,
+        name: &str,
+        params: CallToolRequestParams,
+    ) -> Result<CallToolResult, Error> {
         // A caller that follows progress (`signet::tool::with_progress`, or a served tool whose
         // own client asked for it) gets the server's progress messages for this call.
         let sink = signet::tool::progress_sink();

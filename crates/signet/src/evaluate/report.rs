@@ -48,6 +48,19 @@ pub enum ExampleError {
     },
 }
 
+impl ExampleError {
+    /// The failure's class (`input`, `program`, `panicked`, `metric`), as traces record it in
+    /// `error.type`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ExampleError::Input { .. } => "input",
+            ExampleError::Program { .. } => "program",
+            ExampleError::Panicked { .. } => "panicked",
+            ExampleError::Metric { .. } => "metric",
+        }
+    }
+}
+
 /// One example's result.
 #[derive(Debug, Clone)]
 pub struct ExampleResult<O> {

@@ -16,6 +16,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt};
 use serde_json::{Map, Value, json};
+use tracing::Instrument;
 
 mod builder;
 mod errors;
@@ -32,7 +33,7 @@ use wire::*;
 
 use super::retry::parse_retry_after;
 use super::{
-    CachedLm, CallHistory, Capabilities, Completion, FinishReason, HistoryLm, Lm, LmError,
+    CachedLm, CallHistory, Capabilities, ChatSpan, Completion, FinishReason, HistoryLm, Lm, LmError,
     LmRequest, Message, ResponseCache, RetryLm, RetryPolicy, Role, StreamAssembler, StreamEvent,
     ToolCall, ToolChoice, ToolDefinition, Usage,
 };
@@ -102,6 +103,10 @@ pub struct OpenAiLm {
 /// history ([`OpenAiLm`] layers those on).
 pub(crate) struct Endpoint {
     client: Client<OpenAIConfig>,
+    /// `gen_ai.provider.name` in traces.
+    provider: String,
+    /// The host and port traces record (`server.address`, `server.port`).
+    server: Option<(String, u16)>,
     model: String,
     base_url: String,
     api_key: Option<ApiKey>,
@@ -297,8 +302,31 @@ impl Endpoint {
         Value::Object(body)
     }
 
-    /// One attempt, without cache, retries or history.
+    /// The `chat` span of one attempt.
+    fn chat_span(&self, request: &LmRequest, stream: bool) -> ChatSpan {
+        let span = ChatSpan::start(&self.provider, &self.model, request, stream);
+        match &self.server {
+            Some((host, port)) => span.with_server(host, *port),
+            None => span,
+        }
+    }
+
+    /// One attempt, without cache, retries or history, in its `chat` span.
     async fn complete_once(&self, request: &LmRequest) -> Result<Completion, LmError> {
+        let span = self.chat_span(request, false);
+        let result = self
+            .complete_unspanned(request, &span)
+            .instrument(span.span().clone())
+            .await;
+        span.finish(result.as_ref());
+        result
+    }
+
+    async fn complete_unspanned(
+        &self,
+        request: &LmRequest,
+        span: &ChatSpan,
+    ) -> Result<Completion, LmError> {
         let body = self.request_body(request, false);
         let chat = self.client.chat();
         let cut = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -310,6 +338,7 @@ impl Endpoint {
             }
             Ok(reply) => reply.map_err(|e| self.map_error(e))?,
         };
+        super::record_openai_body(span.span(), &reply);
         parse_completion(&reply).map_err(|e| self.scrub_error(e))
     }
 
@@ -317,6 +346,16 @@ impl Endpoint {
     fn stream_once<'a>(
         &'a self,
         request: &'a LmRequest,
+    ) -> BoxStream<'a, Result<StreamEvent, LmError>> {
+        let span = self.chat_span(request, true);
+        let traced = span.span().clone();
+        span.run_stream(self.stream_unspanned(request, traced))
+    }
+
+    fn stream_unspanned<'a>(
+        &'a self,
+        request: &'a LmRequest,
+        span: tracing::Span,
     ) -> BoxStream<'a, Result<StreamEvent, LmError>> {
         let deadline = tokio::time::Instant::now() + self.stream_deadline;
         let cut = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -347,6 +386,8 @@ impl Endpoint {
                         saw_choice: false,
                         deadline,
                         cut: cut.clone(),
+                        span: span.clone(),
+                        saw_response_id: false,
                     };
                     stream::unfold(state, StreamState::next_event).boxed()
                 }

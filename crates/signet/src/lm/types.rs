@@ -717,6 +717,35 @@ pub enum LmError {
 }
 
 impl LmError {
+    /// The error's class as the OpenTelemetry `error.type` attribute records it: the HTTP status
+    /// for a rejected or failed request (`429`, `500`, ..), else a name (`timeout`,
+    /// `connection_error`, `context_window_exceeded`, ..).
+    ///
+    /// ```
+    /// use signet::lm::LmError;
+    /// let error = LmError::Server { status: 503, message: "busy".into() };
+    /// assert_eq!(error.error_type(), "503");
+    /// assert_eq!(LmError::NotConfigured.error_type(), "not_configured");
+    /// ```
+    pub fn error_type(&self) -> std::borrow::Cow<'static, str> {
+        use std::borrow::Cow;
+        Cow::Borrowed(match self {
+            LmError::RateLimited { .. } => "429",
+            LmError::Server { status, .. } | LmError::Rejected { status, .. } => {
+                return Cow::Owned(status.to_string());
+            }
+            LmError::ContextWindowExceeded { .. } => "context_window_exceeded",
+            LmError::Timeout { .. } => "timeout",
+            LmError::Connect { .. } => "connection_error",
+            LmError::InvalidResponse { .. } => "invalid_response",
+            LmError::ResponseTooLarge { .. } => "response_too_large",
+            LmError::NoMoreReplies { .. } => "no_more_replies",
+            LmError::NotConfigured => "not_configured",
+            LmError::UnknownModel { .. } => "unknown_model",
+            LmError::Journal { .. } => "journal",
+        })
+    }
+
     /// Whether retrying the same request may succeed (rate limits, server errors, timeouts,
     /// connection failures).
     pub fn is_transient(&self) -> bool {

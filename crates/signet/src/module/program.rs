@@ -131,6 +131,24 @@ pub trait Predictors {
         super::saved::to_text(&self.dump_state())
     }
 
+    /// The program's content hash (`sha256:` and 16 hex digits of its saved text): what a
+    /// trace backend shows as `gen_ai.agent.version` on the spans of a program loaded from a
+    /// file, so that a production run can be traced back to the compiled program behind it.
+    ///
+    /// ```
+    /// use signet::module::{Predict, Predictors};
+    /// # #[derive(signet::Signature)]
+    /// # struct Ask { #[input] question: String, #[output] answer: String }
+    /// let mut program = Predict::<Ask>::new();
+    /// let before = program.version();
+    /// program.named_predictors_mut()[0].1.set_instructions("Answer in one word.");
+    /// assert_ne!(program.version(), before);
+    /// assert!(before.starts_with("sha256:"));
+    /// ```
+    fn version(&self) -> String {
+        super::saved::version_of(&self.to_saved_json())
+    }
+
     /// Saves the program's demos, instructions and field descriptions as DSPy's
     /// `program.save(path)` does (JSON): Python's `program.load(path)` reads the file, and so does
     /// [`load`](Self::load).

@@ -346,12 +346,46 @@ impl DynReAct {
         start: Start,
     ) -> Result<RunOutcome<ReActRun>, ReActError> {
         // The call's settings with those of an enclosing `CallConfig::scope`.
+        use crate::telemetry::Attribute;
+        use tracing::Instrument;
         let call = &*call.effective();
         let events = &events.with_journal(call.journal.clone());
+        let span = self.step.agent_span(inputs);
+        let outcome = self
+            .run_unstamped(inputs, call, events, interrupts, start)
+            .instrument(span.clone())
+            .await;
+        if !span.is_disabled() {
+            let usage = match &outcome {
+                Ok(RunOutcome::Finished(run)) => {
+                    span.record_content("signet.module.outputs", || {
+                        serde_json::to_string(&run.outputs).unwrap_or_default()
+                    });
+                    run.usage
+                }
+                Ok(RunOutcome::Suspended(state)) => {
+                    tracing::info!(
+                        target: crate::telemetry::TARGET,
+                        parent: &span,
+                        pending = state.pending.len(),
+                        "gen_ai.agent.suspended"
+                    );
+                    state.usage
+                }
+                Err(error) => {
+                    crate::telemetry::record_error(&span, &error.reason.error_type(), error);
+                    error.usage
+                }
+            };
+            crate::telemetry::record_usage(
+                &span,
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                usage.lm_calls,
+            );
+        }
         Ok(
-            match self
-                .run_unstamped(inputs, call, events, interrupts, start)
-                .await?
+            match outcome?
             {
                 RunOutcome::Suspended(mut state) => {
                     state.fingerprint = self.fingerprint();
@@ -661,21 +695,9 @@ impl DynReAct {
                 .fit(trajectory, events, &measure)
                 .await
                 .map_err(|message| RunFailure::TrajectoryTooLong { message })?;
-            let span = tracing::info_span!(
-                "react.lm_call",
-                signature = predictor.signature().name(),
-                steps = trajectory.steps.len()
-            );
-            match tracing::Instrument::instrument(
-                predictor.forward_resolved(
-                    &with_trajectory(trajectory),
-                    call,
-                    Some(resolved),
-                    usage,
-                ),
-                span,
-            )
-            .await
+            match predictor
+                .forward_resolved(&with_trajectory(trajectory), call, Some(resolved), usage)
+                .await
             {
                 Ok(prediction) => return Ok(prediction),
                 Err(Error::Lm(LmError::ContextWindowExceeded { message })) => {

@@ -97,6 +97,9 @@ pub(crate) struct Carried {
     train: Option<Value>,
     decisions: Option<Value>,
     lm: Option<Value>,
+    /// The content hash of the program this predictor was loaded with
+    /// ([`Predictors::version`](super::Predictors::version)), which its spans carry.
+    pub(crate) version: Option<std::sync::Arc<str>>,
 }
 
 /// The versions DSPy 3.4.1 on Python 3.11 writes, so that Python loads Signet's files without a
@@ -357,6 +360,7 @@ impl PredictorState {
             train: self.train,
             decisions: self.decisions,
             lm: self.lm,
+            version: None,
         };
     }
 }
@@ -487,7 +491,19 @@ pub(super) fn load<P: super::Predictors + ?Sized>(
             tracing::error!("loading tool descriptions: {error}");
         }
     }
+    let version: std::sync::Arc<str> = version_of(&to_text(&dump(&*program))).into();
+    for (_, predictor) in program.named_predictors_mut() {
+        predictor.carried.version = Some(version.clone());
+    }
     Ok(())
+}
+
+/// The content hash of a saved program's text: `sha256:` and the first 16 hex digits.
+pub(super) fn version_of(saved: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(saved.as_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
 }
 
 /// The key of a saved program under which Signet keeps the tool descriptions shown in place of

@@ -1,7 +1,6 @@
 //! An LM whose reply is a function of the request: a scripted model for tests and benchmarks
 //! whose answers depend on the prompt (its instruction, its demos) rather than on call order.
 
-use futures::FutureExt;
 use futures::future::BoxFuture;
 
 use crate::lm::{Completion, Lm, LmError, LmRequest};
@@ -43,9 +42,10 @@ impl<F: Fn(&LmRequest) -> String + Send + Sync> Lm for FnLm<F> {
         &'a self,
         request: &'a LmRequest,
     ) -> BoxFuture<'a, Result<Completion, LmError>> {
+        let span = crate::lm::ChatSpan::start("signet.fn", "fn", request, false);
         let mut completion = Completion::text((self.reply)(request));
         completion.usage.lm_calls = 1;
-        async move { Ok(completion) }.boxed()
+        span.run(async move { Ok(completion) })
     }
 
     fn model(&self) -> &str {

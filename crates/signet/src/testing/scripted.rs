@@ -3,12 +3,11 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt};
 
 use super::ScriptedReply;
-use crate::lm::{Capabilities, Completion, Lm, LmError, LmRequest, StreamEvent};
+use crate::lm::{Capabilities, ChatSpan, Completion, Lm, LmError, LmRequest, StreamEvent};
 
 /// One entry of the script: a fixed completion, or a reply rendered for the request it answers.
 #[derive(Debug)]
@@ -137,16 +136,18 @@ impl Lm for ScriptedLm {
         &'a self,
         request: &'a LmRequest,
     ) -> BoxFuture<'a, Result<Completion, LmError>> {
+        let span = ChatSpan::start("signet.scripted", &self.model, request, false);
         let reply = self.next_reply(request);
-        async move { reply }.boxed()
+        span.run(async move { reply })
     }
 
     fn stream<'a>(&'a self, request: &'a LmRequest) -> BoxStream<'a, Result<StreamEvent, LmError>> {
+        let span = ChatSpan::start("signet.scripted", &self.model, request, true);
         let events = match self.next_reply(request) {
             Ok(completion) => streamed_events(completion),
             Err(error) => vec![Err(error)],
         };
-        stream::iter(events).boxed()
+        span.run_stream(stream::iter(events).boxed())
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -99,6 +99,7 @@ pub struct OpenAiLmBuilder {
     max_completion_tokens: bool,
     max_response_bytes: usize,
     stream_deadline: Duration,
+    provider: Option<String>,
 }
 
 impl fmt::Debug for OpenAiLmBuilder {
@@ -167,6 +168,7 @@ impl OpenAiLmBuilder {
             max_completion_tokens: false,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             stream_deadline: DEFAULT_STREAM_DEADLINE,
+            provider: None,
         }
     }
 
@@ -249,6 +251,12 @@ impl OpenAiLmBuilder {
         /// minutes), however regularly its chunks arrive ([`timeout`](Self::timeout) bounds each
         /// wait): a stream still going past it fails with [`LmError::Timeout`](crate::lm::LmError::Timeout).
         fn stream_deadline(deadline: Duration) { stream_deadline = deadline }
+
+        /// The provider traces name (`gen_ai.provider.name` of every `chat` span: `vllm`,
+        /// `llama.cpp`, ..). By default it follows the host: `openai` for api.openai.com,
+        /// `groq`, `deepseek`, `mistral_ai`, `x_ai`, `azure.ai.openai`, `gcp.gemini` for theirs,
+        /// and `openai` (the API spoken) for any other.
+        fn provider_name(name: impl Into<String>) { provider = Some(name.into()) }
     }
 
     /// Builds the client, reading `OPENAI_BASE_URL` and `OPENAI_API_KEY` for what was not set.
@@ -316,8 +324,17 @@ impl OpenAiLmBuilder {
         // to each other, so that each is kept once.
         secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         secrets.dedup();
+        let server = parsed
+            .host_str()
+            .map(|host| host.trim_start_matches('[').trim_end_matches(']').to_owned())
+            .zip(parsed.port_or_known_default());
+        let provider = self
+            .provider
+            .unwrap_or_else(|| provider_of(parsed.host_str().unwrap_or_default()).to_owned());
         let endpoint = Endpoint {
             client,
+            provider,
+            server,
             model: self.model,
             base_url,
             api_key,
@@ -332,6 +349,30 @@ impl OpenAiLmBuilder {
         };
         let history = self.history.unwrap_or_default();
         Ok(OpenAiLm::layered(endpoint, self.retry, cache, history))
+    }
+}
+
+/// The `gen_ai.provider.name` of a host, after the OpenTelemetry GenAI conventions' well-known
+/// values; an OpenAI-compatible server of any other host is `openai`, the API it speaks.
+fn provider_of(host: &str) -> &'static str {
+    let host = host.to_ascii_lowercase();
+    let is = |domain: &str| host == domain || host.ends_with(&format!(".{domain}"));
+    if is("openai.azure.com") {
+        "azure.ai.openai"
+    } else if is("groq.com") {
+        "groq"
+    } else if is("deepseek.com") {
+        "deepseek"
+    } else if is("mistral.ai") {
+        "mistral_ai"
+    } else if is("x.ai") {
+        "x_ai"
+    } else if is("generativelanguage.googleapis.com") {
+        "gcp.gemini"
+    } else if is("perplexity.ai") {
+        "perplexity"
+    } else {
+        "openai"
     }
 }
 

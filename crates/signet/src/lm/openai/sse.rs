@@ -15,6 +15,10 @@ pub(super) struct StreamState<'a> {
     /// Set when the body was cut at the client's limit (the flag given to the transport through
     /// [`BODY_CUT`] when the stream opened).
     pub(super) cut: Arc<std::sync::atomic::AtomicU64>,
+    /// The attempt's `chat` span, given the response id and model from the first chunk and the
+    /// token details from the usage chunk.
+    pub(super) span: tracing::Span,
+    pub(super) saw_response_id: bool,
 }
 
 impl<'a> StreamState<'a> {
@@ -105,7 +109,12 @@ impl<'a> StreamState<'a> {
         if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
             return Err(error_in_body(error));
         }
-        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+        let usage = chunk.get("usage").filter(|u| u.is_object());
+        if !self.span.is_disabled() && (!self.saw_response_id || usage.is_some()) {
+            self.saw_response_id = true;
+            crate::lm::record_openai_body(&self.span, &Value::Object(chunk.clone()));
+        }
+        if let Some(usage) = usage {
             self.assembler.usage = parse_usage(usage);
         }
         let choice = chunk

@@ -69,3 +69,19 @@ pub enum Decision {
     /// [`Waiting::Answer`], or a result supplied by hand).
     Respond(Value),
 }
+
+impl Decision {
+    /// The decision's name as it serializes (`approve`, `deny`, `edit`, `respond`).
+    ///
+    /// ```
+    /// assert_eq!(signet::module::Decision::Approve.kind(), "approve");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Decision::Approve => "approve",
+            Decision::Deny(_) => "deny",
+            Decision::Edit(_) => "edit",
+            Decision::Respond(_) => "respond",
+        }
+    }
+}

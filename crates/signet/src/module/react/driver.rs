@@ -308,7 +308,7 @@ impl Driver<'_> {
                     return Ok((settled.clone(), Duration::ZERO));
                 }
                 let (observation, elapsed) = self
-                    .observe(index, &call.name, &call.args, thought, how)
+                    .observe(index, call.id.as_deref(), &call.name, &call.args, thought, how)
                     .await?;
                 Ok((protocol.reword(&call.name, observation), elapsed))
             });
@@ -355,17 +355,20 @@ impl Driver<'_> {
         (steps, pending)
     }
 
-    /// One tool call inside a tracing span, with start and finish events: attempted (a call that
-    /// waits for a person is `Err` in a resumable run, unattended otherwise) or carried out as a
-    /// person decided.
+    /// One tool call inside its `execute_tool` span, with start and finish events: attempted (a
+    /// call that waits for a person is `Err` in a resumable run, unattended otherwise) or carried
+    /// out as a person decided. A person's decision and a wait are events of the span.
+    #[allow(clippy::too_many_arguments)]
     async fn observe(
         &self,
         index: usize,
+        call_id: Option<&str>,
         name: &str,
         args: &Value,
         thought: &str,
         how: CallMode<'_>,
     ) -> Result<(Observation, Duration), Waiting> {
+        use crate::telemetry::Attribute;
         use tracing::Instrument;
         self.events.emit(ReActEvent::ToolCallStarted {
             index,
@@ -373,26 +376,59 @@ impl Driver<'_> {
             args: args.clone(),
         });
         let started = Instant::now();
-        let span = tracing::info_span!("react.tool_call", tool = name, index);
         let runner = &self.runner;
+        let span = crate::telemetry::tool_span(
+            name,
+            call_id.unwrap_or_default(),
+            runner.get(name).map_or("", |tool| tool.description()),
+            "function",
+        );
+        span.record_content("gen_ai.tool.call.arguments", || args.to_string());
         let outcome = async {
             match how {
-                CallMode::Postponed(reason) => Ok(Observation::Output(json!(reason))),
+                CallMode::Postponed(reason) => {
+                    tracing::info!(target: crate::telemetry::TARGET, reason, "gen_ai.tool.postponed");
+                    Ok(Observation::Output(json!(reason)))
+                }
                 CallMode::Refused(reason) => Ok(Observation::Error(reason.to_owned())),
                 _ if runner.built_in(name) => Ok(Observation::Output(json!(FINISH_OBSERVATION))),
                 CallMode::Attempt { resumable } => {
                     match runner.attempt(name, args, thought).await {
                         Err(waiting) if !resumable => Ok(runner.unattended(name, &waiting)),
+                        Err(waiting) => {
+                            tracing::info!(
+                                target: crate::telemetry::TARGET,
+                                waiting_for = ?waiting,
+                                "gen_ai.tool.suspended"
+                            );
+                            Err(waiting)
+                        }
                         outcome => outcome,
                     }
                 }
-                CallMode::Decided(decision) => runner.decided(name, args, decision).await,
+                CallMode::Decided(decision) => {
+                    tracing::info!(
+                        target: crate::telemetry::TARGET,
+                        decision = decision.kind(),
+                        "gen_ai.tool.decision"
+                    );
+                    runner.decided(name, args, decision).await
+                }
             }
         }
-        .instrument(span)
+        .instrument(span.clone())
         .await;
         let elapsed = started.elapsed();
         let observation = outcome?;
+        match &observation {
+            Observation::Error(message) => {
+                crate::telemetry::record_error(&span, "tool_error", message);
+            }
+            observation => span.record_content("gen_ai.tool.call.result", || {
+                observation.as_value().to_string()
+            }),
+        }
+        drop(span);
         self.events.emit(ReActEvent::ToolCallFinished {
             index,
             name: name.to_owned(),
@@ -420,7 +456,14 @@ impl Driver<'_> {
             };
             let how = CallMode::Decided(&decision);
             match self
-                .observe(call.index, &call.tool, &args, &call.thought, how)
+                .observe(
+                    call.index,
+                    Some(&call.id),
+                    &call.tool,
+                    &args,
+                    &call.thought,
+                    how,
+                )
                 .await
             {
                 Ok((observation, elapsed)) => steps.push(Step {

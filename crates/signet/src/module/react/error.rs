@@ -62,6 +62,21 @@ pub enum RunFailure {
     },
 }
 
+impl RunFailure {
+    /// The failure's class as the OpenTelemetry `error.type` attribute records it: a call
+    /// error's [`Error::error_type`], else `trajectory_too_long`, `no_final_outputs`, `resume` or
+    /// `lm_call_limit`.
+    pub fn error_type(&self) -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed(match self {
+            RunFailure::Call(error) => return error.error_type(),
+            RunFailure::TrajectoryTooLong { .. } => "trajectory_too_long",
+            RunFailure::NoFinalOutputs { .. } => "no_final_outputs",
+            RunFailure::Resume(_) => "resume",
+            RunFailure::LmCallLimit { .. } => "lm_call_limit",
+        })
+    }
+}
+
 impl ReActError {
     pub(crate) fn new(
         reason: impl Into<RunFailure>,

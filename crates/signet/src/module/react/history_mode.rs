@@ -119,12 +119,9 @@ impl<'a> HistoryTurns<'a> {
                 extra: force_submit.then_some(&extra),
             };
             let mut own = Usage::default();
-            let span = tracing::info_span!("react.lm_call", turns = self.history.len());
-            let result = tracing::Instrument::instrument(
-                adapter::run_counting(self.adapter.as_ref(), self.lm.as_ref(), &call, &mut own),
-                span,
-            )
-            .await;
+            let result =
+                adapter::run_counting(self.adapter.as_ref(), self.lm.as_ref(), &call, &mut own)
+                    .await;
             run.usage += own;
             crate::trace::record_usage(own);
             match result {

@@ -1,0 +1,43 @@
+//! OpenTelemetry GenAI spans: what Signet reports about agents, LM calls and tool calls, in the
+//! names a tracing backend understands.
+//!
+//! Signet emits [`tracing`] spans named and attributed after the OpenTelemetry GenAI semantic
+//! conventions ([`SEMCONV`]), and stays free of exporters: any `tracing` subscriber sees them, and
+//! the `signet-otel` crate exports them over OTLP with one call. The spans:
+//!
+//! | span | OpenTelemetry name | kind | around |
+//! |---|---|---|---|
+//! | `invoke_agent` | `invoke_agent {gen_ai.agent.name}` | internal | a `Predict`, `ChainOfThought` or `ReAct` call, a module run by `Evaluate` |
+//! | `chat` | `chat {gen_ai.request.model}` | client | one request to a model (each retry and each adapter fallback its own span) |
+//! | `execute_tool` | `execute_tool {gen_ai.tool.name}` | internal | one tool call of an agent |
+//! | `evaluate` | `evaluate {program}` | internal | an `Evaluate` run, one `evaluate_example` child per example |
+//!
+//! Prompts, replies, tool arguments and results are **not recorded** unless content capture is
+//! on ([`set_capture_content`], or `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`):
+//! they may hold personal data. API keys and custom headers are never recorded.
+//!
+//! ```
+//! // Off by default; a deployment that may record prompts turns it on once.
+//! signet::telemetry::set_capture_content(true);
+//! assert!(signet::telemetry::capture_content());
+//! # signet::telemetry::set_capture_content(false);
+//! ```
+
+mod capture;
+mod propagation;
+mod spans;
+
+pub use capture::{CAPTURE_CONTENT_ENV, capture_content, set_capture_content};
+pub use propagation::{
+    TracePropagator, inject_context, set_propagator, set_remote_parent, propagator_installed,
+};
+pub(crate) use spans::{
+    Attribute, agent_span, evaluate_span, example_span, record_error, record_usage, tool_span,
+};
+
+/// The conventions the spans follow: the GenAI semantic conventions of OpenTelemetry
+/// (`open-telemetry/semantic-conventions-genai`, Development stability), at this version.
+pub const SEMCONV: &str = "semantic-conventions-genai v0.1.0";
+
+/// The `tracing` target of every GenAI span (filter it with `signet::telemetry=off`).
+pub const TARGET: &str = "signet::telemetry";

@@ -1,0 +1,143 @@
+//! The spans modules and tools open: `invoke_agent` and `execute_tool`, and how an error is
+//! recorded on any GenAI span.
+
+use tracing::Span;
+use tracing::field::Empty;
+
+use super::TARGET;
+
+/// A span attribute recorded later (`span.record(KEY, value)`), when the span is enabled.
+pub(crate) trait Attribute {
+    /// Records `value` as JSON text under `key` when content capture is on and the span enabled.
+    fn record_content(&self, key: &str, value: impl FnOnce() -> String);
+}
+
+impl Attribute for Span {
+    fn record_content(&self, key: &str, value: impl FnOnce() -> String) {
+        if !self.is_disabled() && super::capture_content() {
+            self.record(key, value());
+        }
+    }
+}
+
+/// The `invoke_agent {name}` span of a module call: `id` tells predictors with one signature
+/// apart, `description` is asked for only when the span is enabled, `version` is the content
+/// hash of the saved program it was loaded from.
+pub(crate) fn agent_span(
+    name: &str,
+    id: &dyn std::fmt::Display,
+    description: impl FnOnce() -> String,
+    version: Option<&str>,
+) -> Span {
+    let span = tracing::info_span!(
+        target: TARGET,
+        "invoke_agent",
+        "otel.name" = %format_args!("invoke_agent {name}"),
+        "otel.kind" = "internal",
+        "otel.status_code" = Empty,
+        "otel.status_description" = Empty,
+        "gen_ai.operation.name" = "invoke_agent",
+        "gen_ai.agent.name" = name,
+        "gen_ai.agent.id" = %id,
+        "gen_ai.agent.description" = Empty,
+        "gen_ai.agent.version" = version,
+        "gen_ai.usage.input_tokens" = Empty,
+        "gen_ai.usage.output_tokens" = Empty,
+        "signet.usage.lm_calls" = Empty,
+        "signet.module.inputs" = Empty,
+        "signet.module.outputs" = Empty,
+        "error.type" = Empty,
+    );
+    if !span.is_disabled() {
+        span.record("gen_ai.agent.description", description());
+    }
+    span
+}
+
+/// The `execute_tool {name}` span of one tool call (`gen_ai.tool.type` is `function` for a Rust
+/// tool, `extension` for an MCP server's).
+pub(crate) fn tool_span(name: &str, call_id: &str, description: &str, tool_type: &str) -> Span {
+    tracing::info_span!(
+        target: TARGET,
+        "execute_tool",
+        "otel.name" = %format_args!("execute_tool {name}"),
+        "otel.kind" = "internal",
+        "otel.status_code" = Empty,
+        "otel.status_description" = Empty,
+        "gen_ai.operation.name" = "execute_tool",
+        "gen_ai.tool.name" = name,
+        "gen_ai.tool.call.id" = call_id,
+        "gen_ai.tool.description" = description,
+        "gen_ai.tool.type" = tool_type,
+        "gen_ai.tool.call.arguments" = Empty,
+        "gen_ai.tool.call.result" = Empty,
+        "error.type" = Empty,
+    )
+}
+
+/// Marks `span` failed: `error.type` (low cardinality: `timeout`, `429`, `tool_error`, ..) and the
+/// span status with `message`.
+pub(crate) fn record_error(span: &Span, error_type: &str, message: &dyn std::fmt::Display) {
+    if span.is_disabled() {
+        return;
+    }
+    span.record("error.type", error_type);
+    span.record("otel.status_code", "error");
+    span.record("otel.status_description", tracing::field::display(message));
+}
+
+/// Records a module call's token counts and LM calls on its `invoke_agent` span.
+pub(crate) fn record_usage(span: &Span, input_tokens: u64, output_tokens: u64, lm_calls: u64) {
+    span.record("gen_ai.usage.input_tokens", input_tokens);
+    span.record("gen_ai.usage.output_tokens", output_tokens);
+    span.record("signet.usage.lm_calls", lm_calls);
+}
+
+/// The `evaluate {program}` span of an `Evaluate` run over `examples` examples; `program` gives
+/// the program's name and content hash, asked for only when the span is enabled.
+pub(crate) fn evaluate_span(examples: usize, program: impl FnOnce() -> (String, String)) -> Span {
+    let span = tracing::info_span!(
+        target: TARGET,
+        "evaluate",
+        "otel.name" = Empty,
+        "otel.kind" = "internal",
+        "otel.status_code" = Empty,
+        "otel.status_description" = Empty,
+        "signet.evaluate.program" = Empty,
+        "gen_ai.agent.version" = Empty,
+        "signet.evaluate.examples" = examples,
+        "signet.evaluate.completed" = Empty,
+        "signet.evaluate.errors" = Empty,
+        "signet.evaluate.score" = Empty,
+        "signet.evaluate.cancelled" = Empty,
+        "gen_ai.usage.input_tokens" = Empty,
+        "gen_ai.usage.output_tokens" = Empty,
+        "signet.usage.lm_calls" = Empty,
+        "error.type" = Empty,
+    );
+    if !span.is_disabled() {
+        let (name, version) = program();
+        span.record("otel.name", format!("evaluate {name}"));
+        span.record("signet.evaluate.program", name);
+        span.record("gen_ai.agent.version", version);
+    }
+    span
+}
+
+/// The `evaluate_example` span of one example of an `Evaluate` run.
+pub(crate) fn example_span(index: usize) -> Span {
+    tracing::info_span!(
+        target: TARGET,
+        "evaluate_example",
+        "otel.name" = "evaluate_example",
+        "otel.kind" = "internal",
+        "otel.status_code" = Empty,
+        "otel.status_description" = Empty,
+        "signet.example.index" = index,
+        "signet.example.score" = Empty,
+        "signet.example.feedback" = Empty,
+        "signet.example.inputs" = Empty,
+        "signet.module.outputs" = Empty,
+        "error.type" = Empty,
+    )
+}
