@@ -56,15 +56,10 @@ pub(crate) fn client_span(tool: &str, peer: Peer<'_>) -> Span {
                     );
                 }
                 if let Some(port) = parsed.port_or_known_default() {
-                    span.record("server.port", port);
+                    span.record("server.port", i64::from(port));
                 }
             }
         }
-    }
-    // An agent's `execute_tool` span around this call: the tool is an MCP server's.
-    let parent = Span::current();
-    if parent.metadata().is_some_and(|m| m.name() == "execute_tool") {
-        parent.record("gen_ai.tool.type", "extension");
     }
     span
 }
@@ -114,7 +109,11 @@ fn signet_error(span: &Span, kind: &str, message: &dyn std::fmt::Display) {
 
 /// The server span of one `tools/call` of `tool` (request `id`), a child of the client's span
 /// when the request's `_meta` carries its trace context.
-pub(crate) fn server_span(tool: &str, id: &dyn std::fmt::Display, meta: &RequestMetaObject) -> Span {
+pub(crate) fn server_span(
+    tool: &str,
+    id: &dyn std::fmt::Display,
+    meta: &RequestMetaObject,
+) -> Span {
     let span = tracing::info_span!(
         target: TARGET,
         "mcp_server",

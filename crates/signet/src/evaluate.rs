@@ -217,10 +217,13 @@ impl<'d, M> Evaluate<'d, M> {
         };
         if let Some(report) = report.filter(|_| !span.is_disabled()) {
             span.record("signet.evaluate.score", report.score);
-            span.record("signet.evaluate.completed", report.results.len());
+            span.record(
+                "signet.evaluate.completed",
+                crate::telemetry::int(report.results.len()),
+            );
             span.record(
                 "signet.evaluate.errors",
-                report.results.iter().filter(|r| r.error.is_some()).count(),
+                crate::telemetry::int(report.results.iter().filter(|r| r.error.is_some()).count()),
             );
             span.record("signet.evaluate.cancelled", report.cancelled);
             crate::telemetry::record_usage(

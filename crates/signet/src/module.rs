@@ -539,7 +539,10 @@ impl DynPredict {
         // Not an `async fn`: one state machine less in every call's future.
         let span = self.agent_span(inputs);
         tracing::Instrument::instrument(
-            recorded_in(span.clone(), self.forward_resolved(inputs, call, None, usage)),
+            recorded_in(
+                span.clone(),
+                self.forward_resolved(inputs, call, None, usage),
+            ),
             span,
         )
     }

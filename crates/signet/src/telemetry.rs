@@ -29,10 +29,10 @@ mod spans;
 
 pub use capture::{CAPTURE_CONTENT_ENV, capture_content, set_capture_content};
 pub use propagation::{
-    TracePropagator, inject_context, set_propagator, set_remote_parent, propagator_installed,
+    TracePropagator, inject_context, propagator_installed, set_propagator, set_remote_parent,
 };
 pub(crate) use spans::{
-    Attribute, agent_span, evaluate_span, example_span, record_error, record_usage, tool_span,
+    Attribute, agent_span, evaluate_span, example_span, int, record_error, record_usage, tool_span,
 };
 
 /// The conventions the spans follow: the GenAI semantic conventions of OpenTelemetry

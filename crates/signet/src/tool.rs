@@ -140,6 +140,13 @@ pub trait Tool: Send + Sync {
     fn output_schema(&self) -> Option<&Value> {
         None
     }
+
+    /// What kind of tool it is, as traces record it (`gen_ai.tool.type`): `function` (code in
+    /// this process, the default), `extension` (a tool an agent reaches through another service,
+    /// such as an MCP server's) or `datastore`.
+    fn tool_type(&self) -> &'static str {
+        "function"
+    }
 }
 
 /// Shared and boxed tools (`Arc<dyn Tool>`, what [`ToolBox::tools`] and MCP clients return,
@@ -176,6 +183,9 @@ macro_rules! forward_tool {
             }
             fn output_schema(&self) -> Option<&Value> {
                 (**self).output_schema()
+            }
+            fn tool_type(&self) -> &'static str {
+                (**self).tool_type()
             }
         }
     };

@@ -153,6 +153,11 @@ fn entry<const N: usize>(fields: [(&str, Option<&str>); N]) -> Value {
 }
 
 impl Tool for ResourceTool {
+    /// Reads an MCP server's resource: `extension` in traces.
+    fn tool_type(&self) -> &'static str {
+        "extension"
+    }
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }

@@ -1,11 +1,11 @@
 //! One MCP session and what keeps it usable: connecting (spawn or HTTP), the tool list, calls with
 //! their time limit, noticing a dead server, restarting it, and shutting it down.
 
-use tracing::Instrument;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
+use tracing::Instrument;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,

@@ -142,6 +142,11 @@ impl Tool for McpTool {
         self.output_schema.as_ref()
     }
 
+    /// An MCP server's tool: `extension` in traces.
+    fn tool_type(&self) -> &'static str {
+        "extension"
+    }
+
     fn call(&self, args: Value) -> ToolFuture<'_> {
         async move {
             let name = self.spec.name();
@@ -207,6 +212,10 @@ impl<T: Tool> Tool for Owned<T> {
 
     fn requires_confirmation(&self) -> bool {
         self.tool.requires_confirmation()
+    }
+
+    fn tool_type(&self) -> &'static str {
+        self.tool.tool_type()
     }
 
     fn call(&self, args: Value) -> ToolFuture<'_> {

@@ -108,6 +108,11 @@ impl RetrievalTool {
 }
 
 impl Tool for RetrievalTool {
+    /// A search over an index: `datastore` in traces.
+    fn tool_type(&self) -> &'static str {
+        "datastore"
+    }
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }

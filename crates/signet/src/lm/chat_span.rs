@@ -51,7 +51,7 @@ impl ChatSpan {
             "gen_ai.operation.name" = "chat",
             "gen_ai.provider.name" = provider,
             "gen_ai.request.model" = model,
-            "gen_ai.request.max_tokens" = options.max_tokens,
+            "gen_ai.request.max_tokens" = options.max_tokens.map(i64::from),
             "gen_ai.request.temperature" = options.temperature.map(f64::from),
             "gen_ai.request.top_p" = options.top_p.map(f64::from),
             "gen_ai.request.frequency_penalty" = options.frequency_penalty.map(f64::from),
@@ -98,7 +98,10 @@ impl ChatSpan {
         if telemetry::capture_content() {
             let (system, messages) = input_messages(&request.messages);
             if !system.is_empty() {
-                span.record("gen_ai.system_instructions", Value::Array(system).to_string());
+                span.record(
+                    "gen_ai.system_instructions",
+                    Value::Array(system).to_string(),
+                );
             }
             span.record("gen_ai.input.messages", Value::Array(messages).to_string());
             if !request.tools.is_empty() {
@@ -128,7 +131,7 @@ impl ChatSpan {
     pub fn with_server(self, address: &str, port: u16) -> ChatSpan {
         if self.started.is_some() {
             self.span.record("server.address", address);
-            self.span.record("server.port", port);
+            self.span.record("server.port", i64::from(port));
         }
         self
     }
@@ -158,10 +161,14 @@ impl ChatSpan {
         match result {
             Ok(completion) => {
                 let usage = &completion.usage;
-                self.span
-                    .record("gen_ai.usage.input_tokens", usage.prompt_tokens);
-                self.span
-                    .record("gen_ai.usage.output_tokens", usage.completion_tokens);
+                self.span.record(
+                    "gen_ai.usage.input_tokens",
+                    telemetry::int(usage.prompt_tokens),
+                );
+                self.span.record(
+                    "gen_ai.usage.output_tokens",
+                    telemetry::int(usage.completion_tokens),
+                );
                 let reason = finish_reason(completion.finish_reason.as_ref());
                 self.span.record(
                     "gen_ai.response.finish_reasons",
@@ -239,10 +246,16 @@ pub(crate) fn record_openai_body(span: &tracing::Span, body: &Value) {
             .and_then(Value::as_u64)
     };
     if let Some(cached) = detail("prompt_tokens_details", "cached_tokens") {
-        span.record("gen_ai.usage.cache_read.input_tokens", cached);
+        span.record(
+            "gen_ai.usage.cache_read.input_tokens",
+            telemetry::int(cached),
+        );
     }
     if let Some(reasoning) = detail("completion_tokens_details", "reasoning_tokens") {
-        span.record("gen_ai.usage.reasoning.output_tokens", reasoning);
+        span.record(
+            "gen_ai.usage.reasoning.output_tokens",
+            telemetry::int(reasoning),
+        );
     }
 }
 
@@ -352,7 +365,10 @@ mod tests {
             assistant,
             tool,
         ]);
-        assert_eq!(system, vec![json!({"type": "text", "content": "Be brief."})]);
+        assert_eq!(
+            system,
+            vec![json!({"type": "text", "content": "Be brief."})]
+        );
         assert_eq!(
             rest,
             vec![
@@ -368,7 +384,10 @@ mod tests {
         let mut completion = Completion::text("3");
         completion.finish_reason = Some(FinishReason::Length);
         assert_eq!(
-            output_message(&completion, finish_reason(completion.finish_reason.as_ref())),
+            output_message(
+                &completion,
+                finish_reason(completion.finish_reason.as_ref())
+            ),
             json!({"role": "assistant", "parts": [{"type": "text", "content": "3"}],
                    "finish_reason": "length"})
         );

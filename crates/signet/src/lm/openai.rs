@@ -33,9 +33,9 @@ use wire::*;
 
 use super::retry::parse_retry_after;
 use super::{
-    CachedLm, CallHistory, Capabilities, ChatSpan, Completion, FinishReason, HistoryLm, Lm, LmError,
-    LmRequest, Message, ResponseCache, RetryLm, RetryPolicy, Role, StreamAssembler, StreamEvent,
-    ToolCall, ToolChoice, ToolDefinition, Usage,
+    CachedLm, CallHistory, Capabilities, ChatSpan, Completion, FinishReason, HistoryLm, Lm,
+    LmError, LmRequest, Message, ResponseCache, RetryLm, RetryPolicy, Role, StreamAssembler,
+    StreamEvent, ToolCall, ToolChoice, ToolDefinition, Usage,
 };
 
 /// OpenAI's API base, used when neither the builder nor `OPENAI_BASE_URL` names another.

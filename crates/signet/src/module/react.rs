@@ -367,7 +367,7 @@ impl DynReAct {
                     tracing::info!(
                         target: crate::telemetry::TARGET,
                         parent: &span,
-                        pending = state.pending.len(),
+                        pending = crate::telemetry::int(state.pending.len()),
                         "gen_ai.agent.suspended"
                     );
                     state.usage
@@ -384,18 +384,15 @@ impl DynReAct {
                 usage.lm_calls,
             );
         }
-        Ok(
-            match outcome?
-            {
-                RunOutcome::Suspended(mut state) => {
-                    state.fingerprint = self.fingerprint();
-                    state.signature = self.signature.name().to_owned();
-                    suspend::reseal(&mut state, self.state_key.as_deref());
-                    RunOutcome::Suspended(state)
-                }
-                finished => finished,
-            },
-        )
+        Ok(match outcome? {
+            RunOutcome::Suspended(mut state) => {
+                state.fingerprint = self.fingerprint();
+                state.signature = self.signature.name().to_owned();
+                suspend::reseal(&mut state, self.state_key.as_deref());
+                RunOutcome::Suspended(state)
+            }
+            finished => finished,
+        })
     }
 
     async fn run_unstamped(

@@ -56,7 +56,12 @@ pub(crate) fn agent_span(
 
 /// The `execute_tool {name}` span of one tool call (`gen_ai.tool.type` is `function` for a Rust
 /// tool, `extension` for an MCP server's).
-pub(crate) fn tool_span(name: &str, call_id: &str, description: &str, tool_type: &str) -> Span {
+pub(crate) fn tool_span(
+    name: &str,
+    call_id: Option<&str>,
+    description: &str,
+    tool_type: &str,
+) -> Span {
     tracing::info_span!(
         target: TARGET,
         "execute_tool",
@@ -88,9 +93,9 @@ pub(crate) fn record_error(span: &Span, error_type: &str, message: &dyn std::fmt
 
 /// Records a module call's token counts and LM calls on its `invoke_agent` span.
 pub(crate) fn record_usage(span: &Span, input_tokens: u64, output_tokens: u64, lm_calls: u64) {
-    span.record("gen_ai.usage.input_tokens", input_tokens);
-    span.record("gen_ai.usage.output_tokens", output_tokens);
-    span.record("signet.usage.lm_calls", lm_calls);
+    span.record("gen_ai.usage.input_tokens", int(input_tokens));
+    span.record("gen_ai.usage.output_tokens", int(output_tokens));
+    span.record("signet.usage.lm_calls", int(lm_calls));
 }
 
 /// The `evaluate {program}` span of an `Evaluate` run over `examples` examples; `program` gives
@@ -105,7 +110,7 @@ pub(crate) fn evaluate_span(examples: usize, program: impl FnOnce() -> (String, 
         "otel.status_description" = Empty,
         "signet.evaluate.program" = Empty,
         "gen_ai.agent.version" = Empty,
-        "signet.evaluate.examples" = examples,
+        "signet.evaluate.examples" = int(examples),
         "signet.evaluate.completed" = Empty,
         "signet.evaluate.errors" = Empty,
         "signet.evaluate.score" = Empty,
@@ -133,11 +138,17 @@ pub(crate) fn example_span(index: usize) -> Span {
         "otel.kind" = "internal",
         "otel.status_code" = Empty,
         "otel.status_description" = Empty,
-        "signet.example.index" = index,
+        "signet.example.index" = int(index),
         "signet.example.score" = Empty,
         "signet.example.feedback" = Empty,
         "signet.example.inputs" = Empty,
         "signet.module.outputs" = Empty,
         "error.type" = Empty,
     )
+}
+
+/// A count as the signed 64-bit integer OpenTelemetry attributes hold (`tracing` would export an
+/// unsigned one as text); counts past `i64::MAX` saturate.
+pub(crate) fn int(count: impl TryInto<i64>) -> i64 {
+    count.try_into().unwrap_or(i64::MAX)
 }

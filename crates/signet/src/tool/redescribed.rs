@@ -58,6 +58,10 @@ impl std::fmt::Debug for Redescribed {
 }
 
 impl Tool for Redescribed {
+    fn tool_type(&self) -> &'static str {
+        self.tool.tool_type()
+    }
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }

@@ -326,7 +326,11 @@ impl OpenAiLmBuilder {
         secrets.dedup();
         let server = parsed
             .host_str()
-            .map(|host| host.trim_start_matches('[').trim_end_matches(']').to_owned())
+            .map(|host| {
+                host.trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .to_owned()
+            })
             .zip(parsed.port_or_known_default());
         let provider = self
             .provider

@@ -308,7 +308,14 @@ impl Driver<'_> {
                     return Ok((settled.clone(), Duration::ZERO));
                 }
                 let (observation, elapsed) = self
-                    .observe(index, call.id.as_deref(), &call.name, &call.args, thought, how)
+                    .observe(
+                        index,
+                        call.id.as_deref(),
+                        &call.name,
+                        &call.args,
+                        thought,
+                        how,
+                    )
                     .await?;
                 Ok((protocol.reword(&call.name, observation), elapsed))
             });
@@ -377,11 +384,12 @@ impl Driver<'_> {
         });
         let started = Instant::now();
         let runner = &self.runner;
+        let tool = runner.get(name);
         let span = crate::telemetry::tool_span(
             name,
-            call_id.unwrap_or_default(),
-            runner.get(name).map_or("", |tool| tool.description()),
-            "function",
+            call_id,
+            tool.map_or("", |tool| tool.description()),
+            tool.map_or("function", |tool| tool.tool_type()),
         );
         span.record_content("gen_ai.tool.call.arguments", || args.to_string());
         let outcome = async {

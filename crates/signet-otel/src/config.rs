@@ -1,0 +1,474 @@
+//! Setting up the export: [`install`], [`OtelConfig`] and the [`OtelGuard`] that flushes it.
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use opentelemetry::KeyValue;
+use opentelemetry::metrics::MeterProvider;
+use opentelemetry::trace::TracerProvider;
+use opentelemetry_otlp::{WithExportConfig, WithHttpConfig, WithTonicConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::SdkMeterProvider;
+use opentelemetry_sdk::runtime::Tokio;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing::Subscriber;
+use tracing_subscriber::Layer;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::util::SubscriberInitExt;
+
+use crate::{GenAiMetrics, GenAiSpanProcessor, OtelError, W3cPropagator};
+
+/// The spans and events exported unless [`OtelConfig::filter`] says otherwise: Signet's spans,
+/// and warnings from everywhere (they become events of the span they happen in).
+pub const DEFAULT_FILTER: &str = "warn,signet=info,signet_mcp=info,signet_restate=info";
+
+/// How spans and metrics travel to the collector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// OTLP over HTTP with protobuf bodies (`http/protobuf`; default port 4318).
+    HttpProtobuf,
+    /// OTLP over gRPC (`grpc`; default port 4317).
+    Grpc,
+}
+
+impl FromStr for Protocol {
+    type Err = OtelError;
+
+    fn from_str(text: &str) -> Result<Protocol, OtelError> {
+        match text.trim() {
+            "http/protobuf" | "http" => Ok(Protocol::HttpProtobuf),
+            "grpc" => Ok(Protocol::Grpc),
+            other => Err(OtelError::Protocol(other.to_owned())),
+        }
+    }
+}
+
+/// Where and how to export: every setting has a default, and the standard `OTEL_*` environment
+/// variables fill what is not set (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_PROTOCOL`,
+/// `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`,
+/// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`).
+///
+/// ```no_run
+/// use signet_otel::{OtelConfig, Protocol};
+/// # async fn run() -> Result<(), signet_otel::OtelError> {
+/// let otel = OtelConfig::new("travel-agent")
+///     .endpoint("http://localhost:6006") // Arize Phoenix
+///     .protocol(Protocol::HttpProtobuf)
+///     .resource_attribute("openinference.project.name", "travel")
+///     .metrics(false) // Phoenix takes traces only
+///     .install()?;
+/// # otel.shutdown().await }
+/// ```
+#[derive(Debug, Clone)]
+pub struct OtelConfig {
+    service_name: String,
+    endpoint: Option<String>,
+    protocol: Option<Protocol>,
+    resource: Vec<KeyValue>,
+    headers: Vec<(String, String)>,
+    capture_content: Option<bool>,
+    filter: String,
+    metrics: bool,
+    metrics_interval: Duration,
+    log_to_stderr: bool,
+}
+
+/// Installs the export with every default (see [`OtelConfig`]): OTLP to
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` or `http://localhost:4318`, traces and metrics, a global
+/// `tracing` subscriber that also prints warnings to stderr (`RUST_LOG` filters them).
+///
+/// ```no_run
+/// # async fn run() -> Result<(), signet_otel::OtelError> {
+/// let otel = signet_otel::install("travel-agent")?;
+/// // ... run agents ...
+/// otel.shutdown().await
+/// # }
+/// ```
+pub fn install(service_name: &str) -> Result<OtelGuard, OtelError> {
+    OtelConfig::new(service_name).install()
+}
+
+impl OtelConfig {
+    /// The export of the service `service_name` (`service.name`; `OTEL_SERVICE_NAME` wins).
+    pub fn new(service_name: impl Into<String>) -> OtelConfig {
+        OtelConfig {
+            service_name: service_name.into(),
+            endpoint: None,
+            protocol: None,
+            resource: Vec::new(),
+            headers: Vec::new(),
+            capture_content: None,
+            filter: DEFAULT_FILTER.to_owned(),
+            metrics: true,
+            metrics_interval: Duration::from_secs(60),
+            log_to_stderr: true,
+        }
+    }
+
+    /// The collector's base URL (`http://host:4318` for HTTP, `http://host:4317` for gRPC);
+    /// over HTTP, `/v1/traces` and `/v1/metrics` are appended. Default:
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`, else localhost on the protocol's port.
+    pub fn endpoint(mut self, url: impl Into<String>) -> Self {
+        self.endpoint = Some(url.into());
+        self
+    }
+
+    /// The protocol (default: `OTEL_EXPORTER_OTLP_PROTOCOL`, else HTTP/protobuf).
+    pub fn protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = Some(protocol);
+        self
+    }
+
+    /// Adds a resource attribute to every span and metric (`deployment.environment`, Phoenix's
+    /// `openinference.project.name`, ..).
+    pub fn resource_attribute(mut self, key: &str, value: impl Into<String>) -> Self {
+        self.resource
+            .push(KeyValue::new(key.to_owned(), value.into()));
+        self
+    }
+
+    /// Adds a header to every export request (an API key for a hosted backend). Its value is
+    /// never logged.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Records prompts, replies, tool arguments and results on the spans (off unless this or
+    /// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` turns it on): they may hold
+    /// personal data. Sets [`signet::telemetry::set_capture_content`] for the process.
+    pub fn capture_content(mut self, on: bool) -> Self {
+        self.capture_content = Some(on);
+        self
+    }
+
+    /// Which spans and events are exported, as `tracing` target directives (default
+    /// [`DEFAULT_FILTER`]).
+    pub fn filter(mut self, directives: impl Into<String>) -> Self {
+        self.filter = directives.into();
+        self
+    }
+
+    /// Whether the GenAI metrics are exported too (default on; Phoenix takes traces only).
+    pub fn metrics(mut self, on: bool) -> Self {
+        self.metrics = on;
+        self
+    }
+
+    /// How often metrics are exported (default 60 s).
+    pub fn metrics_interval(mut self, interval: Duration) -> Self {
+        self.metrics_interval = interval;
+        self
+    }
+
+    /// Whether [`install`](Self::install) also prints log events to stderr (`RUST_LOG` filters
+    /// them; default `warn`). On by default.
+    pub fn log_to_stderr(mut self, on: bool) -> Self {
+        self.log_to_stderr = on;
+        self
+    }
+
+    /// Installs the export as the global `tracing` subscriber (with a stderr log unless
+    /// [`log_to_stderr`](Self::log_to_stderr) is off). Must run inside a Tokio runtime: the
+    /// exporters send from its tasks.
+    pub fn install(self) -> Result<OtelGuard, OtelError> {
+        let log_to_stderr = self.log_to_stderr;
+        let (layer, guard) = self.layer()?;
+        let logs = log_to_stderr.then(|| {
+            let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(filter)
+        });
+        tracing_subscriber::registry()
+            .with(layer)
+            .with(logs)
+            .try_init()
+            .map_err(|e| OtelError::SubscriberInstalled(e.to_string()))?;
+        Ok(guard)
+    }
+
+    /// The export as a `tracing` layer, for a subscriber of your own
+    /// (`tracing_subscriber::registry().with(layer).with(..).init()`), and the guard that
+    /// flushes it. Installs the MCP trace-context propagator and the content setting.
+    pub fn layer<S>(self) -> Result<(impl Layer<S>, OtelGuard), OtelError>
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(OtelError::NoRuntime);
+        }
+        let filter = Targets::from_str(&self.filter).map_err(|e| OtelError::Filter {
+            filter: self.filter.clone(),
+            message: e.to_string(),
+        })?;
+        let protocol = match self.protocol {
+            Some(protocol) => protocol,
+            None => match std::env::var("OTEL_EXPORTER_OTLP_PROTOCOL") {
+                Ok(text) if !text.trim().is_empty() => text.parse()?,
+                _ => Protocol::HttpProtobuf,
+            },
+        };
+        let base = self
+            .endpoint
+            .clone()
+            .or_else(|| std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok())
+            .filter(|url| !url.trim().is_empty())
+            .unwrap_or_else(|| match protocol {
+                Protocol::HttpProtobuf => "http://localhost:4318".to_owned(),
+                Protocol::Grpc => "http://localhost:4317".to_owned(),
+            });
+        let mut resource = Resource::builder().with_attributes(self.resource.clone());
+        if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
+            resource = resource.with_service_name(self.service_name.clone());
+        }
+        let resource = resource.build();
+
+        let meter_provider = if self.metrics {
+            let exporter = self.metric_exporter(protocol, &base)?;
+            let reader = opentelemetry_sdk::metrics::periodic_reader_with_async_runtime::PeriodicReader::builder(exporter, Tokio)
+                .with_interval(self.metrics_interval)
+                .build();
+            Some(
+                SdkMeterProvider::builder()
+                    .with_reader(reader)
+                    .with_resource(resource.clone())
+                    .build(),
+            )
+        } else {
+            None
+        };
+        let metrics = meter_provider
+            .as_ref()
+            .map(|provider| GenAiMetrics::new(&provider.meter("signet")));
+        let exporter = self.span_exporter(protocol, &base)?;
+        let batch =
+            opentelemetry_sdk::trace::span_processor_with_async_runtime::BatchSpanProcessor::builder(
+                exporter, Tokio,
+            )
+            .build();
+        let tracer_provider = SdkTracerProvider::builder()
+            .with_span_processor(GenAiSpanProcessor::new(batch, metrics))
+            .with_resource(resource)
+            .build();
+        let tracer = tracer_provider.tracer("signet");
+        let layer = tracing_opentelemetry::layer()
+            .with_tracer(tracer)
+            .with_location(false)
+            .with_threads(false)
+            .with_tracked_inactivity(false)
+            .with_target(false)
+            .with_level(false)
+            .with_filter(filter);
+        signet::telemetry::set_propagator(Arc::new(W3cPropagator::default()));
+        if let Some(on) = self.capture_content {
+            signet::telemetry::set_capture_content(on);
+        }
+        Ok((
+            layer,
+            OtelGuard {
+                tracer: tracer_provider,
+                meter: meter_provider,
+                done: false,
+            },
+        ))
+    }
+
+    /// Over HTTP, `base` with the signal's path (`/v1/traces`) unless it ends with one already.
+    fn signal_url(base: &str, path: &str) -> String {
+        let base = base.trim_end_matches('/');
+        let base = base
+            .strip_suffix("/v1/traces")
+            .or_else(|| base.strip_suffix("/v1/metrics"))
+            .unwrap_or(base);
+        format!("{base}{path}")
+    }
+
+    fn span_exporter(
+        &self,
+        protocol: Protocol,
+        base: &str,
+    ) -> Result<opentelemetry_otlp::SpanExporter, OtelError> {
+        let builder = opentelemetry_otlp::SpanExporter::builder();
+        let (endpoint, built) = match protocol {
+            Protocol::HttpProtobuf => {
+                let url = Self::signal_url(base, "/v1/traces");
+                let built = builder
+                    .with_http()
+                    .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+                    .with_endpoint(url.clone())
+                    .with_headers(self.headers.iter().cloned().collect())
+                    .build();
+                (url, built)
+            }
+            Protocol::Grpc => (
+                base.to_owned(),
+                builder
+                    .with_tonic()
+                    .with_endpoint(base.to_owned())
+                    .with_metadata(self.grpc_metadata()?)
+                    .build(),
+            ),
+        };
+        built.map_err(|e| OtelError::Exporter {
+            signal: "traces",
+            endpoint,
+            message: e.to_string(),
+        })
+    }
+
+    fn metric_exporter(
+        &self,
+        protocol: Protocol,
+        base: &str,
+    ) -> Result<opentelemetry_otlp::MetricExporter, OtelError> {
+        let builder = opentelemetry_otlp::MetricExporter::builder();
+        let (endpoint, built) = match protocol {
+            Protocol::HttpProtobuf => {
+                let url = Self::signal_url(base, "/v1/metrics");
+                let built = builder
+                    .with_http()
+                    .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+                    .with_endpoint(url.clone())
+                    .with_headers(self.headers.iter().cloned().collect())
+                    .build();
+                (url, built)
+            }
+            Protocol::Grpc => (
+                base.to_owned(),
+                builder
+                    .with_tonic()
+                    .with_endpoint(base.to_owned())
+                    .with_metadata(self.grpc_metadata()?)
+                    .build(),
+            ),
+        };
+        built.map_err(|e| OtelError::Exporter {
+            signal: "metrics",
+            endpoint,
+            message: e.to_string(),
+        })
+    }
+
+    /// The headers as gRPC metadata.
+    fn grpc_metadata(&self) -> Result<tonic::metadata::MetadataMap, OtelError> {
+        let mut map = tonic::metadata::MetadataMap::new();
+        for (name, value) in &self.headers {
+            let bad = |what: &str| OtelError::Exporter {
+                signal: "traces",
+                endpoint: String::new(),
+                message: format!("header `{name}`: {what}"),
+            };
+            let key =
+                tonic::metadata::MetadataKey::from_bytes(name.to_ascii_lowercase().as_bytes())
+                    .map_err(|_| bad("not a valid gRPC metadata name"))?;
+            let value = value
+                .parse()
+                .map_err(|_| bad("its value is not valid gRPC metadata"))?;
+            map.insert(key, value);
+        }
+        Ok(map)
+    }
+}
+
+/// Keeps the export running; [`shutdown`](Self::shutdown) flushes what is queued and stops it.
+/// Dropped without `shutdown`, it flushes as well as it can (inside a multi-threaded Tokio
+/// runtime; elsewhere the spans still queued may be lost, and a warning says so).
+#[derive(Debug)]
+pub struct OtelGuard {
+    tracer: SdkTracerProvider,
+    meter: Option<SdkMeterProvider>,
+    done: bool,
+}
+
+impl OtelGuard {
+    /// Exports every finished span (and the metrics so far) now.
+    pub async fn flush(&self) -> Result<(), OtelError> {
+        let tracer = self.tracer.clone();
+        let meter = self.meter.clone();
+        blocking(move || {
+            tracer.force_flush().map_err(|e| OtelError::Export {
+                what: "flushing spans",
+                message: e.to_string(),
+            })?;
+            if let Some(meter) = meter {
+                meter.force_flush().map_err(|e| OtelError::Export {
+                    what: "flushing metrics",
+                    message: e.to_string(),
+                })?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Flushes and stops the export.
+    pub async fn shutdown(mut self) -> Result<(), OtelError> {
+        self.done = true;
+        let tracer = self.tracer.clone();
+        let meter = self.meter.clone();
+        blocking(move || shutdown(&tracer, meter.as_ref())).await
+    }
+
+    /// The tracer provider (to add spans of your own with the `opentelemetry` API).
+    pub fn tracer_provider(&self) -> &SdkTracerProvider {
+        &self.tracer
+    }
+
+    /// The meter provider, when metrics are exported (to add instruments of your own).
+    pub fn meter_provider(&self) -> Option<&SdkMeterProvider> {
+        self.meter.as_ref()
+    }
+}
+
+fn shutdown(tracer: &SdkTracerProvider, meter: Option<&SdkMeterProvider>) -> Result<(), OtelError> {
+    let spans = tracer.shutdown().map_err(|e| OtelError::Export {
+        what: "shutting down spans",
+        message: e.to_string(),
+    });
+    let metrics = meter.map_or(Ok(()), |meter| {
+        meter.shutdown().map_err(|e| OtelError::Export {
+            what: "shutting down metrics",
+            message: e.to_string(),
+        })
+    });
+    spans.and(metrics)
+}
+
+/// Runs `work` (which waits on the runtime's export tasks) off the runtime's worker threads.
+async fn blocking(
+    work: impl FnOnce() -> Result<(), OtelError> + Send + 'static,
+) -> Result<(), OtelError> {
+    tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
+        Err(OtelError::Export {
+            what: "flushing",
+            message: e.to_string(),
+        })
+    })
+}
+
+impl Drop for OtelGuard {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let multi_threaded = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if multi_threaded {
+            let result =
+                tokio::task::block_in_place(|| shutdown(&self.tracer, self.meter.as_ref()));
+            if let Err(error) = result {
+                eprintln!("signet-otel: {error}");
+            }
+        } else {
+            eprintln!(
+                "signet-otel: the OtelGuard was dropped outside a multi-threaded Tokio runtime \
+                 without `shutdown().await`: spans still queued may be lost"
+            );
+        }
+    }
+}
