@@ -545,6 +545,7 @@ impl LlamaCpp {
                     .with_parallel_requests(self.slots),
             )
             .timeout(self.request_timeout)
+            .provider_name("llama.cpp")
             .build()?)
     }
 
