@@ -1,6 +1,7 @@
 //! Framework overhead with a zero-latency LM: adapters (format + parse) for a 2-field and a 10-field
 //! signature, `#[tool]` validate + deserialize + dispatch, one Predict call and one ReAct run (2 tool
-//! steps + `finish` + extract). Run with `cargo bench --bench overhead`; `docs/performance.md` has
+//! steps + `finish` + extract), and the same Predict call and ReAct run with tracing on (Signet's
+//! spans through `signet-otel`'s OpenTelemetry pipeline, the export discarded) against off. Run with `cargo bench --bench overhead`; `docs/performance.md` has
 //! the figures.
 
 use std::sync::Arc;
@@ -145,5 +146,80 @@ fn modules(c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, adapters, tools, modules);
+/// A span exporter that drops what it is given: the pipeline's cost without the network's.
+#[derive(Debug)]
+struct DiscardExporter;
+
+impl opentelemetry_sdk::trace::SpanExporter for DiscardExporter {
+    async fn export(
+        &self,
+        _batch: Vec<opentelemetry_sdk::trace::SpanData>,
+    ) -> opentelemetry_sdk::error::OTelSdkResult {
+        Ok(())
+    }
+}
+
+/// What `signet_otel::install` sets up, exporting to [`DiscardExporter`]: `tracing-opentelemetry`
+/// with Signet's filter, the [`signet_otel::GenAiSpanProcessor`] (array attributes, the GenAI
+/// metrics) and a batch processor.
+fn traced_subscriber() -> (impl tracing::Subscriber + Send + Sync, impl Drop) {
+    use opentelemetry::metrics::MeterProvider;
+    use opentelemetry::trace::TracerProvider;
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    let meter = opentelemetry_sdk::metrics::SdkMeterProvider::builder().build();
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_span_processor(signet_otel::GenAiSpanProcessor::new(
+            opentelemetry_sdk::trace::BatchSpanProcessor::builder(DiscardExporter).build(),
+            Some(signet_otel::GenAiMetrics::new(&meter.meter("signet"))),
+        ))
+        .build();
+    let layer = tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer("signet"))
+        .with_location(false)
+        .with_threads(false)
+        .with_tracked_inactivity(false)
+        .with_filter(
+            "warn,signet=info"
+                .parse::<tracing_subscriber::filter::Targets>()
+                .unwrap(),
+        );
+    struct Providers(opentelemetry_sdk::trace::SdkTracerProvider);
+    impl Drop for Providers {
+        fn drop(&mut self) {
+            let _ = self.0.shutdown();
+        }
+    }
+    (
+        tracing_subscriber::registry().with(layer),
+        Providers(provider),
+    )
+}
+
+/// One Predict call and one ReAct run on a current-thread runtime, with no subscriber and with
+/// the OpenTelemetry pipeline installed for the bench's thread.
+fn tracing_on_off(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let predictor = predict(CyclingLm::new(&[PREDICT_REPLY]));
+    let agent = react(CyclingLm::new(&react_replies()));
+    for traced in [false, true] {
+        let label = if traced { "tracing on" } else { "tracing off" };
+        let (subscriber, providers) = traced_subscriber();
+        let _default = traced.then(|| tracing::subscriber::set_default(subscriber));
+        c.bench_function(&format!("predict/one call ({label})"), |b| {
+            b.to_async(&runtime)
+                .iter(|| predictor.call(predict_input()))
+        });
+        c.bench_function(&format!("react/2 tool steps + extract ({label})"), |b| {
+            b.to_async(&runtime).iter(|| agent.call(react_input()))
+        });
+        drop(_default);
+        drop(providers);
+    }
+}
+
+criterion_group!(benches, adapters, tools, modules, tracing_on_off);
 criterion_main!(benches);

@@ -8,7 +8,6 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use futures::FutureExt;
 use futures::future::BoxFuture;
 use signet::lm::{Completion, Lm, LmError, LmRequest};
 use signet::module::{Predict, ReAct, ReActMode};
@@ -131,11 +130,17 @@ impl CyclingLm {
 }
 
 impl Lm for CyclingLm {
-    fn complete<'a>(&'a self, _: &'a LmRequest) -> BoxFuture<'a, Result<Completion, LmError>> {
+    fn complete<'a>(
+        &'a self,
+        request: &'a LmRequest,
+    ) -> BoxFuture<'a, Result<Completion, LmError>> {
+        // Its `chat` span, as every LM of Signet's opens one (nothing is done while no
+        // subscriber wants it).
+        let span = signet::lm::ChatSpan::start("cycling", "cycling", request, false);
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let mut reply = self.replies[n % self.replies.len()].clone();
         reply.usage.lm_calls = 1;
-        futures::future::ready(Ok(reply)).boxed()
+        span.run(futures::future::ready(Ok(reply)))
     }
 
     fn model(&self) -> &str {

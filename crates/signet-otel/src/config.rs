@@ -245,7 +245,8 @@ impl OtelConfig {
         let metrics = meter_provider
             .as_ref()
             .map(|provider| GenAiMetrics::new(&provider.meter("signet")));
-        let exporter = self.span_exporter(protocol, &base)?;
+        let (endpoint, exporter) = self.span_exporter(protocol, &base)?;
+        let exporter = crate::reporting::Reporting::new(exporter, endpoint);
         let batch =
             opentelemetry_sdk::trace::span_processor_with_async_runtime::BatchSpanProcessor::builder(
                 exporter, Tokio,
@@ -292,7 +293,7 @@ impl OtelConfig {
         &self,
         protocol: Protocol,
         base: &str,
-    ) -> Result<opentelemetry_otlp::SpanExporter, OtelError> {
+    ) -> Result<(String, opentelemetry_otlp::SpanExporter), OtelError> {
         let builder = opentelemetry_otlp::SpanExporter::builder();
         let (endpoint, built) = match protocol {
             Protocol::HttpProtobuf => {
@@ -314,11 +315,14 @@ impl OtelConfig {
                     .build(),
             ),
         };
-        built.map_err(|e| OtelError::Exporter {
-            signal: "traces",
-            endpoint,
-            message: e.to_string(),
-        })
+        match built {
+            Ok(exporter) => Ok((endpoint, exporter)),
+            Err(e) => Err(OtelError::Exporter {
+                signal: "traces",
+                endpoint,
+                message: e.to_string(),
+            }),
+        }
     }
 
     fn metric_exporter(

@@ -32,7 +32,7 @@ pub enum OtelError {
          call it inside `#[tokio::main]` or `Runtime::block_on`"
     )]
     NoRuntime,
-    /// A global `tracing` subscriber is already installed; add [`OtelConfig::layer`] to it
+    /// A global `tracing` subscriber is already installed; add [`OtelConfig::layer`](crate::OtelConfig::layer) to it
     /// instead.
     #[error(
         "a global tracing subscriber is already installed ({0}); add `OtelConfig::layer()` to \

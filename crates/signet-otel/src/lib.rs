@@ -27,8 +27,9 @@ mod error;
 mod metrics;
 mod processor;
 mod propagator;
+mod reporting;
 
-pub use config::{OtelConfig, OtelGuard, Protocol, install};
+pub use config::{DEFAULT_FILTER, OtelConfig, OtelGuard, Protocol, install};
 pub use dataset::{SpanExample, examples_from_spans};
 pub use error::OtelError;
 pub use metrics::GenAiMetrics;

@@ -104,7 +104,7 @@ impl GenAiMetrics {
                     attributes.pop();
                 }
             }
-        } else if matches!(attribute("mcp.method.name"), Some(_))
+        } else if attribute("mcp.method.name").is_some()
             && span.span_kind == opentelemetry::trace::SpanKind::Client
         {
             let mut attributes: Vec<KeyValue> = [

@@ -19,7 +19,7 @@ use signet::module::{Predict, ReAct};
 use signet::testing::ScriptedLm;
 use signet_mcp::{McpClient, McpServer};
 use signet_otel::{OtelConfig, Protocol, examples_from_spans};
-use support::{Ask, AskInput, AskOutput, AddTool, extract, step};
+use support::{AddTool, Ask, AskInput, AskOutput, extract, step};
 
 const PROJECT: &str = "signet-scripted";
 
@@ -96,14 +96,17 @@ async fn an_agent_with_mcp_tools_and_an_evaluation_arrive_in_phoenix_as_trees() 
     ];
     let metric = |example: &Example, output: &AskOutput| {
         let right = example.get("answer") == Some(&json!(output.answer));
-        Score::new(if right { 1.0 } else { 0.0 })
-            .with_feedback(if right { "right" } else { "wrong answer" })
+        Score::new(if right { 1.0 } else { 0.0 }).with_feedback(if right {
+            "right"
+        } else {
+            "wrong answer"
+        })
     };
     let report = Evaluate::new(&examples, metric)
-    .with_concurrency(1)
-    .run(&Predict::<Ask>::new().with_lm(lm))
-    .await
-    .unwrap();
+        .with_concurrency(1)
+        .run(&Predict::<Ask>::new().with_lm(lm))
+        .await
+        .unwrap();
     assert_eq!(report.score, 50.0);
 
     otel.shutdown().await.expect("the spans are flushed");
@@ -117,7 +120,9 @@ async fn an_agent_with_mcp_tools_and_an_evaluation_arrive_in_phoenix_as_trees() 
         .await;
     let by_id: HashMap<&str, &Value> = spans.iter().map(|s| (id(s), s)).collect();
     let parent = |span: &Value| -> Option<&Value> {
-        span["parent_id"].as_str().and_then(|p| by_id.get(p).copied())
+        span["parent_id"]
+            .as_str()
+            .and_then(|p| by_id.get(p).copied())
     };
 
     // The agent's tree: invoke_agent -> chat x3, execute_tool -> tools/call (client) ->
@@ -125,8 +130,7 @@ async fn an_agent_with_mcp_tools_and_an_evaluation_arrive_in_phoenix_as_trees() 
     let agent = spans
         .iter()
         .find(|s| {
-            attr(s, "gen_ai.operation.name") == Some(&json!("invoke_agent"))
-                && parent(s).is_none()
+            attr(s, "gen_ai.operation.name") == Some(&json!("invoke_agent")) && parent(s).is_none()
         })
         .unwrap_or_else(|| panic!("no root agent span among {spans:#?}"));
     let agent_name = str_attr(agent, "gen_ai.agent.name");
@@ -204,7 +208,12 @@ async fn an_agent_with_mcp_tools_and_an_evaluation_arrive_in_phoenix_as_trees() 
     // The evaluation's tree: evaluate -> evaluate_example x2 -> invoke_agent Ask -> chat.
     let evaluate = spans
         .iter()
-        .find(|s| s["name"].as_str().unwrap_or_default().starts_with("evaluate "))
+        .find(|s| {
+            s["name"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("evaluate ")
+        })
         .expect("an evaluate span");
     assert_eq!(attr(evaluate, "signet.evaluate.score"), Some(&json!(50.0)));
     assert_eq!(int_attr(evaluate, "signet.evaluate.examples"), 2);
@@ -229,7 +238,11 @@ async fn an_agent_with_mcp_tools_and_an_evaluation_arrive_in_phoenix_as_trees() 
             .find(|s| parent(s).map(id) == Some(id(example)))
             .expect("the example's module call");
         assert_eq!(agent["name"], "invoke_agent Ask");
-        assert!(spans.iter().any(|s| parent(s).map(id) == Some(id(agent)) && s["name"] == "chat scripted"));
+        assert!(
+            spans
+                .iter()
+                .any(|s| parent(s).map(id) == Some(id(agent)) && s["name"] == "chat scripted")
+        );
     }
 
     // Production spans back into examples for the next compile: every call of an `Ask` agent
@@ -241,5 +254,9 @@ async fn an_agent_with_mcp_tools_and_an_evaluation_arrive_in_phoenix_as_trees() 
         .collect();
     questions.sort();
     assert_eq!(questions, ["2+2?", "3+3?", "What is 2 + 3?"]);
-    assert!(rebuilt.iter().all(|e| e.example.labels().contains_key("answer")));
+    assert!(
+        rebuilt
+            .iter()
+            .all(|e| e.example.labels().contains_key("answer"))
+    );
 }

@@ -79,20 +79,45 @@ async fn the_real_models_calls_reach_phoenix_with_their_token_counts() {
         .iter()
         .filter(|s| attr(s, "gen_ai.operation.name") == Some(&Value::from("chat")))
         .collect();
-    assert_eq!(chats.len() as u64, run.usage.lm_calls, "one chat span per model call");
+    assert_eq!(
+        chats.len() as u64,
+        run.usage.lm_calls,
+        "one chat span per model call"
+    );
     let (mut input, mut output) = (0, 0);
     for chat in &chats {
         assert_eq!(chat["parent_id"], agent_span["context"]["span_id"]);
-        assert_eq!(attr(chat, "gen_ai.provider.name"), Some(&Value::from("llama.cpp")));
-        assert_eq!(attr(chat, "server.address"), Some(&Value::from("127.0.0.1")));
-        let port = local.base_url().trim_end_matches("/v1").rsplit(':').next().unwrap();
+        assert_eq!(
+            attr(chat, "gen_ai.provider.name"),
+            Some(&Value::from("llama.cpp"))
+        );
+        assert_eq!(
+            attr(chat, "server.address"),
+            Some(&Value::from("127.0.0.1"))
+        );
+        let port = local
+            .base_url()
+            .trim_end_matches("/v1")
+            .rsplit(':')
+            .next()
+            .unwrap();
         assert_eq!(int_attr(chat, "server.port").to_string(), port);
-        assert!(attr(chat, "gen_ai.response.id").and_then(Value::as_str).is_some_and(|id| !id.is_empty()));
+        assert!(
+            attr(chat, "gen_ai.response.id")
+                .and_then(Value::as_str)
+                .is_some_and(|id| !id.is_empty())
+        );
         assert!(attr(chat, "gen_ai.response.model").is_some());
         assert!(attr(chat, "gen_ai.response.finish_reasons").is_some_and(Value::is_array));
-        assert_eq!(attr(chat, "gen_ai.request.temperature"), Some(&Value::from(0.0)));
+        assert_eq!(
+            attr(chat, "gen_ai.request.temperature"),
+            Some(&Value::from(0.0))
+        );
         assert_eq!(int_attr(chat, "gen_ai.request.max_tokens"), 200);
-        assert!(attr(chat, "gen_ai.input.messages").is_none(), "content is off by default");
+        assert!(
+            attr(chat, "gen_ai.input.messages").is_none(),
+            "content is off by default"
+        );
         let tokens = int_attr(chat, "gen_ai.usage.input_tokens");
         assert!(tokens > 0, "the server counted the prompt");
         input += tokens;

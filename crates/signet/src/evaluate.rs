@@ -451,7 +451,7 @@ pub(crate) fn short_type_name<T: ?Sized>() -> String {
     let mut out = String::with_capacity(full.len());
     for segment in full.split_inclusive(['<', '>', ',', ' ']) {
         let (name, delimiter) = match segment.char_indices().last() {
-            Some((at, c)) if matches!(c, '<' | '>' | ',' | ' ') => (&segment[..at], &segment[at..]),
+            Some((at, '<' | '>' | ',' | ' ')) => (&segment[..at], &segment[at..]),
             _ => (segment, ""),
         };
         out.push_str(name.rsplit("::").next().unwrap_or(name));
@@ -489,4 +489,24 @@ pub(crate) async fn catch_panic<T>(
         .catch_unwind()
         .await
         .map_err(|panic| panic_text(&*panic))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_type_name;
+
+    mod deep {
+        pub(super) struct Ask;
+        pub(super) struct Wrap<A, B>(A, B);
+    }
+
+    #[test]
+    fn type_names_lose_their_module_paths() {
+        assert_eq!(short_type_name::<deep::Ask>(), "Ask");
+        assert_eq!(
+            short_type_name::<deep::Wrap<deep::Ask, Vec<u8>>>(),
+            "Wrap<Ask, Vec<u8>>"
+        );
+        assert_eq!(short_type_name::<i64>(), "i64");
+    }
 }

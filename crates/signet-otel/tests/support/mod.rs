@@ -15,8 +15,10 @@ use tracing_subscriber::layer::SubscriberExt;
 /// Answer the question using the tools.
 #[derive(Signature)]
 pub struct Ask {
+    /// The question.
     #[input]
     pub question: String,
+    /// The answer.
     #[output]
     pub answer: String,
 }
@@ -41,9 +43,13 @@ pub fn extract(answer: &str) -> String {
 
 /// The pipeline: spans and metrics end up in memory.
 pub struct Pipeline {
+    /// The finished spans.
     pub spans: InMemorySpanExporter,
+    /// The exported metrics.
     pub metrics: InMemoryMetricExporter,
+    /// The tracer provider (flush it before reading `spans`).
     pub tracer: SdkTracerProvider,
+    /// The meter provider (flush it before reading `metrics`).
     pub meter: SdkMeterProvider,
     _default: tracing::subscriber::DefaultGuard,
 }
@@ -121,7 +127,7 @@ pub fn attr<'a>(span: &'a SpanData, key: &str) -> Option<&'a Value> {
 }
 
 /// A string attribute (panics when missing or of another type).
-pub fn text<'a>(span: &'a SpanData, key: &str) -> String {
+pub fn text(span: &SpanData, key: &str) -> String {
     match attr(span, key) {
         Some(Value::String(s)) => s.to_string(),
         other => panic!("`{}`: `{key}` is {other:?}", span.name),
