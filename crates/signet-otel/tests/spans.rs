@@ -203,3 +203,29 @@ async fn chat_spans_feed_the_token_usage_and_duration_histograms() {
     };
     assert_eq!(histogram.data_points().map(|p| p.count()).sum::<u64>(), 1);
 }
+
+#[tokio::test]
+async fn an_optimizers_compile_is_a_span_naming_the_program_it_produced() {
+    use signet::data::Example;
+    use signet::module::Predictors;
+    use signet::optimize::KnnFewShot;
+    let pipeline = Pipeline::install();
+    let trainset: Vec<Example> = ["2+2?", "3+3?"]
+        .iter()
+        .map(|q| {
+            Example::new(serde_json::json!({"question": q, "answer": "x"}))
+                .with_inputs(["question"])
+        })
+        .collect();
+    let compiled = KnnFewShot::new(1)
+        .compile(&Predict::<Ask>::new(), &trainset)
+        .await
+        .unwrap();
+    let spans = pipeline.finished();
+    let optimize = span(&spans, "optimize KNNFewShot");
+    assert_eq!(int(optimize, "signet.optimize.trainset"), 2);
+    assert_eq!(
+        text(optimize, "gen_ai.agent.version"),
+        compiled.program.version()
+    );
+}

@@ -330,3 +330,25 @@ fn augmented(entry: &crate::trace::TraceEntry) -> Fields {
 
 /// The LM a teacher runs with, when it differs from the student's.
 type TeacherLm = Option<Arc<dyn crate::lm::Lm>>;
+
+/// Runs an optimizer's compile inside its `optimize` span: the compiled program's version, or
+/// the error, recorded on it.
+pub(crate) async fn traced<P: Predictors, R>(
+    optimizer: &str,
+    trainset: usize,
+    valset: usize,
+    compile: impl std::future::Future<Output = Result<Compiled<P, R>, OptimizeError>>,
+) -> Result<Compiled<P, R>, OptimizeError> {
+    use tracing::Instrument;
+    let span = crate::telemetry::optimize_span(optimizer, trainset, valset);
+    let result = compile.instrument(span.clone()).await;
+    if !span.is_disabled() {
+        match &result {
+            Ok(compiled) => {
+                span.record("gen_ai.agent.version", compiled.program.version());
+            }
+            Err(error) => crate::telemetry::record_error(&span, "optimize", error),
+        }
+    }
+    result
+}

@@ -11,6 +11,7 @@
 //! | `chat` | `chat {gen_ai.request.model}` | client | one request to a model (each retry and each adapter fallback its own span) |
 //! | `execute_tool` | `execute_tool {gen_ai.tool.name}` | internal | one tool call of an agent |
 //! | `evaluate` | `evaluate {program}` | internal | an `Evaluate` run, one `evaluate_example` child per example |
+//! | `optimize` | `optimize {optimizer}` | internal | an optimizer's compile, its evaluations beneath |
 //!
 //! Prompts, replies, tool arguments and results are **not recorded** unless content capture is
 //! on ([`set_capture_content`], or `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`):
@@ -32,7 +33,8 @@ pub use propagation::{
     TracePropagator, inject_context, propagator_installed, set_propagator, set_remote_parent,
 };
 pub(crate) use spans::{
-    Attribute, agent_span, evaluate_span, example_span, int, record_error, record_usage, tool_span,
+    Attribute, agent_span, evaluate_span, example_span, int, optimize_span, record_error,
+    record_usage, tool_span,
 };
 
 /// The conventions the spans follow: the GenAI semantic conventions of OpenTelemetry

@@ -122,7 +122,8 @@ impl<M> BootstrapFewShot<M> {
         } else {
             student.clone()
         };
-        self.compile_with_teacher(student, &teacher, trainset).await
+        let run = self.compile_with_teacher(student, &teacher, trainset);
+        super::traced("BootstrapFewShot", trainset.len(), 0, run).await
     }
 
     /// [`compile`](Self::compile) with your own teacher, used as it is: the same predictors as

@@ -46,10 +46,13 @@ impl<M, F> Gepa<M, F> {
         M: Metric<P::Output>,
         F: PredictorFeedback<P::Output>,
     {
-        Run::start(self, student, trainset, valset)
-            .await?
-            .go()
-            .await
+        let run = async {
+            Run::start(self, student, trainset, valset)
+                .await?
+                .go()
+                .await
+        };
+        super::traced("GEPA", trainset.len(), valset.len(), run).await
     }
 
     /// [`compile`](Self::compile) from sync code (see [`crate::blocking`] for the rule).

@@ -156,13 +156,16 @@ impl KnnFewShot {
         student: &P,
         trainset: &[Example],
     ) -> Result<Compiled<P, KnnReport>, OptimizeError> {
-        let (compiled, embedding) = self.build(student, trainset);
-        if let Some(selector) = embedding {
-            let demos: Vec<_> = trainset.iter().map(|e| e.values().clone()).collect();
-            let keys: Vec<&str> = compiled.report.keys.iter().map(String::as_str).collect();
-            selector.embed_demos(&demos, &keys).await?;
-        }
-        Ok(compiled)
+        let run = async {
+            let (compiled, embedding) = self.build(student, trainset);
+            if let Some(selector) = embedding {
+                let demos: Vec<_> = trainset.iter().map(|e| e.values().clone()).collect();
+                let keys: Vec<&str> = compiled.report.keys.iter().map(String::as_str).collect();
+                selector.embed_demos(&demos, &keys).await?;
+            }
+            Ok(compiled)
+        };
+        super::traced("KNNFewShot", trainset.len(), 0, run).await
     }
 
     /// [`compile`](Self::compile) for sync code. With an embedder, the examples are embedded by

@@ -50,7 +50,8 @@ impl<M> MiproV2<M> {
         P: Module + Clone,
         M: Metric<P::Output>,
     {
-        Run::start(self, student, trainset, valset)?.go().await
+        let run = async { Run::start(self, student, trainset, valset)?.go().await };
+        super::traced("MIPROv2", trainset.len(), valset.len(), run).await
     }
 
     /// [`compile`](Self::compile) from sync code (see [`crate::blocking`] for the rule).

@@ -143,6 +143,27 @@ impl<M> BootstrapFewShotWithRandomSearch<M> {
         P: Module + Clone,
         M: Metric<P::Output>,
     {
+        let run = self.search(student, trainset, valset);
+        super::traced(
+            "BootstrapFewShotWithRandomSearch",
+            trainset.len(),
+            valset.len(),
+            run,
+        )
+        .await
+    }
+
+    /// The search [`compile`](Self::compile) runs in its span.
+    async fn search<P>(
+        &self,
+        student: &P,
+        trainset: &[Example],
+        valset: &[Example],
+    ) -> Result<Compiled<P, SearchReport<P>>, OptimizeError>
+    where
+        P: Module + Clone,
+        M: Metric<P::Output>,
+    {
         let seeds: Vec<i64> = (-3..self.candidates as i64)
             .filter(|seed| self.restrict.as_ref().is_none_or(|r| r.contains(seed)))
             .collect();

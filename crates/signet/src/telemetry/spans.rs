@@ -152,3 +152,22 @@ pub(crate) fn example_span(index: usize) -> Span {
 pub(crate) fn int(count: impl TryInto<i64>) -> i64 {
     count.try_into().unwrap_or(i64::MAX)
 }
+
+/// The `optimize {optimizer}` span of a compile over `trainset` and `valset` examples; every
+/// evaluation it runs is an `evaluate` span beneath it, each candidate telling itself apart by its
+/// `gen_ai.agent.version`.
+pub(crate) fn optimize_span(optimizer: &str, trainset: usize, valset: usize) -> Span {
+    tracing::info_span!(
+        target: TARGET,
+        "optimize",
+        "otel.name" = %format_args!("optimize {optimizer}"),
+        "otel.kind" = "internal",
+        "otel.status_code" = Empty,
+        "otel.status_description" = Empty,
+        "signet.optimize.optimizer" = optimizer,
+        "signet.optimize.trainset" = int(trainset),
+        "signet.optimize.valset" = int(valset),
+        "gen_ai.agent.version" = Empty,
+        "error.type" = Empty,
+    )
+}
