@@ -537,14 +537,7 @@ impl DynPredict {
         usage: &'a mut Usage,
     ) -> impl std::future::Future<Output = Result<Prediction, Error>> + Send + 'a {
         // Not an `async fn`: one state machine less in every call's future.
-        let span = self.agent_span(inputs);
-        tracing::Instrument::instrument(
-            recorded_in(
-                span.clone(),
-                self.forward_resolved(inputs, call, None, usage),
-            ),
-            span,
-        )
+        self.forward_resolved(inputs, call, None, usage)
     }
 
     /// The `invoke_agent` span of a call of this predictor on `inputs` (disabled unless a
@@ -578,9 +571,25 @@ impl DynPredict {
             sink.send(&path, PredictorEvent::Started);
             (sink, path)
         });
-        let result = self
-            .forward_recorded(inputs, call, resolved, streamed.as_ref(), &mut own)
-            .await;
+        // A call of its own (not a step of a loop that resolved the LM for it) is an
+        // `invoke_agent` span. Without a subscriber that wants it, the call runs as it is:
+        // wrapping it would move its large future (measured: about 1,000 instructions a call).
+        let span = match resolved {
+            None => self.agent_span(inputs),
+            Some(_) => tracing::Span::none(),
+        };
+        let result = if span.is_disabled() {
+            self.forward_recorded(inputs, call, resolved, streamed.as_ref(), &mut own)
+                .await
+        } else {
+            let traced = tracing::Instrument::instrument(
+                self.forward_recorded(inputs, call, resolved, streamed.as_ref(), &mut own),
+                span.clone(),
+            );
+            let result = Box::pin(traced).await;
+            record_outcome(&span, &result);
+            result
+        };
         if let Some((sink, path)) = streamed {
             sink.send(
                 &path,
@@ -664,30 +673,23 @@ impl DynPredict {
     }
 }
 
-/// `call`, with its outcome recorded on its `invoke_agent` span: the usage and (with content
-/// capture) the outputs, or the error.
-async fn recorded_in(
-    span: tracing::Span,
-    call: impl std::future::Future<Output = Result<Prediction, Error>>,
-) -> Result<Prediction, Error> {
-    let result = call.await;
-    if !span.is_disabled() {
-        match &result {
-            Ok(prediction) => {
-                use crate::telemetry::Attribute;
-                let usage = &prediction.usage;
-                crate::telemetry::record_usage(
-                    &span,
-                    usage.prompt_tokens,
-                    usage.completion_tokens,
-                    usage.lm_calls,
-                );
-                span.record_content("signet.module.outputs", || {
-                    serde_json::to_string(&prediction.outputs).unwrap_or_default()
-                });
-            }
-            Err(error) => crate::telemetry::record_error(&span, &error.error_type(), error),
+/// Records a call's outcome on its `invoke_agent` span: the usage and (with content capture) the
+/// outputs, or the error.
+fn record_outcome(span: &tracing::Span, result: &Result<Prediction, Error>) {
+    match result {
+        Ok(prediction) => {
+            use crate::telemetry::Attribute;
+            let usage = &prediction.usage;
+            crate::telemetry::record_usage(
+                span,
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                usage.lm_calls,
+            );
+            span.record_content("signet.module.outputs", || {
+                serde_json::to_string(&prediction.outputs).unwrap_or_default()
+            });
         }
+        Err(error) => crate::telemetry::record_error(span, &error.error_type(), error),
     }
-    result
 }

@@ -190,6 +190,9 @@ impl ChatSpan {
         self,
         call: impl Future<Output = Result<Completion, LmError>> + Send + 'a,
     ) -> BoxFuture<'a, Result<Completion, LmError>> {
+        if self.span.is_disabled() {
+            return call.boxed();
+        }
         let span = self.span.clone();
         async move {
             let result = call.await;
