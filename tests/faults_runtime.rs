@@ -163,6 +163,8 @@ fn usage_counts_near_the_top_of_u64_saturate() {
         cache_hits: 1,
         adapter_fallbacks: 0,
         retries: u64::MAX,
+        cached_prompt_tokens: u64::MAX,
+        cost_nanousd: u64::MAX - 3,
     };
     total += Usage {
         prompt_tokens: 5,
@@ -171,12 +173,15 @@ fn usage_counts_near_the_top_of_u64_saturate() {
         cache_hits: 1,
         adapter_fallbacks: 1,
         retries: 7,
+        cached_prompt_tokens: 2,
+        cost_nanousd: 10,
     };
     assert_eq!(total.prompt_tokens, u64::MAX);
     assert_eq!(total.completion_tokens, u64::MAX);
     assert_eq!(total.lm_calls, u64::MAX);
     assert_eq!((total.cache_hits, total.adapter_fallbacks), (2, 1));
     assert_eq!(total.retries, u64::MAX);
+    assert_eq!((total.cached_prompt_tokens, total.cost_nanousd), (u64::MAX, u64::MAX));
     assert_eq!(total.total_tokens(), u64::MAX);
 }
 

@@ -229,3 +229,29 @@ async fn an_optimizers_compile_is_a_span_naming_the_program_it_produced() {
         compiled.program.version()
     );
 }
+
+#[tokio::test]
+async fn priced_calls_carry_their_cost_on_the_chat_and_agent_spans() {
+    let pipeline = Pipeline::install();
+    let lm = ScriptedLm::new([completion(
+        "[[ ## answer ## ]]\n4\n\n[[ ## completed ## ]]".into(),
+        1_000_000,
+        0,
+    )])
+    .with_pricing(signet::lm::Pricing::per_million_tokens(2.5, 10.0));
+    Predict::<Ask>::new()
+        .with_lm(lm)
+        .call(AskInput {
+            question: "2+2?".into(),
+        })
+        .await
+        .unwrap();
+    let spans = pipeline.finished();
+    for name in ["chat scripted", "invoke_agent Ask"] {
+        assert_eq!(
+            attr(span(&spans, name), "gen_ai.usage.cost"),
+            Some(&Value::F64(2.5)),
+            "{name}"
+        );
+    }
+}

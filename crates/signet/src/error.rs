@@ -81,6 +81,10 @@ pub enum Error {
         /// The limit.
         limit: u32,
     },
+    /// `Predict` with tools stopped before an LM call that would have gone past its
+    /// [budget](crate::module::Limits::budget) of tokens or cost.
+    #[error("{0}")]
+    Budget(crate::lm::BudgetExceeded),
     /// A blocking call could not run (see [`crate::blocking`]).
     #[error(transparent)]
     Blocking(#[from] crate::blocking::BlockingError),
@@ -127,6 +131,7 @@ impl Error {
             Error::OutputType { .. } => "output_type",
             Error::TooManyToolTurns { .. } => "too_many_tool_turns",
             Error::LmCallLimit { .. } => "lm_call_limit",
+            Error::Budget(_) => "budget_exceeded",
             Error::Blocking(_) => "blocking",
             Error::Unsupported { .. } => "unsupported",
             Error::Resume(_) => "resume",

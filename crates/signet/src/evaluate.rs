@@ -74,6 +74,7 @@ pub struct Evaluate<'d, M> {
     max_errors: Option<usize>,
     failure_score: f64,
     keep_traces: bool,
+    budget: Option<crate::lm::Budget>,
 }
 
 /// Why an evaluation stopped before scoring every example.
@@ -98,6 +99,15 @@ pub enum EvaluateError<O> {
     /// The blocking entry point could not run (see [`crate::blocking`]).
     #[error(transparent)]
     Blocking(#[from] crate::blocking::BlockingError),
+    /// One more example would have gone past the evaluation's
+    /// [budget](Evaluate::with_budget); the report holds the examples that ran.
+    #[error("the evaluation stopped: {exceeded}")]
+    Budget {
+        /// Which cap, what was spent, what the next example was estimated at.
+        exceeded: crate::lm::BudgetExceeded,
+        /// The examples that ran.
+        report: Box<Report<O>>,
+    },
 }
 
 impl<'d, M> Evaluate<'d, M> {
@@ -115,7 +125,41 @@ impl<'d, M> Evaluate<'d, M> {
             max_errors: None,
             failure_score: 0.0,
             keep_traces: false,
+            budget: None,
         }
+    }
+
+    /// Stops starting examples once one more (of the average cost so far) would go past
+    /// `budget` of tokens or dollars: the evaluation ends with [`EvaluateError::Budget`], its
+    /// report holding the examples that ran. Examples already running finish (up to the
+    /// [concurrency](Self::with_concurrency) start before the first one ends).
+    ///
+    /// ```
+    /// use signet::evaluate::{Evaluate, EvaluateError, exact_match};
+    /// use signet::lm::{Budget, Completion};
+    /// use signet::module::Predict;
+    /// use signet::testing::ScriptedLm;
+    /// # #[derive(signet::Signature)]
+    /// # struct Ask { #[input] question: String, #[output] answer: String }
+    /// let examples: Vec<_> = (0..10)
+    ///     .map(|i| signet::data::Example::new(serde_json::json!({"question": i.to_string(), "answer": "4"})).with_inputs(["question"]))
+    ///     .collect();
+    /// let mut reply = Completion::text("[[ ## answer ## ]]\n4\n\n[[ ## completed ## ]]");
+    /// reply.usage.prompt_tokens = 100;
+    /// let lm = ScriptedLm::new(std::iter::repeat_n(reply, 10));
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let result = Evaluate::new(&examples, exact_match("answer"))
+    ///     .with_concurrency(1)
+    ///     .with_budget(Budget::tokens(350))
+    ///     .run(&Predict::<Ask>::new().with_lm(lm))
+    ///     .await;
+    /// let Err(EvaluateError::Budget { report, .. }) = result else { panic!("over budget") };
+    /// assert_eq!(report.results.len(), 3); // a fourth would have reached 400 tokens
+    /// # });
+    /// ```
+    pub fn with_budget(mut self, budget: crate::lm::Budget) -> Self {
+        self.budget = Some(budget);
+        self
     }
 
     /// How many examples run at once (at least 1). Each runs the whole program; its LM calls
@@ -212,7 +256,9 @@ impl<'d, M> Evaluate<'d, M> {
             .await;
         let report = match &result {
             Ok(report) => Some(report),
-            Err(EvaluateError::TooManyErrors { report, .. }) => Some(&**report),
+            Err(
+                EvaluateError::TooManyErrors { report, .. } | EvaluateError::Budget { report, .. },
+            ) => Some(&**report),
             Err(_) => None,
         };
         if let Some(report) = report.filter(|_| !span.is_disabled()) {
@@ -231,10 +277,15 @@ impl<'d, M> Evaluate<'d, M> {
                 report.usage.prompt_tokens,
                 report.usage.completion_tokens,
                 report.usage.lm_calls,
+                report.usage.cost_nanousd,
             );
         }
-        if let Err(error) = &result {
-            crate::telemetry::record_error(&span, "too_many_errors", error);
+        match &result {
+            Err(error @ EvaluateError::Budget { .. }) => {
+                crate::telemetry::record_error(&span, "budget_exceeded", error);
+            }
+            Err(error) => crate::telemetry::record_error(&span, "too_many_errors", error),
+            Ok(_) => {}
         }
         result
     }
@@ -257,7 +308,22 @@ impl<'d, M> Evaluate<'d, M> {
         );
         let bar = progress::Bar::new(self.progress, "evaluate", self.examples.len());
         let mut sum = 0.0;
+        // What the examples that ended spent, read before each example starts.
+        let spent = std::sync::Mutex::new((Usage::default(), 0u64, None));
+        let within_budget = |_: &(usize, &Example)| {
+            let mut spent = spent.lock().unwrap_or_else(|e| e.into_inner());
+            let (usage, examples, stopped) = &mut *spent;
+            let check = match &self.budget {
+                Some(budget) if stopped.is_none() => budget.check_next(usage, *examples),
+                _ => Ok(()),
+            };
+            if let Err(exceeded) = check {
+                *stopped = Some(exceeded);
+            }
+            std::future::ready(stopped.is_none())
+        };
         let runs = stream::iter(self.examples.iter().enumerate())
+            .take_while(within_budget)
             .map(|(index, example)| self.run_one_spanned(program, index, example))
             .buffer_unordered(concurrency)
             .take_until(cancel);
@@ -269,6 +335,11 @@ impl<'d, M> Evaluate<'d, M> {
                 errors += 1;
             }
             sum += result.score.value;
+            {
+                let mut spent = spent.lock().unwrap_or_else(|e| e.into_inner());
+                spent.0 += result.usage;
+                spent.1 += 1;
+            }
             let done = results.len() + 1;
             bar.advance(|| progress::average_line(sum, done, errors));
             results.push(result);
@@ -291,8 +362,16 @@ impl<'d, M> Evaluate<'d, M> {
             }
         }
         let cancelled = runs.is_stopped() && results.len() < self.examples.len();
+        let stopped = spent.lock().unwrap_or_else(|e| e.into_inner()).2.take();
         bar.finish();
         results.sort_by_key(|r| r.index);
+        if let Some(exceeded) = stopped {
+            let report = Report::new(results, self.examples.len(), started.elapsed(), false);
+            return Err(EvaluateError::Budget {
+                exceeded,
+                report: Box::new(report),
+            });
+        }
         Ok(Report::new(
             results,
             self.examples.len(),

@@ -18,6 +18,7 @@
 //! # });
 //! ```
 
+mod budget;
 mod cache;
 mod capabilities;
 mod chat_span;
@@ -26,6 +27,7 @@ mod content;
 mod history;
 #[cfg(feature = "openai")]
 mod openai;
+mod pricing;
 mod retry;
 mod tokens;
 mod types;
@@ -34,6 +36,7 @@ use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt};
 
 pub use crate::tool::ToolDefinition;
+pub use budget::{Budget, BudgetExceeded, Spending};
 pub use cache::{CachedLm, ResponseCache};
 pub use capabilities::Capabilities;
 pub use chat_span::ChatSpan;
@@ -46,6 +49,7 @@ pub use history::{CallHistory, CallRecord, HistoryLm, render_history};
 pub(crate) use openai::shared_http as openai_http;
 #[cfg(feature = "openai")]
 pub use openai::{BuildError, OpenAiLm, OpenAiLmBuilder};
+pub use pricing::Pricing;
 pub use retry::{RetryLm, RetryPolicy, parse_retry_after};
 pub use tokens::{CHARS_PER_TOKEN_ESTIMATE, MEDIA_TOKEN_ESTIMATE, TokenCount, count_prompt_tokens};
 pub use types::{

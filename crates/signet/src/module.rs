@@ -685,6 +685,7 @@ fn record_outcome(span: &tracing::Span, result: &Result<Prediction, Error>) {
                 usage.prompt_tokens,
                 usage.completion_tokens,
                 usage.lm_calls,
+                usage.cost_nanousd,
             );
             span.record_content("signet.module.outputs", || {
                 serde_json::to_string(&prediction.outputs).unwrap_or_default()

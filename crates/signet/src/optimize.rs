@@ -134,6 +134,9 @@ pub enum OptimizeError {
     /// The training examples could not be embedded ([`KnnFewShot::with_embedder`]).
     #[error("the training examples could not be embedded: {0}")]
     Embed(#[from] crate::embed::EmbedError),
+    /// An evaluation stopped at its [budget](crate::evaluate::Evaluate::with_budget).
+    #[error("an evaluation stopped: {0}")]
+    Budget(crate::lm::BudgetExceeded),
 }
 
 /// An evaluation that stopped on its error limit stops the optimizer, with the first failure.
@@ -155,6 +158,9 @@ impl<O> From<crate::evaluate::EvaluateError<O>> for OptimizeError {
                 ),
             },
             crate::evaluate::EvaluateError::Blocking(error) => error.into(),
+            crate::evaluate::EvaluateError::Budget { exceeded, .. } => {
+                OptimizeError::Budget(exceeded)
+            }
         }
     }
 }

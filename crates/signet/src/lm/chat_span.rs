@@ -68,6 +68,7 @@ impl ChatSpan {
             "gen_ai.usage.output_tokens" = Empty,
             "gen_ai.usage.cache_read.input_tokens" = Empty,
             "gen_ai.usage.reasoning.output_tokens" = Empty,
+            "gen_ai.usage.cost" = Empty,
             "server.address" = Empty,
             "server.port" = Empty,
             "error.type" = Empty,
@@ -169,6 +170,9 @@ impl ChatSpan {
                     "gen_ai.usage.output_tokens",
                     telemetry::int(usage.completion_tokens),
                 );
+                if usage.cost_nanousd > 0 {
+                    self.span.record("gen_ai.usage.cost", usage.cost_usd());
+                }
                 let reason = finish_reason(completion.finish_reason.as_ref());
                 self.span.record(
                     "gen_ai.response.finish_reasons",

@@ -107,6 +107,8 @@ pub(crate) struct Endpoint {
     provider: String,
     /// The host and port traces record (`server.address`, `server.port`).
     server: Option<(String, u16)>,
+    /// What the model's tokens cost, if known.
+    pricing: Option<super::Pricing>,
     model: String,
     base_url: String,
     api_key: Option<ApiKey>,
@@ -339,7 +341,9 @@ impl Endpoint {
             Ok(reply) => reply.map_err(|e| self.map_error(e))?,
         };
         super::record_openai_body(span.span(), &reply);
-        parse_completion(&reply).map_err(|e| self.scrub_error(e))
+        let mut completion = parse_completion(&reply).map_err(|e| self.scrub_error(e))?;
+        self.price(&mut completion);
+        Ok(completion)
     }
 
     /// One streamed attempt, without cache, retries or history.
@@ -393,6 +397,13 @@ impl Endpoint {
                 }
             })
             .boxed()
+    }
+
+    /// Sets the completion's cost, when the model's prices are known.
+    fn price(&self, completion: &mut Completion) {
+        if let Some(pricing) = &self.pricing {
+            pricing.apply(&mut completion.usage);
+        }
     }
 
     fn timed_out(&self) -> LmError {

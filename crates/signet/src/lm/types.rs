@@ -420,12 +420,31 @@ pub struct Usage {
     pub adapter_fallbacks: u64,
     /// Retries after transient errors (rate limits, server errors, timeouts).
     pub retries: u64,
+    /// Prompt tokens the provider served from its prompt cache (a part of `prompt_tokens`, billed
+    /// lower by most), where it reports them.
+    #[serde(default)]
+    pub cached_prompt_tokens: u64,
+    /// What the calls cost, in billionths of a US dollar, when the LM has a
+    /// [`Pricing`](crate::lm::Pricing) (0 without one); [`cost_usd`](Self::cost_usd) in dollars.
+    #[serde(default)]
+    pub cost_nanousd: u64,
 }
 
 impl Usage {
     /// Prompt plus completion tokens.
     pub fn total_tokens(&self) -> u64 {
         self.prompt_tokens.saturating_add(self.completion_tokens)
+    }
+
+    /// What the calls cost in US dollars (0 when the LM has no [`Pricing`](crate::lm::Pricing)).
+    ///
+    /// ```
+    /// use signet::lm::Usage;
+    /// let usage = Usage { cost_nanousd: 1_500_000, ..Usage::default() };
+    /// assert_eq!(usage.cost_usd(), 0.0015);
+    /// ```
+    pub fn cost_usd(&self) -> f64 {
+        self.cost_nanousd as f64 / 1e9
     }
 }
 
@@ -443,6 +462,10 @@ impl std::ops::AddAssign for Usage {
             .adapter_fallbacks
             .saturating_add(other.adapter_fallbacks);
         self.retries = self.retries.saturating_add(other.retries);
+        self.cached_prompt_tokens = self
+            .cached_prompt_tokens
+            .saturating_add(other.cached_prompt_tokens);
+        self.cost_nanousd = self.cost_nanousd.saturating_add(other.cost_nanousd);
     }
 }
 

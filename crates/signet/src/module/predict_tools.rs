@@ -235,6 +235,7 @@ impl DynPredict {
                     RunFailure::Call(error) => error,
                     RunFailure::Resume(error) => Error::Resume(error),
                     RunFailure::LmCallLimit { limit } => Error::LmCallLimit { limit },
+                    RunFailure::Budget(exceeded) => Error::Budget(exceeded),
                     // The turns below fail in no other way.
                     other => Error::Unsupported {
                         what: other.to_string(),

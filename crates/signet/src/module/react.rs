@@ -382,6 +382,7 @@ impl DynReAct {
                 usage.prompt_tokens,
                 usage.completion_tokens,
                 usage.lm_calls,
+                usage.cost_nanousd,
             );
         }
         Ok(match outcome? {

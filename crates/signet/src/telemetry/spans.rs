@@ -44,6 +44,7 @@ pub(crate) fn agent_span(
         "gen_ai.usage.input_tokens" = Empty,
         "gen_ai.usage.output_tokens" = Empty,
         "signet.usage.lm_calls" = Empty,
+        "gen_ai.usage.cost" = Empty,
         "signet.module.inputs" = Empty,
         "signet.module.outputs" = Empty,
         "error.type" = Empty,
@@ -92,10 +93,19 @@ pub(crate) fn record_error(span: &Span, error_type: &str, message: &dyn std::fmt
 }
 
 /// Records a module call's token counts and LM calls on its `invoke_agent` span.
-pub(crate) fn record_usage(span: &Span, input_tokens: u64, output_tokens: u64, lm_calls: u64) {
+pub(crate) fn record_usage(
+    span: &Span,
+    input_tokens: u64,
+    output_tokens: u64,
+    lm_calls: u64,
+    cost_nanousd: u64,
+) {
     span.record("gen_ai.usage.input_tokens", int(input_tokens));
     span.record("gen_ai.usage.output_tokens", int(output_tokens));
     span.record("signet.usage.lm_calls", int(lm_calls));
+    if cost_nanousd > 0 {
+        span.record("gen_ai.usage.cost", cost_nanousd as f64 / 1e9);
+    }
 }
 
 /// The `evaluate {program}` span of an `Evaluate` run over `examples` examples; `program` gives
@@ -118,6 +128,7 @@ pub(crate) fn evaluate_span(examples: usize, program: impl FnOnce() -> (String, 
         "gen_ai.usage.input_tokens" = Empty,
         "gen_ai.usage.output_tokens" = Empty,
         "signet.usage.lm_calls" = Empty,
+        "gen_ai.usage.cost" = Empty,
         "error.type" = Empty,
     );
     if !span.is_disabled() {

@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt};
 
 use super::ScriptedReply;
-use crate::lm::{Capabilities, ChatSpan, Completion, Lm, LmError, LmRequest, StreamEvent};
+use crate::lm::{Capabilities, ChatSpan, Completion, Lm, LmError, LmRequest, Pricing, StreamEvent};
 
 /// One entry of the script: a fixed completion, or a reply rendered for the request it answers.
 #[derive(Debug)]
@@ -47,6 +47,7 @@ pub struct ScriptedLm {
     requests: Mutex<Vec<LmRequest>>,
     capabilities: Capabilities,
     model: String,
+    pricing: Option<Pricing>,
 }
 
 impl ScriptedLm {
@@ -57,6 +58,7 @@ impl ScriptedLm {
             requests: Mutex::new(Vec::new()),
             capabilities: Capabilities::default(),
             model: "scripted".to_owned(),
+            pricing: None,
         }
     }
 
@@ -97,6 +99,26 @@ impl ScriptedLm {
         self
     }
 
+    /// Prices its replies' tokens: each completion's
+    /// [`Usage::cost_nanousd`](crate::lm::Usage::cost_nanousd) is set, as an
+    /// [`OpenAiLm`](crate::lm::OpenAiLm) with the same [`Pricing`] sets it.
+    ///
+    /// ```
+    /// use signet::lm::{Completion, Lm, LmRequest, Pricing};
+    /// use signet::testing::ScriptedLm;
+    /// let mut reply = Completion::text("hi");
+    /// reply.usage.prompt_tokens = 1_000_000;
+    /// let lm = ScriptedLm::new([reply]).with_pricing(Pricing::per_million_tokens(2.5, 10.0));
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let usage = lm.complete(&LmRequest::default()).await.unwrap().usage;
+    /// assert_eq!(usage.cost_usd(), 2.5);
+    /// # });
+    /// ```
+    pub fn with_pricing(mut self, pricing: Pricing) -> Self {
+        self.pricing = Some(pricing);
+        self
+    }
+
     /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<LmRequest> {
         self.requests
@@ -123,6 +145,9 @@ impl ScriptedLm {
             Entry::Rendered(reply) => reply.render(request),
         };
         completion.usage.lm_calls = completion.usage.lm_calls.max(1);
+        if let Some(pricing) = &self.pricing {
+            pricing.apply(&mut completion.usage);
+        }
         Ok(completion)
     }
 

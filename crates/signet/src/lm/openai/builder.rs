@@ -15,7 +15,7 @@ use super::transport::{Transport, same_origin_redirects};
 use super::{
     DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STREAM_DEADLINE, Endpoint, OPENAI_API_BASE, OpenAiLm,
 };
-use crate::lm::{CallHistory, Capabilities, ResponseCache, RetryPolicy};
+use crate::lm::{CallHistory, Capabilities, Pricing, ResponseCache, RetryPolicy};
 
 /// An API key: shown as `[redacted]` by `Debug`.
 #[derive(Clone)]
@@ -100,6 +100,7 @@ pub struct OpenAiLmBuilder {
     max_response_bytes: usize,
     stream_deadline: Duration,
     provider: Option<String>,
+    pricing: Option<Pricing>,
 }
 
 impl fmt::Debug for OpenAiLmBuilder {
@@ -169,6 +170,7 @@ impl OpenAiLmBuilder {
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             stream_deadline: DEFAULT_STREAM_DEADLINE,
             provider: None,
+            pricing: None,
         }
     }
 
@@ -257,6 +259,10 @@ impl OpenAiLmBuilder {
         /// `groq`, `deepseek`, `mistral_ai`, `x_ai`, `azure.ai.openai`, `gcp.gemini` for theirs,
         /// and `openai` (the API spoken) for any other.
         fn provider_name(name: impl Into<String>) { provider = Some(name.into()) }
+
+        /// The model's prices: every call's [`Usage::cost_nanousd`](crate::lm::Usage::cost_nanousd)
+        /// is set from its tokens (see [`Pricing`]). Cache hits cost nothing.
+        fn pricing(pricing: Pricing) { pricing = Some(pricing) }
     }
 
     /// Builds the client, reading `OPENAI_BASE_URL` and `OPENAI_API_KEY` for what was not set.
@@ -339,6 +345,7 @@ impl OpenAiLmBuilder {
             client,
             provider,
             server,
+            pricing: self.pricing,
             model: self.model,
             base_url,
             api_key,

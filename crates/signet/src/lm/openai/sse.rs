@@ -76,6 +76,7 @@ impl<'a> StreamState<'a> {
                     } else if self.saw_choice {
                         let mut completion = std::mem::take(&mut self.assembler).finish();
                         completion.usage.lm_calls = 1;
+                        self.lm.price(&mut completion);
                         self.pending.push_back(Ok(StreamEvent::Done(completion)));
                     } else {
                         self.pending.push_back(Err(LmError::InvalidResponse {

@@ -106,9 +106,14 @@ pub(super) fn arguments_text(arguments: &Value) -> String {
 
 pub(super) fn parse_usage(usage: &Value) -> Usage {
     let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let cached = usage
+        .pointer("/prompt_tokens_details/cached_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
     Usage {
         prompt_tokens: count("prompt_tokens"),
         completion_tokens: count("completion_tokens"),
+        cached_prompt_tokens: cached,
         ..Usage::default()
     }
 }

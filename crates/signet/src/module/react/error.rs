@@ -60,12 +60,16 @@ pub enum RunFailure {
         /// The limit.
         limit: u32,
     },
+    /// The next LM call would have gone past the run's [`Budget`](crate::lm::Budget) of tokens or
+    /// cost ([`Limits::budget`](super::Limits::budget)); it was not made.
+    #[error("{0}")]
+    Budget(crate::lm::BudgetExceeded),
 }
 
 impl RunFailure {
     /// The failure's class as the OpenTelemetry `error.type` attribute records it: a call
-    /// error's [`Error::error_type`], else `trajectory_too_long`, `no_final_outputs`, `resume` or
-    /// `lm_call_limit`.
+    /// error's [`Error::error_type`], else `trajectory_too_long`, `no_final_outputs`, `resume`,
+    /// `lm_call_limit` or `budget_exceeded`.
     pub fn error_type(&self) -> std::borrow::Cow<'static, str> {
         std::borrow::Cow::Borrowed(match self {
             RunFailure::Call(error) => return error.error_type(),
@@ -73,6 +77,7 @@ impl RunFailure {
             RunFailure::NoFinalOutputs { .. } => "no_final_outputs",
             RunFailure::Resume(_) => "resume",
             RunFailure::LmCallLimit { .. } => "lm_call_limit",
+            RunFailure::Budget(_) => "budget_exceeded",
         })
     }
 }

@@ -52,6 +52,10 @@ pub struct Limits {
     /// (the run's [`TruncationPolicy`](super::TruncationPolicy)) until it fits, leaving the reply `max_tokens` (or an
     /// eighth of the window). Default: none (only the provider's refusal triggers truncation).
     pub context_window: Option<u32>,
+    /// What one run may spend, in tokens or dollars ([`Budget`](crate::lm::Budget)): checked
+    /// with the call limit before each step and extractor call, which fails with
+    /// [`RunFailure::Budget`] when it would go past it. Default: none.
+    pub budget: crate::lm::Budget,
 }
 
 impl Default for Limits {
@@ -65,6 +69,7 @@ impl Default for Limits {
             max_tool_calls_per_turn: 16,
             max_kept_observation_bytes: 1 << 20,
             context_window: None,
+            budget: crate::lm::Budget::default(),
         }
     }
 }
@@ -83,6 +88,9 @@ impl Limits {
 
         /// At most `timeout` per tool call.
         fn tool_timeout(timeout: Duration) { tool_timeout = Some(timeout) }
+
+        /// At most `budget` of tokens or cost per run (see [`budget`](Self::budget)).
+        fn budget(budget: crate::lm::Budget) { budget = budget }
     }
 
     /// No time limit on tool calls: a tool that never returns holds the run for ever.
@@ -118,13 +126,14 @@ impl Limits {
         )
     }
 
-    /// Fails when `usage` has used up the run's LM calls.
+    /// Fails when `usage` has used up the run's LM calls, or when one more call would go past
+    /// its budget.
     pub(crate) fn check_lm_calls(&self, usage: &Usage) -> Result<(), RunFailure> {
         if usage.lm_calls >= u64::from(self.max_lm_calls) {
             return Err(RunFailure::LmCallLimit {
                 limit: self.max_lm_calls,
             });
         }
-        Ok(())
+        self.budget.check(usage).map_err(RunFailure::Budget)
     }
 }
