@@ -181,7 +181,10 @@ fn usage_counts_near_the_top_of_u64_saturate() {
     assert_eq!(total.lm_calls, u64::MAX);
     assert_eq!((total.cache_hits, total.adapter_fallbacks), (2, 1));
     assert_eq!(total.retries, u64::MAX);
-    assert_eq!((total.cached_prompt_tokens, total.cost_nanousd), (u64::MAX, u64::MAX));
+    assert_eq!(
+        (total.cached_prompt_tokens, total.cost_nanousd),
+        (u64::MAX, u64::MAX)
+    );
     assert_eq!(total.total_tokens(), u64::MAX);
 }
 

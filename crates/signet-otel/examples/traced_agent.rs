@@ -5,6 +5,9 @@
 //! ```text
 //! # any OTLP collector; for example Arize Phoenix (pip install arize-phoenix; phoenix serve):
 //! OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:6006 cargo run -p signet-otel --example traced_agent
+//! # MLflow (pip install mlflow; mlflow server --port 5000): traces only, into experiment 0
+//! OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:5000 OTEL_EXPORTER_OTLP_HEADERS=x-mlflow-experiment-id=0 \
+//!   cargo run -p signet-otel --example traced_agent
 //! # a collector on the default endpoint (http://localhost:4318), gRPC, prompts recorded:
 //! OTEL_EXPORTER_OTLP_PROTOCOL=grpc OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4317 \
 //!   OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true \
@@ -55,8 +58,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or_else(|_| "http://localhost:4318".to_owned());
     match otel.shutdown().await {
         Ok(()) => println!("spans sent to {endpoint}: look for the trace of `invoke_agent`"),
-        // The agent's work is done; say why the trace is missing instead of failing the run.
-        Err(error) => eprintln!("the spans did not reach {endpoint}: {error}"),
+        // The agent's work is done; say what the export could not deliver instead of failing.
+        Err(error) => eprintln!("the export to {endpoint} did not complete: {error}"),
     }
     Ok(())
 }

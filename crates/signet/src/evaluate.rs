@@ -272,13 +272,7 @@ impl<'d, M> Evaluate<'d, M> {
                 crate::telemetry::int(report.results.iter().filter(|r| r.error.is_some()).count()),
             );
             span.record("signet.evaluate.cancelled", report.cancelled);
-            crate::telemetry::record_usage(
-                &span,
-                report.usage.prompt_tokens,
-                report.usage.completion_tokens,
-                report.usage.lm_calls,
-                report.usage.cost_nanousd,
-            );
+            crate::lm::record_usage(&span, &report.usage);
         }
         match &result {
             Err(error @ EvaluateError::Budget { .. }) => {

@@ -42,6 +42,7 @@ pub use capabilities::Capabilities;
 pub use chat_span::ChatSpan;
 #[cfg(feature = "openai")]
 pub(crate) use chat_span::record_openai_body;
+pub(crate) use chat_span::record_usage;
 pub use constrained_tools::ConstrainedToolCalls;
 pub use content::Content;
 pub use history::{CallHistory, CallRecord, HistoryLm, render_history};

@@ -679,14 +679,7 @@ fn record_outcome(span: &tracing::Span, result: &Result<Prediction, Error>) {
     match result {
         Ok(prediction) => {
             use crate::telemetry::Attribute;
-            let usage = &prediction.usage;
-            crate::telemetry::record_usage(
-                span,
-                usage.prompt_tokens,
-                usage.completion_tokens,
-                usage.lm_calls,
-                usage.cost_nanousd,
-            );
+            crate::lm::record_usage(span, &prediction.usage);
             span.record_content("signet.module.outputs", || {
                 serde_json::to_string(&prediction.outputs).unwrap_or_default()
             });

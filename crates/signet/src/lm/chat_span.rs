@@ -266,6 +266,17 @@ pub(crate) fn record_openai_body(span: &tracing::Span, body: &Value) {
     }
 }
 
+/// Records what a module call or an evaluation spent on its span: tokens, LM calls and cost.
+pub(crate) fn record_usage(span: &tracing::Span, usage: &super::Usage) {
+    telemetry::record_usage(
+        span,
+        usage.prompt_tokens,
+        usage.completion_tokens,
+        usage.lm_calls,
+        usage.cost_nanousd,
+    );
+}
+
 /// The conventions' name of a finish reason.
 fn finish_reason(reason: Option<&FinishReason>) -> &str {
     match reason {

@@ -377,13 +377,7 @@ impl DynReAct {
                     error.usage
                 }
             };
-            crate::telemetry::record_usage(
-                &span,
-                usage.prompt_tokens,
-                usage.completion_tokens,
-                usage.lm_calls,
-                usage.cost_nanousd,
-            );
+            crate::lm::record_usage(&span, &usage);
         }
         Ok(match outcome? {
             RunOutcome::Suspended(mut state) => {
