@@ -147,9 +147,10 @@ impl SignetAgent {
         let mut call = CallConfig::new().with_journal(journal);
         call.max_iters = request.max_iters;
         let mut recorded = 0;
+        let span = crate::telemetry::handler_span("run", &request.agent, ctx.headers());
         let mut outcome = drive(
             &ctx,
-            agent.start(&request.inputs, &call),
+            tracing::Instrument::instrument(agent.start(&request.inputs, &call), span.clone()),
             &mut effects,
             &mut recorded,
         )
@@ -187,7 +188,7 @@ impl SignetAgent {
             ctx.clear("pending");
             outcome = drive(
                 &ctx,
-                agent.resume(state, decided, &call),
+                tracing::Instrument::instrument(agent.resume(state, decided, &call), span.clone()),
                 &mut effects,
                 &mut recorded,
             )

@@ -196,10 +196,16 @@ impl SignetEvaluate {
             ));
         };
         let example = Example::new(request.values).with_inputs(request.input_keys);
+        let span = crate::telemetry::handler_span("score", &request.program, ctx.headers());
         let scored = ctx
-            .run(move || async move {
-                let scored = scorer(example).await;
-                Ok(Json(scored))
+            .run(move || {
+                tracing::Instrument::instrument(
+                    async move {
+                        let scored = scorer(example).await;
+                        Ok(Json(scored))
+                    },
+                    span,
+                )
             })
             .name("score")
             .await?;

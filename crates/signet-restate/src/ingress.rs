@@ -298,7 +298,10 @@ impl Ingress {
             url: url.to_owned(),
             message: error.to_string(),
         };
-        let response = request.send().await.map_err(unreachable)?;
+        let response = crate::telemetry::with_trace_context(request)
+            .send()
+            .await
+            .map_err(unreachable)?;
         let status = response.status();
         let body = response.text().await.map_err(unreachable)?;
         if !status.is_success() {

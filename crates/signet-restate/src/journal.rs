@@ -82,6 +82,11 @@ impl RestateJournal {
         work: Box<dyn FnOnce() -> BoxFuture<'static, Recorded> + Send>,
     ) -> impl Future<Output = Result<Value, String>> + Send + 'static {
         let (reply, answer) = oneshot::channel();
+        // The step runs where the handler drives it: in the span of the call that asked for it
+        // (the agent's, a tool's), so that its `chat` or tool spans nest there.
+        let span = tracing::Span::current();
+        let work: Box<dyn FnOnce() -> BoxFuture<'static, Recorded> + Send> =
+            Box::new(move || Box::pin(tracing::Instrument::instrument(work(), span)));
         let sent = self.effects.send(Effect {
             name,
             event,

@@ -45,6 +45,7 @@ mod evaluate;
 mod ingress;
 mod journal;
 mod server;
+mod telemetry;
 
 pub use agent::{Agents, DecisionEntries, Pending, RunRequest, RunResult, SignetAgent, Status};
 pub use evaluate::{BatchReport, Evaluations, ScoreRequest, ScoredExample, SignetEvaluate};
