@@ -398,7 +398,7 @@ impl<'d, M> Evaluate<'d, M> {
         P: Module,
         M: Metric<P::Output>,
     {
-        use crate::telemetry::Attribute;
+        use crate::telemetry::RecordContent;
         use tracing::Instrument;
         let span = crate::telemetry::example_span(index);
         span.record_content("signet.example.inputs", || {

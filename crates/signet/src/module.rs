@@ -543,7 +543,7 @@ impl DynPredict {
     /// The `invoke_agent` span of a call of this predictor on `inputs` (disabled unless a
     /// subscriber wants it).
     pub(crate) fn agent_span(&self, inputs: &Fields) -> tracing::Span {
-        use crate::telemetry::Attribute;
+        use crate::telemetry::RecordContent;
         let span = crate::telemetry::agent_span(
             self.signature.name(),
             &self.id,
@@ -678,7 +678,7 @@ impl DynPredict {
 fn record_outcome(span: &tracing::Span, result: &Result<Prediction, Error>) {
     match result {
         Ok(prediction) => {
-            use crate::telemetry::Attribute;
+            use crate::telemetry::RecordContent;
             crate::lm::record_usage(span, &prediction.usage);
             span.record_content("signet.module.outputs", || {
                 serde_json::to_string(&prediction.outputs).unwrap_or_default()

@@ -33,7 +33,7 @@ pub use propagation::{
     TracePropagator, inject_context, propagator_installed, set_propagator, set_remote_parent,
 };
 pub(crate) use spans::{
-    Attribute, agent_span, evaluate_span, example_span, int, optimize_span, record_error,
+    RecordContent, agent_span, evaluate_span, example_span, int, optimize_span, record_error,
     record_usage, tool_span,
 };
 

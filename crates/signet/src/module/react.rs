@@ -346,7 +346,7 @@ impl DynReAct {
         start: Start,
     ) -> Result<RunOutcome<ReActRun>, ReActError> {
         // The call's settings with those of an enclosing `CallConfig::scope`.
-        use crate::telemetry::Attribute;
+        use crate::telemetry::RecordContent;
         use tracing::Instrument;
         let call = &*call.effective();
         let events = &events.with_journal(call.journal.clone());

@@ -1,18 +1,19 @@
-//! The spans modules and tools open: `invoke_agent` and `execute_tool`, and how an error is
-//! recorded on any GenAI span.
+//! The spans modules, tools, evaluations and optimizers open (`invoke_agent`, `execute_tool`,
+//! `evaluate`, `evaluate_example`, `optimize`), and how content, usage and errors are recorded on
+//! any GenAI span.
 
 use tracing::Span;
 use tracing::field::Empty;
 
 use super::TARGET;
 
-/// A span attribute recorded later (`span.record(KEY, value)`), when the span is enabled.
-pub(crate) trait Attribute {
+/// Content (prompts, payloads, inputs and outputs) recorded on a span only with capture on.
+pub(crate) trait RecordContent {
     /// Records `value` as JSON text under `key` when content capture is on and the span enabled.
     fn record_content(&self, key: &str, value: impl FnOnce() -> String);
 }
 
-impl Attribute for Span {
+impl RecordContent for Span {
     fn record_content(&self, key: &str, value: impl FnOnce() -> String) {
         if !self.is_disabled() && super::capture_content() {
             self.record(key, value());

@@ -375,7 +375,7 @@ impl Driver<'_> {
         thought: &str,
         how: CallMode<'_>,
     ) -> Result<(Observation, Duration), Waiting> {
-        use crate::telemetry::Attribute;
+        use crate::telemetry::RecordContent;
         use tracing::Instrument;
         self.events.emit(ReActEvent::ToolCallStarted {
             index,
