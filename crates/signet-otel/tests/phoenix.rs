@@ -113,10 +113,10 @@ async fn an_agent_with_mcp_tools_and_an_evaluation_arrive_in_phoenix_as_trees() 
     drop(client);
     drop(server);
 
-    // agent + 3 chats + 2 tools + MCP client + MCP server; evaluate + 2 examples + 2 agents +
-    // 2 chats.
+    // agent + 3 chats + 2 tools + MCP client + MCP server; evaluate + 2 examples + 2 programs +
+    // 2 agents + 2 chats.
     let spans = phoenix
-        .wait_for_spans(PROJECT, 15, Duration::from_secs(30))
+        .wait_for_spans(PROJECT, 17, Duration::from_secs(30))
         .await;
     let by_id: HashMap<&str, &Value> = spans.iter().map(|s| (id(s), s)).collect();
     let parent = |span: &Value| -> Option<&Value> {
@@ -205,7 +205,8 @@ async fn an_agent_with_mcp_tools_and_an_evaluation_arrive_in_phoenix_as_trees() 
         .expect("the MCP server span continues the client's trace (params._meta)");
     assert_eq!(str_attr(mcp_server, "gen_ai.tool.name"), "add");
 
-    // The evaluation's tree: evaluate -> evaluate_example x2 -> invoke_agent Ask -> chat.
+    // The evaluation's tree: evaluate -> evaluate_example x2 -> invoke_agent Predict<Ask> (the
+    // program) -> invoke_agent Ask (its one predictor) -> chat.
     let evaluate = spans
         .iter()
         .find(|s| {
@@ -233,10 +234,15 @@ async fn an_agent_with_mcp_tools_and_an_evaluation_arrive_in_phoenix_as_trees() 
     feedback.sort();
     assert_eq!(feedback, [(0, "right"), (1, "wrong answer")]);
     for example in &examples {
-        let agent = spans
+        let program = spans
             .iter()
             .find(|s| parent(s).map(id) == Some(id(example)))
-            .expect("the example's module call");
+            .expect("the example's program call");
+        assert_eq!(program["name"], "invoke_agent Predict<Ask>");
+        let agent = spans
+            .iter()
+            .find(|s| parent(s).map(id) == Some(id(program)))
+            .expect("the program's predictor call");
         assert_eq!(agent["name"], "invoke_agent Ask");
         assert!(
             spans

@@ -255,3 +255,52 @@ async fn priced_calls_carry_their_cost_on_the_chat_and_agent_spans() {
         );
     }
 }
+
+/// A program of two predictors.
+#[derive(signet::Module)]
+struct TwoSteps {
+    draft: Predict<Ask>,
+    check: Predict<Ask>,
+}
+
+impl signet::module::Module for TwoSteps {
+    type Input = AskInput;
+    type Output = AskOutput;
+    type Error = signet::Error;
+
+    async fn call(&self, input: AskInput) -> Result<AskOutput, signet::Error> {
+        let draft = self.draft.call(input).await?;
+        self.check
+            .call(AskInput {
+                question: draft.answer,
+            })
+            .await
+    }
+}
+
+#[tokio::test]
+async fn a_module_of_your_own_is_one_agent_span_its_predictors_named_by_path() {
+    let pipeline = Pipeline::install();
+    let reply = || "[[ ## answer ## ]]\n4\n\n[[ ## completed ## ]]";
+    let program = TwoSteps {
+        draft: Predict::<Ask>::new().with_lm(ScriptedLm::texts([reply()])),
+        check: Predict::<Ask>::new().with_lm(ScriptedLm::texts([reply()])),
+    };
+    let out = signet::module::traced(
+        &program,
+        AskInput {
+            question: "2+2?".into(),
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.answer, "4");
+    let spans = pipeline.finished();
+    let module = span(&spans, "invoke_agent TwoSteps");
+    assert!(text(module, "gen_ai.agent.version").starts_with("sha256:"));
+    for path in ["draft", "check"] {
+        let predictor = span(&spans, &format!("invoke_agent {path}"));
+        assert_eq!(text(predictor, "gen_ai.agent.name"), path);
+        assert_eq!(predictor.parent_span_id, module.span_context.span_id());
+    }
+}

@@ -248,7 +248,7 @@ impl<'d, M> Evaluate<'d, M> {
     {
         use tracing::Instrument;
         let span = crate::telemetry::evaluate_span(self.examples.len(), || {
-            (short_type_name::<P>(), program.version())
+            (crate::module::short_type_name::<P>(), program.version())
         });
         let result = self
             .run_until_unspanned(program, cancel)
@@ -450,7 +450,7 @@ impl<'d, M> Evaluate<'d, M> {
             Ok(input) => input,
             Err(error) => return failed(error, Usage::default(), Trace::new(), started.elapsed()),
         };
-        let run = catch_panic(program.call(input));
+        let run = catch_panic(crate::module::traced(program, input));
         let (outcome, record) = if self.keep_traces {
             crate::trace::recorded(run).await
         } else {
@@ -517,22 +517,6 @@ impl<'d, M> Evaluate<'d, M> {
     }
 }
 
-/// A type's name without its module path (`Ask` for `my_app::Ask`, `Predict<Ask>` for
-/// `signet::module::Predict<my_app::Ask>`).
-pub(crate) fn short_type_name<T: ?Sized>() -> String {
-    let full = std::any::type_name::<T>();
-    let mut out = String::with_capacity(full.len());
-    for segment in full.split_inclusive(['<', '>', ',', ' ']) {
-        let (name, delimiter) = match segment.char_indices().last() {
-            Some((at, '<' | '>' | ',' | ' ')) => (&segment[..at], &segment[at..]),
-            _ => (segment, ""),
-        };
-        out.push_str(name.rsplit("::").next().unwrap_or(name));
-        out.push_str(delimiter);
-    }
-    out
-}
-
 /// The program's typed input from an example's inputs.
 pub(crate) fn input_of<P: Module>(example: &Example) -> Result<P::Input, ExampleError> {
     if example.input_keys().is_empty() {
@@ -562,24 +546,4 @@ pub(crate) async fn catch_panic<T>(
         .catch_unwind()
         .await
         .map_err(|panic| panic_text(&*panic))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::short_type_name;
-
-    mod deep {
-        pub(super) struct Ask;
-        pub(super) struct Wrap<A, B>(A, B);
-    }
-
-    #[test]
-    fn type_names_lose_their_module_paths() {
-        assert_eq!(short_type_name::<deep::Ask>(), "Ask");
-        assert_eq!(
-            short_type_name::<deep::Wrap<deep::Ask, Vec<u8>>>(),
-            "Wrap<Ask, Vec<u8>>"
-        );
-        assert_eq!(short_type_name::<i64>(), "i64");
-    }
 }

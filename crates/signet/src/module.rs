@@ -47,6 +47,7 @@ mod saved;
 mod streamify;
 mod tool_executor;
 mod tool_runner;
+mod traced;
 
 /// ReAct's entry points and the vocabulary [`Predict`] with tools shares with it (approvals,
 /// suspension, the trajectory); the rest of ReAct's names (truncation policies, the names it
@@ -79,6 +80,8 @@ pub(crate) use saved::tool_component;
 pub use saved::{StateError, TOOL_DESCRIPTIONS};
 pub use streamify::streamify;
 pub use tool_executor::ToolExecutor;
+pub(crate) use traced::short_type_name;
+pub use traced::traced;
 
 /// Global defaults, used when neither the module nor the call sets an LM or adapter.
 #[derive(Default)]
@@ -544,12 +547,16 @@ impl DynPredict {
     /// subscriber wants it).
     pub(crate) fn agent_span(&self, inputs: &Fields) -> tracing::Span {
         use crate::telemetry::RecordContent;
+        // In a module run through `traced` (and `Evaluate`), a predictor is named by its path.
         let span = crate::telemetry::agent_span(
-            self.signature.name(),
+            || traced::path_of(self.id).unwrap_or_else(|| self.signature.name().to_owned()),
             &self.id,
             || self.signature.instructions(),
             self.carried.version.as_deref(),
         );
+        if span.is_disabled() {
+            return span;
+        }
         span.record_content("signet.module.inputs", || {
             serde_json::to_string(inputs).unwrap_or_default()
         });

@@ -22,10 +22,10 @@ impl RecordContent for Span {
 }
 
 /// The `invoke_agent {name}` span of a module call: `id` tells predictors with one signature
-/// apart, `description` is asked for only when the span is enabled, `version` is the content
-/// hash of the saved program it was loaded from.
+/// apart, `version` is the content hash of the saved program it was loaded from; the name and
+/// description are asked for only when the span is enabled.
 pub(crate) fn agent_span(
-    name: &str,
+    name: impl FnOnce() -> String,
     id: &dyn std::fmt::Display,
     description: impl FnOnce() -> String,
     version: Option<&str>,
@@ -33,12 +33,12 @@ pub(crate) fn agent_span(
     let span = tracing::info_span!(
         target: TARGET,
         "invoke_agent",
-        "otel.name" = %format_args!("invoke_agent {name}"),
+        "otel.name" = Empty,
         "otel.kind" = "internal",
         "otel.status_code" = Empty,
         "otel.status_description" = Empty,
         "gen_ai.operation.name" = "invoke_agent",
-        "gen_ai.agent.name" = name,
+        "gen_ai.agent.name" = Empty,
         "gen_ai.agent.id" = %id,
         "gen_ai.agent.description" = Empty,
         "gen_ai.agent.version" = version,
@@ -51,6 +51,9 @@ pub(crate) fn agent_span(
         "error.type" = Empty,
     );
     if !span.is_disabled() {
+        let name = name();
+        span.record("otel.name", format!("invoke_agent {name}"));
+        span.record("gen_ai.agent.name", name);
         span.record("gen_ai.agent.description", description());
     }
     span
