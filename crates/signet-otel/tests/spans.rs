@@ -137,6 +137,10 @@ async fn a_failed_call_records_its_error_type_on_the_chat_and_agent_spans() {
     );
     let agent = span(&spans, "invoke_agent Ask");
     assert_eq!(text(agent, "error.type"), "429");
+    assert!(
+        attr(agent, "gen_ai.usage.input_tokens").is_some(),
+        "what a failed call spent is recorded too"
+    );
     assert!(matches!(agent.status, Status::Error { .. }));
     assert_eq!(chat.parent_span_id, agent.span_context.span_id());
 }

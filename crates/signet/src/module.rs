@@ -594,7 +594,7 @@ impl DynPredict {
                 span.clone(),
             );
             let result = Box::pin(traced).await;
-            record_outcome(&span, &result);
+            record_outcome(&span, &result, &own);
             result
         };
         if let Some((sink, path)) = streamed {
@@ -680,13 +680,13 @@ impl DynPredict {
     }
 }
 
-/// Records a call's outcome on its `invoke_agent` span: the usage and (with content capture) the
-/// outputs, or the error.
-fn record_outcome(span: &tracing::Span, result: &Result<Prediction, Error>) {
+/// Records a call's outcome on its `invoke_agent` span: what it spent (failed calls included)
+/// and (with content capture) the outputs, or the error.
+fn record_outcome(span: &tracing::Span, result: &Result<Prediction, Error>, spent: &Usage) {
+    crate::lm::record_usage(span, spent);
     match result {
         Ok(prediction) => {
             use crate::telemetry::RecordContent;
-            crate::lm::record_usage(span, &prediction.usage);
             span.record_content("signet.module.outputs", || {
                 serde_json::to_string(&prediction.outputs).unwrap_or_default()
             });
