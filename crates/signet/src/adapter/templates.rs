@@ -272,7 +272,7 @@ pub(crate) fn user_message(
     signature: &DynSignature,
     inputs: &Map<String, Value>,
     prefix: &str,
-    requirements: Option<String>,
+    requirements: Option<&str>,
 ) -> String {
     let mut parts = vec![prefix.to_owned()];
     for field in signature.inputs() {
@@ -284,7 +284,7 @@ pub(crate) fn user_message(
             ));
         }
     }
-    parts.extend(requirements);
+    parts.extend(requirements.map(str::to_owned));
     parts.push(String::new());
     parts.join("\n\n").trim().to_owned()
 }
@@ -338,7 +338,9 @@ pub(crate) const CHAT_FORMAT: super::Format = super::Format {
             signature,
             values,
             prefix,
-            main.then(|| chat_output_requirements(signature)),
+            // The same for every call of a signature: rendered once.
+            main.then(|| signature.rendered("chat_requirements", chat_output_requirements))
+                .as_deref(),
         )
     },
     assistant: chat_assistant_message,
@@ -442,7 +444,8 @@ pub(crate) const JSON_FORMAT: super::Format = super::Format {
             signature,
             values,
             prefix,
-            main.then(|| json_output_requirements(signature)),
+            main.then(|| signature.rendered("json_requirements", json_output_requirements))
+                .as_deref(),
         )
     },
     assistant: json_assistant_message,
