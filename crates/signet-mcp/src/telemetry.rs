@@ -85,7 +85,7 @@ pub(crate) fn record_result(span: &Span, result: &Result<CallToolResult, crate::
     }
     match result {
         Ok(result) if result.is_error == Some(true) => {
-            signet_error(span, "tool_error", &"the tool answered with an error");
+            signet::telemetry::record_error(span, "tool_error", &"the tool answered with an error");
         }
         Ok(_) => {}
         Err(error) => {
@@ -96,15 +96,9 @@ pub(crate) fn record_result(span: &Span, result: &Result<CallToolResult, crate::
                 }
                 other => other.kind().to_owned(),
             };
-            signet_error(span, &kind, error);
+            signet::telemetry::record_error(span, &kind, error);
         }
     }
-}
-
-fn signet_error(span: &Span, kind: &str, message: &dyn std::fmt::Display) {
-    span.record("error.type", kind);
-    span.record("otel.status_code", "error");
-    span.record("otel.status_description", tracing::field::display(message));
 }
 
 /// The server span of one `tools/call` of `tool` (request `id`), a child of the client's span
@@ -140,7 +134,5 @@ pub(crate) fn server_span(
 
 /// Marks a served call failed (`tool_error` when the tool returned an error).
 pub(crate) fn server_error(span: &Span, message: &dyn std::fmt::Display) {
-    if !span.is_disabled() {
-        signet_error(span, "tool_error", message);
-    }
+    signet::telemetry::record_error(span, "tool_error", message);
 }

@@ -228,8 +228,9 @@ impl OtelConfig {
         }
         let resource = resource.build();
 
+        let destination = Destination::new(protocol, base, &self.headers)?;
         let meter_provider = if self.metrics {
-            let exporter = self.metric_exporter(protocol, &base)?;
+            let exporter = destination.metric_exporter()?;
             let reader = opentelemetry_sdk::metrics::periodic_reader_with_async_runtime::PeriodicReader::builder(exporter, Tokio)
                 .with_interval(self.metrics_interval)
                 .build();
@@ -245,7 +246,7 @@ impl OtelConfig {
         let metrics = meter_provider
             .as_ref()
             .map(|provider| GenAiMetrics::new(&provider.meter("signet")));
-        let (endpoint, exporter) = self.span_exporter(protocol, &base)?;
+        let (endpoint, exporter) = destination.span_exporter()?;
         let exporter = crate::reporting::Reporting::new(exporter, endpoint);
         let batch =
             opentelemetry_sdk::trace::span_processor_with_async_runtime::BatchSpanProcessor::builder(
@@ -278,10 +279,54 @@ impl OtelConfig {
             },
         ))
     }
+}
 
-    /// Over HTTP, `base` with the signal's path (`/v1/traces`) unless it ends with one already.
-    fn signal_url(base: &str, path: &str) -> String {
-        let base = base.trim_end_matches('/');
+/// Where spans and metrics go: the protocol, the collector's base URL, and the headers (as gRPC
+/// metadata too, checked once, for gRPC).
+struct Destination {
+    protocol: Protocol,
+    base: String,
+    headers: std::collections::HashMap<String, String>,
+    metadata: tonic::metadata::MetadataMap,
+}
+
+impl Destination {
+    fn new(
+        protocol: Protocol,
+        base: String,
+        headers: &[(String, String)],
+    ) -> Result<Destination, OtelError> {
+        let mut metadata = tonic::metadata::MetadataMap::new();
+        if protocol == Protocol::Grpc {
+            for (name, value) in headers {
+                let bad = |message: &'static str| OtelError::Header {
+                    name: name.clone(),
+                    message,
+                };
+                let key =
+                    tonic::metadata::MetadataKey::from_bytes(name.to_ascii_lowercase().as_bytes())
+                        .map_err(|_| bad("not a valid gRPC metadata name"))?;
+                let value = value
+                    .parse()
+                    .map_err(|_| bad("its value is not valid gRPC metadata"))?;
+                metadata.insert(key, value);
+            }
+        }
+        Ok(Destination {
+            protocol,
+            base,
+            headers: headers.iter().cloned().collect(),
+            metadata,
+        })
+    }
+
+    /// Where a signal is sent: over HTTP the base with the signal's `path` (`/v1/traces`) unless
+    /// it ends with a signal's path already; over gRPC the base.
+    fn url(&self, path: &str) -> String {
+        if self.protocol == Protocol::Grpc {
+            return self.base.clone();
+        }
+        let base = self.base.trim_end_matches('/');
         let base = base
             .strip_suffix("/v1/traces")
             .or_else(|| base.strip_suffix("/v1/metrics"))
@@ -289,93 +334,52 @@ impl OtelConfig {
         format!("{base}{path}")
     }
 
-    fn span_exporter(
-        &self,
-        protocol: Protocol,
-        base: &str,
-    ) -> Result<(String, opentelemetry_otlp::SpanExporter), OtelError> {
+    /// An HTTP exporter builder sending to `url` with the headers.
+    fn http<B: WithExportConfig + WithHttpConfig>(&self, builder: B, url: &str) -> B {
+        builder
+            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+            .with_endpoint(url)
+            .with_headers(self.headers.clone())
+    }
+
+    /// A gRPC exporter builder sending to `url` with the headers as metadata.
+    fn grpc<B: WithExportConfig + WithTonicConfig>(&self, builder: B, url: &str) -> B {
+        builder
+            .with_endpoint(url)
+            .with_metadata(self.metadata.clone())
+    }
+
+    /// The span exporter, and the URL it sends to.
+    fn span_exporter(&self) -> Result<(String, opentelemetry_otlp::SpanExporter), OtelError> {
+        let url = self.url("/v1/traces");
         let builder = opentelemetry_otlp::SpanExporter::builder();
-        let (endpoint, built) = match protocol {
-            Protocol::HttpProtobuf => {
-                let url = Self::signal_url(base, "/v1/traces");
-                let built = builder
-                    .with_http()
-                    .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-                    .with_endpoint(url.clone())
-                    .with_headers(self.headers.iter().cloned().collect())
-                    .build();
-                (url, built)
-            }
-            Protocol::Grpc => (
-                base.to_owned(),
-                builder
-                    .with_tonic()
-                    .with_endpoint(base.to_owned())
-                    .with_metadata(self.grpc_metadata()?)
-                    .build(),
-            ),
+        let built = match self.protocol {
+            Protocol::HttpProtobuf => self.http(builder.with_http(), &url).build(),
+            Protocol::Grpc => self.grpc(builder.with_tonic(), &url).build(),
         };
         match built {
-            Ok(exporter) => Ok((endpoint, exporter)),
-            Err(e) => Err(OtelError::Exporter {
-                signal: "traces",
-                endpoint,
-                message: e.to_string(),
-            }),
+            Ok(exporter) => Ok((url, exporter)),
+            Err(e) => Err(exporter_error("traces", url, e)),
         }
     }
 
-    fn metric_exporter(
-        &self,
-        protocol: Protocol,
-        base: &str,
-    ) -> Result<opentelemetry_otlp::MetricExporter, OtelError> {
+    /// The metric exporter.
+    fn metric_exporter(&self) -> Result<opentelemetry_otlp::MetricExporter, OtelError> {
+        let url = self.url("/v1/metrics");
         let builder = opentelemetry_otlp::MetricExporter::builder();
-        let (endpoint, built) = match protocol {
-            Protocol::HttpProtobuf => {
-                let url = Self::signal_url(base, "/v1/metrics");
-                let built = builder
-                    .with_http()
-                    .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-                    .with_endpoint(url.clone())
-                    .with_headers(self.headers.iter().cloned().collect())
-                    .build();
-                (url, built)
-            }
-            Protocol::Grpc => (
-                base.to_owned(),
-                builder
-                    .with_tonic()
-                    .with_endpoint(base.to_owned())
-                    .with_metadata(self.grpc_metadata()?)
-                    .build(),
-            ),
+        let built = match self.protocol {
+            Protocol::HttpProtobuf => self.http(builder.with_http(), &url).build(),
+            Protocol::Grpc => self.grpc(builder.with_tonic(), &url).build(),
         };
-        built.map_err(|e| OtelError::Exporter {
-            signal: "metrics",
-            endpoint,
-            message: e.to_string(),
-        })
+        built.map_err(|e| exporter_error("metrics", url, e))
     }
+}
 
-    /// The headers as gRPC metadata.
-    fn grpc_metadata(&self) -> Result<tonic::metadata::MetadataMap, OtelError> {
-        let mut map = tonic::metadata::MetadataMap::new();
-        for (name, value) in &self.headers {
-            let bad = |what: &str| OtelError::Exporter {
-                signal: "traces",
-                endpoint: String::new(),
-                message: format!("header `{name}`: {what}"),
-            };
-            let key =
-                tonic::metadata::MetadataKey::from_bytes(name.to_ascii_lowercase().as_bytes())
-                    .map_err(|_| bad("not a valid gRPC metadata name"))?;
-            let value = value
-                .parse()
-                .map_err(|_| bad("its value is not valid gRPC metadata"))?;
-            map.insert(key, value);
-        }
-        Ok(map)
+fn exporter_error(signal: &'static str, endpoint: String, error: impl ToString) -> OtelError {
+    OtelError::Exporter {
+        signal,
+        endpoint,
+        message: error.to_string(),
     }
 }
 
@@ -474,5 +478,43 @@ impl Drop for OtelGuard {
                  without `shutdown().await`: spans still queued may be lost"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signals_go_to_their_paths_over_http_and_to_the_base_over_grpc() {
+        let http = |base: &str| Destination::new(Protocol::HttpProtobuf, base.into(), &[]).unwrap();
+        assert_eq!(
+            http("http://c:4318").url("/v1/traces"),
+            "http://c:4318/v1/traces"
+        );
+        assert_eq!(
+            http("http://c:4318/").url("/v1/metrics"),
+            "http://c:4318/v1/metrics"
+        );
+        assert_eq!(
+            http("http://c:4318/v1/traces").url("/v1/metrics"),
+            "http://c:4318/v1/metrics"
+        );
+        let grpc = Destination::new(Protocol::Grpc, "http://c:4317".into(), &[]).unwrap();
+        assert_eq!(grpc.url("/v1/traces"), "http://c:4317");
+    }
+
+    #[test]
+    fn a_header_grpc_cannot_carry_is_a_typed_error_naming_it() {
+        let headers = [("x-key".to_owned(), "line\nbreak".to_owned())];
+        let error = Destination::new(Protocol::Grpc, "http://c:4317".into(), &headers)
+            .err()
+            .expect("a newline is not valid metadata");
+        assert!(
+            matches!(&error, OtelError::Header { name, .. } if name == "x-key"),
+            "{error}"
+        );
+        // Over HTTP the same header is the HTTP exporter's to judge.
+        assert!(Destination::new(Protocol::HttpProtobuf, "http://c:4318".into(), &headers).is_ok());
     }
 }

@@ -14,6 +14,14 @@ pub enum OtelError {
         /// What the exporter reported.
         message: String,
     },
+    /// A header given for gRPC cannot be sent as gRPC metadata.
+    #[error("header `{name}`: {message}")]
+    Header {
+        /// The header's name.
+        name: String,
+        /// What is wrong with it.
+        message: &'static str,
+    },
     /// `OTEL_EXPORTER_OTLP_PROTOCOL` (or the configured protocol) names a protocol this crate
     /// does not speak.
     #[error("unknown OTLP protocol `{0}`: use `http/protobuf` or `grpc`")]

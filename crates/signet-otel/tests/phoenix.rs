@@ -10,37 +10,17 @@ mod support;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::phoenix::{Phoenix, attr};
+use common::phoenix::{Phoenix, attr, int_attr, str_attr};
 use serde_json::{Value, json};
 use signet::data::Example;
 use signet::evaluate::{Evaluate, Score};
-use signet::lm::Completion;
 use signet::module::{Predict, ReAct};
 use signet::testing::ScriptedLm;
 use signet_mcp::{McpClient, McpServer};
 use signet_otel::{OtelConfig, Protocol, examples_from_spans};
-use support::{AddTool, Ask, AskInput, AskOutput, extract, step};
+use support::{AddTool, Ask, AskInput, AskOutput, completion, extract, step};
 
 const PROJECT: &str = "signet-scripted";
-
-fn completion(text: String, prompt: u64, completion: u64) -> Completion {
-    let mut reply = Completion::text(text);
-    reply.usage.prompt_tokens = prompt;
-    reply.usage.completion_tokens = completion;
-    reply
-}
-
-fn str_attr<'a>(span: &'a Value, key: &str) -> &'a str {
-    attr(span, key)
-        .and_then(Value::as_str)
-        .unwrap_or_else(|| panic!("{}: no string `{key}` in {span}", span["name"]))
-}
-
-fn int_attr(span: &Value, key: &str) -> i64 {
-    attr(span, key)
-        .and_then(Value::as_i64)
-        .unwrap_or_else(|| panic!("{}: no integer `{key}` in {span}", span["name"]))
-}
 
 fn named<'a>(spans: &'a [Value], name: &str) -> Vec<&'a Value> {
     spans.iter().filter(|s| s["name"] == name).collect()

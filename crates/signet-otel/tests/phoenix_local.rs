@@ -8,7 +8,7 @@ mod support;
 
 use std::time::Duration;
 
-use common::phoenix::{Phoenix, attr};
+use common::phoenix::{Phoenix, attr, int_attr};
 use serde_json::Value;
 use signet::adapter::JsonAdapter;
 use signet::lm::LmOptions;
@@ -19,12 +19,6 @@ use signet_otel::{OtelConfig, Protocol};
 use support::{AddTool, Ask, AskInput};
 
 const PROJECT: &str = "signet-local-model";
-
-fn int_attr(span: &Value, key: &str) -> i64 {
-    attr(span, key)
-        .and_then(Value::as_i64)
-        .unwrap_or_else(|| panic!("{}: no integer `{key}` in {span}", span["name"]))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_real_models_calls_reach_phoenix_with_their_token_counts() {

@@ -5,19 +5,12 @@
 use opentelemetry::trace::{SpanKind, Status};
 use opentelemetry::{Array, Value};
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
-use signet::lm::{Completion, LmError};
+use signet::lm::LmError;
 use signet::module::{Predict, ReAct};
 use signet::testing::ScriptedLm;
 
 mod support;
 use support::*;
-
-fn completion(text: String, prompt: u64, completion: u64) -> Completion {
-    let mut reply = Completion::text(text);
-    reply.usage.prompt_tokens = prompt;
-    reply.usage.completion_tokens = completion;
-    reply
-}
 
 #[tokio::test]
 async fn a_react_run_is_one_trace_of_agent_chat_and_tool_spans() {

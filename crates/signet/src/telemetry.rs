@@ -32,9 +32,10 @@ pub use capture::{CAPTURE_CONTENT_ENV, capture_content, set_capture_content};
 pub use propagation::{
     TracePropagator, inject_context, propagator_installed, set_propagator, set_remote_parent,
 };
+pub use spans::record_error;
 pub(crate) use spans::{
-    RecordContent, agent_span, evaluate_span, example_span, int, optimize_span, record_error,
-    record_usage, tool_span,
+    RecordContent, agent_span, evaluate_span, example_span, int, optimize_span, record_usage,
+    tool_span,
 };
 
 /// The conventions the spans follow: the GenAI semantic conventions of OpenTelemetry

@@ -551,6 +551,20 @@ pub fn attr<'a>(span: &'a Value, dotted_key: &str) -> Option<&'a Value> {
     lookup(span.get("attributes")?, dotted_key)
 }
 
+/// A string attribute of `span` (panics naming the span when it is missing or not a string).
+pub fn str_attr<'a>(span: &'a Value, key: &str) -> &'a str {
+    attr(span, key)
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("{}: no string `{key}` in {span}", span["name"]))
+}
+
+/// An integer attribute of `span` (panics naming the span when it is missing or not an integer).
+pub fn int_attr(span: &Value, key: &str) -> i64 {
+    attr(span, key)
+        .and_then(Value::as_i64)
+        .unwrap_or_else(|| panic!("{}: no integer `{key}` in {span}", span["name"]))
+}
+
 fn lookup<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
     match value {
         Value::Object(map) => {

@@ -41,6 +41,14 @@ pub fn extract(answer: &str) -> String {
     format!("[[ ## reasoning ## ]]\ndone\n\n[[ ## answer ## ]]\n{answer}\n\n[[ ## completed ## ]]")
 }
 
+/// A reply `text` that reports `prompt` and `completion` tokens.
+pub fn completion(text: String, prompt: u64, completion: u64) -> signet::lm::Completion {
+    let mut reply = signet::lm::Completion::text(text);
+    reply.usage.prompt_tokens = prompt;
+    reply.usage.completion_tokens = completion;
+    reply
+}
+
 /// The pipeline: spans and metrics end up in memory.
 pub struct Pipeline {
     /// The finished spans.

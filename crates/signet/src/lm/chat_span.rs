@@ -235,7 +235,7 @@ impl ChatSpan {
 /// Records the response `id` and `model` and the token details of an OpenAI-shaped response body
 /// or stream chunk on `span` (what is absent is left unrecorded).
 #[cfg(feature = "openai")]
-pub(crate) fn record_openai_body(span: &tracing::Span, body: &Value) {
+pub(crate) fn record_openai_body(span: &tracing::Span, body: &serde_json::Map<String, Value>) {
     if span.is_disabled() {
         return;
     }

@@ -340,7 +340,9 @@ impl Endpoint {
             }
             Ok(reply) => reply.map_err(|e| self.map_error(e))?,
         };
-        super::record_openai_body(span.span(), &reply);
+        if let Some(body) = reply.as_object() {
+            super::record_openai_body(span.span(), body);
+        }
         let mut completion = parse_completion(&reply).map_err(|e| self.scrub_error(e))?;
         self.price(&mut completion);
         Ok(completion)

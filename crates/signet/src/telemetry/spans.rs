@@ -86,8 +86,14 @@ pub(crate) fn tool_span(
 }
 
 /// Marks `span` failed: `error.type` (low cardinality: `timeout`, `429`, `tool_error`, ..) and the
-/// span status with `message`.
-pub(crate) fn record_error(span: &Span, error_type: &str, message: &dyn std::fmt::Display) {
+/// span status with `message` (nothing when the span is disabled). For spans of crates built on
+/// Signet (its MCP bridge) as for its own.
+///
+/// ```
+/// let span = tracing::info_span!("call", "error.type" = tracing::field::Empty);
+/// signet::telemetry::record_error(&span, "timeout", &"no answer within 30 s");
+/// ```
+pub fn record_error(span: &Span, error_type: &str, message: &dyn std::fmt::Display) {
     if span.is_disabled() {
         return;
     }

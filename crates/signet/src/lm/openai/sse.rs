@@ -113,7 +113,7 @@ impl<'a> StreamState<'a> {
         let usage = chunk.get("usage").filter(|u| u.is_object());
         if !self.span.is_disabled() && (!self.saw_response_id || usage.is_some()) {
             self.saw_response_id = true;
-            crate::lm::record_openai_body(&self.span, &Value::Object(chunk.clone()));
+            crate::lm::record_openai_body(&self.span, chunk);
         }
         if let Some(usage) = usage {
             self.assembler.usage = parse_usage(usage);
