@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo bench --bench compare -- [--prompts PATH] [--seconds S]
-//! cargo bench --bench compare -- --profile predict|react [--iterations N]
+//! cargo bench --bench compare -- --profile predict|react|evaluate [--iterations N]
 //! ```
 //!
 //! `--prompts PATH` also writes the messages of one Predict call and one ReAct run to `PATH` (JSON),
@@ -102,12 +102,7 @@ fn main() {
 
     // Evaluate over EVAL_EXAMPLES copies of the Predict workload, defaults as a user gets them
     // (8 at a time) without a progress display, DSPy's exact-match metric; timed per example.
-    let devset: Vec<Example> = (0..EVAL_EXAMPLES)
-        .map(|_| {
-            Example::new(json!({"question": PREDICT_QUESTION, "answer": PREDICT_ANSWER}))
-                .with_inputs(["question"])
-        })
-        .collect();
+    let devset = eval_devset();
     let evaluate = Evaluate::new(&devset, exact_match("answer")).with_progress(Progress::Off);
     let timing = time_calls(&runtime, budget, || async {
         let report = evaluate.run(&predictor).await.unwrap();
@@ -122,6 +117,16 @@ fn main() {
             calls: timing.calls * EVAL_EXAMPLES as u64,
         },
     );
+}
+
+/// The `evaluate` workload's examples: EVAL_EXAMPLES copies of the Predict question.
+fn eval_devset() -> Vec<Example> {
+    (0..EVAL_EXAMPLES)
+        .map(|_| {
+            Example::new(json!({"question": PREDICT_QUESTION, "answer": PREDICT_ANSWER}))
+                .with_inputs(["question"])
+        })
+        .collect()
 }
 
 /// Examples per Evaluate run in the `evaluate` workload (`dspy_overhead.py` uses the same).
@@ -200,7 +205,16 @@ async fn run_untimed(workload: &str, iterations: u64) {
                 agent.call(react_input()).await.unwrap();
             }
         }
-        other => panic!("unknown workload {other:?} (predict or react)"),
+        "evaluate" => {
+            let predictor = predict(CyclingLm::new(&[PREDICT_REPLY]));
+            let devset = eval_devset();
+            let evaluate =
+                Evaluate::new(&devset, exact_match("answer")).with_progress(Progress::Off);
+            for _ in 0..iterations {
+                evaluate.run(&predictor).await.unwrap();
+            }
+        }
+        other => panic!("unknown workload {other:?} (predict, react or evaluate)"),
     }
 }
 

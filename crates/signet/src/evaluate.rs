@@ -450,7 +450,9 @@ impl<'d, M> Evaluate<'d, M> {
             Ok(input) => input,
             Err(error) => return failed(error, Usage::default(), Trace::new(), started.elapsed()),
         };
-        let run = catch_panic(crate::module::traced(program, input));
+        // Boxed where it is made: the program's future is large, and every layer around it
+        // (panic guard, usage recording, spans, the example queue) would move it whole.
+        let run = catch_panic(Box::pin(crate::module::traced(program, input)));
         let (outcome, record) = if self.keep_traces {
             crate::trace::recorded(run).await
         } else {
