@@ -289,6 +289,76 @@ async fn a_streamed_program_shows_each_field_as_the_real_model_writes_it() {
 }
 
 #[tokio::test]
+async fn a_stopped_servers_prompt_is_restored_into_the_next_and_a_torn_one_is_not() {
+    // A context size of its own: a saved prompt no other test writes.
+    let model = LlamaCpp::smollm2().n_ctx(3000);
+    let manifest = model.saved_prompt().unwrap();
+    let _ = std::fs::remove_file(&manifest);
+    let rules: String = (1..=60)
+        .map(|i| {
+            format!(
+                "Rule {i}: a parcel of {i} kg costs {} NOK to send. ",
+                40 + 3 * i
+            )
+        })
+        .collect();
+    let mut request = LmRequest::new(vec![
+        Message::system(format!("You answer questions about parcel prices. {rules}")),
+        Message::user("How much does a parcel of 7 kg cost?"),
+    ]);
+    request.options = greedy(12);
+
+    let (server, lm, guard) = serve(model.clone()).await;
+    let first = lm.complete(&request).await.unwrap();
+    assert!(first.usage.prompt_tokens > 1000, "{:?}", first.usage);
+    assert_eq!(
+        first.usage.cached_prompt_tokens, 0,
+        "a new server caches nothing"
+    );
+    server.stop().await.unwrap();
+    drop(guard);
+    assert!(manifest.is_file(), "stop saved the prompt");
+
+    // The next server starts with the prompt evaluated: only what follows the cached prefix is
+    // evaluated again, and the answer is the same.
+    let (server, lm, guard) = serve(model.clone()).await;
+    let second = lm.complete(&request).await.unwrap();
+    assert!(
+        second.usage.cached_prompt_tokens + 16 >= second.usage.prompt_tokens,
+        "restored: {:?}",
+        second.usage
+    );
+    assert_eq!(second.text, first.text);
+    server.stop().await.unwrap();
+    drop(guard);
+
+    // A slot file cut short (llama.cpp aborts the server on one) is found out before the server
+    // sees it: removed with a warning, and the server starts empty and answers.
+    let saved: signet::serde_json::Value =
+        signet::serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    let file = manifest.with_file_name(saved["file"].as_str().unwrap());
+    let bytes = std::fs::read(&file).unwrap();
+    std::fs::write(&file, &bytes[..bytes.len() / 2]).unwrap();
+    let (server, lm, guard) = serve(model.clone()).await;
+    assert!(
+        !manifest.exists() && !file.exists(),
+        "the torn file is removed"
+    );
+    let third = lm.complete(&request).await.unwrap();
+    assert_eq!(third.usage.cached_prompt_tokens, 0);
+    assert_eq!(third.text, first.text);
+    server.stop().await.unwrap();
+    drop(guard);
+
+    // Off: nothing is restored or saved.
+    std::fs::remove_file(&manifest).unwrap();
+    let (server, _lm, guard) = serve(model.clone().prompt_cache(false)).await;
+    server.stop().await.unwrap();
+    drop(guard);
+    assert!(!manifest.exists());
+}
+
+#[tokio::test]
 async fn a_prompt_longer_than_the_context_is_a_typed_error() {
     let (server, lm, _guard) = serve(LlamaCpp::smollm2().n_ctx(512)).await;
     let request = LmRequest::new(vec![Message::user("word ".repeat(3000))]);

@@ -41,6 +41,7 @@
 //! ```
 
 mod llama_cpp;
+mod prompt_cache;
 mod running;
 mod server;
 

@@ -6,6 +6,7 @@ OpenAI API on 127.0.0.1:<port> until this process gets SIGTERM or SIGINT, or its
 
 import argparse
 import ctypes
+import os
 import signal
 import sys
 
@@ -23,6 +24,10 @@ def main() -> int:
     parser.add_argument("--slots", type=int, default=1, help="requests served in parallel")
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--template", help="a Jinja chat template file (default: the model's own)")
+    parser.add_argument(
+        "--slot-dir",
+        help="where POST /slots/N?action=save|restore keeps its files (off without it)",
+    )
     parser.add_argument(
         "--embeddings",
         action="store_true",
@@ -50,6 +55,9 @@ def main() -> int:
     # threads, new requests wait for a keep-alive to expire instead of queueing for a slot.
     params.n_threads_http = max(64, 4 * args.slots)
     params.use_jinja = True
+    if args.slot_dir:
+        # llama.cpp appends the file name to this path as it is.
+        params.slot_save_path = os.path.join(args.slot_dir, "")
     if args.embeddings:
         params.embedding = True
         params.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN

@@ -150,6 +150,9 @@ pub struct LocalServer {
     log: Arc<Mutex<VecDeque<String>>>,
     /// The pid file of a server started from a cache (removed with the handle).
     registration: Option<crate::running::Registration>,
+    /// Where [`stop`](Self::stop) saves the evaluated prompt (a llama.cpp server of
+    /// [`LlamaCpp::serve`](crate::LlamaCpp::serve)).
+    prompt_cache: Option<crate::prompt_cache::PromptCache>,
 }
 
 impl LocalServer {
@@ -184,6 +187,7 @@ impl LocalServer {
             base_url,
             log,
             registration: None,
+            prompt_cache: None,
         };
         server
             .wait_ready(command.ready_timeout, command.expect_model.as_deref())
@@ -275,8 +279,27 @@ impl LocalServer {
         lines.iter().cloned().collect::<Vec<_>>().join("\n")
     }
 
-    /// Stops the server and waits for the process to end.
+    /// Saves the server's evaluated prompt there when it is [stopped](Self::stop).
+    pub(crate) fn set_prompt_cache(&mut self, cache: crate::prompt_cache::PromptCache) {
+        self.prompt_cache = Some(cache);
+    }
+
+    /// Stops the server and waits for the process to end. A server of
+    /// [`LlamaCpp::serve`](crate::LlamaCpp::serve) first saves its evaluated prompt for the
+    /// next server ([`LlamaCpp::prompt_cache`](crate::LlamaCpp::prompt_cache)); a save that
+    /// fails is a warning, not an error.
     pub async fn stop(mut self) -> Result<(), LocalError> {
+        if let Some(cache) = self.prompt_cache.take() {
+            match cache.save(&self.base_url).await {
+                Ok(crate::prompt_cache::Outcome::Tokens(tokens)) => tracing::info!(
+                    tokens,
+                    manifest = %cache.manifest_path().display(),
+                    "prompt cache saved"
+                ),
+                Ok(crate::prompt_cache::Outcome::Nothing) => {}
+                Err(error) => crate::llama_cpp::warn(&format!("prompt cache: {error}")),
+            }
+        }
         self.child.kill().await.map_err(|source| LocalError::Io {
             action: "stop the model server".into(),
             source,
