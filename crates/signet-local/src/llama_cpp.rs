@@ -475,7 +475,9 @@ impl LlamaCpp {
         Ok(Some(path))
     }
 
-    /// Installs if needed, then starts the server on a free port and waits until it answers.
+    /// Installs if needed, then starts the server on a free port and waits until it answers,
+    /// then loads the prompt the last stopped server of this configuration saved
+    /// ([`prompt_cache`](Self::prompt_cache)).
     ///
     /// The server is known by a second, random model alias that `/v1/models` must list
     /// ([`ServerCommand::expect_model`]): a port taken by another process between choosing it

@@ -28,8 +28,9 @@ use signet::serde_json::{self, Value, json};
 const KEEP_FILES: usize = 4;
 
 /// The time allowed for one save or restore request (a full 8,192-token slot of SmolLM2-135M is
-/// about 190 MB, written in well under a second).
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// about 190 MB, written in well under a second): what `stop` waits at most for a server that
+/// does not answer before it stops it anyway.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A slot file no manifest names is removed once it is this old (a save still running is younger).
 const ORPHAN_AGE: Duration = Duration::from_secs(3600);
