@@ -227,13 +227,26 @@ pub(crate) fn text_value(value: &Value) -> String {
     }
 }
 
-/// `[[ ## name ## ]]\nvalue` blocks for text fields, in order, separated by blank lines.
+/// `[[ ## name ## ]]\nvalue` blocks for text fields, in order, separated by blank lines, the
+/// whole trimmed (written into one buffer: ReAct renders its trajectory this way on every call).
 pub(crate) fn text_blocks(values: &Map<String, Value>) -> String {
-    let blocks: Vec<String> = values
-        .iter()
-        .map(|(name, value)| format!("{}\n{}", field_header(name), text_value(value)))
-        .collect();
-    blocks.join("\n\n").trim().to_owned()
+    let mut out = String::new();
+    for (index, (name, value)) in values.iter().enumerate() {
+        if index > 0 {
+            out.push_str("\n\n");
+        }
+        out.push_str("[[ ## ");
+        out.push_str(name);
+        out.push_str(" ## ]]\n");
+        match value {
+            Value::String(text) => out.push_str(text),
+            other => out.push_str(&text_value(other)),
+        }
+    }
+    out.truncate(out.trim_end().len());
+    let start = out.len() - out.trim_start().len();
+    out.drain(..start);
+    out
 }
 
 fn text_list(items: &[Value]) -> String {
@@ -760,6 +773,29 @@ pub(crate) fn structured_reformat(error: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_blocks_are_the_trimmed_join_of_each_fields_block() {
+        let joined = |values: &Map<String, Value>| {
+            let blocks: Vec<String> = values
+                .iter()
+                .map(|(name, value)| format!("{}\n{}", field_header(name), text_value(value)))
+                .collect();
+            blocks.join("\n\n").trim().to_owned()
+        };
+        let cases = [
+            serde_json::json!({}),
+            serde_json::json!({"a": "x"}),
+            serde_json::json!({"thought_0": "  leading and trailing \n\n", "tool_args_0": {"a": 1.0, "b": [1, "two"]}}),
+            serde_json::json!({"observation_0": ["one"], "observation_1": [], "observation_2": ["a\nb", "«c»"]}),
+            serde_json::json!({"n": null, "t": true, "f": 2.5, "i": -3, "s": "\n"}),
+            serde_json::json!({"last": "   "}),
+        ];
+        for case in cases {
+            let values = case.as_object().unwrap();
+            assert_eq!(text_blocks(values), joined(values), "{case}");
+        }
+    }
 
     #[test]
     fn dedent_removes_the_common_prefix() {
