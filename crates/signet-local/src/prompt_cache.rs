@@ -118,28 +118,19 @@ impl PromptCache {
     /// `…/v1`), once its file is checked against its manifest. A file that fails the check or
     /// that the server refuses is removed, so that the next run does not trip on it.
     pub(crate) async fn restore(&self, base_url: &str) -> Result<Outcome, String> {
-        let Ok(text) = fs::read(self.manifest_path()) else {
-            return Ok(Outcome::Nothing);
-        };
-        let manifest = serde_json::from_slice::<Value>(&text)
-            .ok()
-            .as_ref()
-            .and_then(Manifest::from_json);
-        let Some(manifest) = manifest else {
-            self.forget(None);
-            return Err(format!(
-                "{} is not a manifest of a saved prompt; removed",
-                self.manifest_path().display()
-            ));
+        let manifest = match manifest_at(&self.manifest_path()) {
+            Ok(None) => return Ok(Outcome::Nothing),
+            Ok(Some(manifest)) => manifest,
+            Err(()) => {
+                self.forget(None);
+                return Err(format!(
+                    "{} is not a manifest of a saved prompt; removed",
+                    self.manifest_path().display()
+                ));
+            }
         };
         let path = self.dir.join(&manifest.file);
-        let checked = tokio::task::spawn_blocking({
-            let path = path.clone();
-            move || digest(&path)
-        })
-        .await
-        .map_err(|e| format!("the check of {} failed: {e}", path.display()))?;
-        match checked {
+        match digest_off_thread(&path).await? {
             Ok((bytes, sha256)) if bytes == manifest.bytes && sha256 == manifest.sha256 => {}
             Ok((bytes, _)) => {
                 self.forget(Some(&manifest));
@@ -204,14 +195,9 @@ impl PromptCache {
             return Ok(Outcome::Nothing);
         }
         let written = answer["n_written"].as_u64();
-        let checked = tokio::task::spawn_blocking({
-            let path = path.to_owned();
-            move || digest(&path)
-        })
-        .await
-        .map_err(|e| format!("the check of {} failed: {e}", path.display()))?;
-        let (bytes, sha256) =
-            checked.map_err(|e| format!("{} cannot be read: {e}", path.display()))?;
+        let (bytes, sha256) = digest_off_thread(path)
+            .await?
+            .map_err(|e| format!("{} cannot be read: {e}", path.display()))?;
         if written != Some(bytes) {
             return Err(format!(
                 "{} holds {bytes} bytes, the server said it wrote {written:?} (is the disk full?)",
@@ -224,7 +210,7 @@ impl PromptCache {
             sha256,
             tokens,
         };
-        let previous = self.read_manifest();
+        let previous = manifest_at(&self.manifest_path()).ok().flatten();
         signet::fs_atomic::write_atomic(
             &self.manifest_path(),
             manifest.to_json().to_string().as_bytes(),
@@ -234,11 +220,6 @@ impl PromptCache {
             let _ = fs::remove_file(self.dir.join(previous.file));
         }
         Ok(Outcome::Tokens(tokens))
-    }
-
-    fn read_manifest(&self) -> Option<Manifest> {
-        let text = fs::read(self.manifest_path()).ok()?;
-        Manifest::from_json(&serde_json::from_slice(&text).ok()?)
     }
 
     /// Removes the manifest and the file it names.
@@ -275,12 +256,7 @@ impl PromptCache {
         manifests.sort_by_key(|entry| std::cmp::Reverse(entry.0));
         let mut named = Vec::new();
         for (index, (_, path)) in manifests.iter().enumerate() {
-            let manifest = fs::read(path)
-                .ok()
-                .and_then(|text| serde_json::from_slice::<Value>(&text).ok())
-                .as_ref()
-                .and_then(Manifest::from_json);
-            match manifest {
+            match manifest_at(path).ok().flatten() {
                 Some(manifest) if index < KEEP_FILES => named.push(manifest.file),
                 _ => {
                     let _ = fs::remove_file(path);
@@ -294,6 +270,23 @@ impl PromptCache {
             }
         }
     }
+}
+
+/// The manifest at `path`: `None` when there is none, `Err` when the file is not one.
+fn manifest_at(path: &Path) -> Result<Option<Manifest>, ()> {
+    let Ok(text) = fs::read(path) else {
+        return Ok(None);
+    };
+    let value = serde_json::from_slice::<Value>(&text).map_err(|_| ())?;
+    Manifest::from_json(&value).map(Some).ok_or(())
+}
+
+/// [`digest`] on the blocking pool; `Err` only if that task failed.
+async fn digest_off_thread(path: &Path) -> Result<std::io::Result<(u64, String)>, String> {
+    let owned = path.to_owned();
+    tokio::task::spawn_blocking(move || digest(&owned))
+        .await
+        .map_err(|e| format!("the check of {} failed: {e}", path.display()))
 }
 
 /// How much of each end of a slot file its digest covers.
@@ -357,13 +350,7 @@ async fn slot_action(
         .await
         .map_err(|e| format!("the answer broke off: {e}"))?;
     if !status.is_success() {
-        if body.len() > 300 {
-            let mut end = 300;
-            while !body.is_char_boundary(end) {
-                end -= 1;
-            }
-            body.truncate(end);
-        }
+        crate::server::cut_at_char(&mut body, 300);
         return Err(format!("HTTP {status}: {body}"));
     }
     serde_json::from_str(&body).map_err(|e| format!("an answer that is not JSON: {e}"))

@@ -233,12 +233,7 @@ impl LocalServer {
                 }
                 let _ = self.child.kill().await;
                 let mut answered = String::from_utf8_lossy(&body).into_owned();
-                if answered.len() > 200 {
-                    let mut end = 200;
-                    while !answered.is_char_boundary(end) {
-                        end -= 1;
-                    }
-                    answered.truncate(end);
+                if cut_at_char(&mut answered, 200) {
                     answered.push_str("...");
                 }
                 return Err(LocalError::PortTaken {
@@ -305,6 +300,19 @@ impl LocalServer {
             source,
         })
     }
+}
+
+/// Cuts `text` to at most `max` bytes, at a character boundary; whether it was longer.
+pub(crate) fn cut_at_char(text: &mut String, max: usize) -> bool {
+    if text.len() <= max {
+        return false;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    true
 }
 
 /// The most of a `/v1/models` answer read (a process that is not the server may send anything).
@@ -395,6 +403,18 @@ pub fn free_port() -> Result<u16, LocalError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_is_cut_at_a_character_boundary() {
+        let mut short = "abc".to_owned();
+        assert!(!cut_at_char(&mut short, 3));
+        assert_eq!(short, "abc");
+        let mut wide = "aé€".to_owned(); // 1 + 2 + 3 bytes
+        assert!(cut_at_char(&mut wide, 5));
+        assert_eq!(wide, "aé");
+        assert!(cut_at_char(&mut wide, 2));
+        assert_eq!(wide, "a");
+    }
 
     #[test]
     fn a_model_is_listed_by_id_alias_or_name() {
