@@ -103,7 +103,7 @@ fn main() {
         .parse()
         .expect("an address");
     let latency = Duration::from_millis(latency);
-    std::thread::spawn(move || server::serve(mock, 1, latency, false));
+    std::thread::spawn(move || server::serve(mock, 1, latency, None, false));
     let base_url = format!("http://{mock}/v1");
     runtime.block_on(async {
         let server = match RestateServer::start().await {

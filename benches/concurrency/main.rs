@@ -11,6 +11,10 @@
 //! cargo bench --bench concurrency -- --serve 127.0.0.1:8000   # only the mock server
 //! ```
 //!
+//! `--http2`: the clients speak HTTP/2 (h2c with prior knowledge), so one connection per client
+//! carries every call in flight; `--h2-streams K` caps the streams a server connection carries at
+//! once (default: no cap; hosted APIs use 100 to 256).
+//!
 //! Other options: `--history CAP` (the clients' call history, default 1000 calls), `--dspy-n LIST`,
 //! `--dspy-engine auto|lm15|litellm`, `--json PATH` (every figure), `--base-url URL[,URL..]` (an
 //! already running server).
@@ -54,6 +58,8 @@ struct Options {
     history: Option<usize>,
     ports: usize,
     json: Option<String>,
+    http2: bool,
+    h2_streams: Option<u32>,
 }
 
 fn main() {
@@ -67,6 +73,8 @@ fn main() {
         history: None,
         ports: 1,
         json: None,
+        http2: false,
+        h2_streams: None,
     };
     let mut serve = None;
     let mut until_stdin_closes = false;
@@ -107,6 +115,8 @@ fn main() {
             "--history" => options.history = Some(list(args.next())[0]),
             "--ports" => options.ports = list(args.next())[0],
             "--json" => options.json = args.next(),
+            "--http2" => options.http2 = true,
+            "--h2-streams" => options.h2_streams = Some(list(args.next())[0] as u32),
             // Added by `cargo bench`; `cargo test --benches` runs the binary without it.
             "--bench" => timed = true,
             other => {
@@ -116,11 +126,17 @@ fn main() {
     }
     raise_open_files_limit();
     if let Some(addr) = serve {
-        return server::serve(addr, options.ports, options.latency, until_stdin_closes);
+        return server::serve(
+            addr,
+            options.ports,
+            options.latency,
+            options.h2_streams,
+            until_stdin_closes,
+        );
     }
     if let Some(n) = client {
         let base_url = options.base_url.expect("--client needs --base-url");
-        let result = run_client(n, &base_url, options.history);
+        let result = run_client(n, &base_url, options.history, options.http2);
         println!("{result}");
         return;
     }
@@ -158,7 +174,7 @@ fn bench(options: Options) {
     let base_url = match &options.base_url {
         Some(url) => url.clone(),
         None => {
-            let (child, urls) = start_server(&exe, options.ports, options.latency);
+            let (child, urls) = start_server(&exe, &options);
             server = Some(child);
             urls
         }
@@ -184,6 +200,9 @@ fn bench(options: Options) {
         client.args(["--client", &n.to_string(), "--base-url", &base_url]);
         if let Some(history) = options.history {
             client.args(["--history", &history.to_string()]);
+        }
+        if options.http2 {
+            client.arg("--http2");
         }
         let mut result = run_child(&mut client);
         let warm_ups = base_url.split(',').count();
@@ -212,11 +231,16 @@ fn bench(options: Options) {
 
     println!();
     let clients = base_url.split(',').count();
+    let http = match (options.http2, options.h2_streams) {
+        (false, _) => "HTTP/1.1".to_owned(),
+        (true, None) => "HTTP/2 (h2c)".to_owned(),
+        (true, Some(streams)) => format!("HTTP/2 (h2c, at most {streams} streams a connection)"),
+    };
     if clients == 1 {
-        println!("Signet (one tokio runtime, OpenAiLm over HTTP/1.1, no retries):");
+        println!("Signet (one tokio runtime, OpenAiLm over {http}, no retries):");
     } else {
         println!(
-            "Signet (one tokio runtime, {clients} OpenAiLm clients over HTTP/1.1, one per server port, no retries):"
+            "Signet (one tokio runtime, {clients} OpenAiLm clients over {http}, one per server port, no retries):"
         );
     }
     print_table(&signet, floor);
@@ -333,17 +357,21 @@ fn per_run_memory(row: &Value) -> String {
 }
 
 /// Starts `--serve` in a child process and returns it with its base URLs, comma-separated.
-fn start_server(exe: &std::path::Path, ports: usize, latency: Duration) -> (Child, String) {
-    let mut child = Command::new(exe)
-        .args([
-            "--serve",
-            "127.0.0.1:0",
-            "--until-stdin-closes",
-            "--ports",
-            &ports.to_string(),
-            "--latency-ms",
-            &latency.as_millis().to_string(),
-        ])
+fn start_server(exe: &std::path::Path, options: &Options) -> (Child, String) {
+    let mut command = Command::new(exe);
+    command.args([
+        "--serve",
+        "127.0.0.1:0",
+        "--until-stdin-closes",
+        "--ports",
+        &options.ports.to_string(),
+        "--latency-ms",
+        &options.latency.as_millis().to_string(),
+    ]);
+    if let Some(streams) = options.h2_streams {
+        command.args(["--h2-streams", &streams.to_string()]);
+    }
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -418,7 +446,7 @@ fn run_child(command: &mut Command) -> Value {
 
 /// `--client N`: N concurrent ReAct runs against `base_urls` (comma-separated; with several, one
 /// client and agent per URL, runs spread round-robin); prints one JSON line.
-fn run_client(n: usize, base_urls: &str, history: Option<usize>) -> Value {
+fn run_client(n: usize, base_urls: &str, history: Option<usize>, http2: bool) -> Value {
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     runtime.block_on(async {
         let mut agents = Vec::new();
@@ -427,6 +455,7 @@ fn run_client(n: usize, base_urls: &str, history: Option<usize>) -> Value {
                 .base_url(base_url)
                 .api_key("none")
                 .max_retries(0)
+                .http2(http2)
                 .timeout(Duration::from_secs(300));
             if let Some(capacity) = history {
                 lm = lm.history(Arc::new(CallHistory::with_capacity(capacity)));

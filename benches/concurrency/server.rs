@@ -14,6 +14,9 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
 use serde_json::{Value, json};
 
 use crate::workloads::mock_reply;
@@ -28,7 +31,13 @@ struct Server {
 /// process is killed (or, with `until_stdin_closes`, until its standard input closes: how the bench
 /// driver makes sure its server never outlives it), after printing `listening on URL [URL..]` (the
 /// base URLs, `http://HOST:PORT/v1`) on a line of its own.
-pub fn serve(addr: SocketAddr, ports: usize, latency: Duration, until_stdin_closes: bool) {
+pub fn serve(
+    addr: SocketAddr,
+    ports: usize,
+    latency: Duration,
+    h2_streams: Option<u32>,
+    until_stdin_closes: bool,
+) {
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     runtime.block_on(async {
         let server = Arc::new(Server {
@@ -51,10 +60,7 @@ pub fn serve(addr: SocketAddr, ports: usize, latency: Duration, until_stdin_clos
                 "http://{}/v1",
                 listener.local_addr().expect("an address")
             ));
-            let app = app.clone();
-            tokio::spawn(
-                async move { axum::serve(listener, app).await.expect("the server failed") },
-            );
+            tokio::spawn(accept(listener, app.clone(), h2_streams));
         }
         println!("listening on {}", urls.join(" "));
         if until_stdin_closes {
@@ -67,6 +73,39 @@ pub fn serve(addr: SocketAddr, ports: usize, latency: Duration, until_stdin_clos
             std::future::pending::<()>().await;
         }
     });
+}
+
+/// Serves each connection `listener` accepts with `app`, over HTTP/1.1 or HTTP/2 (h2c with prior
+/// knowledge), whichever the client speaks; an HTTP/2 connection carries at most `h2_streams`
+/// requests at once (`None`: no limit), and may receive 64 MiB of request bodies before the client
+/// waits for a window update.
+async fn accept(listener: tokio::net::TcpListener, app: Router, h2_streams: Option<u32>) {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // With thousands of requests in flight on one connection, hyper's default connection window
+    // (1 MiB) makes the client send their bodies in small DATA frames, which h2 takes for abuse
+    // (GOAWAY "too_many_data_frames"): a window of 64 MiB holds 10,000 bodies of 4-6 KiB.
+    builder
+        .http2()
+        .max_concurrent_streams(h2_streams)
+        .initial_connection_window_size(64 << 20);
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            // Out of file descriptors, say: wait for connections to close rather than spin.
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                continue;
+            }
+        };
+        let service = TowerToHyperService::new(app.clone());
+        let builder = builder.clone();
+        tokio::spawn(async move {
+            // A client that goes away mid-request is not the server's failure.
+            let _ = builder
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
 }
 
 fn listen(addr: SocketAddr) -> tokio::net::TcpListener {

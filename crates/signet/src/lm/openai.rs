@@ -123,6 +123,8 @@ pub(crate) struct Endpoint {
     max_completion_tokens: bool,
     max_response_bytes: usize,
     stream_deadline: Duration,
+    /// HTTP/2 with prior knowledge on an `http` URL ([`OpenAiLmBuilder::http2`]).
+    h2c: bool,
 }
 
 impl fmt::Debug for OpenAiLm {
@@ -493,9 +495,14 @@ impl Endpoint {
                 message: error_chain(error),
             };
         }
-        LmError::Connect {
-            message: error_chain(error),
+        let mut message = error_chain(error);
+        if self.h2c {
+            message.push_str(
+                " (this client speaks HTTP/2 from the first byte, `http2(true)` on an http:// URL: \
+                 a server that speaks only HTTP/1.1 closes such connections)",
+            );
         }
+        LmError::Connect { message }
     }
 
     /// Replaces every secret the client sends (the API key, the custom headers' values) in `text`

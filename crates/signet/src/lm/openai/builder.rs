@@ -101,6 +101,7 @@ pub struct OpenAiLmBuilder {
     stream_deadline: Duration,
     provider: Option<String>,
     pricing: Option<Pricing>,
+    http2: bool,
 }
 
 impl fmt::Debug for OpenAiLmBuilder {
@@ -121,6 +122,7 @@ impl fmt::Debug for OpenAiLmBuilder {
             .field("headers", &header_names)
             .field("stream_usage", &self.stream_usage)
             .field("max_completion_tokens", &self.max_completion_tokens)
+            .field("http2", &self.http2)
             .finish_non_exhaustive()
     }
 }
@@ -171,6 +173,7 @@ impl OpenAiLmBuilder {
             stream_deadline: DEFAULT_STREAM_DEADLINE,
             provider: None,
             pricing: None,
+            http2: false,
         }
     }
 
@@ -263,6 +266,20 @@ impl OpenAiLmBuilder {
         /// The model's prices: every call's [`Usage::cost_nanousd`](crate::lm::Usage::cost_nanousd)
         /// is set from its tokens (see [`Pricing`]). Cache hits cost nothing.
         fn pricing(pricing: Pricing) { pricing = Some(pricing) }
+
+        /// Sends requests over HTTP/2 (off by default: HTTP/1.1, one connection per call in
+        /// flight). On `https` the client offers HTTP/2 and HTTP/1.1 and the server picks (ALPN);
+        /// on `http` it speaks HTTP/2 from the first byte (h2c with prior knowledge), so the
+        /// server must accept that: an HTTP/1.1-only server closes the connection, which is an
+        /// [`LmError::Connect`](crate::lm::LmError::Connect).
+        ///
+        /// One HTTP/2 connection carries every call in flight, which saves a connection (its
+        /// socket, buffers and handshake) per concurrent call: with thousands of calls at once
+        /// it costs the client about a third of the CPU and memory of HTTP/1.1 (see
+        /// `docs/performance.md`). The server caps the calls one connection carries at once
+        /// (its `SETTINGS_MAX_CONCURRENT_STREAMS`, often 100 to 256); further calls wait for a
+        /// stream, within their [`timeout`](Self::timeout).
+        fn http2(http2: bool) { http2 = http2 }
     }
 
     /// Builds the client, reading `OPENAI_BASE_URL` and `OPENAI_API_KEY` for what was not set.
@@ -302,7 +319,13 @@ impl OpenAiLmBuilder {
         }
         let http = reqwest::Client::builder()
             .connect_timeout(self.timeout)
-            .redirect(same_origin_redirects())
+            .redirect(same_origin_redirects());
+        let http = match (self.http2, parsed.scheme()) {
+            (false, _) => http.http1_only(),
+            (true, "http") => http.http2_prior_knowledge(),
+            (true, _) => http,
+        };
+        let http = http
             .build()
             .map_err(|e| BuildError::HttpClient(error_chain(&e)))?;
         // Our own transport replaces async-openai's, whose built-in retries would hide attempts
@@ -357,6 +380,7 @@ impl OpenAiLmBuilder {
             max_completion_tokens: self.max_completion_tokens,
             max_response_bytes: self.max_response_bytes,
             stream_deadline: self.stream_deadline,
+            h2c: self.http2 && parsed.scheme() == "http",
         };
         let history = self.history.unwrap_or_default();
         Ok(OpenAiLm::layered(endpoint, self.retry, cache, history))
