@@ -39,6 +39,12 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use signet::lm::{CallHistory, OpenAiLm};
 
+/// `--features mimalloc`: how much of the client's CPU is glibc's allocator (see
+/// `docs/performance.md`); the framework itself sets no allocator.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod server;
 use server::cpu_ms;
 // Each bench binary uses part of the shared workloads.

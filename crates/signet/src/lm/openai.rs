@@ -102,7 +102,14 @@ pub struct OpenAiLm {
 /// The OpenAI-compatible endpoint itself: one attempt per call, without cache, retries or
 /// history ([`OpenAiLm`] layers those on).
 pub(crate) struct Endpoint {
+    /// async-openai's client over [`Transport`], for streams.
     client: Client<OpenAIConfig>,
+    /// The HTTP layer, which non-streamed calls use directly.
+    transport: Transport,
+    /// `{base_url}/chat/completions`.
+    completions_url: reqwest::Url,
+    /// Every request's headers: `Authorization`, the custom ones, `Content-Type`.
+    headers: reqwest::header::HeaderMap,
     /// `gen_ai.provider.name` in traces.
     provider: String,
     /// The host and port traces record (`server.address`, `server.port`).
@@ -240,70 +247,34 @@ impl OpenAiLm {
 impl Endpoint {
     /// See [`OpenAiLm::request_body`].
     fn request_body(&self, request: &LmRequest, stream: bool) -> Value {
-        let mut body = Map::new();
-        body.insert("model".into(), Value::String(self.model.clone()));
-        body.insert(
-            "messages".into(),
-            Value::Array(request.messages.iter().map(message_json).collect()),
-        );
-        let options = &request.options;
-        if let Some(temperature) = options.temperature {
-            body.insert("temperature".into(), f32_json(temperature));
+        // A body's fields never fail to serialise: every key is a string.
+        serde_json::to_value(self.wire_body(request, stream)).unwrap_or_default()
+    }
+
+    /// The body sent for `request`.
+    fn wire_body<'a>(&'a self, request: &'a LmRequest, stream: bool) -> WireBody<'a> {
+        WireBody {
+            model: &self.model,
+            request,
+            stream,
+            stream_usage: self.stream_usage,
+            max_completion_tokens: self.max_completion_tokens,
         }
-        if let Some(top_p) = options.top_p {
-            body.insert("top_p".into(), f32_json(top_p));
-        }
-        for (name, penalty) in [
-            ("frequency_penalty", options.frequency_penalty),
-            ("presence_penalty", options.presence_penalty),
-            ("repeat_penalty", options.repeat_penalty),
-        ] {
-            if let Some(penalty) = penalty {
-                body.insert(name.into(), f32_json(penalty));
-            }
-        }
-        if let Some(max_tokens) = options.max_tokens {
-            let field = if self.max_completion_tokens {
-                "max_completion_tokens"
-            } else {
-                "max_tokens"
-            };
-            body.insert(field.into(), json!(max_tokens));
-        }
-        if !options.stop.is_empty() {
-            body.insert("stop".into(), json!(options.stop));
-        }
-        if let Some(seed) = options.seed {
-            body.insert("seed".into(), json!(seed));
-        }
-        if let Some(format) = &request.response_format {
-            body.insert("response_format".into(), format.to_json());
-        }
-        if !request.tools.is_empty() {
-            body.insert(
-                "tools".into(),
-                Value::Array(request.tools.iter().map(ToolDefinition::to_value).collect()),
-            );
-        }
-        if let Some(choice) = &request.tool_choice {
-            body.insert("tool_choice".into(), tool_choice_json(choice));
-        }
-        if let Some(parallel) = request.parallel_tool_calls {
-            body.insert("parallel_tool_calls".into(), Value::Bool(parallel));
-        }
-        if stream {
-            body.insert("stream".into(), Value::Bool(true));
-            if self.stream_usage {
-                body.insert("stream_options".into(), json!({"include_usage": true}));
-            }
-        }
-        // Extra fields go last and win: they are the escape hatch for server extensions. A null
-        // one is not sent, as LiteLLM drops `None` parameters (DSPy's forced submit passes
-        // `reasoning_effort=None`).
-        for (key, value) in request.extra.iter().filter(|(_, v)| !v.is_null()) {
-            body.insert(key.clone(), value.clone());
-        }
-        Value::Object(body)
+    }
+
+    /// The HTTP request of one non-streamed attempt: the body serialised into a buffer of its
+    /// size, the URL and headers made once by the builder.
+    fn http_request(&self, request: &LmRequest) -> Result<reqwest::Request, LmError> {
+        let wire = self.wire_body(request, false);
+        let mut body = Vec::with_capacity(wire.size_hint());
+        serde_json::to_writer(&mut body, &wire).map_err(|error| LmError::Rejected {
+            status: 0,
+            message: format!("the request could not be serialised: {error}"),
+        })?;
+        let mut http = reqwest::Request::new(reqwest::Method::POST, self.completions_url.clone());
+        *http.headers_mut() = self.headers.clone();
+        *http.body_mut() = Some(reqwest::Body::from(body));
+        Ok(http)
     }
 
     /// The `chat` span of one attempt.
@@ -331,17 +302,16 @@ impl Endpoint {
         request: &LmRequest,
         span: &ChatSpan,
     ) -> Result<Completion, LmError> {
-        let body = self.request_body(request, false);
-        let chat = self.client.chat();
-        let cut = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let call = BODY_CUT.scope(cut.clone(), chat.create_byot::<Value, Value>(body));
-        let reply = match tokio::time::timeout(self.timeout, call).await {
-            Err(_) => return Err(self.timed_out()),
-            Ok(Err(_)) if cut.load(std::sync::atomic::Ordering::Relaxed) > 0 => {
-                return Err(self.too_large());
-            }
-            Ok(reply) => reply.map_err(|e| self.map_error(e))?,
-        };
+        let http = self.http_request(request)?;
+        let body =
+            match tokio::time::timeout(self.timeout, self.transport.send_and_read(http)).await {
+                Err(_) => return Err(self.timed_out()),
+                Ok(body) => body.map_err(|e| self.map_error(e))?,
+            };
+        let reply: Value = serde_json::from_slice(&body).map_err(|error| {
+            let body = String::from_utf8_lossy(&body).into_owned();
+            self.map_error(OpenAIError::JSONDeserialize(error, body))
+        })?;
         if let Some(body) = reply.as_object() {
             super::record_openai_body(span.span(), body);
         }
@@ -369,12 +339,12 @@ impl Endpoint {
         let cut = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let flag = cut.clone();
         let open = async move {
-            let body = self.request_body(request, true);
+            let body = self.wire_body(request, true);
             let chat = self.client.chat();
             let wait = self
                 .timeout
                 .min(deadline.saturating_duration_since(tokio::time::Instant::now()));
-            let opening = BODY_CUT.scope(flag, chat.create_stream_byot::<Value, Value>(body));
+            let opening = BODY_CUT.scope(flag, chat.create_stream_byot::<_, Value>(body));
             match tokio::time::timeout(wait, opening).await {
                 Err(_) if tokio::time::Instant::now() >= deadline => Err(self.past_deadline()),
                 Err(_) => Err(self.timed_out()),
@@ -446,8 +416,13 @@ impl Endpoint {
                         status: redirect.status,
                         message: redirect.message(),
                     },
-                    Err(other) => LmError::Connect {
-                        message: error_chain(other.as_ref()),
+                    Err(other) => match body_too_large(other.as_ref()) {
+                        Some(limit) => LmError::ResponseTooLarge {
+                            limit: limit as u64,
+                        },
+                        None => LmError::Connect {
+                            message: error_chain(other.as_ref()),
+                        },
                     },
                 },
             },

@@ -330,10 +330,26 @@ impl OpenAiLmBuilder {
             .map_err(|e| BuildError::HttpClient(error_chain(&e)))?;
         // Our own transport replaces async-openai's, whose built-in retries would hide attempts
         // from the retry policy and whose error path drops `Retry-After`.
-        let client = Client::with_config(config).with_http_service(Transport {
+        let transport = Transport {
             http,
             max_body_bytes: self.max_response_bytes,
-        });
+        };
+        // What async-openai sends with a streamed request, made once for the others.
+        let mut headers = async_openai::config::Config::headers(&config);
+        if let Some(authorization) = headers.get_mut(reqwest::header::AUTHORIZATION) {
+            authorization.set_sensitive(true);
+        }
+        headers.insert(
+            reqwest::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        let completions = format!("{base_url}/chat/completions");
+        let completions_url =
+            reqwest::Url::parse(&completions).map_err(|e| BuildError::InvalidBaseUrl {
+                url: base_url.clone(),
+                reason: e.to_string(),
+            })?;
+        let client = Client::with_config(config).with_http_service(transport.clone());
 
         let cache = match (self.cache, self.disk_cache) {
             (Some(cache), _) => Some(cache),
@@ -366,6 +382,9 @@ impl OpenAiLmBuilder {
             .unwrap_or_else(|| provider_of(parsed.host_str().unwrap_or_default()).to_owned());
         let endpoint = Endpoint {
             client,
+            transport,
+            completions_url,
+            headers,
             provider,
             server,
             pricing: self.pricing,

@@ -25,29 +25,68 @@ impl tower::Service<HttpRequestFactory> for Transport {
     }
 
     fn call(&mut self, factory: HttpRequestFactory) -> Self::Future {
-        let http = self.http.clone();
+        let transport = self.clone();
+        async move { transport.send(factory.build().await?).await }.boxed()
+    }
+}
+
+impl Transport {
+    /// Sends `request`; a 2xx response comes back with its body capped at the client's limit,
+    /// anything else as an error.
+    pub(super) async fn send(
+        &self,
+        request: reqwest::Request,
+    ) -> Result<reqwest::Response, OpenAIError> {
+        let response = self.send_checked(request).await?;
+        // The caller's flag, taken here (in its task): the body may be read in another.
+        let flag = BODY_CUT.try_with(Arc::clone).ok();
+        Ok(capped(response, self.max_body_bytes, flag))
+    }
+
+    /// Sends `request`, and reads the whole body of a 2xx response: at most the client's limit,
+    /// past which it fails with [`BodyTooLarge`] (as the source of a [`OpenAIError::Boxed`]).
+    pub(super) async fn send_and_read(
+        &self,
+        request: reqwest::Request,
+    ) -> Result<Vec<u8>, OpenAIError> {
         let limit = self.max_body_bytes;
-        async move {
-            let request = factory.build().await?;
-            let response = http.execute(request).await.map_err(OpenAIError::Reqwest)?;
-            let status = response.status();
-            if status.is_success() {
-                // The caller's flag, taken here (in its task): the body may be read in another.
-                let flag = BODY_CUT.try_with(Arc::clone).ok();
-                return Ok(capped(response, limit, flag));
+        let mut response = self.send_checked(request).await?;
+        let expected = response.content_length().unwrap_or(0).min(limit as u64) as usize;
+        let mut body = Vec::with_capacity(expected);
+        while let Some(chunk) = response.chunk().await.map_err(OpenAIError::Reqwest)? {
+            if chunk.len() > limit - body.len() {
+                return Err(OpenAIError::Boxed(Box::new(BodyTooLarge { limit })));
             }
-            if status.is_redirection() {
-                return Err(OpenAIError::Boxed(Box::new(RefusedRedirect::of(&response))));
-            }
-            let retry_after = retry_after(response.headers());
-            let body = read_error_body(response, limit).await;
-            Err(OpenAIError::Boxed(Box::new(HttpFailure {
-                status: status.as_u16(),
-                retry_after,
-                body,
-            })))
+            body.extend_from_slice(&chunk);
         }
-        .boxed()
+        Ok(body)
+    }
+
+    /// Sends `request`: a 2xx response as it came, anything else as an error.
+    async fn send_checked(
+        &self,
+        request: reqwest::Request,
+    ) -> Result<reqwest::Response, OpenAIError> {
+        let limit = self.max_body_bytes;
+        let response = self
+            .http
+            .execute(request)
+            .await
+            .map_err(OpenAIError::Reqwest)?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        if status.is_redirection() {
+            return Err(OpenAIError::Boxed(Box::new(RefusedRedirect::of(&response))));
+        }
+        let retry_after = retry_after(response.headers());
+        let body = read_error_body(response, limit).await;
+        Err(OpenAIError::Boxed(Box::new(HttpFailure {
+            status: status.as_u16(),
+            retry_after,
+            body,
+        })))
     }
 }
 

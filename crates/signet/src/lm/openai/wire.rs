@@ -1,5 +1,7 @@
 //! The OpenAI wire format: request JSON from Signet's types, [`Completion`]s from response JSON.
 
+use serde::ser::{Serialize, SerializeMap, Serializer};
+
 use super::*;
 
 /// A completion from a chat-completions response body.
@@ -128,36 +130,189 @@ pub(super) fn finish_reason(reason: &str) -> FinishReason {
     }
 }
 
+/// The JSON body of a chat-completions request, serialised straight from the [`LmRequest`]
+/// (no `Value` tree, no copy of the messages): what [`OpenAiLm::request_body`] shows is this, as a
+/// `Value`. Fields in a fixed order; an extra field ([`LmRequest::extra`]) that is not null
+/// replaces the built-in field of its name in its place, the others follow at the end.
+pub(super) struct WireBody<'a> {
+    pub(super) model: &'a str,
+    pub(super) request: &'a LmRequest,
+    pub(super) stream: bool,
+    /// Ask for usage in a stream (`stream_options`).
+    pub(super) stream_usage: bool,
+    /// The length limit's name: `max_completion_tokens`, else `max_tokens`.
+    pub(super) max_completion_tokens: bool,
+}
+
+impl WireBody<'_> {
+    /// Room for the body: its text plus the JSON around it, so that it is rarely reallocated.
+    pub(super) fn size_hint(&self) -> usize {
+        let text: usize = (self.request.messages.iter())
+            .map(|m| m.content.as_str().len())
+            .sum();
+        text + text / 16 + 256 * (self.request.messages.len() + self.request.tools.len() + 1)
+    }
+}
+
+/// The built-in fields a body may carry, at most this many.
+const BUILT_IN_FIELDS: usize = 16;
+
+impl Serialize for WireBody<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let request = self.request;
+        let options = &request.options;
+        let mut map = Fields {
+            map: serializer.serialize_map(None)?,
+            extra: &request.extra,
+            written: [""; BUILT_IN_FIELDS],
+            count: 0,
+        };
+        map.entry("model", self.model)?;
+        map.entry("messages", &Messages(&request.messages))?;
+        if let Some(temperature) = options.temperature {
+            map.entry("temperature", &f32_json(temperature))?;
+        }
+        if let Some(top_p) = options.top_p {
+            map.entry("top_p", &f32_json(top_p))?;
+        }
+        for (name, penalty) in [
+            ("frequency_penalty", options.frequency_penalty),
+            ("presence_penalty", options.presence_penalty),
+            ("repeat_penalty", options.repeat_penalty),
+        ] {
+            if let Some(penalty) = penalty {
+                map.entry(name, &f32_json(penalty))?;
+            }
+        }
+        if let Some(max_tokens) = options.max_tokens {
+            let field = if self.max_completion_tokens {
+                "max_completion_tokens"
+            } else {
+                "max_tokens"
+            };
+            map.entry(field, &max_tokens)?;
+        }
+        if !options.stop.is_empty() {
+            map.entry("stop", &options.stop)?;
+        }
+        if let Some(seed) = options.seed {
+            map.entry("seed", &seed)?;
+        }
+        if let Some(format) = &request.response_format {
+            map.entry("response_format", &format.to_json())?;
+        }
+        if !request.tools.is_empty() {
+            map.entry("tools", &Tools(&request.tools))?;
+        }
+        if let Some(choice) = &request.tool_choice {
+            map.entry("tool_choice", &tool_choice_json(choice))?;
+        }
+        if let Some(parallel) = request.parallel_tool_calls {
+            map.entry("parallel_tool_calls", &parallel)?;
+        }
+        if self.stream {
+            map.entry("stream", &true)?;
+            if self.stream_usage {
+                map.entry("stream_options", &json!({"include_usage": true}))?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// A body's map as it is written: the built-in fields written so far, and the extra fields that
+/// replace them.
+struct Fields<'a, M> {
+    map: M,
+    extra: &'a Map<String, Value>,
+    written: [&'static str; BUILT_IN_FIELDS],
+    count: usize,
+}
+
+impl<M: SerializeMap> Fields<'_, M> {
+    /// Writes a built-in field, or the extra field of its name when there is one (not null).
+    fn entry<V: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &V,
+    ) -> Result<(), M::Error> {
+        if let Some(slot) = self.written.get_mut(self.count) {
+            *slot = key;
+            self.count += 1;
+        }
+        match self.extra.get(key).filter(|v| !v.is_null()) {
+            Some(replacement) => self.map.serialize_entry(key, replacement),
+            None => self.map.serialize_entry(key, value),
+        }
+    }
+
+    /// Writes the extra fields not written in place of a built-in one (a null one is not sent, as
+    /// LiteLLM drops `None` parameters: DSPy's forced submit passes `reasoning_effort=None`), and
+    /// ends the map. Extra fields are the escape hatch for server extensions.
+    fn end(mut self) -> Result<M::Ok, M::Error> {
+        let written = &self.written[..self.count];
+        for (key, value) in self.extra.iter().filter(|(_, v)| !v.is_null()) {
+            if !written.contains(&key.as_str()) {
+                self.map.serialize_entry(key, value)?;
+            }
+        }
+        self.map.end()
+    }
+}
+
+/// The `messages` of a body.
+struct Messages<'a>(&'a [Message]);
+
+impl Serialize for Messages<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(WireMessage))
+    }
+}
+
 /// A message in the OpenAI shape. An assistant message that calls tools keeps `"content": ""`
 /// (llama.cpp rejects `null` or a missing content).
-pub(super) fn message_json(message: &Message) -> Value {
-    let role = match message.role {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    };
-    let mut object = Map::new();
-    object.insert("role".into(), Value::String(role.into()));
-    object.insert("content".into(), message.content.to_value());
-    if !message.tool_calls.is_empty() {
-        let calls = message
-            .tool_calls
-            .iter()
-            .map(|call| {
+struct WireMessage<'a>(&'a Message);
+
+impl Serialize for WireMessage<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let message = self.0;
+        let role = match message.role {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        };
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("role", role)?;
+        if !message.content.has_media() {
+            map.serialize_entry("content", message.content.as_str())?;
+        } else {
+            map.serialize_entry("content", &message.content.to_value())?;
+        }
+        if !message.tool_calls.is_empty() {
+            let calls = message.tool_calls.iter().map(|call| {
                 json!({
                     "id": call.id,
                     "type": "function",
                     "function": {"name": call.name, "arguments": call.arguments},
                 })
-            })
-            .collect();
-        object.insert("tool_calls".into(), Value::Array(calls));
+            });
+            map.serialize_entry("tool_calls", &calls.collect::<Vec<_>>())?;
+        }
+        if let Some(id) = &message.tool_call_id {
+            map.serialize_entry("tool_call_id", id)?;
+        }
+        map.end()
     }
-    if let Some(id) = &message.tool_call_id {
-        object.insert("tool_call_id".into(), Value::String(id.clone()));
+}
+
+/// The `tools` of a body: each tool's OpenAI descriptor.
+struct Tools<'a>(&'a [ToolDefinition]);
+
+impl Serialize for Tools<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(ToolDefinition::to_value))
     }
-    Value::Object(object)
 }
 
 pub(super) fn tool_choice_json(choice: &ToolChoice) -> Value {
@@ -177,4 +332,59 @@ pub(super) fn f32_json(value: f32) -> Value {
         .ok()
         .and_then(serde_json::Number::from_f64)
         .map_or(Value::Null, Value::Number)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(request: &LmRequest, stream: bool) -> String {
+        let wire = WireBody {
+            model: "m",
+            request,
+            stream,
+            stream_usage: true,
+            max_completion_tokens: false,
+        };
+        serde_json::to_string(&wire).unwrap()
+    }
+
+    #[test]
+    fn extra_fields_replace_built_in_ones_in_place_and_null_ones_are_not_sent() {
+        let mut request = LmRequest::new(vec![Message::system("s\n\"q\""), Message::user("u")]);
+        request.options.temperature = Some(0.7);
+        request.options.max_tokens = Some(5);
+        request.extra.insert("top_k".into(), json!(40));
+        request.extra.insert("temperature".into(), json!(0.1));
+        request.extra.insert("seed".into(), Value::Null);
+        request.extra.insert("stream".into(), json!(false));
+        assert_eq!(
+            body(&request, false),
+            r#"{"model":"m","messages":[{"role":"system","content":"s\n\"q\""},{"role":"user","content":"u"}],"temperature":0.1,"max_tokens":5,"top_k":40,"stream":false}"#
+        );
+        // Streamed: `stream` is built in, so the extra one replaces it in place.
+        assert_eq!(
+            body(&request, true),
+            r#"{"model":"m","messages":[{"role":"system","content":"s\n\"q\""},{"role":"user","content":"u"}],"temperature":0.1,"max_tokens":5,"stream":false,"stream_options":{"include_usage":true},"top_k":40}"#
+        );
+    }
+
+    #[test]
+    fn the_size_hint_holds_a_prompt() {
+        // Prompt-like text: a line break in every 40 characters or so.
+        let line = "[[ ## question ## ]] \"what is 2 + 2?\"\n";
+        let request = LmRequest::new(vec![
+            Message::system(line.repeat(80)),
+            Message::user(line.repeat(40)),
+        ]);
+        let wire = WireBody {
+            model: "m",
+            request: &request,
+            stream: false,
+            stream_usage: true,
+            max_completion_tokens: false,
+        };
+        let written = serde_json::to_vec(&wire).unwrap();
+        assert!(written.len() <= wire.size_hint(), "{} > {}", written.len(), wire.size_hint());
+    }
 }
