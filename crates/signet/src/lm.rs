@@ -40,9 +40,9 @@ pub use budget::{Budget, BudgetExceeded, Spending};
 pub use cache::{CachedLm, ResponseCache};
 pub use capabilities::Capabilities;
 pub use chat_span::ChatSpan;
-#[cfg(feature = "openai")]
-pub(crate) use chat_span::record_openai_body;
 pub(crate) use chat_span::record_usage;
+#[cfg(feature = "openai")]
+pub(crate) use chat_span::{ResponseDetails, record_openai_body, record_response};
 pub use constrained_tools::ConstrainedToolCalls;
 pub use content::Content;
 pub use history::{CallHistory, CallRecord, HistoryLm, render_history};

@@ -239,12 +239,6 @@ pub(crate) fn record_openai_body(span: &tracing::Span, body: &serde_json::Map<St
     if span.is_disabled() {
         return;
     }
-    if let Some(id) = body.get("id").and_then(Value::as_str) {
-        span.record("gen_ai.response.id", id);
-    }
-    if let Some(model) = body.get("model").and_then(Value::as_str) {
-        span.record("gen_ai.response.model", model);
-    }
     let usage = body.get("usage");
     let detail = |details: &str, key: &str| {
         usage
@@ -252,13 +246,44 @@ pub(crate) fn record_openai_body(span: &tracing::Span, body: &serde_json::Map<St
             .and_then(|d| d.get(key))
             .and_then(Value::as_u64)
     };
-    if let Some(cached) = detail("prompt_tokens_details", "cached_tokens") {
+    record_response(
+        span,
+        ResponseDetails {
+            id: body.get("id").and_then(Value::as_str),
+            model: body.get("model").and_then(Value::as_str),
+            cached_tokens: detail("prompt_tokens_details", "cached_tokens"),
+            reasoning_tokens: detail("completion_tokens_details", "reasoning_tokens"),
+        },
+    );
+}
+
+/// What a chat span records of a response.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct ResponseDetails<'a> {
+    pub(crate) id: Option<&'a str>,
+    pub(crate) model: Option<&'a str>,
+    pub(crate) cached_tokens: Option<u64>,
+    pub(crate) reasoning_tokens: Option<u64>,
+}
+
+/// Records a response's id, model and token details on its chat span.
+pub(crate) fn record_response(span: &tracing::Span, details: ResponseDetails<'_>) {
+    if span.is_disabled() {
+        return;
+    }
+    if let Some(id) = details.id {
+        span.record("gen_ai.response.id", id);
+    }
+    if let Some(model) = details.model {
+        span.record("gen_ai.response.model", model);
+    }
+    if let Some(cached) = details.cached_tokens {
         span.record(
             "gen_ai.usage.cache_read.input_tokens",
             telemetry::int(cached),
         );
     }
-    if let Some(reasoning) = detail("completion_tokens_details", "reasoning_tokens") {
+    if let Some(reasoning) = details.reasoning_tokens {
         span.record(
             "gen_ai.usage.reasoning.output_tokens",
             telemetry::int(reasoning),

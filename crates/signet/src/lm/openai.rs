@@ -308,16 +308,28 @@ impl Endpoint {
                 Err(_) => return Err(self.timed_out()),
                 Ok(body) => body.map_err(|e| self.map_error(e))?,
             };
-        let reply: Value = serde_json::from_slice(&body).map_err(|error| {
-            let body = String::from_utf8_lossy(&body).into_owned();
+        let fast = fast_completion(&body, |details| {
+            super::record_response(span.span(), details)
+        });
+        let mut completion = match fast {
+            Some(completion) => completion,
+            None => self.completion_of(&body, span)?,
+        };
+        self.price(&mut completion);
+        Ok(completion)
+    }
+
+    /// The completion of a response body [`fast_completion`] does not read: an error in the
+    /// body, a lenient reading of an unusual shape, or an [`LmError::InvalidResponse`].
+    fn completion_of(&self, body: &[u8], span: &ChatSpan) -> Result<Completion, LmError> {
+        let reply: Value = serde_json::from_slice(body).map_err(|error| {
+            let body = String::from_utf8_lossy(body).into_owned();
             self.map_error(OpenAIError::JSONDeserialize(error, body))
         })?;
         if let Some(body) = reply.as_object() {
             super::record_openai_body(span.span(), body);
         }
-        let mut completion = parse_completion(&reply).map_err(|e| self.scrub_error(e))?;
-        self.price(&mut completion);
-        Ok(completion)
+        parse_completion(&reply).map_err(|e| self.scrub_error(e))
     }
 
     /// One streamed attempt, without cache, retries or history.
@@ -703,6 +715,58 @@ mod tests {
         let completion = parse_completion(&legacy).expect("legacy function_call");
         assert_eq!(completion.tool_calls[0].name, "g");
         assert_eq!(completion.text, None);
+    }
+
+    #[test]
+    fn the_fast_reading_of_a_reply_agrees_with_the_lenient_one() {
+        let read = |body: &Value| {
+            let bytes = body.to_string().into_bytes();
+            let mut seen = None;
+            let fast = fast_completion(&bytes, |d| {
+                seen = Some((
+                    d.id.map(str::to_owned),
+                    d.model.map(str::to_owned),
+                    d.cached_tokens,
+                ))
+            });
+            (fast, seen)
+        };
+        // The common shapes: the fast reading gives what parse_completion gives.
+        let common = [
+            json!({"id": "c1", "model": "m", "choices": [{"message": {"role": "assistant", "content": "a \"quoted\"\nline ✓"}, "finish_reason": "stop"}],
+                   "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7, "prompt_tokens_details": {"cached_tokens": 3}}}),
+            json!({"choices": [{"message": {"content": null, "tool_calls": [
+                {"id": "", "type": "function", "function": {"name": "f", "arguments": "{\"x\": 1}"}},
+                {"id": "t2", "function": {"name": "g", "arguments": null}},
+                {"function": {"name": "h"}}]}, "finish_reason": "tool_calls"}]}),
+            json!({"choices": [{"message": {"content": "x", "reasoning_content": "", "reasoning": "r"}, "finish_reason": null}], "usage": null, "error": null}),
+            json!({"choices": [{"message": {"content": "x", "reasoning_content": null, "reasoning": "r"}}, {"message": {"content": "second"}}], "system_fingerprint": "fp"}),
+            json!({"choices": [{"message": {}}]}),
+        ];
+        for body in &common {
+            let (fast, seen) = read(body);
+            assert_eq!(fast, Some(parse_completion(body).unwrap()), "{body}");
+            let details = seen.expect("details recorded");
+            assert_eq!(details.0.as_deref(), body["id"].as_str());
+            assert_eq!(details.1.as_deref(), body["model"].as_str());
+        }
+        assert_eq!(read(&common[0]).1.unwrap().2, Some(3));
+        // Other shapes are left to parse_completion (its lenient reading, or its error).
+        let others = [
+            json!({"choices": [{"message": {"content": [{"type": "text", "text": "a"}]}}]}),
+            json!({"choices": [{"message": {"tool_calls": [{"function": {"name": "f", "arguments": {"x": 1}}}]}}]}),
+            json!({"choices": [{"message": {"content": null, "function_call": {"name": "g", "arguments": "{}"}}}]}),
+            json!({"choices": [{"message": {"content": "x"}, "finish_reason": 3}]}),
+            json!({"choices": [{"message": {"content": "x"}}], "usage": {"prompt_tokens": "many"}}),
+            json!({"choices": [], "error": {"message": "boom"}}),
+            json!({"choices": [{"message": {"content": "x"}}], "error": {"message": "boom"}}),
+            json!({"choices": []}),
+            json!([1]),
+        ];
+        for body in &others {
+            assert_eq!(read(body), (None, None), "{body}");
+        }
+        assert_eq!(fast_completion(b"{\"choices\": [", |_| ()), None);
     }
 
     #[test]

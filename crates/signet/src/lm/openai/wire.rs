@@ -1,8 +1,13 @@
 //! The OpenAI wire format: request JSON from Signet's types, [`Completion`]s from response JSON.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use super::*;
+use crate::lm::ResponseDetails;
 
 /// A completion from a chat-completions response body.
 pub(super) fn parse_completion(body: &Value) -> Result<Completion, LmError> {
@@ -67,6 +72,137 @@ pub(super) fn parse_completion(body: &Value) -> Result<Completion, LmError> {
             ..usage
         },
     })
+}
+
+/// A completion from a chat-completions response body in the common shape — a string or null
+/// content, string arguments, integer usage — read into typed fields without a `Value` tree, with
+/// the response's details given to `record`. `None` for any other body (an error object, no
+/// choices, content parts, a legacy `function_call`, a field of an unexpected type, invalid JSON):
+/// [`parse_completion`] reads those, and gives the same completion for a body both accept.
+pub(super) fn fast_completion(
+    body: &[u8],
+    record: impl FnOnce(ResponseDetails<'_>),
+) -> Option<Completion> {
+    let reply: FastReply<'_> = serde_json::from_slice(body).ok()?;
+    if reply.error.is_some() {
+        return None;
+    }
+    let choice = reply.choices.into_iter().next()?;
+    let message = choice.message;
+    if message.function_call.is_some() && message.tool_calls.as_ref().is_none_or(Vec::is_empty) {
+        return None;
+    }
+    let usage = reply.usage.unwrap_or_default();
+    let details =
+        |d: &Option<FastDetails>, pick: fn(&FastDetails) -> Option<u64>| d.as_ref().and_then(pick);
+    let cached = details(&usage.prompt_tokens_details, |d| d.cached_tokens);
+    record(ResponseDetails {
+        id: reply.id.as_deref(),
+        model: reply.model.as_deref(),
+        cached_tokens: cached,
+        reasoning_tokens: details(&usage.completion_tokens_details, |d| d.reasoning_tokens),
+    });
+    let tool_calls = (message
+        .tool_calls
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate())
+    .map(|(index, call)| {
+        let id = call
+            .id
+            .filter(|id| !id.is_empty())
+            .map_or_else(|| format!("call_{index}"), Cow::into_owned);
+        let arguments = call.function.arguments.map(Cow::into_owned);
+        ToolCall::new(id, call.function.name, arguments.unwrap_or_default())
+    })
+    .collect();
+    Some(Completion {
+        text: message.content.map(Cow::into_owned),
+        tool_calls,
+        reasoning: (message.reasoning_content.or(message.reasoning))
+            .filter(|r| !r.is_empty())
+            .map(Cow::into_owned),
+        finish_reason: choice.finish_reason.as_deref().map(finish_reason),
+        usage: Usage {
+            prompt_tokens: usage.prompt_tokens.unwrap_or(0),
+            completion_tokens: usage.completion_tokens.unwrap_or(0),
+            cached_prompt_tokens: cached.unwrap_or(0),
+            lm_calls: 1,
+            ..Usage::default()
+        },
+    })
+}
+
+/// The fields [`fast_completion`] reads of a response body (the others are skipped).
+#[derive(Deserialize)]
+struct FastReply<'a> {
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
+    #[serde(default)]
+    error: Option<IgnoredAny>,
+    #[serde(borrow)]
+    choices: Vec<FastChoice<'a>>,
+    #[serde(default)]
+    usage: Option<FastUsage>,
+}
+
+#[derive(Deserialize)]
+struct FastChoice<'a> {
+    #[serde(borrow)]
+    message: FastMessage<'a>,
+    #[serde(borrow, default)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct FastMessage<'a> {
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tool_calls: Option<Vec<FastToolCall<'a>>>,
+    #[serde(default)]
+    function_call: Option<IgnoredAny>,
+    #[serde(borrow, default)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct FastToolCall<'a> {
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    function: FastFunction<'a>,
+}
+
+#[derive(Deserialize)]
+struct FastFunction<'a> {
+    name: String,
+    #[serde(borrow, default)]
+    arguments: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize, Default)]
+struct FastUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<FastDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<FastDetails>,
+}
+
+#[derive(Deserialize)]
+struct FastDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 /// Message content: a string, or the text parts of a content array.
@@ -385,6 +521,11 @@ mod tests {
             max_completion_tokens: false,
         };
         let written = serde_json::to_vec(&wire).unwrap();
-        assert!(written.len() <= wire.size_hint(), "{} > {}", written.len(), wire.size_hint());
+        assert!(
+            written.len() <= wire.size_hint(),
+            "{} > {}",
+            written.len(),
+            wire.size_hint()
+        );
     }
 }
