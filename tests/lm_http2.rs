@@ -72,6 +72,19 @@ async fn http2_carries_concurrent_calls_on_one_connection() {
     assert!(versions.iter().all(|v| v == "HTTP/2.0"), "{versions:?}");
     assert_eq!(connections.load(Ordering::SeqCst), 1);
 
+    // Spread over three connections, in turn.
+    let (url, connections) = version_server().await;
+    let lm = OpenAiLm::builder("m")
+        .base_url(&url)
+        .http2(true)
+        .http2_connections(3)
+        .build()
+        .unwrap();
+    let calls = (0..30).map(|_| version_of(&lm));
+    let versions = futures::future::join_all(calls).await;
+    assert!(versions.iter().all(|v| v == "HTTP/2.0"), "{versions:?}");
+    assert_eq!(connections.load(Ordering::SeqCst), 3);
+
     // HTTP/1.1: one connection per call in flight.
     let (url, connections) = version_server().await;
     let lm = client(&url, false);

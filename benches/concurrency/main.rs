@@ -13,7 +13,8 @@
 //!
 //! `--http2`: the clients speak HTTP/2 (h2c with prior knowledge), so one connection per client
 //! carries every call in flight; `--h2-streams K` caps the streams a server connection carries at
-//! once (default: no cap; hosted APIs use 100 to 256).
+//! once (default: no cap; hosted APIs use 100 to 256), and `--h2-connections K` spreads each
+//! client's calls over K connections.
 //!
 //! Other options: `--history CAP` (the clients' call history, default 1000 calls), `--dspy-n LIST`,
 //! `--dspy-engine auto|lm15|litellm`, `--json PATH` (every figure), `--base-url URL[,URL..]` (an
@@ -66,6 +67,7 @@ struct Options {
     json: Option<String>,
     http2: bool,
     h2_streams: Option<u32>,
+    h2_connections: usize,
 }
 
 fn main() {
@@ -81,6 +83,7 @@ fn main() {
         json: None,
         http2: false,
         h2_streams: None,
+        h2_connections: 1,
     };
     let mut serve = None;
     let mut until_stdin_closes = false;
@@ -122,6 +125,7 @@ fn main() {
             "--ports" => options.ports = list(args.next())[0],
             "--json" => options.json = args.next(),
             "--http2" => options.http2 = true,
+            "--h2-connections" => options.h2_connections = list(args.next())[0],
             "--h2-streams" => options.h2_streams = Some(list(args.next())[0] as u32),
             // Added by `cargo bench`; `cargo test --benches` runs the binary without it.
             "--bench" => timed = true,
@@ -142,7 +146,8 @@ fn main() {
     }
     if let Some(n) = client {
         let base_url = options.base_url.expect("--client needs --base-url");
-        let result = run_client(n, &base_url, options.history, options.http2);
+        let http2 = options.http2.then_some(options.h2_connections);
+        let result = run_client(n, &base_url, options.history, http2);
         println!("{result}");
         return;
     }
@@ -208,7 +213,11 @@ fn bench(options: Options) {
             client.args(["--history", &history.to_string()]);
         }
         if options.http2 {
-            client.arg("--http2");
+            client.args([
+                "--http2",
+                "--h2-connections",
+                &options.h2_connections.to_string(),
+            ]);
         }
         let mut result = run_child(&mut client);
         let warm_ups = base_url.split(',').count();
@@ -237,10 +246,16 @@ fn bench(options: Options) {
 
     println!();
     let clients = base_url.split(',').count();
+    let connections = match options.h2_connections {
+        1 => "one connection".to_owned(),
+        k => format!("{k} connections"),
+    };
     let http = match (options.http2, options.h2_streams) {
         (false, _) => "HTTP/1.1".to_owned(),
-        (true, None) => "HTTP/2 (h2c)".to_owned(),
-        (true, Some(streams)) => format!("HTTP/2 (h2c, at most {streams} streams a connection)"),
+        (true, None) => format!("HTTP/2 (h2c, {connections} a client)"),
+        (true, Some(streams)) => {
+            format!("HTTP/2 (h2c, {connections} a client, at most {streams} streams a connection)")
+        }
     };
     if clients == 1 {
         println!("Signet (one tokio runtime, OpenAiLm over {http}, no retries):");
@@ -452,7 +467,8 @@ fn run_child(command: &mut Command) -> Value {
 
 /// `--client N`: N concurrent ReAct runs against `base_urls` (comma-separated; with several, one
 /// client and agent per URL, runs spread round-robin); prints one JSON line.
-fn run_client(n: usize, base_urls: &str, history: Option<usize>, http2: bool) -> Value {
+/// `http2`: HTTP/2 over this many connections a client; `None`: HTTP/1.1.
+fn run_client(n: usize, base_urls: &str, history: Option<usize>, http2: Option<usize>) -> Value {
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     runtime.block_on(async {
         let mut agents = Vec::new();
@@ -461,7 +477,8 @@ fn run_client(n: usize, base_urls: &str, history: Option<usize>, http2: bool) ->
                 .base_url(base_url)
                 .api_key("none")
                 .max_retries(0)
-                .http2(http2)
+                .http2(http2.is_some())
+                .http2_connections(http2.unwrap_or(1))
                 .timeout(Duration::from_secs(300));
             if let Some(capacity) = history {
                 lm = lm.history(Arc::new(CallHistory::with_capacity(capacity)));

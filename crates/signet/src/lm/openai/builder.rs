@@ -102,6 +102,7 @@ pub struct OpenAiLmBuilder {
     provider: Option<String>,
     pricing: Option<Pricing>,
     http2: bool,
+    http2_connections: usize,
 }
 
 impl fmt::Debug for OpenAiLmBuilder {
@@ -123,6 +124,7 @@ impl fmt::Debug for OpenAiLmBuilder {
             .field("stream_usage", &self.stream_usage)
             .field("max_completion_tokens", &self.max_completion_tokens)
             .field("http2", &self.http2)
+            .field("http2_connections", &self.http2_connections)
             .finish_non_exhaustive()
     }
 }
@@ -174,6 +176,7 @@ impl OpenAiLmBuilder {
             provider: None,
             pricing: None,
             http2: false,
+            http2_connections: 1,
         }
     }
 
@@ -278,8 +281,14 @@ impl OpenAiLmBuilder {
         /// it costs the client about a third of the CPU and memory of HTTP/1.1 (see
         /// `docs/performance.md`). The server caps the calls one connection carries at once
         /// (its `SETTINGS_MAX_CONCURRENT_STREAMS`, often 100 to 256); further calls wait for a
-        /// stream, within their [`timeout`](Self::timeout).
+        /// stream, within their [`timeout`](Self::timeout), unless
+        /// [`http2_connections`](Self::http2_connections) opens more connections.
         fn http2(http2: bool) { http2 = http2 }
+
+        /// With [`http2`](Self::http2), the number of HTTP/2 connections calls are spread over, in
+        /// turn (default 1; 0 counts as 1). One connection carries at most the server's limit of
+        /// concurrent streams: for more calls in flight than that, open more connections.
+        fn http2_connections(connections: usize) { http2_connections = connections }
     }
 
     /// Builds the client, reading `OPENAI_BASE_URL` and `OPENAI_API_KEY` for what was not set.
@@ -317,21 +326,31 @@ impl OpenAiLmBuilder {
                 }
             })?;
         }
-        let http = reqwest::Client::builder()
-            .connect_timeout(self.timeout)
-            .redirect(same_origin_redirects());
-        let http = match (self.http2, parsed.scheme()) {
-            (false, _) => http.http1_only(),
-            (true, "http") => http.http2_prior_knowledge(),
-            (true, _) => http,
+        let http = || {
+            let http = reqwest::Client::builder()
+                .connect_timeout(self.timeout)
+                .redirect(same_origin_redirects());
+            let http = match (self.http2, parsed.scheme()) {
+                (false, _) => http.http1_only(),
+                (true, "http") => http.http2_prior_knowledge(),
+                (true, _) => http,
+            };
+            http.build()
+                .map_err(|e| BuildError::HttpClient(error_chain(&e)))
         };
-        let http = http
-            .build()
-            .map_err(|e| BuildError::HttpClient(error_chain(&e)))?;
+        let pools = if self.http2 {
+            self.http2_connections
+        } else {
+            1
+        };
+        let clients = (0..pools.max(1))
+            .map(|_| http())
+            .collect::<Result<_, _>>()?;
         // Our own transport replaces async-openai's, whose built-in retries would hide attempts
         // from the retry policy and whose error path drops `Retry-After`.
         let transport = Transport {
-            http,
+            clients,
+            sent: Arc::default(),
             max_body_bytes: self.max_response_bytes,
         };
         // What async-openai sends with a streamed request, made once for the others.

@@ -10,7 +10,11 @@ const MAX_REDIRECTS: usize = 10;
 /// client did not follow, a [`RefusedRedirect`].
 #[derive(Clone)]
 pub(super) struct Transport {
-    pub(super) http: reqwest::Client,
+    /// One client per connection pool ([`OpenAiLmBuilder::http2_connections`]); requests take
+    /// them in turn.
+    pub(super) clients: Arc<[reqwest::Client]>,
+    /// The number of requests sent, which picks the next one's client.
+    pub(super) sent: Arc<std::sync::atomic::AtomicUsize>,
     /// The most bytes of a response body read ([`OpenAiLmBuilder::max_response_bytes`]).
     pub(super) max_body_bytes: usize,
 }
@@ -68,11 +72,9 @@ impl Transport {
         request: reqwest::Request,
     ) -> Result<reqwest::Response, OpenAIError> {
         let limit = self.max_body_bytes;
-        let response = self
-            .http
-            .execute(request)
-            .await
-            .map_err(OpenAIError::Reqwest)?;
+        let turn = self.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let http = &self.clients[turn % self.clients.len()];
+        let response = http.execute(request).await.map_err(OpenAIError::Reqwest)?;
         let status = response.status();
         if status.is_success() {
             return Ok(response);
