@@ -110,6 +110,14 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
         templates::text_blocks(values)
     }
 
+    /// Whether [`render_text_fields`](Adapter::render_text_fields) writes each field as a
+    /// `[[ ## name ## ]]` block, joined by blank lines and trimmed (the default rendering): then
+    /// ReAct keeps its trajectory's text between a run's calls and writes only the new steps. The
+    /// default is `false`; an adapter that keeps the default rendering may say `true`.
+    fn renders_text_blocks(&self) -> bool {
+        false
+    }
+
     /// Whether tools are sent natively (`tools=`) for signatures with a `ToolCalls` output, when the LM
     /// supports function calling.
     fn native_function_calling(&self) -> bool {
@@ -283,6 +291,9 @@ macro_rules! forward_adapter {
             }
             fn render_text_fields(&self, values: &Fields) -> String {
                 (**self).render_text_fields(values)
+            }
+            fn renders_text_blocks(&self) -> bool {
+                (**self).renders_text_blocks()
             }
         }
     };

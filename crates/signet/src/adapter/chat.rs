@@ -147,6 +147,10 @@ impl Adapter for ChatAdapter {
         self.native_function_calling
     }
 
+    fn renders_text_blocks(&self) -> bool {
+        true
+    }
+
     fn parallel_tool_calls(&self) -> Option<bool> {
         self.parallel_tool_calls
     }

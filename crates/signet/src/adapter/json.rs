@@ -240,6 +240,10 @@ impl Adapter for JsonAdapter {
         self.native_function_calling
     }
 
+    fn renders_text_blocks(&self) -> bool {
+        true
+    }
+
     fn parallel_tool_calls(&self) -> Option<bool> {
         self.parallel_tool_calls
     }

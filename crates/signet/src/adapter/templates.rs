@@ -232,21 +232,47 @@ pub(crate) fn text_value(value: &Value) -> String {
 pub(crate) fn text_blocks(values: &Map<String, Value>) -> String {
     let mut out = String::new();
     for (index, (name, value)) in values.iter().enumerate() {
-        if index > 0 {
-            out.push_str("\n\n");
-        }
-        out.push_str("[[ ## ");
-        out.push_str(name);
-        out.push_str(" ## ]]\n");
-        match value {
-            Value::String(text) => out.push_str(text),
-            other => out.push_str(&text_value(other)),
-        }
+        push_text_block(&mut out, index == 0, name, BlockValue::Json(value));
     }
-    out.truncate(out.trim_end().len());
-    let start = out.len() - out.trim_start().len();
-    out.drain(..start);
-    out
+    trimmed_in_place(out)
+}
+
+/// The value of a block [`push_text_block`] writes.
+#[derive(Clone, Copy)]
+pub(crate) enum BlockValue<'a> {
+    /// Text, as it is.
+    Text(&'a str),
+    /// A field's value: a string as it is, anything else as [`text_value`] writes it.
+    Json(&'a Value),
+}
+
+/// Writes one of [`text_blocks`]'s blocks at the end of `out`, after a blank line unless it is
+/// the `first`.
+pub(crate) fn push_text_block(
+    out: &mut String,
+    first: bool,
+    name: impl std::fmt::Display,
+    value: BlockValue<'_>,
+) {
+    use std::fmt::Write;
+    if !first {
+        out.push_str("\n\n");
+    }
+    // Writing into a String cannot fail.
+    let _ = writeln!(out, "[[ ## {name} ## ]]");
+    match value {
+        BlockValue::Text(text) => out.push_str(text),
+        BlockValue::Json(Value::String(text)) => out.push_str(text),
+        BlockValue::Json(other) => out.push_str(&text_value(other)),
+    }
+}
+
+/// `text` without its leading and trailing whitespace, in its own buffer.
+pub(crate) fn trimmed_in_place(mut text: String) -> String {
+    text.truncate(text.trim_end().len());
+    let start = text.len() - text.trim_start().len();
+    text.drain(..start);
+    text
 }
 
 fn text_list(items: &[Value]) -> String {

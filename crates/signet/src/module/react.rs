@@ -61,6 +61,7 @@ pub use prompt::tool_listing;
 pub use suspend::{
     HistoryPosition, HistoryTurn, PendingCall, ResumeError, RunOutcome, STATE_FORMAT, SuspendedRun,
 };
+use trajectory::KeptText;
 pub use trajectory::{AnswerFallback, Observation, Step, StopReason, Trajectory, UserMessage};
 pub use truncation::{DropOldest, KeepFirst, SlidingWindow, Summarize, TruncationPolicy};
 pub use typed::ReAct;
@@ -590,6 +591,7 @@ impl DynReAct {
         &self,
         inputs: &Fields,
         mut trajectory: Trajectory,
+        kept: &mut KeptText,
         call: &CallConfig,
         mut usage: Usage,
         events: &Emitter,
@@ -610,7 +612,7 @@ impl DynReAct {
                 &self.extract,
                 &resolved,
                 inputs,
-                &mut trajectory,
+                (&mut trajectory, kept),
                 Where {
                     adapter,
                     call,
@@ -652,7 +654,7 @@ impl DynReAct {
         predictor: &DynPredict,
         resolved: &super::Resolved,
         inputs: &Fields,
-        trajectory: &mut Trajectory,
+        (trajectory, kept): (&mut Trajectory, &mut KeptText),
         at: Where<'_>,
         usage: &mut Usage,
     ) -> Result<super::Prediction, RunFailure> {
@@ -661,14 +663,12 @@ impl DynReAct {
             call,
             events,
         } = at;
-        let with_trajectory = |trajectory: &Trajectory| {
+        let with_text = |text: String| {
             let mut fields = inputs.clone();
-            fields.insert(
-                "trajectory".to_owned(),
-                Value::String(trajectory.render(adapter)),
-            );
+            fields.insert("trajectory".to_owned(), Value::String(text));
             fields
         };
+        let with_trajectory = |trajectory: &Trajectory| with_text(trajectory.render(adapter));
         let lm = &resolved.lm;
         let measure = |trajectory: &Trajectory| {
             let fields = with_trajectory(trajectory);
@@ -688,7 +688,12 @@ impl DynReAct {
                 .await
                 .map_err(|message| RunFailure::TrajectoryTooLong { message })?;
             match predictor
-                .forward_resolved(&with_trajectory(trajectory), call, Some(resolved), usage)
+                .forward_resolved(
+                    &with_text(trajectory.render_kept(adapter, kept)),
+                    call,
+                    Some(resolved),
+                    usage,
+                )
                 .await
             {
                 Ok(prediction) => return Ok(prediction),

@@ -16,6 +16,7 @@ use super::events::{
     Emitter, FINISH_UNSEEN_RESULTS, Interrupts, answers_before_results, millis, stop_early,
 };
 use super::suspend::Start;
+use super::trajectory::KeptText;
 use super::{
     CallMode, Decision, FINISH, FINISH_OBSERVATION, FINISH_POSTPONED, Limits, Observation,
     PendingCall, ReActError, ReActEvent, RunOutcome, Step, StopReason, SuspendedRun, Trajectory,
@@ -26,11 +27,12 @@ use crate::lm::{ToolCall, Usage};
 use crate::module::CallConfig;
 use crate::module::tool_runner::ToolRunner;
 
-/// What a run has so far: its steps and the LM usage.
+/// What a run has so far: its steps and the LM usage, and the trajectory's text as last written.
 #[derive(Default)]
 pub(crate) struct RunState {
     pub(crate) trajectory: Trajectory,
     pub(crate) usage: Usage,
+    pub(crate) kept: KeptText,
 }
 
 impl RunState {
@@ -215,6 +217,7 @@ impl Driver<'_> {
             run = RunState {
                 trajectory: state.trajectory,
                 usage: state.usage,
+                kept: KeptText::default(),
             };
             end = protocol.end_turn(&mut run, turn, steps, interrupts);
             turn = turn.saturating_add(1);

@@ -281,7 +281,9 @@ impl TurnProtocol for HistoryTurns<'_> {
         outputs: Fields,
         _reasoning: Option<String>,
     ) -> ReActRun {
-        let RunState { trajectory, usage } = self.into_run(run);
+        let RunState {
+            trajectory, usage, ..
+        } = self.into_run(run);
         ReActRun {
             outputs,
             reasoning: None,

@@ -28,7 +28,7 @@ impl DynReAct {
                 &self.step,
                 resolved,
                 inputs,
-                &mut run.trajectory,
+                (&mut run.trajectory, &mut run.kept),
                 at,
                 &mut run.usage,
             )

@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::adapter::templates::{BlockValue, push_text_block};
 use crate::adapter::{Adapter, Fields};
 
 /// One step of the loop: what the model thought and called, and what came back.
@@ -327,6 +328,98 @@ impl Trajectory {
     }
 }
 
+/// A trajectory's text as an adapter that [renders text blocks](Adapter::renders_text_blocks)
+/// writes it, kept between a run's LM calls, so that each call writes only the steps taken since
+/// the last instead of the whole trajectory again. It is written anew when the trajectory changed
+/// otherwise: truncated, or a message from the caller added.
+#[derive(Debug, Default)]
+pub(crate) struct KeptText {
+    /// The blocks written, joined by blank lines, not trimmed.
+    text: String,
+    /// How many blocks `text` holds.
+    blocks: usize,
+    /// The steps it covers: each one's index and the time its tool took (together they tell
+    /// steps apart, even when indices are reused after the trajectory was cleared).
+    steps: Vec<(usize, Duration)>,
+    /// How many of the caller's messages there were.
+    user_messages: usize,
+}
+
+impl KeptText {
+    /// Whether the text covers the start of `trajectory` as it is: its steps are the first ones
+    /// now (none was removed), and no message came since.
+    fn covers_start_of(&self, trajectory: &Trajectory) -> bool {
+        !self.steps.is_empty()
+            && self.steps.len() <= trajectory.steps.len()
+            && self.user_messages == trajectory.user_messages.len()
+            && (self.steps.iter().zip(&trajectory.steps))
+                .all(|(&(index, elapsed), step)| step.index == index && step.elapsed == elapsed)
+    }
+
+    fn push(&mut self, name: std::fmt::Arguments<'_>, value: BlockValue<'_>) {
+        push_text_block(&mut self.text, self.blocks == 0, name, value);
+        self.blocks += 1;
+    }
+
+    /// Writes the caller's messages that `keep` picks, as `user_message_<n>` blocks.
+    fn push_messages(&mut self, trajectory: &Trajectory, keep: impl Fn(&UserMessage) -> bool) {
+        for (n, message) in trajectory.user_messages.iter().enumerate() {
+            if keep(message) {
+                self.push(
+                    format_args!("user_message_{n}"),
+                    BlockValue::Text(&message.text),
+                );
+            }
+        }
+    }
+}
+
+impl Trajectory {
+    /// [`render`](Trajectory::render), writing only the steps `kept` does not cover yet when the
+    /// adapter [renders text blocks](Adapter::renders_text_blocks) (the same text: the blocks of
+    /// [`to_fields`](Trajectory::to_fields), in its order).
+    pub(super) fn render_kept(&self, adapter: &dyn Adapter, kept: &mut KeptText) -> String {
+        if !adapter.renders_text_blocks() {
+            return self.render(adapter);
+        }
+        if !kept.covers_start_of(self) {
+            *kept = KeptText::default();
+            let present = |after: Option<usize>| {
+                after.is_some_and(|i| self.steps.iter().any(|s| s.index == i))
+            };
+            kept.push_messages(self, |m| !present(m.after));
+        }
+        for step in &self.steps[kept.steps.len()..] {
+            let i = step.index;
+            kept.push(format_args!("thought_{i}"), BlockValue::Text(&step.thought));
+            kept.push(
+                format_args!("tool_name_{i}"),
+                BlockValue::Text(&step.tool_name),
+            );
+            kept.push(
+                format_args!("tool_args_{i}"),
+                BlockValue::Json(&step.tool_args),
+            );
+            let shown = match &step.observation {
+                Observation::Output(value) => crate::adapter::media::observation(value),
+                _ => None,
+            };
+            let observation = match (&step.observation, &shown) {
+                (_, Some(shown)) => BlockValue::Json(shown),
+                (Observation::Output(value), None) => BlockValue::Json(value),
+                (Observation::Error(text) | Observation::Truncated { shown: text, .. }, None) => {
+                    BlockValue::Text(text)
+                }
+            };
+            kept.push(format_args!("observation_{i}"), observation);
+            kept.push_messages(self, |m| m.after == Some(i));
+            kept.steps.push((i, step.elapsed));
+        }
+        kept.user_messages = self.user_messages.len();
+        kept.text.trim().to_owned()
+    }
+}
+
 /// A tool's own message after DSPy's ReActV2 prefix (as Python's traceback ends with it), where
 /// the other modes word a failure as DSPy's ReAct does.
 pub(super) fn reworded(name: &str, observation: Observation) -> Observation {
@@ -341,5 +434,80 @@ pub(super) fn reworded(name: &str, observation: Observation) -> Observation {
             }
         }
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod kept_text_tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::adapter::{ChatAdapter, XmlAdapter};
+
+    fn step(index: usize, observation: Observation, nanos: u32) -> Step {
+        Step {
+            index,
+            thought: format!("  think {index}\n"),
+            tool_name: "add".into(),
+            tool_args: json!({"a": index, "b": [1, "two"]}),
+            observation,
+            call_id: None,
+            turn: index,
+            elapsed: Duration::new(0, nanos),
+        }
+    }
+
+    /// Every change a run makes to its trajectory, checked after each: the kept text is the text
+    /// the whole trajectory renders to.
+    #[test]
+    fn the_kept_text_is_always_the_whole_rendering() {
+        let chat = ChatAdapter::new();
+        let xml = XmlAdapter::new();
+        let mut trajectory = Trajectory::default();
+        let mut kept = KeptText::default();
+        let mut check = |trajectory: &Trajectory, kept: &mut KeptText| {
+            assert_eq!(trajectory.render_kept(&chat, kept), trajectory.render(&chat));
+            assert_eq!(trajectory.render_kept(&xml, kept), trajectory.render(&xml));
+        };
+        check(&trajectory, &mut kept);
+        trajectory.user_messages.push(UserMessage {
+            after: None,
+            text: "first".into(),
+        });
+        check(&trajectory, &mut kept);
+        let observations = [
+            Observation::Output(json!(3)),
+            Observation::Error("Execution error in add: boom  \n".into()),
+            Observation::Output(json!(["x", {"y": 1}])),
+            Observation::Truncated {
+                shown: "abc [... truncated]".into(),
+                full: json!("abcdef"),
+            },
+            Observation::Output(json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}})),
+            Observation::Output(json!("")),
+        ];
+        for (i, observation) in observations.into_iter().enumerate() {
+            trajectory.steps.push(step(i, observation, i as u32 + 1));
+            check(&trajectory, &mut kept);
+            if i == 2 {
+                trajectory.user_messages.push(UserMessage {
+                    after: Some(2),
+                    text: "later".into(),
+                });
+                check(&trajectory, &mut kept);
+            }
+        }
+        // Truncated: the oldest step, then the second, go.
+        trajectory.steps.remove(0);
+        check(&trajectory, &mut kept);
+        trajectory.steps.remove(1);
+        check(&trajectory, &mut kept);
+        // Cleared, then new steps with the same indices (and times) as before.
+        trajectory.steps.clear();
+        trajectory.user_messages.clear();
+        check(&trajectory, &mut kept);
+        trajectory.steps.push(step(0, Observation::Output(json!("again")), 1));
+        trajectory.steps.push(step(1, Observation::Output(json!("and again")), 2));
+        check(&trajectory, &mut kept);
     }
 }

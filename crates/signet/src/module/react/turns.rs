@@ -65,7 +65,9 @@ impl TurnProtocol for ReActTurns<'_> {
         outputs: Fields,
         reasoning: Option<String>,
     ) -> ReActRun {
-        let RunState { trajectory, usage } = run;
+        let RunState {
+            trajectory, usage, ..
+        } = run;
         if self.native.is_some() {
             self.agent
                 .record_native_run(driver.inputs, &trajectory, &outputs);
@@ -84,11 +86,22 @@ impl TurnProtocol for ReActTurns<'_> {
         run: RunState,
         _interrupts: &mut Interrupts,
     ) -> Result<ReActRun, ReActError> {
-        let RunState { trajectory, usage } = run;
+        let RunState {
+            trajectory,
+            usage,
+            mut kept,
+        } = run;
         let inputs = driver.inputs;
         let run = self
             .agent
-            .extract(inputs, trajectory, driver.call, usage, driver.events)
+            .extract(
+                inputs,
+                trajectory,
+                &mut kept,
+                driver.call,
+                usage,
+                driver.events,
+            )
             .await?;
         if self.native.is_some() {
             self.agent
