@@ -237,7 +237,13 @@ pub(crate) fn text_blocks(values: &Map<String, Value>) -> String {
     trimmed_in_place(out)
 }
 
-/// The value of a block [`push_text_block`] writes.
+/// What a block [`push_text_block`] writes holds: text, or a value written as a prompt shows it.
+pub(crate) trait BlockText {
+    /// Writes the value at the end of `out`.
+    fn push_to(self, out: &mut String);
+}
+
+/// The value of a text field's block.
 #[derive(Clone, Copy)]
 pub(crate) enum BlockValue<'a> {
     /// Text, as it is.
@@ -246,13 +252,39 @@ pub(crate) enum BlockValue<'a> {
     Json(&'a Value),
 }
 
-/// Writes one of [`text_blocks`]'s blocks at the end of `out`, after a blank line unless it is
-/// the `first`.
+impl BlockText for BlockValue<'_> {
+    fn push_to(self, out: &mut String) {
+        match self {
+            BlockValue::Text(text) => out.push_str(text),
+            BlockValue::Json(Value::String(text)) => out.push_str(text),
+            BlockValue::Json(other) => out.push_str(&text_value(other)),
+        }
+    }
+}
+
+/// An input field's value, as [`field_value`] writes it.
+struct FieldValue<'a>(&'a Field, &'a Value);
+
+impl BlockText for FieldValue<'_> {
+    fn push_to(self, out: &mut String) {
+        let FieldValue(field, value) = self;
+        match value {
+            // A string is itself in every kind of field but media and tools.
+            Value::String(text) if !matches!(field.kind(), FieldKind::Media | FieldKind::Tools) => {
+                out.push_str(text)
+            }
+            value => out.push_str(&field_value(field, value)),
+        }
+    }
+}
+
+/// Writes a `[[ ## name ## ]]` block at the end of `out`, after a blank line unless it is the
+/// `first`.
 pub(crate) fn push_text_block(
     out: &mut String,
     first: bool,
     name: impl std::fmt::Display,
-    value: BlockValue<'_>,
+    value: impl BlockText,
 ) {
     use std::fmt::Write;
     if !first {
@@ -260,11 +292,7 @@ pub(crate) fn push_text_block(
     }
     // Writing into a String cannot fail.
     let _ = writeln!(out, "[[ ## {name} ## ]]");
-    match value {
-        BlockValue::Text(text) => out.push_str(text),
-        BlockValue::Json(Value::String(text)) => out.push_str(text),
-        BlockValue::Json(other) => out.push_str(&text_value(other)),
-    }
+    value.push_to(out);
 }
 
 /// `text` without its leading and trailing whitespace, in its own buffer.
@@ -313,19 +341,26 @@ pub(crate) fn user_message(
     prefix: &str,
     requirements: Option<&str>,
 ) -> String {
-    let mut parts = vec![prefix.to_owned()];
+    // The prefix, each field's block and the requirements joined by blank lines, the whole
+    // trimmed: written into one buffer.
+    let text: usize = inputs
+        .values()
+        .map(|v| v.as_str().map_or(64, str::len))
+        .sum();
+    let mut out = String::with_capacity(
+        prefix.len() + text + requirements.map_or(0, str::len) + 32 * (inputs.len() + 1),
+    );
+    out.push_str(prefix);
     for field in signature.inputs() {
         if let Some(value) = inputs.get(field.name()) {
-            parts.push(format!(
-                "{}\n{}",
-                field_header(field.name()),
-                field_value(field, value)
-            ));
+            push_text_block(&mut out, false, field.name(), FieldValue(field, value));
         }
     }
-    parts.extend(requirements.map(str::to_owned));
-    parts.push(String::new());
-    parts.join("\n\n").trim().to_owned()
+    if let Some(requirements) = requirements {
+        out.push_str("\n\n");
+        out.push_str(requirements);
+    }
+    trimmed_in_place(out)
 }
 
 fn type_info(field: &Field) -> String {

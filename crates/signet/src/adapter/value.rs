@@ -492,18 +492,26 @@ impl Literal {
 /// Validates `value` against `schema` the way pydantic's lax mode does, converting where pydantic
 /// would (`"3"` -> 3, `3.0` -> 3, `"yes"` -> true, missing model fields with defaults filled in,
 /// unknown model fields dropped). `root` resolves `$ref`s.
+/// A schema keyword's value. Schema objects hold a handful of keys: a scan beats hashing the name
+/// (serde_json's maps hash with SipHash), and `coerce` looks up several keywords per value.
+fn keyword<'a>(schema: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
+    schema
+        .iter()
+        .find_map(|(key, value)| (key == name).then_some(value))
+}
+
 pub fn coerce(value: &Value, schema: &Value, root: &Value) -> Result<Value, String> {
     let Value::Object(s) = schema else {
         return Ok(value.clone());
     };
-    if let Some(Value::String(reference)) = s.get("$ref") {
+    if let Some(Value::String(reference)) = keyword(s, "$ref") {
         let target = reference
             .strip_prefix('#')
             .and_then(|pointer| root.pointer(pointer))
             .ok_or_else(|| format!("unresolvable reference {reference}"))?;
         return coerce(value, target, root);
     }
-    if let Some(Value::Array(allowed)) = s.get("enum") {
+    if let Some(Value::Array(allowed)) = keyword(s, "enum") {
         return if allowed.contains(value) {
             Ok(value.clone())
         } else {
@@ -511,7 +519,7 @@ pub fn coerce(value: &Value, schema: &Value, root: &Value) -> Result<Value, Stri
             Err(format!("{value} is not one of [{}]", allowed.join(", ")))
         };
     }
-    if let Some(expected) = s.get("const") {
+    if let Some(expected) = keyword(s, "const") {
         return if expected == value {
             Ok(value.clone())
         } else {
@@ -519,18 +527,18 @@ pub fn coerce(value: &Value, schema: &Value, root: &Value) -> Result<Value, Stri
         };
     }
     for key in ["anyOf", "oneOf"] {
-        if let Some(Value::Array(branches)) = s.get(key) {
+        if let Some(Value::Array(branches)) = keyword(s, key) {
             return coerce_union(value, branches, root);
         }
     }
-    if let Some(Value::Array(all)) = s.get("allOf") {
+    if let Some(Value::Array(all)) = keyword(s, "allOf") {
         let mut current = value.clone();
         for branch in all {
             current = coerce(&current, branch, root)?;
         }
         return Ok(current);
     }
-    match s.get("type") {
+    match keyword(s, "type") {
         Some(Value::String(t)) => coerce_type(value, t, s, root),
         Some(Value::Array(types)) => {
             let branches: Vec<Value> = types
@@ -622,7 +630,7 @@ fn coerce_type(
             Err(_) => fail(),
         },
         ("array", Value::Array(items)) => {
-            if let Some(Value::Array(prefix)) = schema.get("prefixItems") {
+            if let Some(Value::Array(prefix)) = keyword(schema, "prefixItems") {
                 if prefix.len() != items.len() {
                     return Err(format!(
                         "expected {} items, got {}",
@@ -637,7 +645,9 @@ fn coerce_type(
                     .collect();
                 return out.map(Value::Array);
             }
-            let item_schema = schema.get("items").cloned().unwrap_or(Value::Bool(true));
+            let item_schema = keyword(schema, "items")
+                .cloned()
+                .unwrap_or(Value::Bool(true));
             let out: Result<Vec<Value>, String> = items
                 .iter()
                 .enumerate()
@@ -655,7 +665,7 @@ fn coerce_object(
     schema: &Map<String, Value>,
     root: &Value,
 ) -> Result<Value, String> {
-    let Some(Value::Object(properties)) = schema.get("properties") else {
+    let Some(Value::Object(properties)) = keyword(schema, "properties") else {
         // A mapping: every value follows `additionalProperties`.
         let value_schema = schema
             .get("additionalProperties")
@@ -688,7 +698,7 @@ fn coerce_object(
                 return Err(format!("field `{name}` is required"));
             }
             None => {
-                if let Some(default) = property.get("default") {
+                if let Some(default) = property.as_object().and_then(|p| keyword(p, "default")) {
                     out.insert(name.clone(), default.clone());
                 }
             }

@@ -465,8 +465,11 @@ mod kept_text_tests {
         let xml = XmlAdapter::new();
         let mut trajectory = Trajectory::default();
         let mut kept = KeptText::default();
-        let mut check = |trajectory: &Trajectory, kept: &mut KeptText| {
-            assert_eq!(trajectory.render_kept(&chat, kept), trajectory.render(&chat));
+        let check = |trajectory: &Trajectory, kept: &mut KeptText| {
+            assert_eq!(
+                trajectory.render_kept(&chat, kept),
+                trajectory.render(&chat)
+            );
             assert_eq!(trajectory.render_kept(&xml, kept), trajectory.render(&xml));
         };
         check(&trajectory, &mut kept);
@@ -483,7 +486,9 @@ mod kept_text_tests {
                 shown: "abc [... truncated]".into(),
                 full: json!("abcdef"),
             },
-            Observation::Output(json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}})),
+            Observation::Output(
+                json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}),
+            ),
             Observation::Output(json!("")),
         ];
         for (i, observation) in observations.into_iter().enumerate() {
@@ -506,8 +511,12 @@ mod kept_text_tests {
         trajectory.steps.clear();
         trajectory.user_messages.clear();
         check(&trajectory, &mut kept);
-        trajectory.steps.push(step(0, Observation::Output(json!("again")), 1));
-        trajectory.steps.push(step(1, Observation::Output(json!("and again")), 2));
+        trajectory
+            .steps
+            .push(step(0, Observation::Output(json!("again")), 1));
+        trajectory
+            .steps
+            .push(step(1, Observation::Output(json!("and again")), 2));
         check(&trajectory, &mut kept);
     }
 }
