@@ -558,6 +558,11 @@ pub(crate) fn check_complete(
     fields: Fields,
     response: &str,
 ) -> Result<Fields, ParseError> {
+    let outputs = signature.outputs();
+    if fields.len() == outputs.len() && fields.keys().zip(outputs).all(|(k, f)| k == f.name()) {
+        // Every output, in signature order: nothing to add or reorder.
+        return Ok(fields);
+    }
     let mut fields = fields;
     // DSPy's `apply_output_field_defaults`: a missing output whose type admits None
     // (`Optional[int]`, `str | None`) is None rather than missing.

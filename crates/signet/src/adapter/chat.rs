@@ -91,25 +91,26 @@ impl Adapter for ChatAdapter {
     }
 
     fn parse(&self, signature: &DynSignature, text: &str) -> Result<Fields, ParseError> {
-        let mut sections: Vec<(Option<String>, Vec<String>)> = vec![(None, Vec::new())];
+        // The reply's lines, borrowed, under the marker they follow.
+        let mut sections: Vec<(Option<String>, Vec<&str>)> = vec![(None, Vec::new())];
         for line in splitlines(text) {
             match header(strip(line)) {
                 Some((name, marker_len)) => {
                     // DSPy slices the unstripped line at the end of the marker found in the
                     // stripped line; leading whitespace therefore leaks marker characters into
                     // the value. Kept as is for parity.
-                    let rest: String = line.chars().skip(marker_len).collect();
-                    let rest = strip(&rest);
+                    let cut = (line.char_indices().nth(marker_len)).map_or(line.len(), |(i, _)| i);
+                    let rest = strip(&line[cut..]);
                     let lines = if rest.is_empty() {
                         Vec::new()
                     } else {
-                        vec![rest.to_owned()]
+                        vec![rest]
                     };
                     sections.push((Some(name), lines));
                 }
                 None => {
                     if let Some(last) = sections.last_mut() {
-                        last.1.push(line.to_owned());
+                        last.1.push(line);
                     }
                 }
             }
@@ -123,12 +124,19 @@ impl Adapter for ChatAdapter {
             let Some(field) = signature.outputs().iter().find(|f| f.name() == name) else {
                 continue;
             };
-            let raw = strip(&lines.join("\n")).to_owned();
+            let joined;
+            let raw = match lines.as_slice() {
+                [line] => strip(line),
+                lines => {
+                    joined = lines.join("\n");
+                    strip(&joined)
+                }
+            };
             let parsed =
-                value::parse_text(field, &raw).map_err(|reason| ParseError::InvalidField {
+                value::parse_text(field, raw).map_err(|reason| ParseError::InvalidField {
                     adapter: self.name(),
                     field: name.clone(),
-                    value: raw.clone(),
+                    value: raw.to_owned(),
                     expected: field.type_name().to_owned(),
                     reason,
                 })?;
