@@ -143,7 +143,11 @@ impl Example {
 
     /// The inputs as the typed input `T` (a signature's input struct).
     pub fn input_as<T: serde::de::DeserializeOwned>(&self) -> Result<T, crate::Error> {
-        serde_json::from_value(Value::Object(self.inputs()))
+        // Read from the example's own values (no copy of the inputs first).
+        let inputs = (self.values.iter())
+            .filter(|(k, _)| self.input_keys.iter().any(|i| i == *k))
+            .map(|(k, v)| (k.as_str(), v));
+        T::deserialize(serde::de::value::MapDeserializer::<_, serde_json::Error>::new(inputs))
             .map_err(|e| crate::Error::InputType { source: e.into() })
     }
 }
@@ -449,6 +453,38 @@ fn object(line: &str, origin: &str, record: usize) -> Result<Fields, DataError> 
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn inputs_are_read_from_the_input_keys_alone() {
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct Input {
+            question: String,
+            #[serde(default)]
+            answer: Option<String>,
+        }
+        let example = Example::new(json!({"question": "2+2?", "answer": "4"}));
+        // `answer` is a label: the input does not see it.
+        let read: Input = example
+            .clone()
+            .with_inputs(["question"])
+            .input_as()
+            .unwrap();
+        assert_eq!(
+            read,
+            Input {
+                question: "2+2?".into(),
+                answer: None
+            }
+        );
+        let missing = example.clone().with_inputs(["answer"]).input_as::<Input>();
+        assert!(
+            missing.unwrap_err().to_string().contains("question"),
+            "names the missing field"
+        );
+        let wrong = Example::new(json!({"question": 4})).with_inputs(["question"]);
+        let error = wrong.input_as::<Input>().unwrap_err();
+        assert!(matches!(error, crate::Error::InputType { .. }), "{error}");
+    }
 
     #[test]
     fn csv_and_json_read_the_same_records() {

@@ -184,34 +184,31 @@ fn write_json_string(s: &str, out: &mut String) {
 }
 
 /// Python's `str.splitlines()`: splits on every line boundary Python recognises and drops them.
+/// Read byte by byte: the boundaries are ASCII controls and three UTF-8 sequences (U+0085
+/// `C2 85`, U+2028 `E2 80 A8`, U+2029 `E2 80 A9`) that no other character's bytes contain.
 pub(crate) fn splitlines(text: &str) -> Vec<&str> {
+    let bytes = text.as_bytes();
     let mut lines = Vec::new();
     let mut start = 0;
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        let boundary = matches!(
-            c,
-            '\n' | '\r'
-                | '\u{0b}'
-                | '\u{0c}'
-                | '\u{1c}'
-                | '\u{1d}'
-                | '\u{1e}'
-                | '\u{85}'
-                | '\u{2028}'
-                | '\u{2029}'
-        );
-        if boundary {
-            lines.push(&text[start..i]);
-            let mut end = i + c.len_utf8();
-            if c == '\r'
-                && let Some((j, '\n')) = chars.peek().copied()
+    let mut i = 0;
+    while i < bytes.len() {
+        let width = match bytes[i] {
+            b'\r' if bytes.get(i + 1) == Some(&b'\n') => 2,
+            b'\n' | b'\r' | 0x0b | 0x0c | 0x1c | 0x1d | 0x1e => 1,
+            0xc2 if bytes.get(i + 1) == Some(&0x85) => 2,
+            0xe2 if bytes.get(i + 1) == Some(&0x80)
+                && matches!(bytes.get(i + 2), Some(0xa8 | 0xa9)) =>
             {
-                chars.next();
-                end = j + 1;
+                3
             }
-            start = end;
-        }
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        lines.push(&text[start..i]);
+        i += width;
+        start = i;
     }
     if start < text.len() {
         lines.push(&text[start..]);
@@ -275,6 +272,11 @@ mod tests {
         assert_eq!(splitlines("a\n\nb"), ["a", "", "b"]);
         assert_eq!(splitlines(""), Vec::<&str>::new());
         assert_eq!(splitlines("a\u{2028}b"), ["a", "b"]);
+        assert_eq!(
+            splitlines("é\u{85}ü\u{2029}\u{2027}\u{0b}x\u{1e}\u{1f}\r"),
+            ["é", "ü", "\u{2027}", "x", "\u{1f}"]
+        );
+        assert_eq!(splitlines("\r\r\n\n"), ["", "", ""]);
     }
 }
 

@@ -33,8 +33,8 @@ tokio::task_local! {
 /// # });
 /// ```
 pub async fn traced<M: Module>(module: &M, input: M::Input) -> Result<M::Output, M::Error> {
-    let name = short_type_name::<M>();
-    let span = crate::telemetry::agent_span(|| name, &"module", String::new, None);
+    // The name is made only for a subscriber that wants the span.
+    let span = crate::telemetry::agent_span(short_type_name::<M>, &"module", String::new, None);
     if span.is_disabled() {
         return module.call(input).await;
     }
