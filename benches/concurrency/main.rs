@@ -55,6 +55,7 @@ mod workloads;
 
 use workloads::{REACT_ANSWER, REACT_LM_CALLS, react, react_input};
 
+#[derive(Clone)]
 struct Options {
     ns: Vec<usize>,
     latency: Duration,
@@ -152,8 +153,14 @@ fn main() {
         return;
     }
     if !timed && !ns_given {
-        // A smoke test under `cargo test --benches`: the whole path, briefly.
+        // A smoke test under `cargo test --benches`: the whole path, briefly, over HTTP/1.1 and
+        // over HTTP/2 on two connections.
         options.ns = vec![1, 10];
+        let mut http2 = options.clone();
+        (http2.http2, http2.h2_connections) = (true, 2);
+        bench(options);
+        bench(http2);
+        return;
     }
     bench(options);
 }

@@ -97,6 +97,8 @@ async fn accept(listener: tokio::net::TcpListener, app: Router, h2_streams: Opti
                 continue;
             }
         };
+        // As servers do: a reply is sent when it is written, not held back for more (Nagle).
+        let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(app.clone());
         let builder = builder.clone();
         tokio::spawn(async move {
