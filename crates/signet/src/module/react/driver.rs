@@ -271,7 +271,9 @@ impl Driver<'_> {
             end = protocol.end_turn(&mut run, turn, steps, interrupts);
             turn = turn.saturating_add(1);
         }
-        let output = protocol.conclude(self, run, interrupts).await?;
+        // Boxed: the conclusion's future is the loop's largest, and a run spends most of its life
+        // in the turns (each run in flight would otherwise hold its room, ~1 KB, all along).
+        let output = Box::pin(protocol.conclude(self, run, interrupts)).await?;
         Ok(RunOutcome::Finished(output))
     }
 
