@@ -1,5 +1,6 @@
 //! What a ReAct run did: steps, observations, the caller's messages.
 
+use std::fmt;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -270,35 +271,46 @@ impl Trajectory {
     /// The trajectory as DSPy keeps it: `thought_i`, `tool_name_i`, `tool_args_i`, `observation_i`.
     pub fn to_fields(&self) -> Fields {
         let mut out = Map::new();
-        let present =
-            |after: Option<usize>| after.is_some_and(|i| self.steps.iter().any(|s| s.index == i));
-        let insert_where = |out: &mut Fields, keep: &dyn Fn(&UserMessage) -> bool| {
-            for (n, message) in self
-                .user_messages
-                .iter()
-                .enumerate()
-                .filter(|(_, m)| keep(m))
-            {
-                out.insert(
-                    format!("user_message_{n}"),
-                    Value::String(message.text.clone()),
-                );
+        self.visit_fields(0, &mut |name, value| {
+            let value = match value {
+                Entry::Text(text) => Value::String(text.to_owned()),
+                Entry::Json(value) => value.clone(),
+                Entry::Observation(observation) => observation.as_value(),
+            };
+            out.insert(fmt::format(name), value);
+        });
+        out
+    }
+
+    /// Calls `visit` with each field of [`to_fields`](Trajectory::to_fields), in its order, from
+    /// the step at position `from` on; the caller's messages that come before every step (sent
+    /// before the first, or after steps truncated away) only when `from` is 0.
+    fn visit_fields(&self, from: usize, visit: &mut dyn FnMut(fmt::Arguments<'_>, Entry<'_>)) {
+        let messages = |visit: &mut dyn FnMut(fmt::Arguments<'_>, Entry<'_>),
+                        keep: &dyn Fn(&UserMessage) -> bool| {
+            for (n, message) in self.user_messages.iter().enumerate() {
+                if keep(message) {
+                    visit(format_args!("user_message_{n}"), Entry::Text(&message.text));
+                }
             }
         };
-        // Messages before the first step, or after steps that were truncated away, come first.
-        insert_where(&mut out, &|m| !present(m.after));
-        for step in &self.steps {
-            let i = step.index;
-            out.insert(format!("thought_{i}"), Value::String(step.thought.clone()));
-            out.insert(
-                format!("tool_name_{i}"),
-                Value::String(step.tool_name.clone()),
-            );
-            out.insert(format!("tool_args_{i}"), step.tool_args.clone());
-            out.insert(format!("observation_{i}"), step.observation.as_value());
-            insert_where(&mut out, &|m| m.after == Some(i));
+        if from == 0 {
+            let present = |after: Option<usize>| {
+                after.is_some_and(|i| self.steps.iter().any(|s| s.index == i))
+            };
+            messages(visit, &|m| !present(m.after));
         }
-        out
+        for step in self.steps.get(from..).unwrap_or_default() {
+            let i = step.index;
+            visit(format_args!("thought_{i}"), Entry::Text(&step.thought));
+            visit(format_args!("tool_name_{i}"), Entry::Text(&step.tool_name));
+            visit(format_args!("tool_args_{i}"), Entry::Json(&step.tool_args));
+            visit(
+                format_args!("observation_{i}"),
+                Entry::Observation(&step.observation),
+            );
+            messages(visit, &|m| m.after == Some(i));
+        }
     }
 
     /// How many of the loop's turns called tools (`finish` included): the last step's turn plus
@@ -318,9 +330,7 @@ impl Trajectory {
     pub(super) fn render(&self, adapter: &dyn Adapter) -> String {
         let mut fields = self.to_fields();
         for step in &self.steps {
-            if let Observation::Output(value) = &step.observation
-                && let Some(shown) = crate::adapter::media::observation(value)
-            {
+            if let Some(shown) = media_shown(&step.observation) {
                 fields.insert(format!("observation_{}", step.index), shown);
             }
         }
@@ -356,21 +366,25 @@ impl KeptText {
                 .all(|(&(index, elapsed), step)| step.index == index && step.elapsed == elapsed)
     }
 
-    fn push(&mut self, name: std::fmt::Arguments<'_>, value: BlockValue<'_>) {
+    fn push(&mut self, name: fmt::Arguments<'_>, value: BlockValue<'_>) {
         push_text_block(&mut self.text, self.blocks == 0, name, value);
         self.blocks += 1;
     }
+}
 
-    /// Writes the caller's messages that `keep` picks, as `user_message_<n>` blocks.
-    fn push_messages(&mut self, trajectory: &Trajectory, keep: impl Fn(&UserMessage) -> bool) {
-        for (n, message) in trajectory.user_messages.iter().enumerate() {
-            if keep(message) {
-                self.push(
-                    format_args!("user_message_{n}"),
-                    BlockValue::Text(&message.text),
-                );
-            }
-        }
+/// A value [`Trajectory::visit_fields`] gives.
+enum Entry<'a> {
+    Text(&'a str),
+    Json(&'a Value),
+    Observation(&'a Observation),
+}
+
+/// What a text adapter shows of an output with images or audio in it (a marker per part), when
+/// it has some.
+fn media_shown(observation: &Observation) -> Option<Value> {
+    match observation {
+        Observation::Output(value) => crate::adapter::media::observation(value),
+        _ => None,
     }
 }
 
@@ -384,37 +398,21 @@ impl Trajectory {
         }
         if !kept.covers_start_of(self) {
             *kept = KeptText::default();
-            let present = |after: Option<usize>| {
-                after.is_some_and(|i| self.steps.iter().any(|s| s.index == i))
-            };
-            kept.push_messages(self, |m| !present(m.after));
         }
-        for step in &self.steps[kept.steps.len()..] {
-            let i = step.index;
-            kept.push(format_args!("thought_{i}"), BlockValue::Text(&step.thought));
-            kept.push(
-                format_args!("tool_name_{i}"),
-                BlockValue::Text(&step.tool_name),
-            );
-            kept.push(
-                format_args!("tool_args_{i}"),
-                BlockValue::Json(&step.tool_args),
-            );
-            let shown = match &step.observation {
-                Observation::Output(value) => crate::adapter::media::observation(value),
-                _ => None,
-            };
-            let observation = match (&step.observation, &shown) {
-                (_, Some(shown)) => BlockValue::Json(shown),
-                (Observation::Output(value), None) => BlockValue::Json(value),
+        let from = kept.steps.len();
+        self.visit_fields(from, &mut |name, value| match value {
+            Entry::Text(text) => kept.push(name, BlockValue::Text(text)),
+            Entry::Json(value) => kept.push(name, BlockValue::Json(value)),
+            Entry::Observation(observation) => match (observation, media_shown(observation)) {
+                (_, Some(shown)) => kept.push(name, BlockValue::Json(&shown)),
+                (Observation::Output(value), None) => kept.push(name, BlockValue::Json(value)),
                 (Observation::Error(text) | Observation::Truncated { shown: text, .. }, None) => {
-                    BlockValue::Text(text)
+                    kept.push(name, BlockValue::Text(text))
                 }
-            };
-            kept.push(format_args!("observation_{i}"), observation);
-            kept.push_messages(self, |m| m.after == Some(i));
-            kept.steps.push((i, step.elapsed));
-        }
+            },
+        });
+        kept.steps
+            .extend(self.steps[from..].iter().map(|s| (s.index, s.elapsed)));
         kept.user_messages = self.user_messages.len();
         kept.text.trim().to_owned()
     }
