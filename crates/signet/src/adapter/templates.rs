@@ -6,6 +6,8 @@
 //! this module; the few prompts that are Signet's own (structured calls) are marked as such at the
 //! end.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use crate::python::{json_dumps, py_str};
@@ -167,9 +169,9 @@ fn type_note(field: &Field) -> Option<String> {
 
 /// A field's value as it appears in a prompt. A `str` field given a list is rendered as DSPy's
 /// numbered list of «quoted» items; containers as JSON; scalars as Python prints them.
-pub(crate) fn field_value(field: &Field, value: &Value) -> String {
+pub(crate) fn field_value<'a>(field: &Field, value: &'a Value) -> Cow<'a, str> {
     if field.kind() == FieldKind::Media {
-        return super::media::render(value);
+        return super::media::render(value).into();
     }
     if field.kind() == FieldKind::Tools {
         // DSPy serializes a `dspy.Tool` as its listing (`str(tool)`): a list of tools is a JSON
@@ -183,12 +185,13 @@ pub(crate) fn field_value(field: &Field, value: &Value) -> String {
             ),
             other => tool_listing(other).map_or_else(|| other.clone(), Value::String),
         };
-        return py_str(&listed);
+        return py_str(&listed).into();
     }
-    if field.is_text() {
-        text_value(value)
-    } else {
-        py_str(value)
+    match value {
+        // A string is itself, in a text field or not: no copy.
+        Value::String(text) => Cow::Borrowed(text),
+        value if field.is_text() => text_value(value).into(),
+        value => py_str(value).into(),
     }
 }
 
@@ -267,14 +270,7 @@ struct FieldValue<'a>(&'a Field, &'a Value);
 
 impl BlockText for FieldValue<'_> {
     fn push_to(self, out: &mut String) {
-        let FieldValue(field, value) = self;
-        match value {
-            // A string is itself in every kind of field but media and tools.
-            Value::String(text) if !matches!(field.kind(), FieldKind::Media | FieldKind::Tools) => {
-                out.push_str(text)
-            }
-            value => out.push_str(&field_value(field, value)),
-        }
+        out.push_str(&field_value(self.0, self.1));
     }
 }
 
@@ -446,7 +442,7 @@ pub(crate) fn chat_assistant_message(
                 .outputs()
                 .iter()
                 .map(|f| match (outputs.get(f.name()), missing) {
-                    (Some(v), _) => (f, field_value(f, v)),
+                    (Some(v), _) => (f, field_value(f, v).into_owned()),
                     (None, Some(m)) => (f, m.to_owned()),
                     (None, None) => (f, "None".to_owned()),
                 }),

@@ -287,7 +287,7 @@ fn tagged(field: &Field, value: &Value, is_output: bool) -> String {
     }
     let mut formatted = templates::field_value(field, value);
     if is_output && field.is_text() {
-        formatted = escape(&formatted);
+        formatted = escape(&formatted).into();
     }
     format!("<{0}>\n{formatted}\n</{0}>", field.name())
 }
