@@ -125,28 +125,27 @@ impl Example {
 
     /// The inputs (the values of the input keys).
     pub fn inputs(&self) -> Fields {
-        self.values
-            .iter()
-            .filter(|(k, _)| self.input_keys.iter().any(|i| i == *k))
+        self.entries(true)
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect()
     }
 
     /// The labels (every value that is not an input).
     pub fn labels(&self) -> Fields {
-        self.values
-            .iter()
-            .filter(|(k, _)| !self.input_keys.iter().any(|i| i == *k))
+        self.entries(false)
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect()
+    }
+
+    /// The values whose key is an input key (`inputs`), or is not one.
+    fn entries(&self, inputs: bool) -> impl Iterator<Item = (&String, &Value)> {
+        (self.values.iter()).filter(move |(k, _)| self.input_keys.iter().any(|i| i == *k) == inputs)
     }
 
     /// The inputs as the typed input `T` (a signature's input struct).
     pub fn input_as<T: serde::de::DeserializeOwned>(&self) -> Result<T, crate::Error> {
         // Read from the example's own values (no copy of the inputs first).
-        let inputs = (self.values.iter())
-            .filter(|(k, _)| self.input_keys.iter().any(|i| i == *k))
-            .map(|(k, v)| (k.as_str(), v));
+        let inputs = self.entries(true).map(|(k, v)| (k.as_str(), v));
         T::deserialize(serde::de::value::MapDeserializer::<_, serde_json::Error>::new(inputs))
             .map_err(|e| crate::Error::InputType { source: e.into() })
     }

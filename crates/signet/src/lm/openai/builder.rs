@@ -326,14 +326,16 @@ impl OpenAiLmBuilder {
                 }
             })?;
         }
+        // HTTP/2 without negotiation: TLS's ALPN is not there to agree on it.
+        let h2c = self.http2 && parsed.scheme() == "http";
         let http = || {
             let http = reqwest::Client::builder()
                 .connect_timeout(self.timeout)
                 .redirect(same_origin_redirects());
-            let http = match (self.http2, parsed.scheme()) {
+            let http = match (self.http2, h2c) {
                 (false, _) => http.http1_only(),
-                (true, "http") => http.http2_prior_knowledge(),
-                (true, _) => http,
+                (true, true) => http.http2_prior_knowledge(),
+                (true, false) => http,
             };
             http.build()
                 .map_err(|e| BuildError::HttpClient(error_chain(&e)))
@@ -418,7 +420,7 @@ impl OpenAiLmBuilder {
             max_completion_tokens: self.max_completion_tokens,
             max_response_bytes: self.max_response_bytes,
             stream_deadline: self.stream_deadline,
-            h2c: self.http2 && parsed.scheme() == "http",
+            h2c,
         };
         let history = self.history.unwrap_or_default();
         Ok(OpenAiLm::layered(endpoint, self.retry, cache, history))

@@ -474,15 +474,18 @@ pub(super) fn f32_json(value: f32) -> Value {
 mod tests {
     use super::*;
 
-    fn body(request: &LmRequest, stream: bool) -> String {
-        let wire = WireBody {
+    fn wire(request: &LmRequest, stream: bool) -> WireBody<'_> {
+        WireBody {
             model: "m",
             request,
             stream,
             stream_usage: true,
             max_completion_tokens: false,
-        };
-        serde_json::to_string(&wire).unwrap()
+        }
+    }
+
+    fn body(request: &LmRequest, stream: bool) -> String {
+        serde_json::to_string(&wire(request, stream)).unwrap()
     }
 
     #[test]
@@ -513,13 +516,7 @@ mod tests {
             Message::system(line.repeat(80)),
             Message::user(line.repeat(40)),
         ]);
-        let wire = WireBody {
-            model: "m",
-            request: &request,
-            stream: false,
-            stream_usage: true,
-            max_completion_tokens: false,
-        };
+        let wire = wire(&request, false);
         let written = serde_json::to_vec(&wire).unwrap();
         assert!(
             written.len() <= wire.size_hint(),
