@@ -62,8 +62,20 @@ async fn the_real_models_calls_reach_phoenix_with_their_token_counts() {
         .expect("a typed answer from the real model");
     otel.shutdown().await.expect("the spans are flushed");
 
+    // The agent span (the root, ended last) and one chat span per model call.
+    let is_agent =
+        |s: &Value| attr(s, "gen_ai.operation.name") == Some(&Value::from("invoke_agent"));
+    let is_chat = |s: &Value| attr(s, "gen_ai.operation.name") == Some(&Value::from("chat"));
     let spans = phoenix
-        .wait_for_spans(PROJECT, 3, Duration::from_secs(30))
+        .wait_until(
+            PROJECT,
+            "the agent span and a chat span per model call",
+            Duration::from_secs(30),
+            |spans| {
+                spans.iter().any(is_agent)
+                    && spans.iter().filter(|s| is_chat(s)).count() as u64 >= run.usage.lm_calls
+            },
+        )
         .await;
     let agent_span = spans
         .iter()

@@ -478,16 +478,31 @@ impl Phoenix {
         at_least: usize,
         timeout: Duration,
     ) -> Vec<Value> {
+        let awaited = format!("the {at_least} awaited");
+        self.wait_until(project, &awaited, timeout, |spans| spans.len() >= at_least)
+            .await
+    }
+
+    /// The spans of `project` once `ready` holds for them (Phoenix ingests spans in batches, in
+    /// no set order: the root span, which ends last, may come after the others); panics with
+    /// the span names and Phoenix's log after `timeout`, saying what was `awaited`.
+    pub async fn wait_until(
+        &self,
+        project: &str,
+        awaited: &str,
+        timeout: Duration,
+        ready: impl Fn(&[Value]) -> bool,
+    ) -> Vec<Value> {
         let deadline = Instant::now() + timeout;
         loop {
             let spans = self.spans(project).await;
-            if spans.len() >= at_least {
+            if ready(&spans) {
                 return spans;
             }
             if Instant::now() > deadline {
                 let names: Vec<&Value> = spans.iter().filter_map(|s| s.get("name")).collect();
                 panic!(
-                    "project {project:?} has {} spans after {:?}, not the {at_least} awaited \
+                    "project {project:?} has {} spans after {:?}, not {awaited} \
                      (names: {names:?})\nlog {}:\n{}",
                     spans.len(),
                     timeout,
