@@ -18,6 +18,7 @@
 
 use std::ops::Index;
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -42,11 +43,19 @@ pub(crate) use python_random::PyRandom;
 /// assert_eq!(example.labels()["answer"], "Paris");
 /// assert_eq!(example.get("answer"), Some(&json!("Paris")));
 /// ```
+///
+/// Cloning an example is cheap (its values and input keys are shared, copied only when a clone
+/// is changed): an evaluation keeps a copy in every result.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct Example {
-    values: Fields,
+    #[serde(serialize_with = "serialize_shared")]
+    values: Arc<Fields>,
     #[serde(skip)]
-    input_keys: Vec<String>,
+    input_keys: Arc<[String]>,
+}
+
+fn serialize_shared<S: serde::Serializer>(values: &Arc<Fields>, s: S) -> Result<S::Ok, S::Error> {
+    values.as_ref().serialize(s)
 }
 
 impl Example {
@@ -54,19 +63,19 @@ impl Example {
     /// inputs marked yet.
     pub fn new(values: Value) -> Example {
         Example {
-            values: match values {
+            values: Arc::new(match values {
                 Value::Object(map) => map,
                 _ => Map::new(),
-            },
-            input_keys: Vec::new(),
+            }),
+            input_keys: Arc::new([]),
         }
     }
 
     /// A record of these field values.
     pub fn from_fields(values: Fields) -> Example {
         Example {
-            values,
-            input_keys: Vec::new(),
+            values: Arc::new(values),
+            input_keys: Arc::new([]),
         }
     }
 
@@ -104,12 +113,16 @@ impl Example {
 
     /// Adds (or replaces) a label.
     pub fn with_label(mut self, key: impl Into<String>, value: impl Into<Value>) -> Example {
-        self.values.insert(key.into(), value.into());
+        Arc::make_mut(&mut self.values).insert(key.into(), value.into());
         self
     }
 
     /// The value of `key`, input or label.
     pub fn get(&self, key: &str) -> Option<&Value> {
+        // A few fields: comparing the keys is quicker than hashing one.
+        if self.values.len() <= 8 {
+            return (self.values.iter()).find_map(|(k, v)| (k == key).then_some(v));
+        }
         self.values.get(key)
     }
 

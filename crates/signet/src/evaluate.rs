@@ -35,17 +35,21 @@
 mod majority;
 mod metric;
 mod parallel;
+mod pool;
 mod progress;
 mod report;
 
+use std::ops::ControlFlow;
 use std::panic::AssertUnwindSafe;
+use std::pin::pin;
+use std::sync::{Mutex, OnceLock};
 
 pub(crate) use crate::shared::panic_text;
 use std::time::{Duration, Instant};
 
-use futures::{FutureExt, StreamExt, stream};
+use futures::FutureExt;
+use futures::future::{self, Either};
 
-use crate::adapter::Fields;
 use crate::data::Example;
 use crate::lm::Usage;
 use crate::module::Module;
@@ -301,77 +305,85 @@ impl<'d, M> Evaluate<'d, M> {
             "evaluate: starting"
         );
         let bar = progress::Bar::new(self.progress, "evaluate", self.examples.len());
-        let mut sum = 0.0;
-        // What the examples that ended spent, read before each example starts.
-        let spent = std::sync::Mutex::new((Usage::default(), 0u64, None));
-        let within_budget = |_: &(usize, &Example)| {
-            let mut spent = spent.lock().unwrap_or_else(|e| e.into_inner());
-            let (usage, examples, stopped) = &mut *spent;
-            let check = match &self.budget {
-                Some(budget) if stopped.is_none() => budget.check_next(usage, *examples),
-                _ => Ok(()),
-            };
-            if let Err(exceeded) = check {
-                *stopped = Some(exceeded);
+        let total = self.examples.len();
+        let state = Mutex::new(Tally {
+            next: self.examples.iter().enumerate(),
+            results: Vec::with_capacity(total),
+            sum: 0.0,
+            errors: 0,
+            usage: Usage::default(),
+            over_budget: None,
+        });
+        let tally = || state.lock().unwrap_or_else(|e| e.into_inner());
+        // The next example, unless what the ended ones spent says the budget would not hold.
+        let next = || {
+            let mut tally = tally();
+            if tally.over_budget.is_some() {
+                return None;
             }
-            std::future::ready(stopped.is_none())
+            if let Some(budget) = &self.budget
+                && let Err(exceeded) = budget.check_next(&tally.usage, tally.results.len() as u64)
+            {
+                tally.over_budget = Some(exceeded);
+                return None;
+            }
+            tally.next.next()
         };
-        let runs = stream::iter(self.examples.iter().enumerate())
-            .take_while(within_budget)
-            .map(|(index, example)| self.run_one_spanned(program, index, example))
-            .buffer_unordered(concurrency)
-            .take_until(cancel);
-        let mut runs = std::pin::pin!(runs);
-        let mut results: Vec<ExampleResult<P::Output>> = Vec::with_capacity(self.examples.len());
-        let mut errors = 0;
-        while let Some(result) = runs.next().await {
-            if result.error.is_some() {
-                errors += 1;
-            }
-            sum += result.score.value;
-            {
-                let mut spent = spent.lock().unwrap_or_else(|e| e.into_inner());
-                spent.0 += result.usage;
-                spent.1 += 1;
-            }
-            let done = results.len() + 1;
+        let finished = |result: ExampleResult<P::Output>| {
+            let mut tally = tally();
+            tally.errors += usize::from(result.error.is_some());
+            tally.sum += result.score.value;
+            tally.usage += result.usage;
+            tally.results.push(result);
+            let (sum, done, errors) = (tally.sum, tally.results.len(), tally.errors);
             bar.advance(|| progress::average_line(sum, done, errors));
-            results.push(result);
-            if let Some(max_errors) = self.max_errors
-                && errors > max_errors
-            {
-                bar.finish();
-                results.sort_by_key(|r| r.index);
-                let first = results
-                    .iter()
-                    .find_map(|r| r.error.as_ref().map(ToString::to_string))
-                    .unwrap_or_default();
-                let report = Report::new(results, self.examples.len(), started.elapsed(), false);
-                return Err(EvaluateError::TooManyErrors {
-                    errors,
-                    max_errors,
-                    first,
-                    report: Box::new(report),
-                });
+            match self.max_errors {
+                Some(max_errors) if errors > max_errors => ControlFlow::Break(()),
+                _ => ControlFlow::Continue(()),
             }
-        }
-        let cancelled = runs.is_stopped() && results.len() < self.examples.len();
-        let stopped = spent.lock().unwrap_or_else(|e| e.into_inner()).2.take();
+        };
+        let (flow, cancelled) = {
+            let runs = pool::run_pooled(
+                concurrency,
+                next,
+                |(index, example)| self.run_one_spanned(program, index, example),
+                finished,
+            );
+            match future::select(pin!(cancel), pin!(runs)).await {
+                Either::Left(((), _)) => (ControlFlow::Continue(()), true),
+                Either::Right((flow, _)) => (flow, false),
+            }
+        };
+        let Tally {
+            mut results,
+            errors,
+            over_budget,
+            ..
+        } = state.into_inner().unwrap_or_else(|e| e.into_inner());
         bar.finish();
         results.sort_by_key(|r| r.index);
-        if let Some(exceeded) = stopped {
-            let report = Report::new(results, self.examples.len(), started.elapsed(), false);
+        if let (ControlFlow::Break(()), Some(max_errors)) = (flow, self.max_errors) {
+            let first = results
+                .iter()
+                .find_map(|r| r.error.as_ref().map(ToString::to_string))
+                .unwrap_or_default();
+            let report = Report::new(results, total, started.elapsed(), false);
+            return Err(EvaluateError::TooManyErrors {
+                errors,
+                max_errors,
+                first,
+                report: Box::new(report),
+            });
+        }
+        if let Some(exceeded) = over_budget {
+            let report = Report::new(results, total, started.elapsed(), false);
             return Err(EvaluateError::Budget {
                 exceeded,
                 report: Box::new(report),
             });
         }
-        Ok(Report::new(
-            results,
-            self.examples.len(),
-            started.elapsed(),
-            cancelled,
-        ))
+        let cancelled = cancelled && results.len() < total;
+        Ok(Report::new(results, total, started.elapsed(), cancelled))
     }
 
     /// [`run`](Self::run) from sync code (see [`crate::blocking`] for the rule).
@@ -414,7 +426,7 @@ impl<'d, M> Evaluate<'d, M> {
                 span.record("signet.example.feedback", feedback.as_str());
             }
             span.record_content("signet.module.outputs", || {
-                serde_json::to_string(&result.fields).unwrap_or_default()
+                serde_json::to_string(result.fields()).unwrap_or_default()
             });
             if let Some(error) = &result.error {
                 crate::telemetry::record_error(&span, error.kind(), error);
@@ -439,7 +451,8 @@ impl<'d, M> Evaluate<'d, M> {
                 index,
                 example: example.clone(),
                 output: None,
-                fields: Fields::new(),
+                fields: OnceLock::new(),
+                fields_of: P::output_fields,
                 score: Score::new(self.failure_score),
                 error: Some(error),
                 usage,
@@ -490,6 +503,9 @@ impl<'d, M> Evaluate<'d, M> {
         };
         let scored =
             std::panic::catch_unwind(AssertUnwindSafe(|| self.metric.score(example, &predicted)));
+        // The result writes its fields again if asked (`ExampleResult::fields`) rather than
+        // keeping this copy beside the typed output.
+        drop(fields);
         let (score, error) = match scored {
             Ok(score) if score.value.is_finite() => (score, None),
             Ok(score) => (
@@ -509,7 +525,8 @@ impl<'d, M> Evaluate<'d, M> {
             index,
             example: example.clone(),
             output: Some(output),
-            fields,
+            fields: OnceLock::new(),
+            fields_of: P::output_fields,
             score,
             error,
             usage: record.usage,
@@ -517,6 +534,17 @@ impl<'d, M> Evaluate<'d, M> {
             elapsed,
         }
     }
+}
+
+/// An evaluation's examples not yet started, and what the ended ones found and spent.
+struct Tally<'d, O> {
+    next: std::iter::Enumerate<std::slice::Iter<'d, Example>>,
+    results: Vec<ExampleResult<O>>,
+    sum: f64,
+    errors: usize,
+    usage: Usage,
+    /// Set when the budget stopped new examples from starting.
+    over_budget: Option<crate::lm::BudgetExceeded>,
 }
 
 /// The program's typed input from an example's inputs.

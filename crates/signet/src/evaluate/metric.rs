@@ -219,20 +219,18 @@ impl<O: ?Sized> Metric<O> for FieldMatch {
             return Score::new(0.0)
                 .with_feedback(format!("the output has no field `{}`", self.field));
         };
-        let answers: Vec<std::borrow::Cow<'_, str>> = match label {
-            Value::Array(items) => items.iter().map(text).collect(),
-            other => vec![text(other)],
-        };
         let output = text(output);
-        let best = answers
-            .iter()
-            .map(|answer| match self.kind {
-                MatchKind::Exact => {
-                    f64::from(u8::from(normalize_text(&output) == normalize_text(answer)))
-                }
-                MatchKind::F1 => token_f1(&output, answer),
-            })
-            .fold(0.0, f64::max);
+        let score = |answer: &Value| {
+            let answer = text(answer);
+            match self.kind {
+                MatchKind::Exact => f64::from(u8::from(same_normalized(&output, &answer))),
+                MatchKind::F1 => token_f1(&output, &answer),
+            }
+        };
+        let best = match label {
+            Value::Array(answers) => answers.iter().map(score).fold(0.0, f64::max),
+            answer => score(answer),
+        };
         Score::new(best)
     }
 }
@@ -251,10 +249,7 @@ fn text(value: &Value) -> std::borrow::Cow<'_, str> {
 /// assert_eq!(signet::evaluate::normalize_text("The,  Eiffel  Tower!"), "eiffel tower");
 /// ```
 pub fn normalize_text(text: &str) -> String {
-    if text
-        .bytes()
-        .all(|b| matches!(b, b' '..=b'~' | b'\t' | b'\n' | b'\r' | b'\x0c'))
-    {
+    if is_printable_ascii(text) {
         return normalize_printable_ascii(text);
     }
     let lowered: String = text.nfd().collect::<String>().to_lowercase();
@@ -266,6 +261,12 @@ pub fn normalize_text(text: &str) -> String {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Printable ASCII and ASCII whitespace only: text [`normalize_printable_ascii`] can take.
+fn is_printable_ascii(text: &str) -> bool {
+    text.bytes()
+        .all(|b| matches!(b, b' '..=b'~' | b'\t' | b'\n' | b'\r' | b'\x0c'))
 }
 
 /// [`normalize_text`] in one pass for printable ASCII (its own NFD form; after punctuation is
@@ -289,6 +290,61 @@ fn normalize_printable_ascii(text: &str) -> String {
         }
     }
     out
+}
+
+/// Whether `a` and `b` are the same after [`normalize_text`]; for printable ASCII (the common
+/// case) word by word, without writing either out.
+fn same_normalized(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    match (printable_ascii_words(a), printable_ascii_words(b)) {
+        (Some(a), Some(b)) => a.eq(b),
+        _ => normalize_text(a) == normalize_text(b),
+    }
+}
+
+/// The words of [`normalize_printable_ascii`]'s result, each as its bytes (`None` when `text` is
+/// not printable ASCII).
+fn printable_ascii_words(text: &str) -> Option<impl Iterator<Item = AsciiWord<'_>>> {
+    is_printable_ascii(text).then(|| {
+        text.split_ascii_whitespace()
+            .map(AsciiWord)
+            .filter(|word| !word.is_dropped())
+    })
+}
+
+/// One whitespace-separated token of printable ASCII, compared as its normalized word (lower
+/// case, punctuation removed).
+#[derive(Clone, Copy)]
+struct AsciiWord<'a>(&'a str);
+
+impl AsciiWord<'_> {
+    fn bytes(self) -> impl Iterator<Item = u8> {
+        (self.0.bytes())
+            .filter(|b| !b.is_ascii_punctuation())
+            .map(|b| b.to_ascii_lowercase())
+    }
+
+    /// Whether the word is empty or an article, which normalization removes.
+    fn is_dropped(self) -> bool {
+        let mut word = [0u8; 3];
+        let mut len = 0;
+        for b in self.bytes() {
+            if len == word.len() {
+                return false;
+            }
+            word[len] = b;
+            len += 1;
+        }
+        matches!(&word[..len], b"" | b"a" | b"an" | b"the")
+    }
+}
+
+impl PartialEq for AsciiWord<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes().eq(other.bytes())
+    }
 }
 
 /// Python's `re.sub(r"\b(a|an|the)\b", " ", text)`: every whole word that is an article becomes
@@ -381,6 +437,41 @@ mod tests {
         assert!((token_f1("Eiffel Tower is in Paris", "Paris") - 1.0 / 3.0).abs() < 1e-12);
         assert_eq!(token_f1("the the", "the"), 0.0);
         assert!((token_f1("a b b c", "b b d") - 2.0 / 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn word_by_word_comparison_agrees_with_normalizing() {
+        let texts = [
+            "The Eiffel Tower",
+            "eiffel tower!",
+            "Eiffel  Tower.",
+            "eiffel towers",
+            "eiffel",
+            "a an the",
+            "",
+            " . , ",
+            "A.N",
+            "an",
+            "AN!",
+            "the the eiffel",
+            "thee",
+            "The\tEiffel\nTower\r\x0c",
+            "Don't",
+            "dont",
+            "Été",
+            "ete",
+            "eiffel \u{a0}tower",
+            "eiffel tower",
+        ];
+        for a in texts {
+            for b in texts {
+                assert_eq!(
+                    same_normalized(a, b),
+                    normalize_text(a) == normalize_text(b),
+                    "{a:?} and {b:?}"
+                );
+            }
+        }
     }
 
     #[test]

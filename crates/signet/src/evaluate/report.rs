@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::io::Write;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -70,7 +70,10 @@ pub struct ExampleResult<O> {
     pub example: Example,
     /// The output, when the program produced one.
     pub output: Option<O>,
-    pub(super) fields: Fields,
+    /// The output's fields, written from `output` when first asked for (a result keeps the
+    /// typed output alone: half the memory of an evaluation's results, and no copies to free).
+    pub(super) fields: OnceLock<Fields>,
+    pub(super) fields_of: fn(&O) -> Fields,
     /// The metric's score (the failure score when there is an error).
     pub score: Score,
     /// Why the example failed, if it did.
@@ -84,9 +87,11 @@ pub struct ExampleResult<O> {
 }
 
 impl<O> ExampleResult<O> {
-    /// The output's fields (empty when the program failed).
+    /// The output's fields (empty when the program failed), as
+    /// [`Module::output_fields`](crate::module::Module::output_fields) writes them.
     pub fn fields(&self) -> &Fields {
-        &self.fields
+        self.fields
+            .get_or_init(|| (self.output.as_ref()).map_or_else(Fields::new, self.fields_of))
     }
 }
 
@@ -220,7 +225,7 @@ impl<O> Report<O> {
                 Some(error) if result.output.is_none() => {
                     format!("error: {}", cell(&json!(error.to_string())))
                 }
-                _ => join(&result.fields),
+                _ => join(result.fields()),
             };
             out.push_str(&format!(
                 "| {} | {} | {} | {} | {} |\n",
@@ -245,7 +250,7 @@ impl<O> Report<O> {
                 "index": result.index,
                 "inputs": result.example.inputs(),
                 "labels": result.example.labels(),
-                "outputs": result.fields,
+                "outputs": result.fields(),
                 "score": result.score.value,
                 "feedback": result.score.feedback,
                 "error": result.error.as_ref().map(ToString::to_string),
