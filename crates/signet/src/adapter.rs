@@ -332,7 +332,9 @@ pub(crate) fn format_messages(
     native: bool,
 ) -> Vec<Message> {
     let system = signature.rendered(render.name, render.system);
-    let mut messages = vec![Message::system(system.as_ref())];
+    // The system message, a user and an assistant message per demo, and the question.
+    let mut messages = Vec::with_capacity(2 + 2 * demos.len());
+    messages.push(Message::system(crate::lm::Content::prompt(system)));
     messages.extend(format_demos(render, signature, demos));
     let history = signature
         .inputs()
@@ -775,7 +777,7 @@ async fn attempt(
     }
     let completion = lm.complete(&request).await?;
     *usage += completion.usage;
-    let text = completion.text.clone().unwrap_or_default();
+    let text = completion.text.as_deref().unwrap_or_default();
     let parse_signature = match (&native, call.parse_as) {
         (Some(native), _) => &native.processed,
         (None, Some(parse_as)) => parse_as,
@@ -790,12 +792,12 @@ async fn attempt(
         _ if text.is_empty() => Err(ParseError::EmptyResponse {
             adapter: adapter.name(),
         }),
-        Some(native) => read_outputs(adapter, format_signature, parse_signature, &text, usage)
+        Some(native) => read_outputs(adapter, format_signature, parse_signature, text, usage)
             .await?
             .map(|outputs| native::merge(signature, outputs, native, &completion)),
         // Parsed in place without `read_outputs`' future: 118 instructions less a call (callgrind).
-        None if adapter.extraction().is_none() => adapter.parse(parse_signature, &text),
-        None => read_outputs(adapter, signature, parse_signature, &text, usage).await?,
+        None if adapter.extraction().is_none() => adapter.parse(parse_signature, text),
+        None => read_outputs(adapter, signature, parse_signature, text, usage).await?,
     };
     match parsed {
         Ok(outputs) => Ok(AdaptedReply {

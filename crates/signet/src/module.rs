@@ -94,6 +94,10 @@ struct Settings {
 /// Models registered by name, for predictors that name a model hint.
 type Models = BTreeMap<String, Arc<dyn Lm>>;
 
+/// The adapter of a call that names none: DSPy's default, [`ChatAdapter`] as `new` makes it.
+static DEFAULT_ADAPTER: std::sync::LazyLock<Arc<dyn Adapter>> =
+    std::sync::LazyLock::new(|| Arc::new(ChatAdapter::new()));
+
 static SETTINGS: RwLock<Settings> = RwLock::new(Settings {
     lm: None,
     adapter: None,
@@ -476,13 +480,14 @@ impl DynPredict {
         Ok(Resolved { lm, adapter })
     }
 
-    /// The adapter: this predictor's, else the call's, else the global one, else [`ChatAdapter`].
+    /// The adapter: this predictor's, else the call's, else the global one, else [`ChatAdapter`]
+    /// (one shared default, not one made per call).
     fn adapter_in(&self, call: &CallConfig, settings: &Settings) -> Arc<dyn Adapter> {
         self.adapter
             .clone()
             .or_else(|| call.adapter.clone())
             .or_else(|| settings.adapter.clone())
-            .unwrap_or_else(|| Arc::new(ChatAdapter::new()))
+            .unwrap_or_else(|| DEFAULT_ADAPTER.clone())
     }
 
     /// The adapter a call with no per-call settings uses (those of an enclosing

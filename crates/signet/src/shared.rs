@@ -57,6 +57,44 @@ pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "(no message)".to_owned())
 }
 
+/// A text rendered once and sent in many requests (a predictor's system prompt), with its JSON
+/// string (quoted and escaped) written the first time a request body needs it, not per request.
+pub(crate) struct SharedText {
+    text: Box<str>,
+    json: std::sync::OnceLock<Option<Box<serde_json::value::RawValue>>>,
+}
+
+impl SharedText {
+    pub(crate) fn new(text: String) -> std::sync::Arc<SharedText> {
+        std::sync::Arc::new(SharedText {
+            text: text.into_boxed_str(),
+            json: std::sync::OnceLock::new(),
+        })
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The text as a JSON string, escaped once (`None` only if serde_json refused it, which a
+    /// `str` never is: callers then escape it themselves).
+    pub(crate) fn json(&self) -> Option<&serde_json::value::RawValue> {
+        let json = self.json.get_or_init(|| {
+            let quoted = serde_json::to_string(&*self.text).ok()?;
+            serde_json::value::RawValue::from_string(quoted).ok()
+        });
+        json.as_deref()
+    }
+}
+
+impl std::ops::Deref for SharedText {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.text
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

@@ -96,7 +96,7 @@ pub struct DynSignature {
 pub(crate) struct RenderCache(std::sync::Arc<std::sync::Mutex<Renderings>>);
 
 /// `(renderer, text)` pairs.
-type Renderings = Vec<(&'static str, std::sync::Arc<str>)>;
+type Renderings = Vec<(&'static str, std::sync::Arc<crate::shared::SharedText>)>;
 
 impl PartialEq for RenderCache {
     fn eq(&self, _: &RenderCache) -> bool {
@@ -116,12 +116,12 @@ impl DynSignature {
         &self,
         key: &'static str,
         render: impl FnOnce(&DynSignature) -> String,
-    ) -> std::sync::Arc<str> {
+    ) -> std::sync::Arc<crate::shared::SharedText> {
         let mut cache = self.rendered.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, text)) = cache.iter().find(|(k, _)| *k == key) {
             return text.clone();
         }
-        let text: std::sync::Arc<str> = render(self).into();
+        let text = crate::shared::SharedText::new(render(self));
         cache.push((key, text.clone()));
         text
     }

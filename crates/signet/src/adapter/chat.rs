@@ -91,56 +91,54 @@ impl Adapter for ChatAdapter {
     }
 
     fn parse(&self, signature: &DynSignature, text: &str) -> Result<Fields, ParseError> {
-        // The reply's lines, borrowed, under the marker they follow.
-        let mut sections: Vec<(Option<String>, Vec<&str>)> = vec![(None, Vec::new())];
-        for line in splitlines(text) {
-            match header(strip(line)) {
-                Some((name, marker_len)) => {
-                    // DSPy slices the unstripped line at the end of the marker found in the
-                    // stripped line; leading whitespace therefore leaks marker characters into
-                    // the value. Kept as is for parity.
-                    let cut = (line.char_indices().nth(marker_len)).map_or(line.len(), |(i, _)| i);
-                    let rest = strip(&line[cut..]);
-                    let lines = if rest.is_empty() {
-                        Vec::new()
-                    } else {
-                        vec![rest]
-                    };
-                    sections.push((Some(name), lines));
-                }
-                None => {
-                    if let Some(last) = sections.last_mut() {
-                        last.1.push(line);
-                    }
-                }
+        // The reply's lines, borrowed; each section is a marker's name, the text after the
+        // marker on its line, and the lines up to the next marker (a range of `lines`).
+        let lines = splitlines(text);
+        let mut sections: Vec<Section<'_>> = Vec::with_capacity(signature.outputs().len() + 1);
+        for (index, line) in lines.iter().enumerate() {
+            let Some((name, marker_len)) = header(strip(line)) else {
+                continue;
+            };
+            if let Some(last) = sections.last_mut() {
+                last.lines.end = index;
             }
+            // DSPy slices the unstripped line at the end of the marker found in the stripped
+            // line; leading whitespace therefore leaks marker characters into the value. Kept
+            // as is for parity.
+            let cut = (line.char_indices().nth(marker_len)).map_or(line.len(), |(i, _)| i);
+            let rest = strip(&line[cut..]);
+            sections.push(Section {
+                name,
+                rest: (!rest.is_empty()).then_some(rest),
+                lines: index + 1..lines.len(),
+            });
         }
         let mut fields = Map::new();
-        for (name, lines) in sections {
-            let Some(name) = name else { continue };
-            if fields.contains_key(&name) {
+        for section in sections {
+            let name = section.name;
+            if fields.contains_key(name) {
                 continue;
             }
             let Some(field) = signature.outputs().iter().find(|f| f.name() == name) else {
                 continue;
             };
             let joined;
-            let raw = match lines.as_slice() {
-                [line] => strip(line),
-                lines => {
-                    joined = lines.join("\n");
+            let raw = match (section.rest, &lines[section.lines]) {
+                (Some(line), []) | (None, &[line]) => strip(line),
+                (rest, more) => {
+                    joined = join_lines(rest.into_iter().chain(more.iter().copied()));
                     strip(&joined)
                 }
             };
             let parsed =
                 value::parse_text(field, raw).map_err(|reason| ParseError::InvalidField {
                     adapter: self.name(),
-                    field: name.clone(),
+                    field: name.to_owned(),
                     value: raw.to_owned(),
                     expected: field.type_name().to_owned(),
                     reason,
                 })?;
-            fields.insert(name, parsed);
+            fields.insert(name.to_owned(), parsed);
         }
         super::check_complete(self.name(), signature, fields, text)
     }
@@ -164,8 +162,30 @@ impl Adapter for ChatAdapter {
     }
 }
 
+/// One marker's part of a reply (see [`ChatAdapter::parse`]).
+struct Section<'a> {
+    /// The field's name, as the marker gives it.
+    name: &'a str,
+    /// What follows the marker on its own line, when anything does.
+    rest: Option<&'a str>,
+    /// The lines after the marker's, up to the next marker (indices into the reply's lines).
+    lines: std::ops::Range<usize>,
+}
+
+/// `lines` joined with `\n` between them.
+fn join_lines<'a>(lines: impl Iterator<Item = &'a str>) -> String {
+    let mut text = String::new();
+    for (i, line) in lines.enumerate() {
+        if i > 0 {
+            text.push('\n');
+        }
+        text.push_str(line);
+    }
+    text
+}
+
 /// `[[ ## name ## ]]` at the start of `line`: the name and the marker's length in characters.
-fn header(line: &str) -> Option<(String, usize)> {
+fn header(line: &str) -> Option<(&str, usize)> {
     let rest = line.strip_prefix("[[ ## ")?;
     let name_len: usize = rest
         .chars()
@@ -177,7 +197,7 @@ fn header(line: &str) -> Option<(String, usize)> {
     }
     let (name, after) = rest.split_at(name_len);
     after.strip_prefix(" ## ]]")?;
-    Some((name.to_owned(), 6 + name.chars().count() + 6))
+    Some((name, 6 + name.chars().count() + 6))
 }
 
 /// The value of a `str` field rendered for parsing tests.

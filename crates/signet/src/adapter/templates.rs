@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use crate::python::{json_dumps, py_str};
+use crate::shared::SharedText;
 use crate::signature::{DynSignature, Field, FieldKind};
 
 mod program;
@@ -410,7 +411,8 @@ pub(crate) const CHAT_FORMAT: super::Format = super::Format {
             prefix,
             // The same for every call of a signature: rendered once.
             main.then(|| signature.rendered("chat_requirements", chat_output_requirements))
-                .as_deref(),
+                .as_deref()
+                .map(SharedText::as_str),
         )
     },
     assistant: chat_assistant_message,
@@ -515,7 +517,8 @@ pub(crate) const JSON_FORMAT: super::Format = super::Format {
             values,
             prefix,
             main.then(|| signature.rendered("json_requirements", json_output_requirements))
-                .as_deref(),
+                .as_deref()
+                .map(SharedText::as_str),
         )
     },
     assistant: json_assistant_message,

@@ -2,12 +2,14 @@
 
 use std::fmt;
 use std::ops::Deref;
+use std::sync::Arc;
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::media::ContentPart;
+use crate::shared::SharedText;
 
 /// What a [`Message`](super::Message) says: text, or content parts (text, images, audio) in the
 /// order the model reads them. It dereferences to its text — the text parts joined, without the
@@ -35,31 +37,104 @@ use crate::media::ContentPart;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Content {
     /// The text parts, joined.
-    text: String,
+    text: Text,
     /// Every part, when there is an image or audio among them; empty for text alone.
     parts: Vec<ContentPart>,
 }
 
+/// A content's text: its own, or one shared with other messages (a system prompt rendered once
+/// for every call, `From<Arc<str>>`), copied only if it is changed. Compares, hashes and prints as
+/// the text.
+#[derive(Clone)]
+enum Text {
+    Owned(String),
+    Shared(Arc<str>),
+    /// A prompt rendered once, with its JSON string kept (see [`Content::raw_json`]).
+    Prompt(Arc<SharedText>),
+}
+
+impl Text {
+    fn as_str(&self) -> &str {
+        match self {
+            Text::Owned(text) => text,
+            Text::Shared(text) => text,
+            Text::Prompt(text) => text.as_str(),
+        }
+    }
+
+    fn push_str(&mut self, more: &str) {
+        match self {
+            Text::Owned(text) => text.push_str(more),
+            Text::Shared(_) | Text::Prompt(_) => {
+                *self = Text::Owned([self.as_str(), more].concat())
+            }
+        }
+    }
+}
+
+impl Default for Text {
+    fn default() -> Text {
+        Text::Owned(String::new())
+    }
+}
+
+impl PartialEq for Text {
+    fn eq(&self, other: &Text) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Text {}
+
+impl std::hash::Hash for Text {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
 impl Content {
+    /// A text rendered once for many requests (a predictor's system prompt): shared, and
+    /// escaped as JSON once ([`raw_json`](Self::raw_json)).
+    pub(crate) fn prompt(text: Arc<SharedText>) -> Content {
+        Content {
+            text: Text::Prompt(text),
+            parts: Vec::new(),
+        }
+    }
+
+    /// The text as a JSON string written beforehand, when it is a prompt rendered once.
+    pub(crate) fn raw_json(&self) -> Option<&serde_json::value::RawValue> {
+        match &self.text {
+            Text::Prompt(text) if self.parts.is_empty() => text.json(),
+            _ => None,
+        }
+    }
+
     /// Content made of `parts`. Parts that are all text make plain text.
     pub fn from_parts(parts: Vec<ContentPart>) -> Content {
         let text: String = parts.iter().filter_map(ContentPart::as_text).collect();
         let media = parts.iter().any(|p| p.as_text().is_none());
         Content {
-            text,
+            text: Text::Owned(text),
             parts: if media { parts } else { Vec::new() },
         }
     }
 
     /// The text: the text parts joined, without the media.
     pub fn as_str(&self) -> &str {
-        &self.text
+        self.text.as_str()
     }
 
     /// Every part in order (one text part for plain text).
     pub fn parts(&self) -> std::borrow::Cow<'_, [ContentPart]> {
         if self.parts.is_empty() {
-            std::borrow::Cow::Owned(vec![ContentPart::Text(self.text.clone())])
+            std::borrow::Cow::Owned(vec![ContentPart::Text(self.as_str().to_owned())])
         } else {
             std::borrow::Cow::Borrowed(&self.parts)
         }
@@ -90,13 +165,13 @@ impl Content {
     /// Roughly how many bytes the content puts on the wire (the text, and each medium's URL or
     /// data).
     pub fn wire_len(&self) -> usize {
-        self.text.len() + self.media().map(ContentPart::wire_len).sum::<usize>()
+        self.as_str().len() + self.media().map(ContentPart::wire_len).sum::<usize>()
     }
 
     /// The content in OpenAI's shape: a string, or a list of parts.
     pub fn to_value(&self) -> Value {
         if self.parts.is_empty() {
-            Value::String(self.text.clone())
+            Value::String(self.as_str().to_owned())
         } else {
             Value::Array(self.parts.iter().map(ContentPart::to_value).collect())
         }
@@ -107,26 +182,46 @@ impl Deref for Content {
     type Target = str;
 
     fn deref(&self) -> &str {
-        &self.text
+        self.as_str()
     }
 }
 
 impl AsRef<str> for Content {
     fn as_ref(&self) -> &str {
-        &self.text
+        self.as_str()
     }
 }
 
 impl fmt::Display for Content {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
+        f.write_str(self.as_str())
     }
 }
 
 impl From<String> for Content {
     fn from(text: String) -> Content {
         Content {
-            text,
+            text: Text::Owned(text),
+            parts: Vec::new(),
+        }
+    }
+}
+
+/// Text shared with other contents, not copied: every request of a predictor can carry its
+/// system prompt, rendered once.
+///
+/// ```
+/// use std::sync::Arc;
+/// use signet::lm::Content;
+/// let prompt: Arc<str> = Arc::from("You are a careful assistant.");
+/// let content = Content::from(prompt.clone());
+/// assert_eq!(content, "You are a careful assistant.");
+/// assert_eq!(Arc::strong_count(&prompt), 2);
+/// ```
+impl From<Arc<str>> for Content {
+    fn from(text: Arc<str>) -> Content {
+        Content {
+            text: Text::Shared(text),
             parts: Vec::new(),
         }
     }
@@ -152,7 +247,7 @@ impl From<Vec<ContentPart>> for Content {
 
 impl PartialEq<str> for Content {
     fn eq(&self, other: &str) -> bool {
-        self.parts.is_empty() && self.text == other
+        self.parts.is_empty() && self.as_str() == other
     }
 }
 
@@ -171,7 +266,7 @@ impl PartialEq<String> for Content {
 impl Serialize for Content {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         if self.parts.is_empty() {
-            serializer.serialize_str(&self.text)
+            serializer.serialize_str(self.as_str())
         } else {
             self.parts.serialize(serializer)
         }
@@ -234,5 +329,12 @@ mod tests {
         let mut plain = Content::from("a");
         plain.push_str("b");
         assert_eq!(plain, "ab");
+        // Shared text is copied when changed; the other holders keep theirs.
+        let shared: Arc<str> = Arc::from("sys");
+        let mut system = Content::from(shared.clone());
+        assert_eq!(system, Content::from("sys"));
+        system.push_str(" more");
+        assert_eq!(system, "sys more");
+        assert_eq!(&*shared, "sys");
     }
 }

@@ -360,8 +360,8 @@ pub(crate) fn to_fields<T: Serialize>(value: &T) -> Result<Fields, Error> {
 }
 
 pub(crate) fn from_fields<T: serde::de::DeserializeOwned>(outputs: &Fields) -> Result<T, Error> {
-    serde_json::from_value(Value::Object(outputs.clone()))
-        .map_err(|e| Error::OutputType { source: e.into() })
+    // Read in place: no copy of the map first (a string field is copied once, into `T`).
+    T::deserialize(outputs).map_err(|e| Error::OutputType { source: e.into() })
 }
 
 fn examples_of<S: Signature>(demos: impl IntoIterator<Item = S>) -> Result<Vec<Fields>, Error> {

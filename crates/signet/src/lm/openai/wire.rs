@@ -420,7 +420,10 @@ impl Serialize for WireMessage<'_> {
         };
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("role", role)?;
-        if !message.content.has_media() {
+        if let Some(json) = message.content.raw_json() {
+            // A prompt rendered once, escaped once.
+            map.serialize_entry("content", json)?;
+        } else if !message.content.has_media() {
             map.serialize_entry("content", message.content.as_str())?;
         } else {
             map.serialize_entry("content", &message.content.to_value())?;
@@ -506,6 +509,23 @@ mod tests {
             body(&request, true),
             r#"{"model":"m","messages":[{"role":"system","content":"s\n\"q\""},{"role":"user","content":"u"}],"temperature":0.1,"max_tokens":5,"stream":false,"stream_options":{"include_usage":true},"top_k":40}"#
         );
+    }
+
+    #[test]
+    fn a_prompt_escaped_once_is_sent_as_the_same_bytes() {
+        let text = "Rules:\n\t\"quoted\" \\ back\u{1}slash, caf\u{e9}, \u{2028} and \u{1F600}";
+        let plain = LmRequest::new(vec![Message::system(text), Message::user("u")]);
+        let shared = crate::shared::SharedText::new(text.to_owned());
+        let prompt = LmRequest::new(vec![
+            Message::system(crate::lm::Content::prompt(shared.clone())),
+            Message::user("u"),
+        ]);
+        assert!(prompt.messages[0].content.raw_json().is_some());
+        assert_eq!(body(&prompt, false), body(&plain, false));
+        // Twice: the second body reuses the escaped text.
+        assert_eq!(body(&prompt, true), body(&plain, true));
+        let as_value = |request: &LmRequest| serde_json::to_value(wire(request, false)).unwrap();
+        assert_eq!(as_value(&prompt), as_value(&plain));
     }
 
     #[test]

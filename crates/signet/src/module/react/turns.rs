@@ -47,6 +47,9 @@ impl TurnProtocol for ReActTurns<'_> {
         steps: Vec<Step>,
         interrupts: &mut Interrupts,
     ) -> TurnEnd {
+        // A turn adds a step or a few: grown to fit, not to a capacity of four steps (a waiting
+        // run holds its trajectory).
+        run.trajectory.steps.reserve_exact(steps.len());
         run.trajectory.steps.extend(steps);
         finish_turn(self.agent, &mut run.trajectory, turn, interrupts)
     }
