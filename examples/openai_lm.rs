@@ -1,5 +1,6 @@
 //! Talk to a real OpenAI-compatible endpoint with `OpenAiLm`: one completion, one streamed reply,
-//! then the call history printed like `dspy.inspect_history`.
+//! four questions at once with at most two requests in flight (`max_concurrent_requests`), then
+//! the call history printed like `dspy.inspect_history`.
 //!
 //! Configure it with environment variables:
 //! * `OPENAI_BASE_URL`: the endpoint, e.g. `http://127.0.0.1:8080/v1` for a local llama.cpp server
@@ -35,10 +36,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     };
 
-    // The builder reads OPENAI_BASE_URL and OPENAI_API_KEY itself.
+    // The builder reads OPENAI_BASE_URL and OPENAI_API_KEY itself. At most two requests go out
+    // at once; the others wait their turn before their request is written (and untimed).
     let lm = OpenAiLm::builder(model)
         .timeout(Duration::from_secs(120))
         .memory_cache()
+        .max_concurrent_requests(2)
         .build()?;
     println!("Using {lm:?}\n");
 
@@ -77,6 +80,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             _ => {}
         }
     }
+
+    // Four questions at once: two are sent, two wait for a turn.
+    let questions = ["Spain", "Italy", "Japan", "Peru"].map(|country| LmRequest {
+        messages: vec![Message::user(format!(
+            "The capital of {country}, in one word?"
+        ))],
+        ..request.clone()
+    });
+    let replies = futures::future::join_all(questions.iter().map(|q| lm.complete(q))).await;
+    for (question, reply) in questions.iter().zip(replies) {
+        let text = reply?.text.unwrap_or_default();
+        println!("{} -> {}", question.messages[0].content, text.trim());
+    }
+    println!();
 
     lm.inspect_history(2);
     Ok(())

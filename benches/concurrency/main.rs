@@ -14,7 +14,8 @@
 //! `--http2`: the clients speak HTTP/2 (h2c with prior knowledge), so one connection per client
 //! carries every call in flight; `--h2-streams K` caps the streams a server connection carries at
 //! once (default: no cap; hosted APIs use 100 to 256), and `--h2-connections K` spreads each
-//! client's calls over K connections.
+//! client's calls over K connections. `--max-requests K` sets the clients'
+//! `max_concurrent_requests(K)`: calls past K wait before their request is written.
 //!
 //! Other options: `--history CAP` (the clients' call history, default 1000 calls), `--dspy-n LIST`,
 //! `--dspy-engine auto|lm15|litellm`, `--json PATH` (every figure), `--base-url URL[,URL..]` (an
@@ -69,6 +70,8 @@ struct Options {
     http2: bool,
     h2_streams: Option<u32>,
     h2_connections: usize,
+    /// The clients' `max_concurrent_requests` (none: no limit).
+    max_requests: Option<usize>,
 }
 
 fn main() {
@@ -85,6 +88,7 @@ fn main() {
         http2: false,
         h2_streams: None,
         h2_connections: 1,
+        max_requests: None,
     };
     let mut serve = None;
     let mut until_stdin_closes = false;
@@ -128,6 +132,7 @@ fn main() {
             "--http2" => options.http2 = true,
             "--h2-connections" => options.h2_connections = list(args.next())[0],
             "--h2-streams" => options.h2_streams = Some(list(args.next())[0] as u32),
+            "--max-requests" => options.max_requests = Some(list(args.next())[0]),
             // Added by `cargo bench`; `cargo test --benches` runs the binary without it.
             "--bench" => timed = true,
             other => {
@@ -148,7 +153,7 @@ fn main() {
     if let Some(n) = client {
         let base_url = options.base_url.expect("--client needs --base-url");
         let http2 = options.http2.then_some(options.h2_connections);
-        let result = run_client(n, &base_url, options.history, http2);
+        let result = run_client(n, &base_url, options.history, http2, options.max_requests);
         println!("{result}");
         return;
     }
@@ -219,6 +224,9 @@ fn bench(options: Options) {
         if let Some(history) = options.history {
             client.args(["--history", &history.to_string()]);
         }
+        if let Some(limit) = options.max_requests {
+            client.args(["--max-requests", &limit.to_string()]);
+        }
         if options.http2 {
             client.args([
                 "--http2",
@@ -263,6 +271,10 @@ fn bench(options: Options) {
         (true, Some(streams)) => {
             format!("HTTP/2 (h2c, {connections} a client, at most {streams} streams a connection)")
         }
+    };
+    let http = match options.max_requests {
+        Some(limit) => format!("{http}, at most {limit} requests at once a client"),
+        None => http,
     };
     if clients == 1 {
         println!("Signet (one tokio runtime, OpenAiLm over {http}, no retries):");
@@ -474,8 +486,15 @@ fn run_child(command: &mut Command) -> Value {
 
 /// `--client N`: N concurrent ReAct runs against `base_urls` (comma-separated; with several, one
 /// client and agent per URL, runs spread round-robin); prints one JSON line.
-/// `http2`: HTTP/2 over this many connections a client; `None`: HTTP/1.1.
-fn run_client(n: usize, base_urls: &str, history: Option<usize>, http2: Option<usize>) -> Value {
+/// `http2`: HTTP/2 over this many connections a client; `None`: HTTP/1.1. `max_requests`: the
+/// clients' `max_concurrent_requests`.
+fn run_client(
+    n: usize,
+    base_urls: &str,
+    history: Option<usize>,
+    http2: Option<usize>,
+    max_requests: Option<usize>,
+) -> Value {
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     runtime.block_on(async {
         let mut agents = Vec::new();
@@ -489,6 +508,9 @@ fn run_client(n: usize, base_urls: &str, history: Option<usize>, http2: Option<u
                 .timeout(Duration::from_secs(300));
             if let Some(capacity) = history {
                 lm = lm.history(Arc::new(CallHistory::with_capacity(capacity)));
+            }
+            if let Some(limit) = max_requests {
+                lm = lm.max_concurrent_requests(limit);
             }
             let lm = lm.build().expect("an OpenAI client");
             let agent = Arc::new(react(Arc::new(lm)));

@@ -132,6 +132,8 @@ pub(crate) struct Endpoint {
     stream_deadline: Duration,
     /// HTTP/2 with prior knowledge on an `http` URL ([`OpenAiLmBuilder::http2`]).
     h2c: bool,
+    /// [`OpenAiLmBuilder::max_concurrent_requests`]: the limit and its turns (none: no limit).
+    turns: Option<(usize, Arc<tokio::sync::Semaphore>)>,
 }
 
 impl fmt::Debug for OpenAiLm {
@@ -149,6 +151,10 @@ impl fmt::Debug for OpenAiLm {
             .field("history_len", &self.history.len())
             .field("stream_usage", &endpoint.stream_usage)
             .field("max_completion_tokens", &endpoint.max_completion_tokens)
+            .field(
+                "max_concurrent_requests",
+                &endpoint.turns.as_ref().map(|(limit, _)| limit),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -286,7 +292,16 @@ impl Endpoint {
         }
     }
 
-    /// One attempt, without cache, retries or history, in its `chat` span.
+    /// A turn to send a request ([`OpenAiLmBuilder::max_concurrent_requests`]), held until the
+    /// permit is dropped; `None` at once when there is no limit.
+    async fn turn(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        // `acquire_owned` fails only on a closed semaphore, which this one never is.
+        let (_, turns) = self.turns.as_ref()?;
+        turns.clone().acquire_owned().await.ok()
+    }
+
+    /// One attempt, without cache, retries or history, in its `chat` span (once the attempt has
+    /// its turn, which `Lm::complete` takes first).
     async fn complete_once(&self, request: &LmRequest) -> Result<Completion, LmError> {
         let span = self.chat_span(request, false);
         let result = self
@@ -347,10 +362,12 @@ impl Endpoint {
         request: &'a LmRequest,
         span: tracing::Span,
     ) -> BoxStream<'a, Result<StreamEvent, LmError>> {
-        let deadline = tokio::time::Instant::now() + self.stream_deadline;
         let cut = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let flag = cut.clone();
         let open = async move {
+            // The deadline and the timeout run from the turn, not from the wait for it.
+            let turn = self.turn().await;
+            let deadline = tokio::time::Instant::now() + self.stream_deadline;
             let body = self.wire_body(request, true);
             let chat = self.client.chat();
             let wait = self
@@ -360,13 +377,15 @@ impl Endpoint {
             match tokio::time::timeout(wait, opening).await {
                 Err(_) if tokio::time::Instant::now() >= deadline => Err(self.past_deadline()),
                 Err(_) => Err(self.timed_out()),
-                Ok(opened) => opened.map_err(|e| self.map_error(e)),
+                Ok(opened) => opened
+                    .map(|chunks| (chunks, deadline, turn))
+                    .map_err(|e| self.map_error(e)),
             }
         };
         stream::once(open)
             .flat_map(move |opened| match opened {
                 Err(error) => stream::iter([Err(error)]).boxed(),
-                Ok(chunks) => {
+                Ok((chunks, deadline, turn)) => {
                     let state = StreamState {
                         lm: self,
                         chunks,
@@ -378,6 +397,7 @@ impl Endpoint {
                         cut: cut.clone(),
                         span: span.clone(),
                         saw_response_id: false,
+                        _turn: turn,
                     };
                     stream::unfold(state, StreamState::next_event).boxed()
                 }
@@ -592,7 +612,16 @@ impl Lm for Endpoint {
         &'a self,
         request: &'a LmRequest,
     ) -> BoxFuture<'a, Result<Completion, LmError>> {
-        self.complete_once(request).boxed()
+        if self.turns.is_none() {
+            return self.complete_once(request).boxed();
+        }
+        // The attempt's own (larger) future is made once the call has its turn: a call waiting
+        // for one holds only this.
+        async move {
+            let _turn = self.turn().await;
+            Box::pin(self.complete_once(request)).await
+        }
+        .boxed()
     }
 
     fn stream<'a>(&'a self, request: &'a LmRequest) -> BoxStream<'a, Result<StreamEvent, LmError>> {

@@ -19,6 +19,8 @@ pub(super) struct StreamState<'a> {
     /// token details from the usage chunk.
     pub(super) span: tracing::Span,
     pub(super) saw_response_id: bool,
+    /// The stream's turn ([`OpenAiLmBuilder::max_concurrent_requests`]), held while it is open.
+    pub(super) _turn: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl<'a> StreamState<'a> {
