@@ -302,9 +302,10 @@ impl OpenAiLmBuilder {
         /// [`stream_deadline`](Self::stream_deadline). Without a limit, calls past what the
         /// server serves at once wait inside the HTTP client with their request written: at
         /// 10,000 concurrent ReAct runs over HTTP/2, a limit of 2,048 took the client's memory
-        /// from 33 to 23 KiB a run and its CPU from 64 to 56 µs a call, in the same wall time
-        /// (see `docs/performance.md`). Over HTTP/1.1 it also caps the connections opened. Each
-        /// retry waits its turn again (no turn is held while backing off); cache hits take none.
+        /// from 30.4 to 19.3 KiB a run, in about the same wall time (see `docs/performance.md`).
+        /// Over HTTP/1.1 it also caps the connections opened (there it halved the wall time).
+        /// Each retry waits its turn again (no turn is held while backing off); cache hits take
+        /// none.
         fn max_concurrent_requests(n: usize) { max_concurrent_requests = Some(n.max(1)) }
     }
 
