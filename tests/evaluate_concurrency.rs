@@ -123,3 +123,16 @@ async fn the_report_shows_the_tokens_generated_per_second() {
         "{report}"
     );
 }
+
+#[test]
+fn an_evaluation_can_run_on_any_thread() {
+    // Its future is `Send` (a worker pool of the caller's can poll it), like a module call's.
+    fn send<T: Send>(_: &T) {}
+    let devset = examples(2);
+    let program = Predict::<Ask>::new().with_lm(Slow::new(Capabilities::default()));
+    let evaluate = Evaluate::new(&devset, exact_match("answer"));
+    let run = evaluate.run(&program);
+    send(&run);
+    let until = evaluate.run_until(&program, std::future::pending::<()>());
+    send(&until);
+}
