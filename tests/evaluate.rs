@@ -164,16 +164,20 @@ async fn a_panicking_program_fails_one_example() {
         inner: Predict::new().with_lm(RuleLm::new(answers(|_| true))),
     };
     let devset = sums(3);
-    let report = Evaluate::new(&devset, exact_match("answer"))
-        .with_progress(Progress::Off)
-        .run(&program)
-        .await
-        .unwrap();
-    assert_eq!(report.passed(), 2);
-    assert!(matches!(
-        report.results[1].error,
-        Some(ExampleError::Panicked { ref message }) if message.contains("cannot handle 1 + 1?")
-    ));
+    // At once, and one at a time (the example after the panic runs in the box it left).
+    for concurrency in [8, 1] {
+        let report = Evaluate::new(&devset, exact_match("answer"))
+            .with_progress(Progress::Off)
+            .with_concurrency(concurrency)
+            .run(&program)
+            .await
+            .unwrap();
+        assert_eq!(report.passed(), 2);
+        assert!(matches!(
+            report.results[1].error,
+            Some(ExampleError::Panicked { ref message }) if message.contains("cannot handle 1 + 1?")
+        ));
+    }
 }
 
 #[tokio::test]

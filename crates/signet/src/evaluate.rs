@@ -49,6 +49,7 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use futures::future::{self, Either};
+use tokio_util::sync::ReusableBoxFuture;
 
 use crate::data::Example;
 use crate::lm::Usage;
@@ -342,11 +343,12 @@ impl<'d, M> Evaluate<'d, M> {
                 _ => ControlFlow::Continue(()),
             }
         };
+        let slots = Mutex::new(Vec::new());
         let (flow, cancelled) = {
             let runs = pool::run_pooled(
                 concurrency,
                 next,
-                |(index, example)| self.run_one_spanned(program, index, example),
+                |(index, example)| self.run_one_spanned(program, index, example, &slots),
                 finished,
             );
             match future::select(pin!(cancel), pin!(runs)).await {
@@ -400,11 +402,12 @@ impl<'d, M> Evaluate<'d, M> {
 
     /// One example in its `evaluate_example` span: its score and feedback, or its error; with
     /// content capture, its inputs and the program's outputs.
-    async fn run_one_spanned<P>(
+    async fn run_one_spanned<'p, P>(
         &self,
-        program: &P,
+        program: &'p P,
         index: usize,
         example: &Example,
+        slots: &Slots<'p, P>,
     ) -> ExampleResult<P::Output>
     where
         P: Module,
@@ -417,7 +420,7 @@ impl<'d, M> Evaluate<'d, M> {
             serde_json::to_string(&example.inputs()).unwrap_or_default()
         });
         let result = self
-            .run_one(program, index, example)
+            .run_one(program, index, example, slots)
             .instrument(span.clone())
             .await;
         if !span.is_disabled() {
@@ -435,11 +438,12 @@ impl<'d, M> Evaluate<'d, M> {
         result
     }
 
-    async fn run_one<P>(
+    async fn run_one<'p, P>(
         &self,
-        program: &P,
+        program: &'p P,
         index: usize,
         example: &Example,
+        slots: &Slots<'p, P>,
     ) -> ExampleResult<P::Output>
     where
         P: Module,
@@ -463,14 +467,24 @@ impl<'d, M> Evaluate<'d, M> {
             Ok(input) => input,
             Err(error) => return failed(error, Usage::default(), Trace::new(), started.elapsed()),
         };
-        // Boxed where it is made: the program's future is large, and every layer around it
-        // (panic guard, usage recording, spans, the example queue) would move it whole.
-        let run = catch_panic(Box::pin(crate::module::traced(program, input)));
+        // Boxed where it is made (the program's future is large, and every layer around it
+        // would move it whole), in a box an earlier example of this evaluation left.
+        let program_run = crate::module::traced(program, input);
+        let reused = slots.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let mut slot = match reused {
+            Some(mut slot) => {
+                slot.set(program_run);
+                slot
+            }
+            None => ReusableBoxFuture::new(program_run),
+        };
+        let run = catch_panic(&mut slot);
         let (outcome, record) = if self.keep_traces {
             crate::trace::recorded(run).await
         } else {
             crate::trace::usage_of(run).await
         };
+        slots.lock().unwrap_or_else(|e| e.into_inner()).push(slot);
         let elapsed = started.elapsed();
         let trace = if self.keep_traces {
             record.trace
@@ -535,6 +549,12 @@ impl<'d, M> Evaluate<'d, M> {
         }
     }
 }
+
+/// Boxes for the program's futures, handed from an example that ended to the next one: a
+/// program's future is a few KB, and a fresh allocation of that size per example cost more than
+/// the rest of the evaluation's own work (glibc serves it outside its per-thread caches).
+type Slots<'p, P> =
+    Mutex<Vec<ReusableBoxFuture<'p, Result<<P as Module>::Output, <P as Module>::Error>>>>;
 
 /// An evaluation's examples not yet started, and what the ended ones found and spent.
 struct Tally<'d, O> {
