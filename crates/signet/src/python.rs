@@ -188,8 +188,9 @@ fn write_json_string(s: &str, out: &mut String) {
 /// `C2 85`, U+2028 `E2 80 A8`, U+2029 `E2 80 A9`) that no other character's bytes contain.
 pub(crate) fn splitlines(text: &str) -> Vec<&str> {
     let bytes = text.as_bytes();
-    // Sized for the `\n` boundaries (nearly always all of them): one allocation.
-    let mut lines = Vec::with_capacity(bytes.iter().filter(|&&b| b == b'\n').count() + 1);
+    // Room for a short reply's lines (markers, values, blank lines) in one allocation; counting
+    // the boundaries first cost more than growing.
+    let mut lines = Vec::with_capacity(8);
     let mut start = 0;
     let mut i = 0;
     while i < bytes.len() {
