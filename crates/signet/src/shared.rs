@@ -87,14 +87,6 @@ impl SharedText {
     }
 }
 
-impl std::ops::Deref for SharedText {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        &self.text
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

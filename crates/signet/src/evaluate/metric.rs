@@ -269,25 +269,15 @@ fn is_printable_ascii(text: &str) -> bool {
         .all(|b| matches!(b, b' '..=b'~' | b'\t' | b'\n' | b'\r' | b'\x0c'))
 }
 
-/// [`normalize_text`] in one pass for printable ASCII (its own NFD form; after punctuation is
+/// [`normalize_text`] for printable ASCII, word by word (its own NFD form; after punctuation is
 /// removed every whitespace-separated token is one word).
 fn normalize_printable_ascii(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for token in text.split_ascii_whitespace() {
-        let start = out.len();
-        if start > 0 {
+    for word in ascii_words(text) {
+        if !out.is_empty() {
             out.push(' ');
         }
-        let word = out.len();
-        out.extend(
-            token
-                .bytes()
-                .filter(|b| !b.is_ascii_punctuation())
-                .map(|b| char::from(b.to_ascii_lowercase())),
-        );
-        if matches!(&out[word..], "" | "a" | "an" | "the") {
-            out.truncate(start);
-        }
+        out.extend(word.bytes().map(char::from));
     }
     out
 }
@@ -304,14 +294,18 @@ fn same_normalized(a: &str, b: &str) -> bool {
     }
 }
 
-/// The words of [`normalize_printable_ascii`]'s result, each as its bytes (`None` when `text` is
-/// not printable ASCII).
+/// The words of [`normalize_printable_ascii`]'s result (`None` when `text` is not printable
+/// ASCII).
 fn printable_ascii_words(text: &str) -> Option<impl Iterator<Item = AsciiWord<'_>>> {
-    is_printable_ascii(text).then(|| {
-        text.split_ascii_whitespace()
-            .map(AsciiWord)
-            .filter(|word| !word.is_dropped())
-    })
+    is_printable_ascii(text).then(|| ascii_words(text))
+}
+
+/// The normalised words of printable ASCII text: its whitespace-separated tokens, less those that
+/// normalisation removes (empty once punctuation is gone, or an article).
+fn ascii_words(text: &str) -> impl Iterator<Item = AsciiWord<'_>> {
+    (text.split_ascii_whitespace())
+        .map(AsciiWord)
+        .filter(|word| !word.is_dropped())
 }
 
 /// One whitespace-separated token of printable ASCII, compared as its normalized word (lower
@@ -414,7 +408,7 @@ mod tests {
         );
         assert_eq!(normalize_text("An apple a day"), "apple day");
         assert_eq!(normalize_text("theater"), "theater");
-        // The one-pass ASCII path and the general one agree.
+        // The ASCII path and the general one agree.
         for text in [
             "The,  Eiffel\tTower!",
             "a - an -- the",
