@@ -32,6 +32,15 @@ pub fn agent(
         .with_options(LmOptions::new().temperature(0.0).max_tokens(400))
 }
 
+/// Whether the agent checks its answer before it is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checks {
+    /// The answer is checked.
+    On,
+    /// It is not (to measure what the checks do).
+    Off,
+}
+
 /// The model, and the local server behind it (stop it at the end).
 pub struct Model {
     pub lm: Arc<dyn Lm>,
@@ -75,12 +84,27 @@ impl Model {
         &self,
         notes: &Arc<Notes>,
     ) -> Result<ReAct<Travel>, Box<dyn std::error::Error>> {
-        let mut agent = agent(
+        self.travel_agent_with(notes, Checks::On)
+    }
+
+    /// The travel agent before it is compiled (no demos), with or without its checks.
+    pub fn zero_shot_agent(&self, notes: &Arc<Notes>, checks: Checks) -> ReAct<Travel> {
+        let _ = checks;
+        agent(
             self.lm.clone(),
             self.adapter.clone(),
             self.local.is_some(),
             notes,
-        );
+        )
+    }
+
+    /// [`travel_agent`](Self::travel_agent), with or without its checks.
+    pub fn travel_agent_with(
+        &self,
+        notes: &Arc<Notes>,
+        checks: Checks,
+    ) -> Result<ReAct<Travel>, Box<dyn std::error::Error>> {
+        let mut agent = self.zero_shot_agent(notes, checks);
         agent.load_json(COMPILED)?;
         let demos = agent.named_predictors()[0].1.demos().len();
         eprintln!("agent: compiled, {demos} demos (examples/travel_agent.json)");

@@ -33,6 +33,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
 mod attempts;
+pub mod check;
 mod call_config;
 mod demo_selection;
 mod hint_adapter;

@@ -1,0 +1,1 @@
+//! Figures (numbers with their units) read from text.

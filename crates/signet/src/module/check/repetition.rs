@@ -1,0 +1,1 @@
+//! Replies that loop: a phrase repeated over and over.
