@@ -221,5 +221,64 @@ fn tracing_on_off(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, adapters, tools, modules, tracing_on_off);
+/// What output checks cost when nothing fails: one Predict call and one ReAct run with no check,
+/// with a typed check (a closure over the typed output), and with the built-in checks that watch
+/// the answer as it streams (`Grounded` and `NoRepetition`, so the answer is streamed through the
+/// watch and its figures read).
+fn checks_on_off(c: &mut Criterion) {
+    use signet::module::check::{Grounded, NoRepetition};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let not_empty = |_: &workloads::QAInput, out: &workloads::QAOutput| {
+        if out.answer.trim().is_empty() {
+            Err("the answer is empty".to_owned())
+        } else {
+            Ok(())
+        }
+    };
+    let predictors = [
+        ("no check", predict(CyclingLm::new(&[PREDICT_REPLY]))),
+        (
+            "a typed check",
+            predict(CyclingLm::new(&[PREDICT_REPLY])).with_check("not empty", not_empty),
+        ),
+        (
+            "grounded + no repetition",
+            predict(CyclingLm::new(&[PREDICT_REPLY]))
+                .with_output_check(Grounded::new())
+                .with_output_check(NoRepetition::new()),
+        ),
+    ];
+    for (label, predictor) in &predictors {
+        let output = runtime.block_on(predictor.call(predict_input())).unwrap();
+        assert_eq!(output.answer, PREDICT_ANSWER);
+        c.bench_function(&format!("predict/one call ({label})"), |b| {
+            b.to_async(&runtime)
+                .iter(|| predictor.call(predict_input()))
+        });
+    }
+    let replies = react_replies();
+    let agents = [
+        ("no check", react(CyclingLm::new(&replies))),
+        (
+            "a typed check",
+            react(CyclingLm::new(&replies)).with_check("not empty", move |i, o, _| not_empty(i, o)),
+        ),
+        (
+            "grounded + no repetition",
+            react(CyclingLm::new(&replies))
+                .with_output_check(Grounded::new())
+                .with_output_check(NoRepetition::new()),
+        ),
+    ];
+    for (label, agent) in &agents {
+        let output = runtime.block_on(agent.call(react_input())).unwrap();
+        assert_eq!(output.output.answer, REACT_ANSWER);
+        assert_eq!(output.usage.reasks, 0);
+        c.bench_function(&format!("react/2 tool steps + extract ({label})"), |b| {
+            b.to_async(&runtime).iter(|| agent.call(react_input()))
+        });
+    }
+}
+
+criterion_group!(benches, adapters, tools, modules, tracing_on_off, checks_on_off);
 criterion_main!(benches);

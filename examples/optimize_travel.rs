@@ -73,6 +73,7 @@ use travel::{Notes, Travel, TravelOutput};
 mod travel_model;
 
 #[path = "shared/travel_metric.rs"]
+#[allow(dead_code)]
 mod travel_metric;
 use travel_metric::{Case, Kind, right_answer, right_calls};
 

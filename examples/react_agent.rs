@@ -64,6 +64,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 truncated => println!("  result:  {} ({elapsed_ms} ms)", truncated.as_text()),
             },
             ReActEvent::StoppedEarly { reason } => println!("stopped early: {reason}"),
+            ReActEvent::CheckFailed {
+                check,
+                message,
+                stopped_early,
+                reask,
+                ..
+            } => println!(
+                "  refused ({check}{}): {message}{}",
+                if stopped_early { ", stopped while it was written" } else { "" },
+                if reask { " -> asking again" } else { "" }
+            ),
+            ReActEvent::CheckFallback { attempts } => println!(
+                "every answer was refused ({attempts}); answering with what the tools returned"
+            ),
             ReActEvent::Extracting => println!("extracting the answer from the trajectory"),
             ReActEvent::Done {
                 output,

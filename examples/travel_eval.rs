@@ -25,9 +25,11 @@ use signet::module::ReActOutput;
 mod travel;
 use travel::{Notes, TravelOutput};
 #[path = "shared/travel_model.rs"]
+#[allow(dead_code)]
 mod travel_model;
 use travel_model::{Checks, Model};
 #[path = "shared/travel_metric.rs"]
+#[allow(dead_code)]
 mod travel_metric;
 use travel_metric::{Case, Kind, invented_figures, right_answer};
 

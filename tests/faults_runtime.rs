@@ -165,6 +165,8 @@ fn usage_counts_near_the_top_of_u64_saturate() {
         retries: u64::MAX,
         cached_prompt_tokens: u64::MAX,
         cost_nanousd: u64::MAX - 3,
+        reasks: u64::MAX,
+        stopped_replies: 4,
     };
     total += Usage {
         prompt_tokens: 5,
@@ -175,12 +177,15 @@ fn usage_counts_near_the_top_of_u64_saturate() {
         retries: 7,
         cached_prompt_tokens: 2,
         cost_nanousd: 10,
+        reasks: 1,
+        stopped_replies: 1,
     };
     assert_eq!(total.prompt_tokens, u64::MAX);
     assert_eq!(total.completion_tokens, u64::MAX);
     assert_eq!(total.lm_calls, u64::MAX);
     assert_eq!((total.cache_hits, total.adapter_fallbacks), (2, 1));
     assert_eq!(total.retries, u64::MAX);
+    assert_eq!((total.reasks, total.stopped_replies), (u64::MAX, 5));
     assert_eq!(
         (total.cached_prompt_tokens, total.cost_nanousd),
         (u64::MAX, u64::MAX)

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use signet::adapter::Adapter;
+use signet::module::check::{CheckFallback, Grounded, NoRepetition};
 use signet::prelude::*;
 
 use super::travel::{self, Notes, Travel};
@@ -32,8 +33,23 @@ pub fn agent(
         .with_options(LmOptions::new().temperature(0.0).max_tokens(400))
 }
 
-/// Whether the agent checks its answer before it is given.
+/// `agent` with its answer checked: every figure must come from a tool or the question
+/// ([`Grounded`]; a refused answer's next turn offers the forecast and the conversion, whichever
+/// were not called), and no phrase may loop ([`NoRepetition`]). Both watch the answer as it
+/// streams and stop it at the first failure. A refused answer is asked for again twice; after
+/// that the agent answers with what its tools returned (or says it could not find it), never
+/// with a figure of its own.
+pub fn checked(agent: ReAct<Travel>) -> ReAct<Travel> {
+    agent
+        .with_output_check(Grounded::new().offering(["forecast", "eur_to_nok"]))
+        .with_output_check(NoRepetition::new())
+        .with_max_reasks(2)
+        .with_check_fallback(CheckFallback::tool_results())
+}
+
+/// Whether the agent checks its answer before it is given (`travel_eval` turns them off).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(dead_code)]
 pub enum Checks {
     /// The answer is checked.
     On,
@@ -89,13 +105,16 @@ impl Model {
 
     /// The travel agent before it is compiled (no demos), with or without its checks.
     pub fn zero_shot_agent(&self, notes: &Arc<Notes>, checks: Checks) -> ReAct<Travel> {
-        let _ = checks;
-        agent(
+        let agent = agent(
             self.lm.clone(),
             self.adapter.clone(),
             self.local.is_some(),
             notes,
-        )
+        );
+        match checks {
+            Checks::On => checked(agent),
+            Checks::Off => agent,
+        }
     }
 
     /// [`travel_agent`](Self::travel_agent), with or without its checks.

@@ -36,6 +36,10 @@ struct FieldOptions {
     multiple_of: Option<syn::Expr>,
     min_length: Option<syn::Expr>,
     max_length: Option<syn::Expr>,
+    /// A check of an output's value: a path to `fn(&T) -> Result<(), E>` (`E: Display`).
+    check: Option<syn::Expr>,
+    /// Every figure of an output comes from a tool result or the inputs.
+    grounded: darling::util::Flag,
 }
 
 impl FieldOptions {
@@ -113,6 +117,10 @@ struct SigField {
     docs: Vec<Attribute>,
     desc: Option<String>,
     constraints: Vec<TokenStream>,
+    /// `#[output(check = path)]`: the function's path.
+    check: Option<Path>,
+    /// `#[output(grounded)]`.
+    grounded: bool,
     role: Role,
 }
 
@@ -241,6 +249,33 @@ fn parse_field(field: &syn::Field) -> syn::Result<SigField> {
     };
     let docs: Vec<Attribute> = field.attrs.iter().filter(|a| is_doc(a)).cloned().collect();
     let constraints = options.constraints()?;
+    let check = match &options.check {
+        None => None,
+        Some(syn::Expr::Path(path)) if path.qself.is_none() => Some(path.path.clone()),
+        Some(other) => {
+            return Err(syn::Error::new_spanned(
+                other,
+                "`check` takes the path of a function `fn(&T) -> Result<(), E>`, e.g. \
+                 `check = one_word`",
+            ));
+        }
+    };
+    if role == Role::Input {
+        let span = options
+            .check
+            .as_ref()
+            .map(Spanned::span)
+            .or_else(|| options.grounded.is_present().then(|| options.grounded.span()));
+        if let Some(span) = span {
+            return Err(syn::Error::new(
+                span,
+                format!(
+                    "`{ident}` is an input: checks apply to the outputs the model writes \
+                     (`#[output(check = ..)]`, `#[output(grounded)]`)"
+                ),
+            ));
+        }
+    }
     let desc = options.desc.or_else(|| doc_text(&docs));
     Ok(SigField {
         ident,
@@ -249,6 +284,8 @@ fn parse_field(field: &syn::Field) -> syn::Result<SigField> {
         docs,
         desc,
         constraints,
+        check,
+        grounded: options.grounded.is_present(),
         role,
     })
 }
@@ -302,7 +339,16 @@ fn generate(input: &DeriveInput, options: &SignatureOptions, fields: &[SigField]
             .constraints
             .iter()
             .map(|c| quote!(.with_constraint(#krate::signature::Constraint::#c)));
-        quote!(let sig = sig.#method(#field #desc #(#constraints)*);)
+        let check = f.check.as_ref().map(|path| {
+            let name = quote!(#path).to_string().replace(' ', "");
+            quote_spanned!(path.span()=>
+                .with_check(#krate::signature::DeclaredCheck::typed::<#ty, _>(#name, #path))
+            )
+        });
+        let grounded = f
+            .grounded
+            .then(|| quote!(.with_check(#krate::signature::DeclaredCheck::Grounded)));
+        quote!(let sig = sig.#method(#field #desc #(#constraints)* #check #grounded);)
     });
 
     let input_doc =

@@ -1,7 +1,11 @@
 //! Why a prediction failed: [`Error`], shared by every adapted call, `Predict`, `ChainOfThought`
 //! and each step of a ReAct run (whose own failures are [`ReActError`](crate::module::ReActError)).
 
+mod checks;
+
 use std::sync::Arc;
+
+pub use checks::{CheckFailure, ChecksFailed, FailedAttempt};
 
 use crate::adapter::ParseError;
 use crate::lm::LmError;
@@ -101,6 +105,10 @@ pub enum Error {
     /// [embedder](crate::module::EmbeddingDemos) failed on its inputs.
     #[error("the demos could not be selected: {0}")]
     Embed(#[from] crate::embed::EmbedError),
+    /// The answer failed its output checks ([`crate::module::check`]) on the first attempt and
+    /// on every re-ask; the error holds each attempt and why it was refused.
+    #[error(transparent)]
+    Checks(#[from] ChecksFailed),
     /// [`MultiChainComparison`](crate::module::MultiChainComparison) was given completions it
     /// cannot compare: not M of them, or one without its reasoning or answer.
     #[error("cannot compare the completions: {message}")]
@@ -137,6 +145,7 @@ impl Error {
             Error::Resume(_) => "resume",
             Error::Embed(_) => "embed",
             Error::Completions { .. } => "completions",
+            Error::Checks(_) => "checks_failed",
         })
     }
 

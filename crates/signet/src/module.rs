@@ -41,6 +41,7 @@ pub(crate) mod module_events;
 mod module_tool;
 mod multi_chain;
 mod predict;
+mod predict_checks;
 mod predict_tools;
 mod program;
 pub mod react;
@@ -190,6 +191,10 @@ pub struct DynPredict {
     formatter: Arc<dyn react::ObservationFormatter>,
     state_key: Option<Arc<[u8]>>,
     carried: saved::Carried,
+    /// The output checks every answer must pass ([`check`]); `None`: no checks, no extra work.
+    checks: Option<Arc<check::Checks>>,
+    /// Where a streamed call ([`stream`](Self::stream)) reports its checks' failures.
+    stream_events: Option<react::events::Emitter>,
 }
 
 impl std::fmt::Debug for DynPredict {
@@ -234,11 +239,14 @@ impl DynPredict {
             formatter: self.formatter.clone(),
             state_key: self.state_key.clone(),
             carried: self.carried.clone(),
+            checks: self.checks.clone(),
+            stream_events: None,
         }
     }
 
     /// A predictor for `signature`, with no demos and no module-level LM or adapter.
     pub fn new(signature: DynSignature) -> DynPredict {
+        let checks = check::declared(&signature);
         DynPredict {
             id: crate::trace::PredictorId::fresh(),
             signature,
@@ -257,6 +265,8 @@ impl DynPredict {
             formatter: Arc::new(react::HtmlAsText),
             state_key: None,
             carried: saved::Carried::default(),
+            checks,
+            stream_events: None,
         }
     }
 
@@ -657,6 +667,31 @@ impl DynPredict {
         };
         if self.demo_selector.is_some() {
             self.prepare_demos(inputs).await?;
+        }
+        // A streamed module run's events, for the answer and the checks' failures.
+        let events = match streamed {
+            Some((sink, path)) => Some(react::events::Emitter::for_sink(sink, path, true)),
+            None => self.stream_events.clone(),
+        };
+        if let Some(checks) = &self.checks {
+            let lm = match (streamed, &events) {
+                (Some(_), Some(events)) => {
+                    react::answer_stream::answer_lm(lm, adapter.as_ref(), events, true)
+                }
+                _ => lm,
+            };
+            let demos = self.demos_for(inputs);
+            // Boxed: the re-asks' state stays out of every unchecked call's future.
+            let checked = self.forward_checked(
+                checks,
+                inputs,
+                lm,
+                adapter,
+                &demos,
+                events.as_ref(),
+                usage,
+            );
+            return Box::pin(checked).await;
         }
         // In a streamed module run, the answer streams into it as the model writes it.
         let lm = match streamed {

@@ -27,6 +27,7 @@
 //! # let _ = input;
 //! ```
 
+mod declared_checks;
 mod parse;
 mod special_types;
 
@@ -40,6 +41,8 @@ use serde_json::Value;
 
 use crate::schema;
 
+pub use declared_checks::{DeclaredCheck, FieldCheckFn};
+use declared_checks::DeclaredChecks;
 pub use special_types::{Fields, History, ToolCallRecord, ToolCalls, Tools};
 pub(crate) use special_types::{call_branch, descriptors};
 
@@ -350,6 +353,9 @@ pub struct Field {
     /// DSPy's field prefix (`Question:`), when set; otherwise inferred from the name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     prefix: Option<String>,
+    /// Checks of an output's value (`#[output(check = ..)]`); not saved, not compared.
+    #[serde(skip)]
+    checks: DeclaredChecks,
 }
 
 /// What a field holds, which decides how adapters treat it. It comes from the field's Rust type
@@ -535,6 +541,7 @@ impl Field {
             kind,
             constraints: Vec::new(),
             prefix: None,
+            checks: DeclaredChecks::default(),
         }
     }
 
@@ -611,6 +618,18 @@ impl Field {
     pub fn with_constraint(mut self, constraint: Constraint) -> Self {
         self.constraints.push(constraint);
         self
+    }
+
+    /// Adds a check of the output's value, which modules built on the signature run on every
+    /// answer (see [`DeclaredCheck`]).
+    pub fn with_check(mut self, check: DeclaredCheck) -> Self {
+        self.checks.0.push(check);
+        self
+    }
+
+    /// The checks declared on the field, in the order they were given.
+    pub fn checks(&self) -> &[DeclaredCheck] {
+        &self.checks.0
     }
 
     /// The bounds on the value, in the order they were given.

@@ -428,6 +428,18 @@ pub struct Usage {
     /// [`Pricing`](crate::lm::Pricing) (0 without one); [`cost_usd`](Self::cost_usd) in dollars.
     #[serde(default)]
     pub cost_nanousd: u64,
+    /// Times a module asked the model again because its answer failed an output check
+    /// ([`crate::module::check`]); each re-ask's own calls count in `lm_calls` too.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasks: u64,
+    /// Replies stopped while they streamed because a check had already failed on what was
+    /// written (their tokens so far count in `completion_tokens` where the server reported them).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stopped_replies: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -466,6 +478,8 @@ impl std::ops::AddAssign for Usage {
             .cached_prompt_tokens
             .saturating_add(other.cached_prompt_tokens);
         self.cost_nanousd = self.cost_nanousd.saturating_add(other.cost_nanousd);
+        self.reasks = self.reasks.saturating_add(other.reasks);
+        self.stopped_replies = self.stopped_replies.saturating_add(other.stopped_replies);
     }
 }
 
@@ -730,6 +744,15 @@ pub enum LmError {
         /// The names models are registered under, for the call or globally, in order.
         registered: Vec<String>,
     },
+    /// The client stopped reading the reply while it streamed, because an output check had
+    /// already failed on what was written (a figure no tool returned, a loop): the module
+    /// re-asks the model or fails with the check's failure
+    /// ([`crate::module::check`]). Not retried.
+    #[error("the reply was stopped while it streamed: {reason}")]
+    Stopped {
+        /// The check's failure, in words.
+        reason: String,
+    },
     /// The [journal](crate::journal) a durable run's LM calls go through failed, or a replayed
     /// call did not match what it recorded.
     #[error("the run's journal failed: {message}")]
@@ -766,6 +789,7 @@ impl LmError {
             LmError::NotConfigured => "not_configured",
             LmError::UnknownModel { .. } => "unknown_model",
             LmError::Journal { .. } => "journal",
+            LmError::Stopped { .. } => "stopped",
         })
     }
 

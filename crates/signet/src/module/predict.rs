@@ -96,6 +96,47 @@ impl<S: Signature> Predict<S> {
         fn with_observation_formatter(formatter: impl super::react::ObservationFormatter + 'static);
         /// Seals suspended calls and resumes only sealed ones (see [`DynPredict::with_state_key`]).
         fn with_state_key(key: impl AsRef<[u8]>);
+        /// Checks every answer with `check` too (see [`DynPredict::with_output_check`]).
+        fn with_output_check(check: impl super::check::Check + 'static);
+        /// At most `n` re-asks after a refused answer (see [`DynPredict::with_max_reasks`]).
+        fn with_max_reasks(n: usize);
+        /// What the call answers when every attempt was refused (see
+        /// [`DynPredict::with_check_fallback`]).
+        fn with_check_fallback(fallback: super::check::CheckFallback);
+    }
+
+    /// Checks every answer: `check` takes the typed input and output and accepts them, or says
+    /// what is wrong; a refused answer is asked for again with the message in DSPy's `hint_`
+    /// input, up to [`with_max_reasks`](Self::with_max_reasks) times
+    /// ([`crate::module::check`]).
+    ///
+    /// ```
+    /// use signet::prelude::*;
+    /// use signet::testing::ScriptedLm;
+    ///
+    /// /// Answer in one word.
+    /// #[derive(Signature)]
+    /// struct QA { #[input] question: String, #[output] answer: String }
+    ///
+    /// let reply = |a: &str| format!("[[ ## answer ## ]]\n{a}\n\n[[ ## completed ## ]]");
+    /// let lm = ScriptedLm::texts([reply("It is Brussels"), reply("Brussels")]);
+    /// let qa = Predict::<QA>::new().with_lm(lm).with_check("one word", |_, out: &QAOutput| {
+    ///     match out.answer.split_whitespace().count() {
+    ///         1 => Ok(()),
+    ///         n => Err(format!("{n} words: answer with one")),
+    ///     }
+    /// });
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// assert_eq!(qa.call(QAInput { question: "Capital of Belgium?".into() }).await.unwrap().answer, "Brussels");
+    /// # });
+    /// ```
+    pub fn with_check(
+        mut self,
+        name: impl Into<String>,
+        check: impl Fn(&S::Input, &S::Output) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.inner = self.inner.with_output_check(typed_check::<S>(name, check));
+        self
     }
 
     /// Asks `approver` before running a `#[tool(confirm)]` tool; without one such tools are never
@@ -240,6 +281,25 @@ impl<S: Signature> ChainOfThought<S> {
         fn with_adapter(adapter: impl Adapter + 'static);
         /// Sampling options (temperature, length limit, ..) sent with every call.
         fn with_options(options: LmOptions);
+        /// Checks every answer with `check` too (see [`DynPredict::with_output_check`]).
+        fn with_output_check(check: impl super::check::Check + 'static);
+        /// At most `n` re-asks after a refused answer (see [`DynPredict::with_max_reasks`]).
+        fn with_max_reasks(n: usize);
+        /// What the call answers when every attempt was refused (see
+        /// [`DynPredict::with_check_fallback`]).
+        fn with_check_fallback(fallback: super::check::CheckFallback);
+    }
+
+    /// Checks every answer (its outputs, the reasoning aside): `check` takes the typed input
+    /// and output and accepts them, or says what is wrong; a refused answer is asked for again
+    /// (see [`Predict::with_check`]).
+    pub fn with_check(
+        mut self,
+        name: impl Into<String>,
+        check: impl Fn(&S::Input, &S::Output) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.inner = self.inner.with_output_check(typed_check::<S>(name, check));
+        self
     }
 
     /// Examples as few-shot demos. They hold no reasoning, so they are shown as DSPy shows them:
@@ -344,6 +404,14 @@ impl<S: Signature> ChainOfThought<S> {
             output: from_fields(&prediction.outputs)?,
         })
     }
+}
+
+/// A check of `S`'s typed input and output from a closure over them.
+fn typed_check<S: Signature>(
+    name: impl Into<String>,
+    check: impl Fn(&S::Input, &S::Output) -> Result<(), String> + Send + Sync + 'static,
+) -> super::check::TypedCheck<S::Input, S::Output> {
+    super::check::TypedCheck::new(name, move |input, output, _| check(input, output))
 }
 
 pub(crate) fn to_fields<T: Serialize>(value: &T) -> Result<Fields, Error> {

@@ -6,7 +6,8 @@ use futures::stream::BoxStream;
 
 use super::react::answer_stream::answer_lm;
 use super::react::budget::ContextBudget;
-use super::react::driver::{Ask, Driver, RunState, TurnEnd, TurnProtocol};
+use super::check::watch::Watch;
+use super::react::driver::{Ask, Checking, Driver, RunState, TurnEnd, TurnProtocol};
 use super::react::events::{Emitter, Interrupts, stream_run};
 use super::react::native::{NativeChat, NativeReply, NativeTurn};
 use super::react::suspend::{
@@ -195,9 +196,10 @@ impl DynPredict {
                 });
             }
             let Resolved { lm, adapter } = self.resolve(&call).map_err(ReActError::before_start)?;
-            let streamed =
+            let mut streamed =
                 self.same_identity_clone()
                     .with_lm(answer_lm(lm, adapter.as_ref(), &events, true));
+            streamed.stream_events = Some(events.clone());
             let mut usage = Usage::default();
             match streamed.forward_counting(&inputs, &call, &mut usage).await {
                 Ok(prediction) => Ok(RunOutcome::Finished(finished_run(
@@ -274,6 +276,11 @@ impl DynPredict {
             }));
         }
         let events = events.with_journal(call.journal.clone());
+        let watch = Watch::of(self.checks.as_ref(), inputs);
+        let asked = match &watch {
+            Some(watch) => watch.wrap(lm.clone(), None, adapter.marks_fields()),
+            None => lm.clone(),
+        };
         let driver = Driver {
             runner,
             limits: &self.tool_limits,
@@ -283,13 +290,18 @@ impl DynPredict {
             resumable: start.resumable(),
             // The last round must answer: after it, the call fails.
             max_iters: self.max_tool_turns.saturating_add(1),
+            checking: self.checks.as_ref().map(|checks| Checking {
+                checks,
+                signature: &self.signature,
+                watch,
+            }),
         };
         let turns = PredictTurns {
             predictor: self,
             chat: NativeChat {
                 tools: self.tools.iter().map(|t| t.definition()).collect(),
                 base: adapter.format(&self.signature, &self.demos_for(inputs), inputs),
-                lm: answer_lm(lm.clone(), adapter.as_ref(), &events, false),
+                lm: answer_lm(asked, adapter.as_ref(), &events, false),
                 adapter,
             },
             measured: lm,
@@ -357,6 +369,7 @@ impl TurnProtocol for PredictTurns<'_> {
             ),
             limits: &predictor.tool_limits,
             trace_usage: false,
+            only: run.offer.take(),
         };
         let rebase = |adapter: &dyn Adapter| {
             adapter.format(&predictor.signature, &predictor.demos_for(inputs), inputs)
@@ -417,11 +430,11 @@ impl TurnProtocol for PredictTurns<'_> {
     }
 
     async fn conclude(
-        self,
+        &mut self,
         _driver: &Driver<'_>,
-        run: RunState,
+        run: &mut RunState,
         _interrupts: &mut Interrupts,
-    ) -> Result<(Prediction, Trajectory), ReActError> {
+    ) -> Result<(Fields, Option<String>), ReActError> {
         Err(run.fail(Error::TooManyToolTurns {
             turns: self.predictor.max_tool_turns,
         }))

@@ -141,6 +141,8 @@ pub struct DynReAct {
     /// The key suspended states are sealed with and checked against (see
     /// [`with_state_key`](Self::with_state_key)).
     state_key: Option<Arc<[u8]>>,
+    /// The checks every answer must pass ([`crate::module::check`]).
+    checks: Option<Arc<crate::module::check::Checks>>,
 }
 
 impl std::fmt::Debug for DynReAct {
@@ -479,6 +481,18 @@ impl DynReAct {
         interrupts: &mut Interrupts,
         start: Start,
     ) -> Result<RunOutcome<ReActRun>, ReActError> {
+        let watch = crate::module::check::watch::Watch::of(self.checks.as_ref(), inputs);
+        // The answering turns' replies, watched by the checks that can stop one as it streams
+        // (native `finish` arguments or a text answer, history mode's `submit`; text mode's
+        // answer is the extractor's, watched there).
+        let watched = |answering: &'static str| {
+            let mut resolved = resolved.clone();
+            if let Some(watch) = &watch {
+                let chat_markers = resolved.adapter.marks_fields();
+                resolved.lm = watch.wrap(resolved.lm, Some(answering), chat_markers);
+            }
+            resolved
+        };
         let driver = driver::Driver {
             runner: self.tool_runner(events.journal()),
             limits: &self.limits,
@@ -487,9 +501,15 @@ impl DynReAct {
             events,
             resumable: start.resumable(),
             max_iters: self.max_iters(call),
+            checking: self.checks.as_ref().map(|checks| driver::Checking {
+                checks,
+                signature: &self.signature,
+                watch: watch.clone(),
+            }),
         };
         if self.mode == ReActMode::History {
             let follow_ups = interrupts.enabled();
+            let resolved = watched(SUBMIT);
             let turns = history_mode::HistoryTurns::new(self, inputs, resolved, events, follow_ups)
                 .map_err(ReActError::before_start)?;
             // Boxed, as the resumption below: rarer paths do not size every run's future.
@@ -511,8 +531,7 @@ impl DynReAct {
         };
         let turns = turns::ReActTurns {
             agent: self,
-            native: native
-                .then(|| native::NativeSteps::new(self, inputs, resolved.clone(), events)),
+            native: native.then(|| native::NativeSteps::new(self, inputs, watched(FINISH), events)),
             resolved,
         };
         driver.run(turns, interrupts, start).await
@@ -586,33 +605,35 @@ impl DynReAct {
         None
     }
 
-    /// The extractor (ChainOfThought over the inputs and the trajectory) produces the outputs.
+    /// The extractor (ChainOfThought over the inputs and the trajectory) produces the outputs and
+    /// its reasoning; when it fails after the tools ran, the [answer
+    /// fallback](Self::with_answer_fallback)'s (recorded in the trajectory) — unless a check's
+    /// watcher stopped its reply, which the driver then refuses.
     async fn extract(
         &self,
-        inputs: &Fields,
-        mut trajectory: Trajectory,
-        kept: &mut KeptText,
-        call: &CallConfig,
-        mut usage: Usage,
-        events: &Emitter,
-    ) -> Result<ReActRun, ReActError> {
+        driver: &driver::Driver<'_>,
+        run: &mut driver::RunState,
+    ) -> Result<(Fields, Option<String>), ReActError> {
+        let (inputs, call, events) = (driver.inputs, driver.call, driver.events);
         events.emit(ReActEvent::Extracting);
         // A streamed run shows the answer as it is written: the extractor's LM calls go through
         // `Lm::stream`, and their text becomes `AnswerDelta` events.
-        let mut resolved = self
-            .extract
-            .resolve(call)
-            .map_err(|error| ReActError::new(error, &trajectory, usage))?;
+        let mut resolved = self.extract.resolve(call).map_err(|error| run.fail(error))?;
         // The extractor's own adapter (the steps may have another: `with_step_adapter`).
         let adapter = resolved.adapter.clone();
         let adapter = adapter.as_ref();
-        resolved.lm = answer_stream::answer_lm(resolved.lm, adapter, events, true);
+        let mut lm = resolved.lm;
+        if let Some(watch) = driver.checking.as_ref().and_then(|c| c.watch.as_ref()) {
+            lm = watch.wrap(lm, None, adapter.marks_fields());
+        }
+        resolved.lm = answer_stream::answer_lm(lm, adapter, events, true);
+        let mut usage = run.usage;
         let outputs = self
             .call_with_truncation(
                 &self.extract,
                 &resolved,
                 inputs,
-                (&mut trajectory, kept),
+                (&mut run.trajectory, &mut run.kept),
                 Where {
                     adapter,
                     call,
@@ -621,11 +642,16 @@ impl DynReAct {
                 &mut usage,
             )
             .await;
+        run.usage = usage;
         let mut outputs = match outputs {
             Ok(prediction) => prediction.outputs,
+            // A reply stopped by a check is refused by the driver, not replaced.
+            Err(RunFailure::Call(Error::Lm(LmError::Stopped { reason }))) => {
+                return Err(run.fail(Error::Lm(LmError::Stopped { reason })));
+            }
             Err(failure) => {
-                let Some((step, outputs)) = self.answer_fallback(&trajectory) else {
-                    return Err(ReActError::new(failure, &trajectory, usage));
+                let Some((step, outputs)) = self.answer_fallback(&run.trajectory) else {
+                    return Err(run.fail(failure));
                 };
                 let error = failure.to_string();
                 tracing::warn!(%error, step, "the extractor failed; the outputs are a step's observation");
@@ -633,17 +659,12 @@ impl DynReAct {
                     error: error.clone(),
                     step,
                 });
-                trajectory.answer_fallback = Some(AnswerFallback { error, step });
+                run.trajectory.answer_fallback = Some(AnswerFallback { error, step });
                 outputs
             }
         };
         let reasoning = outputs.shift_remove("reasoning").map(|r| as_text(&r));
-        Ok(ReActRun {
-            outputs,
-            reasoning,
-            trajectory,
-            usage,
-        })
+        Ok((outputs, reasoning))
     }
 
     /// Runs `predictor` with the trajectory, keeping it within the prompt budget before the call

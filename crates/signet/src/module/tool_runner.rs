@@ -62,6 +62,11 @@ pub(crate) struct ToolRunner<'a> {
 }
 
 impl<'a> ToolRunner<'a> {
+    /// The tools it runs.
+    pub(crate) fn tools(&self) -> &'a [Arc<dyn Tool>] {
+        self.tools
+    }
+
     /// The runner of `tools` within `limits` (time limit, observation size and kept bytes);
     /// `built_ins` are names the loop handles itself (listed, not run).
     pub(crate) fn new(

@@ -71,46 +71,58 @@ impl AnswerStream {
     }
 }
 
+/// One reply being shown: its field splitter and the answering call's index.
+struct Showing {
+    fields: FieldStream,
+    /// The index of the answering tool's call in the reply, once its name arrived.
+    answering: Option<usize>,
+}
+
+impl AnswerStream {
+    /// Shows what `event` adds to the answer.
+    fn show(&self, showing: &mut Showing, event: &StreamEvent) {
+        match event {
+            StreamEvent::TextDelta(text) if self.answer_tool.is_none() => {
+                self.emit(showing.fields.push(text));
+            }
+            StreamEvent::ToolCallDelta {
+                index,
+                name,
+                arguments,
+                ..
+            } if self.answer_tool.is_some() => {
+                if showing.answering.is_none() && name.as_deref() == self.answer_tool {
+                    showing.answering = Some(*index);
+                }
+                if showing.answering == Some(*index) {
+                    self.emit(showing.fields.push(arguments));
+                }
+            }
+            StreamEvent::Done(completion) => {
+                self.emit(showing.fields.finish());
+                if self.answer_tool.is_none() && !completion.tool_calls.is_empty() {
+                    // A native step that wrote field text and called tools did not answer:
+                    // the answer still comes, whole or streamed, later.
+                    self.events.forget_answer();
+                }
+            }
+            StreamEvent::TextDelta(_)
+            | StreamEvent::ReasoningDelta(_)
+            | StreamEvent::ToolCallDelta { .. } => {}
+        }
+    }
+}
+
 impl Lm for AnswerStream {
     fn complete<'a>(
         &'a self,
         request: &'a LmRequest,
     ) -> BoxFuture<'a, Result<Completion, LmError>> {
         Box::pin(async move {
-            let mut fields = FieldStream::new(self.chat_markers);
-            // The index of the answering tool's call in the reply, once its name arrived.
-            let mut answering = None;
-            let mut stream = self.inner.stream(request);
+            let mut stream = self.stream(request);
             while let Some(event) = stream.next().await {
-                match event? {
-                    StreamEvent::TextDelta(text) if self.answer_tool.is_none() => {
-                        self.emit(fields.push(&text));
-                    }
-                    StreamEvent::ToolCallDelta {
-                        index,
-                        name,
-                        arguments,
-                        ..
-                    } if self.answer_tool.is_some() => {
-                        if answering.is_none() && name.as_deref() == self.answer_tool {
-                            answering = Some(index);
-                        }
-                        if answering == Some(index) {
-                            self.emit(fields.push(&arguments));
-                        }
-                    }
-                    StreamEvent::Done(completion) => {
-                        self.emit(fields.finish());
-                        if self.answer_tool.is_none() && !completion.tool_calls.is_empty() {
-                            // A native step that wrote field text and called tools did not
-                            // answer: the answer still comes, whole or streamed, later.
-                            self.events.forget_answer();
-                        }
-                        return Ok(completion);
-                    }
-                    StreamEvent::TextDelta(_)
-                    | StreamEvent::ReasoningDelta(_)
-                    | StreamEvent::ToolCallDelta { .. } => {}
+                if let StreamEvent::Done(completion) = event? {
+                    return Ok(completion);
                 }
             }
             Err(LmError::InvalidResponse {
@@ -119,8 +131,20 @@ impl Lm for AnswerStream {
         })
     }
 
+    /// The reply's events as they arrive, each piece of the answer shown as it passes.
     fn stream<'a>(&'a self, request: &'a LmRequest) -> BoxStream<'a, Result<StreamEvent, LmError>> {
-        self.inner.stream(request)
+        let mut showing = Showing {
+            fields: FieldStream::new(self.chat_markers),
+            answering: None,
+        };
+        self.inner
+            .stream(request)
+            .inspect(move |event| {
+                if let Ok(event) = event {
+                    self.show(&mut showing, event);
+                }
+            })
+            .boxed()
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -24,6 +24,7 @@ use super::{
 };
 use crate::adapter::Fields;
 use crate::lm::{ToolCall, Usage};
+use crate::module::check::FailedAttempt;
 use crate::module::CallConfig;
 use crate::module::tool_runner::ToolRunner;
 
@@ -33,6 +34,11 @@ pub(crate) struct RunState {
     pub(crate) trajectory: Trajectory,
     pub(crate) usage: Usage,
     pub(crate) kept: KeptText,
+    /// The most turns the run takes: the step limit, raised by re-asks after refused answers.
+    pub(crate) limit: usize,
+    /// The tools the next turn offers (and the answering tool), after a refused answer whose
+    /// checks offered some.
+    pub(crate) offer: Option<Vec<String>>,
 }
 
 impl RunState {
@@ -157,6 +163,15 @@ pub(crate) trait TurnProtocol: Send {
         interrupts: &mut Interrupts,
     ) -> TurnEnd;
 
+    /// Records that the answer given before turn `next` was refused by the run's output
+    /// checks: the model reads `message` before that turn. By default the answering call of the
+    /// last turn gets it as its error result, or (an answer in text) it follows the last step
+    /// as a user message.
+    fn reject(&mut self, run: &mut RunState, next: usize, message: &str) {
+        let _ = next;
+        reject_answer(&mut run.trajectory, self.answering_tool(), message);
+    }
+
     /// A suspended run's state with the protocol's own position.
     fn suspend(self, state: SuspendedRun) -> SuspendedRun;
 
@@ -169,14 +184,51 @@ pub(crate) trait TurnProtocol: Send {
         reasoning: Option<String>,
     ) -> Self::Output;
 
-    /// The run's outputs once the loop ended without an answer (the extractor; the history
-    /// mode's forced `submit`; `Predict`'s error).
+    /// The run's outputs (and the extractor's reasoning) once the loop ended without an answer
+    /// (the extractor; the history mode's forced `submit`; `Predict`'s error). They are checked
+    /// like any answer, and the loop may go on after it.
     fn conclude(
-        self,
+        &mut self,
         driver: &Driver<'_>,
-        run: RunState,
+        run: &mut RunState,
         interrupts: &mut Interrupts,
-    ) -> impl Future<Output = Result<Self::Output, ReActError>> + Send;
+    ) -> impl Future<Output = Result<(Fields, Option<String>), ReActError>> + Send;
+}
+
+/// An answer of a run, checked.
+enum Judged {
+    /// Taken: the outputs (a fallback's, when every answer was refused) and the reasoning.
+    Taken(Fields, Option<String>),
+    /// Refused: the model was told why, and the loop goes on.
+    Refused,
+}
+
+/// The text the model reads when its answer was refused, before the checks' messages.
+pub(crate) const REFUSED: &str = "The answer was not accepted:";
+
+/// The default [`TurnProtocol::reject`]: the last step's answering call (in the last turn) gets
+/// `message` as its error; otherwise the message follows the last step as a user message.
+pub(crate) fn reject_answer(trajectory: &mut Trajectory, answering: Option<&str>, message: &str) {
+    let text = format!("{REFUSED}\n{message}");
+    let last_turn = trajectory.steps.last().map(|s| s.turn);
+    let answering_step = trajectory.steps.iter_mut().rev().find(|s| {
+        Some(s.turn) == last_turn && answering.is_some_and(|a| s.tool_name == a)
+    });
+    match answering_step {
+        Some(step) => step.observation = Observation::Error(text),
+        None => {
+            let after = trajectory.steps.last().map(|s| s.index);
+            trajectory.user_messages.push(super::UserMessage { after, text });
+        }
+    }
+}
+
+/// What a run checks its answers with: the checks, the signature of the outputs (for a
+/// fallback), and the watch that stops a reply while it streams (when a check watches).
+pub(crate) struct Checking<'a> {
+    pub(crate) checks: &'a std::sync::Arc<crate::module::check::Checks>,
+    pub(crate) signature: &'a crate::signature::DynSignature,
+    pub(crate) watch: Option<std::sync::Arc<crate::module::check::watch::Watch>>,
 }
 
 /// One run: the tools (with their approver, limits and journal), the inputs, the call's settings
@@ -191,6 +243,8 @@ pub(crate) struct Driver<'a> {
     pub(crate) resumable: bool,
     /// The most turns the model is asked for.
     pub(crate) max_iters: usize,
+    /// The run's output checks, if it has any.
+    pub(crate) checking: Option<Checking<'a>>,
 }
 
 impl Driver<'_> {
@@ -201,7 +255,10 @@ impl Driver<'_> {
         interrupts: &mut Interrupts,
         start: Start,
     ) -> Result<RunOutcome<P::Output>, ReActError> {
-        let mut run = RunState::default();
+        let mut run = RunState {
+            limit: self.max_iters,
+            ..RunState::default()
+        };
         let mut turn = 0;
         let mut end = TurnEnd::Next;
         if let Start::Resume { state, decided } = start {
@@ -214,42 +271,67 @@ impl Driver<'_> {
                 Err(state) => return Ok(RunOutcome::Suspended(protocol.suspend(state))),
             };
             turn = state.turn;
-            run = RunState {
-                trajectory: state.trajectory,
-                usage: state.usage,
-                kept: KeptText::default(),
-            };
+            run.trajectory = state.trajectory;
+            run.usage = state.usage;
             end = protocol.end_turn(&mut run, turn, steps, interrupts);
             turn = turn.saturating_add(1);
         }
         loop {
-            match end {
-                TurnEnd::Answer(outputs) => {
-                    let answer = protocol.answer(self, run, outputs, None);
-                    return Ok(RunOutcome::Finished(answer));
-                }
-                TurnEnd::Conclude => break,
-                TurnEnd::Next if turn >= self.max_iters => {
+            // `turn` is the next turn's number; `end` says how the last one ended.
+            let answer = match std::mem::replace(&mut end, TurnEnd::Next) {
+                TurnEnd::Answer(outputs) => Some(Ok((outputs, None))),
+                TurnEnd::Conclude => Some(self.conclude(&mut protocol, &mut run, interrupts).await?),
+                TurnEnd::Next if turn >= run.limit => {
                     if run.trajectory.stopped_early.is_none() {
                         let max_iters = self.max_iters;
                         let reason = StopReason::MaxIters { max_iters };
                         stop_early(&mut run.trajectory, self.events, reason);
                     }
-                    break;
+                    Some(self.conclude(&mut protocol, &mut run, interrupts).await?)
                 }
-                TurnEnd::Next => {}
+                TurnEnd::Next => None,
+            };
+            if let Some(answer) = answer {
+                match self.judge(&mut protocol, &mut run, turn, answer)? {
+                    Judged::Taken(outputs, reasoning) => {
+                        let answer = protocol.answer(self, run, outputs, reasoning);
+                        return Ok(RunOutcome::Finished(answer));
+                    }
+                    Judged::Refused => continue,
+                }
             }
             self.events.emit(ReActEvent::StepStarted { turn });
             protocol.receive(interrupts, &mut run, self.events);
-            let (thought, calls) = match protocol.ask(self, &mut run, turn).await? {
+            self.watch_next(&run);
+            let asked = protocol.ask(self, &mut run, turn).await;
+            if let Some(stopped) = self.stopped() {
+                turn = turn.saturating_add(1);
+                match self.judge(&mut protocol, &mut run, turn, Err(stopped))? {
+                    Judged::Taken(outputs, reasoning) => {
+                        let answer = protocol.answer(self, run, outputs, reasoning);
+                        return Ok(RunOutcome::Finished(answer));
+                    }
+                    Judged::Refused => continue,
+                }
+            }
+            let (thought, calls) = match asked? {
                 Ask::Calls { thought, calls } => (thought, calls),
                 Ask::Answer { outputs, reasoning } => {
-                    let answer = protocol.answer(self, run, outputs, reasoning);
-                    return Ok(RunOutcome::Finished(answer));
+                    turn = turn.saturating_add(1);
+                    end = TurnEnd::Next;
+                    match self.judge(&mut protocol, &mut run, turn, Ok((outputs, reasoning)))? {
+                        Judged::Taken(outputs, reasoning) => {
+                            let answer = protocol.answer(self, run, outputs, reasoning);
+                            return Ok(RunOutcome::Finished(answer));
+                        }
+                        Judged::Refused => continue,
+                    }
                 }
                 Ask::Stop(reason) => {
                     stop_early(&mut run.trajectory, self.events, reason);
-                    break;
+                    turn = turn.saturating_add(1);
+                    end = TurnEnd::Conclude;
+                    continue;
                 }
             };
             if let Some(text) = &thought {
@@ -271,10 +353,120 @@ impl Driver<'_> {
             end = protocol.end_turn(&mut run, turn, steps, interrupts);
             turn = turn.saturating_add(1);
         }
-        // Boxed: the conclusion's future is the loop's largest, and a run spends most of its life
-        // in the turns (each run in flight would otherwise hold its room, ~1 KB, all along).
-        let output = Box::pin(protocol.conclude(self, run, interrupts)).await?;
-        Ok(RunOutcome::Finished(output))
+    }
+
+    /// The protocol's conclusion (the extractor, ..): its outputs, or the attempt a check's
+    /// watcher stopped while the answer streamed.
+    async fn conclude<P: TurnProtocol>(
+        &self,
+        protocol: &mut P,
+        run: &mut RunState,
+        interrupts: &mut Interrupts,
+    ) -> Result<Result<(Fields, Option<String>), FailedAttempt>, ReActError> {
+        self.watch_next(run);
+        // Boxed: the conclusion's future is the loop's largest, and a run spends most of its
+        // life in the turns (each run in flight would otherwise hold its room, ~1 KB, all along).
+        let concluded = Box::pin(protocol.conclude(self, run, interrupts)).await;
+        if let Some(stopped) = self.stopped() {
+            return Ok(Err(stopped));
+        }
+        concluded.map(Ok)
+    }
+
+    /// Before a reply that may be the answer: the watch reads the run so far.
+    fn watch_next(&self, run: &RunState) {
+        if let Some(watch) = self.checking.as_ref().and_then(|c| c.watch.as_ref()) {
+            watch.set_trajectory(&run.trajectory, self.runner.tools());
+        }
+    }
+
+    /// The attempt a check's watcher stopped while it streamed, if one was (the reply's own
+    /// result is then not used).
+    fn stopped(&self) -> Option<FailedAttempt> {
+        let stopped = self.checking.as_ref()?.watch.as_ref()?.take_stopped()?;
+        Some(stopped)
+    }
+
+    /// An answer of the run — its outputs, or an attempt a watcher already refused — checked:
+    /// taken when it passes (or the run has no checks); refused while re-asks remain (the model
+    /// is told why before turn `next`, which the run gets, with one more when the checks offer
+    /// tools); after the last, the fallback's outputs, or the run fails with
+    /// [`ChecksFailed`](crate::module::check::ChecksFailed).
+    fn judge<P: TurnProtocol>(
+        &self,
+        protocol: &mut P,
+        run: &mut RunState,
+        next: usize,
+        answer: Result<(Fields, Option<String>), FailedAttempt>,
+    ) -> Result<Judged, ReActError> {
+        use crate::module::check::{Answer, FailedRun};
+        let Some(checking) = &self.checking else {
+            return Ok(match answer {
+                Ok((outputs, reasoning)) => Judged::Taken(outputs, reasoning),
+                // No checks, no watch: nothing stops a reply.
+                Err(attempt) => Judged::Taken(attempt.outputs, None),
+            });
+        };
+        let refused = match answer {
+            Ok((outputs, reasoning)) => {
+                let judged = Answer::new(&outputs, self.inputs)
+                    .after(&run.trajectory, self.runner.tools());
+                let failures = checking.checks.judge(&judged);
+                if failures.is_empty() {
+                    return Ok(Judged::Taken(outputs, reasoning));
+                }
+                FailedAttempt::new(outputs, failures)
+            }
+            Err(stopped) => {
+                run.usage.stopped_replies += 1;
+                stopped
+            }
+        };
+        let message = refused.message();
+        let mut offered: Vec<String> = Vec::new();
+        for tool in refused.failures.iter().flat_map(|f| &f.offer_tools) {
+            if !offered.contains(tool) {
+                offered.push(tool.clone());
+            }
+        }
+        run.trajectory.refused_answers.push(refused);
+        let attempts = &run.trajectory.refused_answers;
+        let reask = attempts.len() <= checking.checks.max_reasks();
+        crate::module::predict_checks::report_refused(Some(self.events), attempts, reask);
+        if reask {
+            run.usage.reasks += 1;
+            protocol.reject(run, next, &message);
+            let turns = if offered.is_empty() { 1 } else { 2 };
+            run.offer = (!offered.is_empty()).then_some(offered);
+            run.limit = run.limit.max(next.saturating_add(turns));
+            run.trajectory.stopped_early = None;
+            return Ok(Judged::Refused);
+        }
+        let failed = FailedRun {
+            signature: checking.signature,
+            inputs: self.inputs,
+            trajectory: Some(&run.trajectory),
+            attempts,
+        };
+        match checking.checks.fall_back(&failed) {
+            Some(outputs) => {
+                tracing::warn!(
+                    attempts = attempts.len(),
+                    "the answer failed its checks on every attempt; the fallback answers"
+                );
+                self.events.emit(ReActEvent::CheckFallback {
+                    attempts: attempts.len(),
+                });
+                run.trajectory.check_fallback = true;
+                Ok(Judged::Taken(outputs, None))
+            }
+            None => {
+                let attempts = std::mem::take(&mut run.trajectory.refused_answers);
+                let failure = crate::module::check::ChecksFailed::new(attempts.clone());
+                run.trajectory.refused_answers = attempts;
+                Err(run.fail(crate::Error::Checks(failure)))
+            }
+        }
     }
 
     /// Runs a turn's calls, at most `max_concurrent_tools` at a time: the steps of the calls

@@ -40,6 +40,31 @@ pub enum ReActEvent<O = Fields> {
         /// The step whose result became the outputs.
         step: usize,
     },
+    /// The answer failed an output check ([`crate::module::check`]). With `reask` the model is
+    /// asked again, shown `message`; without, the run falls back or fails with
+    /// [`ChecksFailed`](crate::module::check::ChecksFailed). `stopped_early`: the reply was
+    /// stopped while it streamed, at the failure, instead of running to its end.
+    CheckFailed {
+        /// The check's name.
+        check: String,
+        /// The output field it is about, if one.
+        field: Option<String>,
+        /// What is wrong (what the model is shown).
+        message: String,
+        /// The attempt refused: 1 for the first answer, 2 for the first re-ask's, ..
+        attempt: usize,
+        /// Whether the reply was stopped while it streamed.
+        stopped_early: bool,
+        /// Whether the model is asked again.
+        reask: bool,
+    },
+    /// The answer failed its checks on every attempt and the module's
+    /// [fallback](crate::module::check::CheckFallback) answered instead (its outputs are in
+    /// [`Done`](ReActEvent::Done)).
+    CheckFallback {
+        /// How many attempts were refused.
+        attempts: usize,
+    },
     /// A model turn begins.
     StepStarted {
         /// The turn's number.
@@ -199,6 +224,22 @@ impl ReActEvent<Fields> {
             E::Suspended { state } => E::Suspended { state },
             E::TextMode { model, reason } => E::TextMode { model, reason },
             E::AnswerFallback { error, step } => E::AnswerFallback { error, step },
+            E::CheckFailed {
+                check,
+                field,
+                message,
+                attempt,
+                stopped_early,
+                reask,
+            } => E::CheckFailed {
+                check,
+                field,
+                message,
+                attempt,
+                stopped_early,
+                reask,
+            },
+            E::CheckFallback { attempts } => E::CheckFallback { attempts },
             E::StepStarted { turn } => E::StepStarted { turn },
             E::Thought { turn, text } => E::Thought { turn, text },
             E::ToolCallStarted { index, name, args } => E::ToolCallStarted { index, name, args },
@@ -284,6 +325,19 @@ impl<O> ReActEvent<O> {
                 format!("the answer could not be written; using the result of step {step}")
             }
             E::Suspended { .. } => "waiting for a person".to_owned(),
+            E::CheckFailed {
+                check,
+                message,
+                reask,
+                ..
+            } => format!(
+                "the answer failed check `{check}`{}: {}",
+                if *reask { ", asking again" } else { "" },
+                clip(message, MAX)
+            ),
+            E::CheckFallback { attempts } => {
+                format!("the answer failed its checks {attempts} times; answering with the fallback")
+            }
             E::TextMode { .. }
             | E::AnswerDelta { .. }
             | E::AnswerDone
@@ -403,11 +457,11 @@ impl Emitter {
     }
 
     /// Whether anyone receives the events (a streamed run).
-    pub(super) fn listening(&self) -> bool {
+    pub(crate) fn listening(&self) -> bool {
         self.sender.is_some() || self.answers
     }
 
-    pub(super) fn emit(&self, event: ReActEvent) {
+    pub(crate) fn emit(&self, event: ReActEvent) {
         // A run inside a call whose caller follows its progress (a tool served over MCP).
         if crate::tool::progress_listened()
             && let Some(message) = event.progress_message()

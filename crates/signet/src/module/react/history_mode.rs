@@ -11,7 +11,9 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::answer_stream::AnswerStream;
-use super::driver::{Ask, Driver, RunState, TurnCall, TurnEnd, TurnProtocol};
+use super::driver::{
+    Ask, Driver, REFUSED, RunState, TurnCall, TurnEnd, TurnProtocol, reject_answer,
+};
 use super::events::{
     Emitter, Interrupts, SUBMIT_POSTPONED, SUBMIT_UNSEEN_RESULTS, answers_before_results,
 };
@@ -258,6 +260,33 @@ impl TurnProtocol for HistoryTurns<'_> {
         }
     }
 
+    /// The refused `submit`'s result in the conversation becomes the refusal (and the turn's
+    /// event no longer carries the outputs). A `submit` stopped while it streamed has no event:
+    /// the model is asked again without the message.
+    fn reject(&mut self, run: &mut RunState, _next: usize, message: &str) {
+        reject_answer(&mut run.trajectory, Some(SUBMIT), message);
+        let Some((_, event)) = self.history.last_mut() else {
+            return;
+        };
+        let results = event
+            .get_mut("tool_calls")
+            .and_then(|t| t.get_mut("tool_call_results"))
+            .and_then(Value::as_array_mut);
+        let mut refused = false;
+        for result in results.into_iter().flatten() {
+            if result["name"] == SUBMIT {
+                result["value"] = json!(format!("{REFUSED}\n{message}"));
+                result["is_error"] = json!(true);
+                refused = true;
+            }
+        }
+        if refused {
+            for field in self.agent.signature.outputs() {
+                event.shift_remove(field.name());
+            }
+        }
+    }
+
     fn suspend(self, state: SuspendedRun) -> SuspendedRun {
         let position = HistoryPosition {
             turns: self
@@ -294,20 +323,20 @@ impl TurnProtocol for HistoryTurns<'_> {
 
     /// The forced submit: one more call that must call `submit`.
     async fn conclude(
-        mut self,
+        &mut self,
         driver: &Driver<'_>,
-        mut run: RunState,
+        run: &mut RunState,
         interrupts: &mut Interrupts,
-    ) -> Result<ReActRun, ReActError> {
+    ) -> Result<(Fields, Option<String>), ReActError> {
         let described = run
             .trajectory
             .stopped_early
             .as_ref()
             .map_or("max_iters", break_reason);
-        let turn = driver.max_iters;
+        let turn = run.limit.max(driver.max_iters);
         driver.events.emit(ReActEvent::StepStarted { turn });
-        self.receive(interrupts, &mut run, driver.events);
-        let outputs = match self.call(&mut run, true).await {
+        self.receive(interrupts, run, driver.events);
+        let outputs = match self.call(run, true).await {
             Ok(outputs) => outputs,
             Err(failure) => return Err(run.fail(failure)),
         };
@@ -334,7 +363,7 @@ impl TurnProtocol for HistoryTurns<'_> {
         // Only `submit` runs here: its result is settled, it never waits for a person.
         let (steps, _) = driver
             .run_calls(
-                &self,
+                &*self,
                 turn,
                 first_index,
                 &thought.unwrap_or_default(),
@@ -351,7 +380,7 @@ impl TurnProtocol for HistoryTurns<'_> {
         let finished = self.close(turn, &steps);
         run.trajectory.steps.extend(steps);
         if let Some(outputs) = finished {
-            return Ok(self.answer(driver, run, outputs, None));
+            return Ok((outputs, None));
         }
         let message = format!(
             "ReActV2 failed to produce final outputs after {described}: submit failed.\n{}",
@@ -363,9 +392,14 @@ impl TurnProtocol for HistoryTurns<'_> {
 
 impl HistoryTurns<'_> {
     /// The run's error when no `submit` succeeded, with the conversation in the trajectory.
-    fn fail(self, run: RunState, message: String) -> ReActError {
-        self.into_run(run)
-            .fail(RunFailure::NoFinalOutputs { message })
+    fn fail(&self, run: &RunState, message: String) -> ReActError {
+        let mut trajectory = run.trajectory.clone();
+        trajectory.history = self.history.iter().map(|(_, e)| e.clone()).collect();
+        ReActError::new(
+            RunFailure::NoFinalOutputs { message },
+            &trajectory,
+            run.usage,
+        )
     }
 }
 

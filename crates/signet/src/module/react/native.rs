@@ -63,11 +63,21 @@ impl NativeChat {
         trajectory: &Trajectory,
         options: &LmOptions,
         tool_choice: Option<ToolChoice>,
+        only: Option<&[String]>,
     ) -> LmRequest {
         let mut request = LmRequest::new(conversation(&self.base, trajectory));
         request.options = options.clone();
         if !self.tools.is_empty() {
-            request.tools = self.tools.clone();
+            request.tools = match only {
+                // A turn after a refused answer offers the tools its checks named.
+                Some(only) => self
+                    .tools
+                    .iter()
+                    .filter(|t| only.contains(&t.name))
+                    .cloned()
+                    .collect(),
+                None => self.tools.clone(),
+            };
             request.tool_choice = tool_choice;
             request.parallel_tool_calls = Some(self.adapter.parallel_tool_calls().unwrap_or(true));
         }
@@ -122,6 +132,8 @@ pub(crate) struct NativeTurn<'a> {
     /// Whether each call's usage is recorded in the trace here (ReAct's steps), or with the
     /// whole call by its caller (`Predict` with tools).
     pub(crate) trace_usage: bool,
+    /// The only tools offered (by name), after a refused answer whose checks offered them.
+    pub(crate) only: Option<Vec<String>>,
 }
 
 impl NativeChat {
@@ -154,6 +166,7 @@ impl NativeChat {
                 &run.trajectory,
                 turn.options,
                 Some(turn.tool_choice.clone()),
+                turn.only.as_deref(),
             );
             turn.limits
                 .check_lm_calls(&run.usage)
@@ -263,10 +276,15 @@ impl NativeSteps {
         run: &mut RunState,
         turn: usize,
     ) -> Result<Ask, ReActError> {
-        let tool_choice = if agent.finish_on_last_turn && turn.saturating_add(1) == driver.max_iters
-        {
+        // After a refused answer whose checks offered tools: those and `finish`, one of them
+        // called.
+        let only = run.offer.take().map(|mut offered| {
+            offered.push(FINISH.to_owned());
+            offered
+        });
+        let tool_choice = if agent.finish_on_last_turn && turn.saturating_add(1) >= run.limit {
             ToolChoice::Function(FINISH.to_owned())
-        } else if agent.require_tool_calls {
+        } else if agent.require_tool_calls || only.is_some() {
             ToolChoice::Required
         } else {
             ToolChoice::Auto
@@ -279,6 +297,7 @@ impl NativeSteps {
             budget: agent.budget(self.measured.as_ref(), options),
             limits: &agent.limits,
             trace_usage: true,
+            only,
         };
         let rebase = |adapter: &dyn Adapter| agent.base_messages(adapter, driver.inputs);
         Ok(match self.chat.ask(asked, driver, run, rebase).await? {

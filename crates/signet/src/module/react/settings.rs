@@ -27,9 +27,14 @@ impl DynReAct {
         for field in signature.outputs() {
             extract_signature = extract_signature.with_output(field.clone());
         }
+        // The loop checks the answer (whichever way it comes), not the extractor by itself.
+        let mut extract = DynPredict::new(with_reasoning(&extract_signature));
+        extract.checks = None;
+        let checks = crate::module::check::declared(&signature);
         DynReAct {
             step: DynPredict::new(step_signature).with_parse_signature(parse_signature),
-            extract: DynPredict::new(with_reasoning(&extract_signature)),
+            extract,
+            checks,
             signature,
             tools: Vec::new(),
             own_tools: Vec::new(),
@@ -93,6 +98,50 @@ impl DynReAct {
         /// # let _ = agent;
         /// ```
         fn with_finish_on_last_turn(on: bool) { finish_on_last_turn = on }
+    }
+
+    /// Checks every answer with `check` — the outputs `finish` carries, a native text answer,
+    /// the extractor's, history mode's `submit` — after the signature's own checks and those
+    /// added before. A refused answer is not taken: the model reads the failures' messages (as
+    /// the answering call's error result, or as a user message) and the loop goes on for
+    /// another turn, in which a failure that offers tools narrows the tools to them and
+    /// `finish`; after [`with_max_reasks`](Self::with_max_reasks) refusals (default 2) the run
+    /// falls back or fails with [`ChecksFailed`](crate::module::check::ChecksFailed)
+    /// ([`crate::module::check`]).
+    ///
+    /// ```
+    /// use signet::module::DynReAct;
+    /// use signet::module::check::Grounded;
+    /// let agent = DynReAct::new("question -> answer".parse().unwrap()).with_output_check(Grounded::new());
+    /// assert_eq!(agent.checks().unwrap().list()[0].name(), "grounded");
+    /// ```
+    pub fn with_output_check(mut self, check: impl crate::module::check::Check + 'static) -> Self {
+        use crate::module::check::ChecksSlot;
+        self.add_check(Arc::new(check));
+        self
+    }
+
+    /// At most `n` re-asks after refused answers (default 2); each gives the run one more turn
+    /// (two when the failure offers tools: one to call them, one to answer), beyond its step
+    /// limit if need be.
+    pub fn with_max_reasks(mut self, n: usize) -> Self {
+        use crate::module::check::ChecksSlot;
+        self.set_max_reasks(n);
+        self
+    }
+
+    /// What the run answers when its answer was refused on every attempt (default: it fails
+    /// with [`ChecksFailed`](crate::module::check::ChecksFailed)); see
+    /// [`CheckFallback`](crate::module::check::CheckFallback).
+    pub fn with_check_fallback(mut self, fallback: crate::module::check::CheckFallback) -> Self {
+        use crate::module::check::ChecksSlot;
+        self.set_check_fallback(fallback);
+        self
+    }
+
+    /// The output checks, when any are set.
+    pub fn checks(&self) -> Option<&crate::module::check::Checks> {
+        self.checks.as_deref()
     }
 
     /// The signature's inputs among `inputs`, in signature order.
@@ -242,5 +291,11 @@ impl DynReAct {
     pub fn with_truncation(mut self, policy: impl TruncationPolicy + 'static) -> Self {
         self.truncation = Arc::new(policy);
         self
+    }
+}
+
+impl crate::module::check::ChecksSlot for DynReAct {
+    fn checks_slot(&mut self) -> &mut Option<Arc<crate::module::check::Checks>> {
+        &mut self.checks
     }
 }

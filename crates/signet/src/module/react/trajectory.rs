@@ -200,6 +200,14 @@ pub struct Trajectory {
     /// the run's answer is the tools' own, not the model's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer_fallback: Option<AnswerFallback>,
+    /// The answers the run's output checks refused, in order, with why
+    /// ([`crate::module::check`]); the model was shown each refusal and went on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused_answers: Vec<crate::module::check::FailedAttempt>,
+    /// Set when every answer was refused and the outputs are the check fallback's
+    /// ([`CheckFallback`](crate::module::check::CheckFallback)), not the model's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub check_fallback: bool,
 }
 
 /// Where a run's outputs came from when the extractor failed after the tools ran.

@@ -84,32 +84,11 @@ impl TurnProtocol for ReActTurns<'_> {
     }
 
     async fn conclude(
-        self,
+        &mut self,
         driver: &Driver<'_>,
-        run: RunState,
+        run: &mut RunState,
         _interrupts: &mut Interrupts,
-    ) -> Result<ReActRun, ReActError> {
-        let RunState {
-            trajectory,
-            usage,
-            mut kept,
-        } = run;
-        let inputs = driver.inputs;
-        let run = self
-            .agent
-            .extract(
-                inputs,
-                trajectory,
-                &mut kept,
-                driver.call,
-                usage,
-                driver.events,
-            )
-            .await?;
-        if self.native.is_some() {
-            self.agent
-                .record_native_run(inputs, &run.trajectory, &run.outputs);
-        }
-        Ok(run)
+    ) -> Result<(Fields, Option<String>), ReActError> {
+        self.agent.extract(driver, run).await
     }
 }

@@ -107,6 +107,55 @@ impl<S: Signature> ReAct<S> {
         /// Seals suspended states with `key` and resumes only sealed ones (see
         /// [`DynReAct::with_state_key`]).
         fn with_state_key(key: impl AsRef<[u8]>);
+        /// Checks every answer with `check` too (see [`DynReAct::with_output_check`]).
+        fn with_output_check(check: impl crate::module::check::Check + 'static);
+        /// At most `n` re-asks after refused answers (see [`DynReAct::with_max_reasks`]).
+        fn with_max_reasks(n: usize);
+        /// What the run answers when every answer was refused (see
+        /// [`DynReAct::with_check_fallback`]).
+        fn with_check_fallback(fallback: crate::module::check::CheckFallback);
+    }
+
+    /// Checks every answer: `check` takes the typed input, the typed output and the trajectory
+    /// (the tools called and what they returned), and accepts them or says what is wrong. A
+    /// refused answer is not taken; the model reads the message and goes on (see
+    /// [`DynReAct::with_output_check`]).
+    ///
+    /// ```
+    /// use signet::prelude::*;
+    ///
+    /// /// Look up a word.
+    /// #[tool]
+    /// fn define(word: String) -> String { format!("{word}: a word") }
+    ///
+    /// /// Answer with the tools.
+    /// #[derive(Signature)]
+    /// struct Ask { #[input] question: String, #[output] answer: String }
+    ///
+    /// let agent = ReAct::<Ask>::new().tool(DefineTool).with_check(
+    ///     "looked up",
+    ///     |_, _, trajectory| match trajectory.steps.iter().any(|s| s.tool_name == "define") {
+    ///         true => Ok(()),
+    ///         false => Err("look the word up with `define` first".into()),
+    ///     },
+    /// );
+    /// assert_eq!(agent.core().checks().unwrap().list()[0].name(), "looked up");
+    /// ```
+    pub fn with_check(
+        mut self,
+        name: impl Into<String>,
+        check: impl Fn(&S::Input, &S::Output, &super::Trajectory) -> Result<(), String>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        let empty = super::Trajectory::default();
+        let typed = crate::module::check::TypedCheck::<S::Input, S::Output>::new(
+            name,
+            move |input, output, trajectory| check(input, output, trajectory.unwrap_or(&empty)),
+        );
+        self.core = self.core.with_output_check(typed);
+        self
     }
 
     /// Asks `approver` before running tools that require confirmation (`#[tool(confirm)]`).
