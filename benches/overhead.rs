@@ -280,5 +280,12 @@ fn checks_on_off(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, adapters, tools, modules, tracing_on_off, checks_on_off);
+criterion_group!(
+    benches,
+    adapters,
+    tools,
+    modules,
+    tracing_on_off,
+    checks_on_off
+);
 criterion_main!(benches);

@@ -72,7 +72,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 ..
             } => println!(
                 "  refused ({check}{}): {message}{}",
-                if stopped_early { ", stopped while it was written" } else { "" },
+                if stopped_early {
+                    ", stopped while it was written"
+                } else {
+                    ""
+                },
                 if reask { " -> asking again" } else { "" }
             ),
             ReActEvent::CheckFallback { attempts } => println!(

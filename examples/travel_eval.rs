@@ -93,14 +93,29 @@ fn show(report: &Report<ReActOutput<TravelOutput>>) {
                     .trajectory
                     .steps
                     .iter()
-                    .map(|s| format!("{}({}) -> {}", s.tool_name, s.tool_args, s.observation.as_text()))
+                    .map(|s| {
+                        format!(
+                            "{}({}) -> {}",
+                            s.tool_name,
+                            s.tool_args,
+                            s.observation.as_text()
+                        )
+                    })
                     .collect();
-                format!("{}\n        => {:?}", calls.join("\n        "), out.output.answer)
+                format!(
+                    "{}\n        => {:?}",
+                    calls.join("\n        "),
+                    out.output.answer
+                )
             }
             (None, Some(error)) => format!("error: {error}"),
             (None, None) => String::new(),
         };
-        let verdict = if result.score.value > 0.0 { "right" } else { "wrong" };
+        let verdict = if result.score.value > 0.0 {
+            "right"
+        } else {
+            "wrong"
+        };
         let why = result.score.feedback.as_deref().unwrap_or_default();
         let invented = invented(result);
         let invented = if invented.is_empty() {
@@ -119,12 +134,18 @@ fn show(report: &Report<ReActOutput<TravelOutput>>) {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = flag_value("--data").unwrap_or_else(|| "examples/data/travel_unseen.jsonl".into());
-    let runs: usize = flag_value("--runs").and_then(|v| v.parse().ok()).unwrap_or(3);
+    let runs: usize = flag_value("--runs")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
     let mut data = Dataset::from_jsonl(&path, &["question"])?;
     if let Some(limit) = flag_value("--limit").and_then(|v| v.parse().ok()) {
         data = data.split_at(limit).0;
     }
-    let checks = if has("--no-checks") { Checks::Off } else { Checks::On };
+    let checks = if has("--no-checks") {
+        Checks::Off
+    } else {
+        Checks::On
+    };
     let model = Model::from_env().await?;
     let notes = Arc::new(Notes::default());
     let agent = if has("--zero-shot") {
@@ -134,10 +155,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let name = format!(
         "{}, checks {}",
-        if has("--zero-shot") { "zero-shot" } else { "compiled" },
+        if has("--zero-shot") {
+            "zero-shot"
+        } else {
+            "compiled"
+        },
         if checks == Checks::On { "on" } else { "off" }
     );
-    eprintln!("{} questions from {path}, {runs} run(s): {name}", data.len());
+    eprintln!(
+        "{} questions from {path}, {runs} run(s): {name}",
+        data.len()
+    );
     let mut rows = String::from(
         "| agent | question kind | right answers | invented figures | failed runs |\n|---|---|---:|---:|---:|\n",
     );

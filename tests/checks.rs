@@ -41,27 +41,37 @@ fn question() -> OneWordInput {
 
 #[tokio::test]
 async fn predict_reasks_with_the_checks_message_in_the_hint_field() {
-    let lm = Arc::new(ScriptedLm::texts([chat("It is Brussels"), chat("Brussels")]));
+    let lm = Arc::new(ScriptedLm::texts([
+        chat("It is Brussels"),
+        chat("Brussels"),
+    ]));
     let qa = Predict::<OneWord>::new()
         .with_lm(lm.clone())
         .with_check("one word", one_word);
-    let (out, prediction) = qa
-        .call_full(question(), &Default::default())
-        .await
-        .unwrap();
+    let (out, prediction) = qa.call_full(question(), &Default::default()).await.unwrap();
     assert_eq!(out.answer, "Brussels");
     assert_eq!((prediction.usage.lm_calls, prediction.usage.reasks), (2, 1));
     let requests = lm.requests();
     assert!(!requests[0].messages[0].content.contains("hint_"));
     let system = &requests[1].messages[0].content;
-    assert!(system.contains("`hint_` (str): A hint to the module from an earlier run"), "{system}");
+    assert!(
+        system.contains("`hint_` (str): A hint to the module from an earlier run"),
+        "{system}"
+    );
     let user = &requests[1].messages[1].content;
-    assert!(user.contains("[[ ## hint_ ## ]]\nThe answer has 3 words; give one word."), "{user}");
+    assert!(
+        user.contains("[[ ## hint_ ## ]]\nThe answer has 3 words; give one word."),
+        "{user}"
+    );
 }
 
 #[tokio::test]
 async fn predict_fails_with_every_attempt_after_the_last_reask() {
-    let lm = Arc::new(ScriptedLm::texts([chat("It is Brussels"), chat("Brussels it is"), chat("The city of Brussels")]));
+    let lm = Arc::new(ScriptedLm::texts([
+        chat("It is Brussels"),
+        chat("Brussels it is"),
+        chat("The city of Brussels"),
+    ]));
     let qa = Predict::<OneWord>::new()
         .with_lm(lm.clone())
         .with_check("one word", one_word)
@@ -80,7 +90,10 @@ async fn predict_fails_with_every_attempt_after_the_last_reask() {
 
 #[tokio::test]
 async fn predict_answers_with_the_fallback_when_every_attempt_fails() {
-    let lm = Arc::new(ScriptedLm::texts([chat("It is Brussels"), chat("Brussels it is")]));
+    let lm = Arc::new(ScriptedLm::texts([
+        chat("It is Brussels"),
+        chat("Brussels it is"),
+    ]));
     let qa = Predict::<OneWord>::new()
         .with_lm(lm)
         .with_check("one word", one_word)
@@ -92,17 +105,29 @@ async fn predict_answers_with_the_fallback_when_every_attempt_fails() {
 #[tokio::test]
 async fn chain_of_thought_reasks_and_fails_typed() {
     let cot_reply = |answer: &str| {
-        format!("[[ ## reasoning ## ]]\nIt is the capital.\n\n[[ ## answer ## ]]\n{answer}\n\n[[ ## completed ## ]]")
+        format!(
+            "[[ ## reasoning ## ]]\nIt is the capital.\n\n[[ ## answer ## ]]\n{answer}\n\n[[ ## completed ## ]]"
+        )
     };
-    let lm = Arc::new(ScriptedLm::texts([cot_reply("It is Brussels"), cot_reply("Brussels")]));
+    let lm = Arc::new(ScriptedLm::texts([
+        cot_reply("It is Brussels"),
+        cot_reply("Brussels"),
+    ]));
     let cot = ChainOfThought::<OneWord>::new()
         .with_lm(lm.clone())
         .with_check("one word", one_word);
     let out = cot.call(question()).await.unwrap();
     assert_eq!(out.output.answer, "Brussels");
-    assert!(lm.requests()[1].messages[1].content.contains("give one word"));
+    assert!(
+        lm.requests()[1].messages[1]
+            .content
+            .contains("give one word")
+    );
 
-    let lm = Arc::new(ScriptedLm::texts([cot_reply("It is Brussels"), cot_reply("Brussels it is")]));
+    let lm = Arc::new(ScriptedLm::texts([
+        cot_reply("It is Brussels"),
+        cot_reply("Brussels it is"),
+    ]));
     let cot = ChainOfThought::<OneWord>::new()
         .with_lm(lm)
         .with_check("one word", one_word)
@@ -143,13 +168,15 @@ fn travel_question() -> TravelInput {
 
 #[tokio::test]
 async fn react_refuses_an_invented_figure_and_offers_the_tools_not_called() {
-    let lm = Arc::new(ScriptedLm::replies([
-        // No tool called: 300.00 NOK is invented.
-        ScriptedReply::finish(json!({"answer": "300 EUR is 300.00 NOK."})),
-        ScriptedReply::tool("eur_to_nok", json!({"amount": 300})),
-        ScriptedReply::finish(json!({"answer": "300 EUR is 3510.00 NOK."})),
-    ])
-    .with_capabilities(native()));
+    let lm = Arc::new(
+        ScriptedLm::replies([
+            // No tool called: 300.00 NOK is invented.
+            ScriptedReply::finish(json!({"answer": "300 EUR is 300.00 NOK."})),
+            ScriptedReply::tool("eur_to_nok", json!({"amount": 300})),
+            ScriptedReply::finish(json!({"answer": "300 EUR is 3510.00 NOK."})),
+        ])
+        .with_capabilities(native()),
+    );
     let agent = ReAct::<Travel>::new()
         .tool(EurToNokTool)
         .tool(ForecastTool)
@@ -170,17 +197,27 @@ async fn react_refuses_an_invented_figure_and_offers_the_tools_not_called() {
         .iter()
         .find(|m| m.role == Role::Tool)
         .expect("the finish call's result");
-    assert!(shown.content.contains("The answer was not accepted"), "{}", shown.content);
+    assert!(
+        shown.content.contains("The answer was not accepted"),
+        "{}",
+        shown.content
+    );
     // The turn after the refusal offers the tool not called, and finish.
     let offered: Vec<&str> = requests[1].tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(offered, ["eur_to_nok", "finish"]);
-    assert_eq!(requests[2].tools.len(), 3, "the turn after that offers every tool again");
+    assert_eq!(
+        requests[2].tools.len(),
+        3,
+        "the turn after that offers every tool again"
+    );
 }
 
 #[tokio::test]
 async fn react_fails_typed_with_every_attempt_and_its_trajectory() {
     let invented = || ScriptedReply::finish(json!({"answer": "300 EUR is 300.00 NOK."}));
-    let lm = Arc::new(ScriptedLm::replies([invented(), invented(), invented()]).with_capabilities(native()));
+    let lm = Arc::new(
+        ScriptedLm::replies([invented(), invented(), invented()]).with_capabilities(native()),
+    );
     let agent = ReAct::<Travel>::new()
         .tool(EurToNokTool)
         .with_lm(lm)
@@ -197,12 +234,14 @@ async fn react_fails_typed_with_every_attempt_and_its_trajectory() {
 
 #[tokio::test]
 async fn react_falls_back_to_what_the_tools_returned() {
-    let lm = Arc::new(ScriptedLm::replies([
-        ScriptedReply::tool("eur_to_nok", json!({"amount": 300})),
-        ScriptedReply::finish(json!({"answer": "300 EUR is 999 NOK."})),
-        ScriptedReply::finish(json!({"answer": "300 EUR is 998 NOK."})),
-    ])
-    .with_capabilities(native()));
+    let lm = Arc::new(
+        ScriptedLm::replies([
+            ScriptedReply::tool("eur_to_nok", json!({"amount": 300})),
+            ScriptedReply::finish(json!({"answer": "300 EUR is 999 NOK."})),
+            ScriptedReply::finish(json!({"answer": "300 EUR is 998 NOK."})),
+        ])
+        .with_capabilities(native()),
+    );
     let agent = ReAct::<Travel>::new()
         .tool(EurToNokTool)
         .with_lm(lm)
@@ -243,42 +282,72 @@ async fn react_text_mode_refuses_finish_and_the_extractors_answer_alike() {
     assert_eq!(out.usage.reasks, 2);
     // The second step's prompt shows the refusal as finish's observation.
     let second = &lm.requests()[1].messages[1].content;
-    assert!(second.contains("The answer was not accepted:\nSay the amount in NOK."), "{second}");
+    assert!(
+        second.contains("The answer was not accepted:\nSay the amount in NOK."),
+        "{second}"
+    );
 }
 
 #[tokio::test]
 async fn react_history_mode_refuses_a_submit() {
-    let lm = Arc::new(ScriptedLm::replies([
-        ScriptedReply::tool("submit", json!({"answer": "300 EUR is 300.00 NOK."})),
-        ScriptedReply::tool("eur_to_nok", json!({"amount": 300})),
-        ScriptedReply::tool("submit", json!({"answer": "It is 3510.00 NOK."})),
-    ])
-    .with_capabilities(native()));
+    let turn = |calls: &str| {
+        signet::lm::Completion::text(format!(
+            "[[ ## next_thought ## ]]\nGo.\n\n[[ ## tool_calls ## ]]\n{calls}\n\n[[ ## completed ## ]]"
+        ))
+    };
+    let lm = Arc::new(ScriptedLm::new([
+        turn(
+            r#"{"tool_calls": [{"name": "submit", "args": {"answer": "300 EUR is 300.00 NOK."}}]}"#,
+        ),
+        turn(r#"{"tool_calls": [{"name": "eur_to_nok", "args": {"amount": 300}}]}"#),
+        turn(r#"{"tool_calls": [{"name": "submit", "args": {"answer": "It is 3510.00 NOK."}}]}"#),
+    ]));
     let agent = ReAct::<Travel>::new()
         .tool(EurToNokTool)
-        .with_lm(lm)
+        .with_lm(lm.clone())
+        .with_adapter(signet::adapter::ChatAdapter::new())
         .with_mode(ReActMode::History)
         .with_output_check(Grounded::new());
     let out = agent.call(travel_question()).await.unwrap();
     assert_eq!(out.output.answer, "It is 3510.00 NOK.");
     assert_eq!(out.trajectory.refused_answers.len(), 1);
     let refused_event = serde_json::Value::Object(out.trajectory.history[0].clone()).to_string();
-    assert!(refused_event.contains("The answer was not accepted"), "{refused_event}");
+    assert!(
+        refused_event.contains("The answer was not accepted"),
+        "{refused_event}"
+    );
+    assert!(
+        !out.trajectory.history[0].contains_key("answer"),
+        "the refused outputs are not kept"
+    );
+    // The second turn's request shows the model its refused submit.
+    let second = lm.requests()[1]
+        .messages
+        .iter()
+        .map(|m| m.content.to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(second.contains("The answer was not accepted"), "{second}");
 }
 
 #[tokio::test]
 async fn predict_with_tools_refuses_a_text_answer() {
-    let lm = Arc::new(ScriptedLm::replies([
-        ScriptedReply::answer(json!({"answer": "300 EUR is 300.00 NOK."})),
-        ScriptedReply::tool("eur_to_nok", json!({"amount": 300})),
-        ScriptedReply::answer(json!({"answer": "3510.00 NOK"})),
-    ])
-    .with_capabilities(native()));
+    let lm = Arc::new(
+        ScriptedLm::replies([
+            ScriptedReply::answer(json!({"answer": "300 EUR is 300.00 NOK."})),
+            ScriptedReply::tool("eur_to_nok", json!({"amount": 300})),
+            ScriptedReply::answer(json!({"answer": "3510.00 NOK"})),
+        ])
+        .with_capabilities(native()),
+    );
     let qa = Predict::<Travel>::new()
         .tool(EurToNokTool)
         .with_lm(lm.clone())
         .with_output_check(Grounded::new());
-    assert_eq!(qa.call(travel_question()).await.unwrap().answer, "3510.00 NOK");
+    assert_eq!(
+        qa.call(travel_question()).await.unwrap().answer,
+        "3510.00 NOK"
+    );
     let second = lm.requests()[1].messages.last().cloned().unwrap();
     assert_eq!(second.role, Role::User);
     assert!(second.content.contains("300.00 NOK"), "{}", second.content);
@@ -308,7 +377,12 @@ impl Module for Drafted {
 
 #[tokio::test]
 async fn a_program_of_ones_own_reasks_with_every_predictor_hinted() {
-    let lm = Arc::new(ScriptedLm::texts([chat("Brussels"), chat("It is Brussels"), chat("Brussels"), chat("Brussels")]));
+    let lm = Arc::new(ScriptedLm::texts([
+        chat("Brussels"),
+        chat("It is Brussels"),
+        chat("Brussels"),
+        chat("Brussels"),
+    ]));
     let program = Drafted {
         draft: Predict::new().with_lm(lm.clone()),
         answer: Predict::new().with_lm(lm.clone()),
@@ -317,10 +391,23 @@ async fn a_program_of_ones_own_reasks_with_every_predictor_hinted() {
     let out = checked.call(question()).await.unwrap();
     assert_eq!(out.answer, "Brussels");
     let requests = lm.requests();
-    assert!(requests[2].messages[1].content.contains("[[ ## hint_ ## ]]\nThe answer has 3 words"));
-    assert!(requests[3].messages[1].content.contains("[[ ## hint_ ## ]]\nThe answer has 3 words"));
+    assert!(
+        requests[2].messages[1]
+            .content
+            .contains("[[ ## hint_ ## ]]\nThe answer has 3 words")
+    );
+    assert!(
+        requests[3].messages[1]
+            .content
+            .contains("[[ ## hint_ ## ]]\nThe answer has 3 words")
+    );
 
-    let lm = Arc::new(ScriptedLm::texts([chat("a"), chat("b c"), chat("a"), chat("b c")]));
+    let lm = Arc::new(ScriptedLm::texts([
+        chat("a"),
+        chat("b c"),
+        chat("a"),
+        chat("b c"),
+    ]));
     let program = Drafted {
         draft: Predict::new().with_lm(lm.clone()),
         answer: Predict::new().with_lm(lm),
@@ -377,12 +464,14 @@ async fn a_streamed_reply_that_loops_is_stopped_early_and_reasked() {
 #[tokio::test]
 async fn a_streamed_agent_answer_with_an_invented_figure_is_stopped_at_the_figure() {
     let long_tail = "and that is all there is to say about it ".repeat(30);
-    let lm = Arc::new(ScriptedLm::replies([
-        ScriptedReply::finish(json!({"answer": format!("300 EUR is 300.00 NOK {long_tail}")})),
-        ScriptedReply::tool("eur_to_nok", json!({"amount": 300})),
-        ScriptedReply::finish(json!({"answer": "3510.00 NOK"})),
-    ])
-    .with_capabilities(native()));
+    let lm = Arc::new(
+        ScriptedLm::replies([
+            ScriptedReply::finish(json!({"answer": format!("300 EUR is 300.00 NOK {long_tail}")})),
+            ScriptedReply::tool("eur_to_nok", json!({"amount": 300})),
+            ScriptedReply::finish(json!({"answer": "3510.00 NOK"})),
+        ])
+        .with_capabilities(native()),
+    );
     let agent = ReAct::<Travel>::new()
         .tool(EurToNokTool)
         .with_lm(lm)
@@ -395,9 +484,7 @@ async fn a_streamed_agent_answer_with_an_invented_figure_is_stopped_at_the_figur
     assert!(stopped, "{events:#?}");
     match events.last() {
         Some(ReActEvent::Done {
-            output,
-            trajectory,
-            ..
+            output, trajectory, ..
         }) => {
             assert_eq!(output.answer, "3510.00 NOK");
             let refused = &trajectory.refused_answers[0];
@@ -409,7 +496,7 @@ async fn a_streamed_agent_answer_with_an_invented_figure_is_stopped_at_the_figur
     }
 }
 
-fn single_word(text: &String) -> Result<(), String> {
+fn single_word(text: &str) -> Result<(), String> {
     match text.split_whitespace().count() {
         1 => Ok(()),
         n => Err(format!("{n} words; write one")),
@@ -436,7 +523,10 @@ struct GroundedTravel {
 
 #[tokio::test]
 async fn checks_declared_on_a_signature_are_run_by_the_modules_built_on_it() {
-    let lm = Arc::new(ScriptedLm::texts([chat("It is Brussels"), chat("Brussels")]));
+    let lm = Arc::new(ScriptedLm::texts([
+        chat("It is Brussels"),
+        chat("Brussels"),
+    ]));
     let qa = Predict::<Declared>::new().with_lm(lm.clone());
     let out = qa
         .call(DeclaredInput {
@@ -445,7 +535,11 @@ async fn checks_declared_on_a_signature_are_run_by_the_modules_built_on_it() {
         .await
         .unwrap();
     assert_eq!(out.answer, "Brussels");
-    assert!(lm.requests()[1].messages[1].content.contains("3 words; write one"));
+    assert!(
+        lm.requests()[1].messages[1]
+            .content
+            .contains("3 words; write one")
+    );
     let checks = qa.predictor().checks().expect("the declared check");
     assert_eq!(checks.list()[0].name(), "single_word");
 
@@ -471,6 +565,11 @@ async fn checks_declared_on_a_signature_are_run_by_the_modules_built_on_it() {
     assert_eq!(out.trajectory.refused_answers.len(), 1);
     // The extractor does not check on its own: the loop does, once.
     use signet::module::Predictors;
-    assert!(agent.named_predictors().iter().all(|(_, p)| p.checks().is_none()));
+    assert!(
+        agent
+            .named_predictors()
+            .iter()
+            .all(|(_, p)| p.checks().is_none())
+    );
     assert_eq!(agent.core().checks().unwrap().list()[0].name(), "grounded");
 }

@@ -348,7 +348,8 @@ pub fn invented_figures(question: &str, trajectory: &Trajectory, answer: &str) -
         .into_iter()
         .filter(|said| {
             !sources.iter().any(|source| {
-                let same_unit = said.unit.is_none() || source.unit.is_none() || said.unit == source.unit;
+                let same_unit =
+                    said.unit.is_none() || source.unit.is_none() || said.unit == source.unit;
                 same_unit && said.is(source.value)
             })
         })

@@ -35,6 +35,10 @@ struct AdaptersGuide;
 struct ReactGuide;
 
 #[cfg(all(doctest, not(feature = "page")))]
+#[doc = include_str!("../../docs/howto-checks.md")]
+struct ChecksGuide;
+
+#[cfg(all(doctest, not(feature = "page")))]
 #[doc = include_str!("../../docs/lm.md")]
 struct LmGuide;
 

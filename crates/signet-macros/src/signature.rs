@@ -261,11 +261,12 @@ fn parse_field(field: &syn::Field) -> syn::Result<SigField> {
         }
     };
     if role == Role::Input {
-        let span = options
-            .check
-            .as_ref()
-            .map(Spanned::span)
-            .or_else(|| options.grounded.is_present().then(|| options.grounded.span()));
+        let span = options.check.as_ref().map(Spanned::span).or_else(|| {
+            options
+                .grounded
+                .is_present()
+                .then(|| options.grounded.span())
+        });
         if let Some(span) = span {
             return Err(syn::Error::new(
                 span,
@@ -341,8 +342,12 @@ fn generate(input: &DeriveInput, options: &SignatureOptions, fields: &[SigField]
             .map(|c| quote!(.with_constraint(#krate::signature::Constraint::#c)));
         let check = f.check.as_ref().map(|path| {
             let name = quote!(#path).to_string().replace(' ', "");
+            // Through a closure, so a check of a `String` field may take `&str`.
             quote_spanned!(path.span()=>
-                .with_check(#krate::signature::DeclaredCheck::typed::<#ty, _>(#name, #path))
+                .with_check(#krate::signature::DeclaredCheck::typed::<#ty, _>(
+                    #name,
+                    |value: &#ty| #path(value),
+                ))
             )
         });
         let grounded = f

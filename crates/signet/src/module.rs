@@ -33,8 +33,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
 mod attempts;
-pub mod check;
 mod call_config;
+pub mod check;
 mod demo_selection;
 mod hint_adapter;
 pub(crate) mod module_events;
@@ -682,15 +682,8 @@ impl DynPredict {
             };
             let demos = self.demos_for(inputs);
             // Boxed: the re-asks' state stays out of every unchecked call's future.
-            let checked = self.forward_checked(
-                checks,
-                inputs,
-                lm,
-                adapter,
-                &demos,
-                events.as_ref(),
-                usage,
-            );
+            let checked =
+                self.forward_checked(checks, inputs, lm, adapter, &demos, events.as_ref(), usage);
             return Box::pin(checked).await;
         }
         // In a streamed module run, the answer streams into it as the model writes it.

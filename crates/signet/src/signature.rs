@@ -41,8 +41,8 @@ use serde_json::Value;
 
 use crate::schema;
 
-pub use declared_checks::{DeclaredCheck, FieldCheckFn};
 use declared_checks::DeclaredChecks;
+pub use declared_checks::{DeclaredCheck, FieldCheckFn};
 pub use special_types::{Fields, History, ToolCallRecord, ToolCalls, Tools};
 pub(crate) use special_types::{call_branch, descriptors};
 

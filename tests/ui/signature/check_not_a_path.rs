@@ -5,7 +5,7 @@ use signet::Signature;
 struct Ask {
     #[input]
     question: String,
-    #[output(check = "not_empty")]
+    #[output(check = 42)]
     answer: String,
 }
 

@@ -1,6 +1,6 @@
 use signet::Signature;
 
-fn not_empty(text: &String) -> Result<(), String> {
+fn not_empty(text: &str) -> Result<(), String> {
     if text.is_empty() { Err("empty".into()) } else { Ok(()) }
 }
 

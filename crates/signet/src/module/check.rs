@@ -342,7 +342,10 @@ impl FailedRun<'_> {
         {
             let text = match &step.observation {
                 Observation::Error(text) => {
-                    let own = format!("Execution error in {0}: tool `{0}` failed: ", step.tool_name);
+                    let own = format!(
+                        "Execution error in {0}: tool `{0}` failed: ",
+                        step.tool_name
+                    );
                     match text.strip_prefix(&own) {
                         Some(message) => message.to_owned(),
                         // Not the tool's own failure (bad arguments, a denial, a time limit).
@@ -422,10 +425,7 @@ impl Checks {
                 .unwrap_or_else(|panic| {
                     Err(CheckFailure::new(
                         check.name(),
-                        format!(
-                            "the check panicked: {}",
-                            crate::shared::panic_text(&*panic)
-                        ),
+                        format!("the check panicked: {}", crate::shared::panic_text(&*panic)),
                     ))
                 });
             if let Err(failure) = result {
@@ -456,19 +456,25 @@ pub(crate) trait ChecksSlot {
 
     /// Adds `check`.
     fn add_check(&mut self, check: Arc<dyn Check>) {
-        let checks = self.checks_slot().get_or_insert_with(|| Arc::new(Checks::new()));
+        let checks = self
+            .checks_slot()
+            .get_or_insert_with(|| Arc::new(Checks::new()));
         Arc::make_mut(checks).list.push(check);
     }
 
     /// Sets how many re-asks a failing answer gets.
     fn set_max_reasks(&mut self, n: usize) {
-        let checks = self.checks_slot().get_or_insert_with(|| Arc::new(Checks::new()));
+        let checks = self
+            .checks_slot()
+            .get_or_insert_with(|| Arc::new(Checks::new()));
         Arc::make_mut(checks).max_reasks = n;
     }
 
     /// Sets the fallback.
     fn set_check_fallback(&mut self, fallback: CheckFallback) {
-        let checks = self.checks_slot().get_or_insert_with(|| Arc::new(Checks::new()));
+        let checks = self
+            .checks_slot()
+            .get_or_insert_with(|| Arc::new(Checks::new()));
         Arc::make_mut(checks).fallback = fallback;
     }
 }
@@ -482,8 +488,7 @@ pub(crate) struct TypedCheck<I, O> {
 }
 
 /// A typed check's closure.
-type TypedFn<I, O> =
-    Arc<dyn Fn(&I, &O, Option<&Trajectory>) -> Result<(), String> + Send + Sync>;
+type TypedFn<I, O> = Arc<dyn Fn(&I, &O, Option<&Trajectory>) -> Result<(), String> + Send + Sync>;
 
 impl<I: DeserializeOwned + 'static, O: DeserializeOwned + 'static> TypedCheck<I, O> {
     /// The check called `name` running `check`.
@@ -612,7 +617,11 @@ mod tests {
         assert_eq!(failure.to_string(), "check `short`: too long");
         let wrong_type = fields(&[("answer", json!(3))]);
         let failure = check.check(&Answer::new(&wrong_type, &inputs)).unwrap_err();
-        assert!(failure.message.starts_with("the answer does not fit its type"));
+        assert!(
+            failure
+                .message
+                .starts_with("the answer does not fit its type")
+        );
     }
 
     #[test]
@@ -662,7 +671,10 @@ mod tests {
             trajectory: None,
             ..run
         };
-        assert_eq!(CheckFallback::tool_results().outputs(&none).unwrap()["answer"], NOT_FOUND);
+        assert_eq!(
+            CheckFallback::tool_results().outputs(&none).unwrap()["answer"],
+            NOT_FOUND
+        );
         let numbers: DynSignature = "question -> answer: int".parse().unwrap();
         let typed = FailedRun {
             signature: &numbers,

@@ -4,9 +4,9 @@
 
 use futures::stream::BoxStream;
 
+use super::check::watch::Watch;
 use super::react::answer_stream::answer_lm;
 use super::react::budget::ContextBudget;
-use super::check::watch::Watch;
 use super::react::driver::{Ask, Checking, Driver, RunState, TurnEnd, TurnProtocol};
 use super::react::events::{Emitter, Interrupts, stream_run};
 use super::react::native::{NativeChat, NativeReply, NativeTurn};

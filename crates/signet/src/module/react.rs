@@ -618,7 +618,10 @@ impl DynReAct {
         events.emit(ReActEvent::Extracting);
         // A streamed run shows the answer as it is written: the extractor's LM calls go through
         // `Lm::stream`, and their text becomes `AnswerDelta` events.
-        let mut resolved = self.extract.resolve(call).map_err(|error| run.fail(error))?;
+        let mut resolved = self
+            .extract
+            .resolve(call)
+            .map_err(|error| run.fail(error))?;
         // The extractor's own adapter (the steps may have another: `with_step_adapter`).
         let adapter = resolved.adapter.clone();
         let adapter = adapter.as_ref();

@@ -165,10 +165,7 @@ where
     }
 
     /// Runs the program, re-asking while its output fails the checks.
-    pub async fn call_checked(
-        &self,
-        input: M::Input,
-    ) -> Result<M::Output, CheckedError<M::Error>> {
+    pub async fn call_checked(&self, input: M::Input) -> Result<M::Output, CheckedError<M::Error>> {
         let mut attempts: Vec<FailedAttempt> = Vec::new();
         let mut hint: Option<String> = None;
         loop {

@@ -97,7 +97,10 @@ struct Watched {
 
 /// One reply being watched.
 struct Reading {
+    /// The reply's text, split into fields in the adapter's format.
     fields: FieldStream,
+    /// The answering call's arguments, a JSON object, split into fields.
+    arguments: FieldStream,
     /// The fields written so far, as text.
     outputs: Fields,
     watchers: Vec<Box<dyn Watcher>>,
@@ -128,7 +131,7 @@ impl Reading {
                 if self.answering != Some(*index) {
                     return None;
                 }
-                self.fields.push(arguments)
+                self.arguments.push(arguments)
             }
             _ => return None,
         };
@@ -188,6 +191,7 @@ impl Lm for Watched {
     fn stream<'a>(&'a self, request: &'a LmRequest) -> BoxStream<'a, Result<StreamEvent, LmError>> {
         let reading = Reading {
             fields: FieldStream::new(self.chat_markers),
+            arguments: FieldStream::new(false),
             outputs: Fields::new(),
             watchers: self
                 .watch
@@ -199,32 +203,28 @@ impl Lm for Watched {
             answering: None,
         };
         let inner = self.inner.stream(request);
-        futures::stream::unfold(
-            Some((inner, reading)),
-            move |state| async move {
-                let (mut inner, mut reading) = state?;
-                let event = inner.next().await?;
-                let stopped = match &event {
-                    Ok(event) => reading.read(event, self),
-                    Err(_) => None,
-                };
-                match stopped {
-                    None => Some((event, Some((inner, reading)))),
-                    Some(attempt) => {
-                        let reason = attempt
-                            .failures
-                            .first()
-                            .map(ToString::to_string)
-                            .unwrap_or_default();
-                        *self.watch.stopped.lock().unwrap_or_else(|e| e.into_inner()) =
-                            Some(attempt);
-                        // The inner stream is dropped here: the request is cancelled.
-                        drop(inner);
-                        Some((Err(LmError::Stopped { reason }), None))
-                    }
+        futures::stream::unfold(Some((inner, reading)), move |state| async move {
+            let (mut inner, mut reading) = state?;
+            let event = inner.next().await?;
+            let stopped = match &event {
+                Ok(event) => reading.read(event, self),
+                Err(_) => None,
+            };
+            match stopped {
+                None => Some((event, Some((inner, reading)))),
+                Some(attempt) => {
+                    let reason = attempt
+                        .failures
+                        .first()
+                        .map(ToString::to_string)
+                        .unwrap_or_default();
+                    *self.watch.stopped.lock().unwrap_or_else(|e| e.into_inner()) = Some(attempt);
+                    // The inner stream is dropped here: the request is cancelled.
+                    drop(inner);
+                    Some((Err(LmError::Stopped { reason }), None))
                 }
-            },
-        )
+            }
+        })
         .boxed()
     }
 
@@ -272,7 +272,12 @@ mod tests {
         let stopped = watch.take_stopped().expect("the stopped attempt");
         assert!(stopped.stopped_early);
         assert_eq!(stopped.failures[0].field.as_deref(), Some("answer"));
-        assert!(stopped.outputs["answer"].as_str().unwrap().starts_with("Tomorrow: 120 EUR is"));
+        assert!(
+            stopped.outputs["answer"]
+                .as_str()
+                .unwrap()
+                .starts_with("Tomorrow: 120 EUR is")
+        );
         assert!(watch.take_stopped().is_none(), "taken once");
     }
 

@@ -24,8 +24,8 @@ use super::{
 };
 use crate::adapter::Fields;
 use crate::lm::{ToolCall, Usage};
-use crate::module::check::FailedAttempt;
 use crate::module::CallConfig;
+use crate::module::check::FailedAttempt;
 use crate::module::tool_runner::ToolRunner;
 
 /// What a run has so far: its steps and the LM usage, and the trajectory's text as last written.
@@ -211,14 +211,18 @@ pub(crate) const REFUSED: &str = "The answer was not accepted:";
 pub(crate) fn reject_answer(trajectory: &mut Trajectory, answering: Option<&str>, message: &str) {
     let text = format!("{REFUSED}\n{message}");
     let last_turn = trajectory.steps.last().map(|s| s.turn);
-    let answering_step = trajectory.steps.iter_mut().rev().find(|s| {
-        Some(s.turn) == last_turn && answering.is_some_and(|a| s.tool_name == a)
-    });
+    let answering_step = trajectory
+        .steps
+        .iter_mut()
+        .rev()
+        .find(|s| Some(s.turn) == last_turn && answering.is_some_and(|a| s.tool_name == a));
     match answering_step {
         Some(step) => step.observation = Observation::Error(text),
         None => {
             let after = trajectory.steps.last().map(|s| s.index);
-            trajectory.user_messages.push(super::UserMessage { after, text });
+            trajectory
+                .user_messages
+                .push(super::UserMessage { after, text });
         }
     }
 }
@@ -280,7 +284,9 @@ impl Driver<'_> {
             // `turn` is the next turn's number; `end` says how the last one ended.
             let answer = match std::mem::replace(&mut end, TurnEnd::Next) {
                 TurnEnd::Answer(outputs) => Some(Ok((outputs, None))),
-                TurnEnd::Conclude => Some(self.conclude(&mut protocol, &mut run, interrupts).await?),
+                TurnEnd::Conclude => {
+                    Some(self.conclude(&mut protocol, &mut run, interrupts).await?)
+                }
                 TurnEnd::Next if turn >= run.limit => {
                     if run.trajectory.stopped_early.is_none() {
                         let max_iters = self.max_iters;
@@ -409,8 +415,8 @@ impl Driver<'_> {
         };
         let refused = match answer {
             Ok((outputs, reasoning)) => {
-                let judged = Answer::new(&outputs, self.inputs)
-                    .after(&run.trajectory, self.runner.tools());
+                let judged =
+                    Answer::new(&outputs, self.inputs).after(&run.trajectory, self.runner.tools());
                 let failures = checking.checks.judge(&judged);
                 if failures.is_empty() {
                     return Ok(Judged::Taken(outputs, reasoning));

@@ -336,7 +336,9 @@ impl<O> ReActEvent<O> {
                 clip(message, MAX)
             ),
             E::CheckFallback { attempts } => {
-                format!("the answer failed its checks {attempts} times; answering with the fallback")
+                format!(
+                    "the answer failed its checks {attempts} times; answering with the fallback"
+                )
             }
             E::TextMode { .. }
             | E::AnswerDelta { .. }
