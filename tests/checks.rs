@@ -202,9 +202,13 @@ async fn react_refuses_an_invented_figure_and_offers_the_tools_not_called() {
         "{}",
         shown.content
     );
-    // The turn after the refusal offers the tool not called, and finish.
+    // The turn after the refusal offers only the tool not called, which it must call.
     let offered: Vec<&str> = requests[1].tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(offered, ["eur_to_nok", "finish"]);
+    assert_eq!(offered, ["eur_to_nok"]);
+    assert_eq!(
+        requests[1].tool_choice,
+        Some(signet::lm::ToolChoice::Required)
+    );
     assert_eq!(
         requests[2].tools.len(),
         3,

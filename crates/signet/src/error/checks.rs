@@ -28,8 +28,8 @@ pub struct CheckFailure {
     pub field: Option<String>,
     /// What is wrong, in words the model can act on: it is shown the message when re-asked.
     pub message: String,
-    /// Tools a re-ask of an agent offers (its next turn may call only these, or answer); empty:
-    /// the agent's tools as they are.
+    /// Tools a re-ask of an agent offers: its next turn must call one of these (the turn after
+    /// answers); empty: the agent's tools as they are.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub offer_tools: Vec<String>,
 }

@@ -11,6 +11,8 @@ use super::{
 };
 use crate::signature::call_branch;
 
+mod stream;
+
 /// Makes any [`Lm`] that supports schema-constrained replies call tools natively, however small
 /// its model.
 ///
@@ -33,6 +35,10 @@ use crate::signature::call_branch;
 /// the reply; [`signet_local`](https://docs.rs/signet-local) serves one). A reply that breaks the
 /// contract — not JSON, or not a list where only calls were allowed — is
 /// [`LmError::InvalidResponse`], never a silent empty call list.
+///
+/// [`complete`](Lm::complete) reads the reply whole; [`stream`](Lm::stream) reads it as it
+/// arrives, reporting each call as soon as its name is known and its arguments as the model
+/// writes them (see there).
 ///
 /// ```
 /// use signet::lm::{Capabilities, Completion, ConstrainedToolCalls, Lm, LmRequest, Message, ToolChoice, ToolDefinition};
@@ -284,21 +290,63 @@ impl<L: Lm> Lm for ConstrainedToolCalls<L> {
         })
     }
 
-    /// Requests without tools stream from the inner LM; with tools, the reply is read whole (a
-    /// list of calls is only known at its end) and replayed as events.
+    /// Requests without tools stream from the inner LM unchanged. With tools, the constrained
+    /// request is streamed from the inner LM and its text read as it arrives (no task is spawned:
+    /// dropping the stream drops the inner one, which cancels its request):
+    ///
+    /// * A list of calls: for each call, a [`StreamEvent::ToolCallDelta`] with its `index`, its
+    ///   `id` (`call_<n>`, numbered through the conversation) and its `name` (and empty
+    ///   arguments) as soon as the name's string is complete, then deltas whose `arguments`
+    ///   concatenate to the exact raw JSON text of the call's `"arguments"` value, as the model
+    ///   writes it (arguments written before the name are held, and follow the name's delta).
+    /// * The answer (`tool_choice` auto): [`StreamEvent::TextDelta`]s of the answer's text — a
+    ///   JSON string's decoded content, or, under the request's own `response_format`, the reply
+    ///   as it is.
+    /// * [`StreamEvent::ReasoningDelta`]s pass through; the inner LM's own tool-call deltas are
+    ///   dropped (the constrained text says what was called).
+    ///
+    /// The stream ends with [`StreamEvent::Done`] holding exactly what
+    /// [`complete`](Lm::complete) returns for the same reply (its calls' arguments as compact
+    /// JSON), or with the error it gives. The deltas are what could be read so far: a reply that
+    /// turns out to break the contract, or to be cut off, ends with that error or with the raw
+    /// text as the answer, after the deltas already sent. An error of the inner stream is
+    /// passed on and ends the stream; an inner stream that ends without `Done` ends with
+    /// [`LmError::InvalidResponse`].
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use signet::lm::{Capabilities, ConstrainedToolCalls, Lm, LmRequest, Message, StreamEvent, ToolChoice, ToolDefinition};
+    /// use signet::testing::ScriptedLm;
+    /// use serde_json::json;
+    ///
+    /// let inner = ScriptedLm::texts([r#"[{"name": "add", "arguments": {"a": 2, "b": 3}}]"#])
+    ///     .with_capabilities(Capabilities::llama_cpp());
+    /// let lm = ConstrainedToolCalls::new(inner);
+    /// let mut request = LmRequest::new(vec![Message::user("Add 2 and 3.")]);
+    /// request.tools = vec![ToolDefinition::new("add", "Add.", json!({"type": "object"}))];
+    /// request.tool_choice = Some(ToolChoice::Required);
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let events: Vec<StreamEvent> = lm.stream(&request).map(Result::unwrap).collect().await;
+    /// let StreamEvent::ToolCallDelta { id, name, .. } = &events[0] else { panic!() };
+    /// assert_eq!((id.as_deref(), name.as_deref()), (Some("call_0"), Some("add")));
+    /// let arguments: String = events.iter().filter_map(|event| match event {
+    ///     StreamEvent::ToolCallDelta { arguments, .. } => Some(arguments.as_str()),
+    ///     _ => None,
+    /// }).collect();
+    /// assert_eq!(arguments, r#"{"a": 2, "b": 3}"#);
+    /// let Some(StreamEvent::Done(done)) = events.last() else { panic!() };
+    /// assert_eq!(done.tool_calls[0].arguments, r#"{"a":2,"b":3}"#);
+    /// # });
+    /// ```
     fn stream<'a>(&'a self, request: &'a LmRequest) -> BoxStream<'a, Result<StreamEvent, LmError>> {
         use futures::StreamExt;
         if !offers_tools(request) {
             return self.inner.stream(request);
         }
-        futures::stream::once(self.complete(request))
-            .flat_map(|result| {
-                futures::stream::iter(match result {
-                    Ok(completion) => super::completion_events(completion),
-                    Err(error) => vec![Err(error)],
-                })
-            })
-            .boxed()
+        match self.constrained(request) {
+            Ok(sent) => stream::reply_events(&self.inner, request, sent),
+            Err(error) => futures::stream::iter([Err(error)]).boxed(),
+        }
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -314,233 +362,4 @@ impl<L: Lm> Lm for ConstrainedToolCalls<L> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::lm::Message;
-    use crate::lm::ToolDefinition;
-    use crate::testing::ScriptedLm;
-
-    fn add_tool() -> ToolDefinition {
-        let args = json!({"type": "object",
-            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-            "required": ["a", "b"]});
-        ToolDefinition::new("add", "Add.", args)
-    }
-
-    fn echo_tool() -> ToolDefinition {
-        let args = json!({"type": "object", "properties": {"text": {"type": "string"}}});
-        ToolDefinition::new("echo", "Echo.", args)
-    }
-
-    fn request(choice: Option<ToolChoice>) -> LmRequest {
-        let mut request = LmRequest::new(vec![Message::user("Add 2 and 3.")]);
-        request.tools = vec![add_tool(), echo_tool()];
-        request.tool_choice = choice;
-        request
-    }
-
-    fn wrapped(replies: &[&str], capabilities: Capabilities) -> ConstrainedToolCalls<ScriptedLm> {
-        ConstrainedToolCalls::new(
-            ScriptedLm::texts(replies.iter().copied()).with_capabilities(capabilities),
-        )
-    }
-
-    fn sent_schema(lm: &ConstrainedToolCalls<ScriptedLm>) -> Value {
-        match lm.inner().requests()[0].response_format.clone() {
-            Some(ResponseFormat::Raw(raw)) => raw["schema"].clone(),
-            Some(ResponseFormat::JsonSchema { schema, .. }) => schema,
-            other => panic!("no schema sent: {other:?}"),
-        }
-    }
-
-    #[tokio::test]
-    async fn a_list_becomes_tool_calls_with_ids_numbered_through_the_conversation() {
-        let lm = wrapped(
-            &[
-                r#"[{"name": "add", "arguments": {"a": 2, "b": 3}}, {"name": "echo", "arguments": {"text": "hi"}}]"#,
-            ],
-            Capabilities::llama_cpp(),
-        );
-        let mut request = request(Some(ToolChoice::Auto));
-        request
-            .messages
-            .push(Message::assistant_tool_calls(vec![ToolCall::new(
-                "call_0", "add", "{}",
-            )]));
-        request.messages.push(Message::tool_result("call_0", "5"));
-        let reply = lm.complete(&request).await.unwrap();
-        let calls: Vec<(&str, &str)> = reply
-            .tool_calls
-            .iter()
-            .map(|c| (c.id.as_str(), c.name.as_str()))
-            .collect();
-        assert_eq!(calls, [("call_1", "add"), ("call_2", "echo")]);
-        assert_eq!(reply.tool_calls[1].args().unwrap(), json!({"text": "hi"}));
-        assert_eq!(reply.finish_reason, Some(FinishReason::ToolCalls));
-        assert_eq!(reply.text, None);
-        // The tools are still sent (for the chat template), the choice is left to the schema.
-        let sent = &lm.inner().requests()[0];
-        assert_eq!(sent.tools.len(), 2);
-        assert_eq!(sent.tool_choice, Some(ToolChoice::Auto));
-    }
-
-    #[tokio::test]
-    async fn auto_offers_the_answer_as_a_string_or_under_the_requests_own_schema() {
-        let lm = wrapped(&[r#""It is 5.""#], Capabilities::llama_cpp());
-        let reply = lm.complete(&request(None)).await.unwrap();
-        assert_eq!(reply.text.as_deref(), Some("It is 5."));
-        assert!(reply.tool_calls.is_empty());
-        let schema = sent_schema(&lm);
-        assert_eq!(schema["anyOf"][0]["type"], "array");
-        assert_eq!(
-            schema["anyOf"][0]["maxItems"], 2,
-            "each of the two tools once"
-        );
-        assert_eq!(schema["anyOf"][1], json!({"type": "string"}));
-        let names = &schema["anyOf"][0]["items"]["anyOf"];
-        assert_eq!(names[0]["properties"]["name"]["enum"], json!(["add"]));
-        assert_eq!(names[1]["properties"]["name"]["enum"], json!(["echo"]));
-
-        let answer_schema = json!({"type": "object", "properties": {"sum": {"type": "integer"}}});
-        let lm = wrapped(&[r#"{"sum": 5}"#], Capabilities::openai());
-        let mut with_format = request(Some(ToolChoice::Auto));
-        with_format.response_format = Some(ResponseFormat::JsonSchema {
-            name: "out".into(),
-            schema: answer_schema.clone(),
-            strict: true,
-        });
-        let reply = lm.complete(&with_format).await.unwrap();
-        assert_eq!(reply.text.as_deref(), Some(r#"{"sum": 5}"#));
-        assert_eq!(sent_schema(&lm)["anyOf"][1], answer_schema);
-
-        let bounded = wrapped(&["[]"], Capabilities::llama_cpp()).max_calls(5);
-        let _ = bounded.complete(&request(None)).await;
-        assert_eq!(sent_schema(&bounded)["anyOf"][0]["maxItems"], 5);
-    }
-
-    #[tokio::test]
-    async fn required_named_and_single_calls_narrow_the_schema() {
-        let lm = wrapped(
-            &[r#"[{"name": "add", "arguments": {"a": 1, "b": 1}}]"#],
-            Capabilities::llama_cpp(),
-        );
-        let mut named = request(Some(ToolChoice::Function("add".into())));
-        named.parallel_tool_calls = Some(false);
-        lm.complete(&named).await.unwrap();
-        let schema = sent_schema(&lm);
-        assert_eq!(schema["type"], "array", "no answer branch: {schema}");
-        assert_eq!(schema["maxItems"], 1);
-        assert_eq!(
-            schema["items"]["properties"]["name"]["enum"],
-            json!(["add"])
-        );
-        assert_eq!(
-            schema["items"]["properties"]["arguments"]["required"],
-            json!(["a", "b"])
-        );
-    }
-
-    #[tokio::test]
-    async fn a_reply_that_breaks_the_contract_is_an_invalid_response() {
-        let lm = wrapped(&["{\"a\": 1", r#"{"a": 1}"#], Capabilities::llama_cpp());
-        for _ in 0..2 {
-            let error = lm
-                .complete(&request(Some(ToolChoice::Required)))
-                .await
-                .unwrap_err();
-            assert!(
-                matches!(&error, LmError::InvalidResponse { message } if message.contains("list of tool calls")),
-                "{error:?}"
-            );
-        }
-        let unknown = lm
-            .complete(&request(Some(ToolChoice::Function("nope".into()))))
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(unknown, LmError::InvalidResponse { message } if message.contains("`nope`"))
-        );
-    }
-
-    #[tokio::test]
-    async fn no_tools_or_tool_choice_none_pass_through_and_an_lm_without_schemas_is_refused() {
-        let lm = wrapped(&["plain", "plain again"], Capabilities::llama_cpp());
-        assert_eq!(
-            lm.complete(&LmRequest::default())
-                .await
-                .unwrap()
-                .text
-                .as_deref(),
-            Some("plain")
-        );
-        let reply = lm.complete(&request(Some(ToolChoice::None))).await.unwrap();
-        assert_eq!(reply.text.as_deref(), Some("plain again"));
-        assert!(
-            lm.inner()
-                .requests()
-                .iter()
-                .all(|r| r.response_format.is_none())
-        );
-
-        let no_schemas = wrapped(&["[]"], Capabilities::default());
-        let error = no_schemas.complete(&request(None)).await.unwrap_err();
-        assert!(
-            matches!(error, LmError::InvalidResponse { message } if message.contains("json_object_schema"))
-        );
-        assert!(no_schemas.inner().requests().is_empty(), "nothing was sent");
-    }
-
-    #[tokio::test]
-    async fn streaming_with_tools_replays_the_converted_calls() {
-        use futures::StreamExt;
-        let lm = wrapped(
-            &[r#"[{"name": "echo", "arguments": {"text": "hi"}}]"#],
-            Capabilities::llama_cpp(),
-        );
-        let events: Vec<StreamEvent> = lm
-            .stream(&request(None))
-            .map(Result::unwrap)
-            .collect()
-            .await;
-        assert!(
-            matches!(&events[0], StreamEvent::ToolCallDelta { name: Some(n), .. } if n == "echo")
-        );
-        let Some(StreamEvent::Done(done)) = events.last() else {
-            panic!("no Done: {events:?}")
-        };
-        assert_eq!(done.tool_calls[0].id, "call_0");
-    }
-
-    #[tokio::test]
-    async fn a_calls_only_reply_tells_the_template_so_and_keeps_its_own_kwargs() {
-        let reply = r#"[{"name": "add", "arguments": {"a": 2, "b": 3}}]"#;
-        let sent_kwargs = |choice: Option<ToolChoice>, extra: Option<Value>| async move {
-            let lm = wrapped(&[reply], Capabilities::llama_cpp())
-                .with_calls_only_template_kwargs(json!({"tool_call_only": true, "x": 1}));
-            let mut request = request(choice);
-            if let Some(extra) = extra {
-                request.extra.insert("chat_template_kwargs".into(), extra);
-            }
-            lm.complete(&request).await.unwrap();
-            lm.inner().requests()[0]
-                .extra
-                .get("chat_template_kwargs")
-                .cloned()
-        };
-        assert_eq!(
-            sent_kwargs(Some(ToolChoice::Required), None).await,
-            Some(json!({"tool_call_only": true, "x": 1}))
-        );
-        assert_eq!(
-            sent_kwargs(
-                Some(ToolChoice::Function("add".into())),
-                Some(json!({"x": 2}))
-            )
-            .await,
-            Some(json!({"x": 2, "tool_call_only": true})),
-            "the request's own kwargs win"
-        );
-        assert_eq!(sent_kwargs(Some(ToolChoice::Auto), None).await, None);
-        assert_eq!(sent_kwargs(None, None).await, None);
-    }
-}
+mod tests;

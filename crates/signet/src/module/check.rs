@@ -11,7 +11,8 @@
 //!   loop: the answering call (`finish`, `submit`) gets the messages as its error result, or the
 //!   model reads them as a user message after a text answer, and the loop goes on for another
 //!   turn, so the model can call a tool it had not called. A failure that
-//!   [offers tools](CheckFailure::offer_tools) narrows that turn to them (and the answer).
+//!   [offers tools](CheckFailure::offer_tools) makes that turn call one of them (the turn after
+//!   answers).
 //! * A program of your own: [`Checked`] runs it again with every predictor given the hint.
 //!
 //! Checks are typed closures (`with_check` on each module), types of your own ([`Check`]), the
@@ -63,7 +64,7 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::react::{FINISH, Observation, Step, Trajectory};
+use super::react::trajectory::{Observation, Step, Trajectory};
 use crate::adapter::Fields;
 use crate::signature::{DynSignature, FieldKind};
 use crate::tool::Tool;
@@ -165,7 +166,7 @@ impl<'a> Answer<'a> {
 
 /// Whether `name` is a loop's answering tool (ReAct's `finish`, history mode's `submit`).
 fn is_answering(name: &str) -> bool {
-    name == FINISH || name == super::react::SUBMIT
+    super::react::trajectory::ANSWERING_TOOLS.contains(&name)
 }
 
 /// A value as text: a string as it is, anything else as JSON.
@@ -651,7 +652,7 @@ mod tests {
                     "forecast",
                     Observation::Error("Execution error in forecast: the arguments are not valid".into()),
                 ),
-                step(FINISH, Observation::Output(json!("Completed."))),
+                step("finish", Observation::Output(json!("Completed."))),
             ],
             ..Trajectory::default()
         };

@@ -357,10 +357,15 @@ impl TurnProtocol for PredictTurns<'_> {
     ) -> Result<Ask, ReActError> {
         let predictor = self.predictor;
         let inputs = driver.inputs;
+        // After a refused answer whose checks offered tools: a turn that calls one of them.
+        let only = run.offer.take();
         let asked = NativeTurn {
             signature: &predictor.signature,
             options: &predictor.options,
-            tool_choice: ToolChoice::Auto,
+            tool_choice: match only {
+                Some(_) => ToolChoice::Required,
+                None => ToolChoice::Auto,
+            },
             budget: ContextBudget::new(
                 &predictor.tool_limits,
                 self.measured.as_ref(),
@@ -369,7 +374,7 @@ impl TurnProtocol for PredictTurns<'_> {
             ),
             limits: &predictor.tool_limits,
             trace_usage: false,
-            only: run.offer.take(),
+            only,
         };
         let rebase = |adapter: &dyn Adapter| {
             adapter.format(&predictor.signature, &predictor.demos_for(inputs), inputs)

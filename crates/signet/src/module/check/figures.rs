@@ -1,777 +1,667 @@
-//! Figures read from text: numbers, each with its unit when one is written beside it, and dates
-//! and times — what the [grounding check](super::Grounded) compares between an answer and its
-//! sources. The rules are its precision and its limits:
+//! Figures (numbers with their units) read from text.
 //!
-//! - **Where a number starts.** Digits preceded by a letter, a digit, `.` or `,` do not start a
-//!   figure (`H2O`, `SmolLM2`, `v1.2`); digits followed by letters that are not a unit are not a
-//!   figure either (`2nd`, `3D`, `4K`), nor is a run of more than 64 digits and separators (no
-//!   quantity a reader means).
-//! - **Separators.** `1,234`, `1,234,567`, `1'234`, `1.234.567` and `1 234` (a space, U+00A0 or
-//!   U+202F between groups of exactly three digits) are thousands. With both `.` and `,` in one
-//!   number the last is the decimal separator (`1.234,56` and `1,234.56` are 1234.56). A lone `.`
-//!   is a decimal point (`1.234` is 1.234); a lone `,` followed by one or two digits is a decimal
-//!   comma (`€80,00` is 80.00). A number whose separators fit none of these (`1.2.3`, `1,2345`) is
-//!   not read. A `.` or `,` after the last digit is punctuation.
-//! - **Signs.** `-` or `−` (U+2212) right before the digits is a minus sign unless a letter or
-//!   digit comes before it (`2022-01` is not -01); `minus 3` is -3.
-//! - **Units.** An alias right after the number, or after one space (`200 EUR`, `200 euros`,
-//!   `2 340 kroner`, `-3 °C`, `-3°C`, `3 degrees`, `15%`, `12 km/h`), or a currency before it
-//!   (`€200`, `EUR 200`, `NOK 2340`, `$5`, `kr 50`); the unit after the number wins. Aliases are
-//!   matched case-insensitively, the longest first, on word boundaries (`3 m` is metres, `3 men`
-//!   is not). Bare "degrees" is °C. [`Units::default`] lists the built-in aliases;
-//!   [`Units::with_alias`] adds yours.
-//! - **Dates and times.** `2026-11-28`, `28.11.2026`, `28/11/2026`, `22:30` and `22:30:05` are
-//!   one figure each ([`FigureKind::Date`], [`FigureKind::Time`]), compared by their digits.
-//! - **Not read.** Numbers spelled out ("two hundred"), scale words ("1.2 million" is 1.2),
-//!   fractions written with a slash other than dates, ordinals, roman numerals.
+//! A figure is a number as a reader takes it from a sentence: `"200 EUR"`, `"€80,00"`, `"-3 °C"`,
+//! `"minus 3 degrees"`, `"1,250 kroner"`, a date `"2026-11-28"` or a time `"22:30"`. The grounding
+//! check reads the figures of an answer with [`figures`] (or, while the answer streams, with
+//! [`settled_figures`]) and asks of each whether it [`states`](Figure::states) a figure of a tool
+//! result or of the question. These are the rules, which are also the check's precision and limits.
 //!
-//! ```
-//! use signet::module::check::figures::{Units, figures};
-//! let said = figures("Tomorrow in Oslo: 4 °C. In kroner: 200 EUR is 2,340.00 NOK.", &Units::default());
-//! let read: Vec<(f64, Option<&str>)> = said.iter().map(|f| (f.value, f.unit.as_ref().map(|u| u.as_str()))).collect();
-//! assert_eq!(read, [(4.0, Some("°C")), (200.0, Some("EUR")), (2340.0, Some("NOK"))]);
-//! ```
+//! # Numbers
+//!
+//! * A figure starts at an ASCII digit that is not glued to a letter before it: `H2O`, `SmolLM2`,
+//!   `B2`, `x86` hold no figure, nor do digits after a letter and one of `-` `.` `/` (`COVID-19`,
+//!   `Fig.3`, `example.com/page/2`). A whole such word (letters, digits and the punctuation between
+//!   them) is skipped. A currency code glued before the digits is the exception (`NOK2340`).
+//! * Digits followed by letters that are not a unit alias are no figure (`2nd`, `3D`, `4K`, `135M`);
+//!   digits followed by an alias are (`3km`, `15%`, `20°C`).
+//! * Sign: `-`, `−` (U+2212) or `+` directly before the digits is a sign only when the character
+//!   before it is not a letter or digit. After a letter the figure is skipped (`COVID-19`); after a
+//!   digit the hyphen is a range, so `"10-15 °C"` is 10 and 15 °C and `"2022-01"` is 2022 and 1
+//!   (never −1). The word `minus` (any case) and one space before a number negates it:
+//!   `"minus 3 degrees"` is −3 °C, and its text is `"minus 3 degrees"`.
+//! * Thousands: `1,234` and `1,234,567` (groups of exactly 3 digits after each comma); `1 234` with a
+//!   space, U+00A0 or U+202F between groups of 3 digits; `1'234` (also `’`); `1.234.567` (several
+//!   dots). Grouping needs a first group of 1–3 digits and one kind of separator throughout, so
+//!   `"in 2026 100 people"` is 2026 and 100. The price of reading space groups: `"on 28 200 EUR"`
+//!   is 28200 EUR.
+//! * Decimals: a single dot is a decimal point (`1.234` is 1.234, with 3 decimals); a single comma
+//!   followed by 1 or 2 digits is a decimal comma (`€80,00` is 80.00, 2 decimals). With both `.` and
+//!   `,` the last is the decimal separator (`1.234,56` and `1,234.56` are 1234.56); after space or
+//!   apostrophe groups a comma is decimal whatever the digits (`1 234,567` is 1234.567). A `.` or `,`
+//!   not followed by a digit ends the number (sentence punctuation).
+//! * A separator that fits none of these ends the number, and the digits after it are a figure of
+//!   their own that may not use that separator again: `"1,2,3"` is 1, 2 and 3, a version `"1.2.3"` is
+//!   1, 2 and 3, and `"1,2345"` is 1 and 2345.
+//! * A number of more than 32 digits is no figure (a hash or an identifier), so every value is
+//!   finite.
+//!
+//! # Units
+//!
+//! A unit alias written right after the number, glued or after one space (U+0020, U+00A0 or U+202F),
+//! gives the figure its unit; the longest alias that matches wins (`"3 degrees Celsius"`), and an
+//! alias ending in a letter or digit must end a word (`"3 m"` is metres, `"3 men"` has no unit). A
+//! currency written right before the number (glued or after one space) gives its unit when no unit
+//! follows the number (`"€200"`, `"EUR 200"`, `"kr 50"`, `"-€5"`, `"EUR -200"`); a unit after the
+//! number wins (`"NOK 2300 EUR"` is EUR). Before-the-number aliases are those of at most three
+//! characters whose unit is a currency; a unit is a currency when its name is three capital letters
+//! (an ISO 4217 code such as `EUR`).
+//!
+//! [`Units::default`] is a built-in table: `€ eur euro euros` → EUR; `nok kr nkr krone kroner
+//! kroners "norwegian kroner"` → NOK; `$ usd dollar dollars` → USD; `£ gbp pound pounds` → GBP;
+//! `sek kronor` → SEK; `dkk` → DKK; `chf franc francs` → CHF; `jpy ¥ yen` → JPY; `°c ℃ celsius
+//! "degrees celsius" "degrees c"` and the bare `degrees`, `degree` and `°` → °C (a bare degree is
+//! read as Celsius); `°f ℉ fahrenheit "degrees fahrenheit" "degrees f"` → °F; `% percent "per cent"`
+//! → %; `km/h kmh kph "kilometres per hour"` → km/h; `mph "miles per hour"` → mph; and words for
+//! lengths, weights, volumes and durations (`metres`, `kilos`, `litres`, `hours`, `minutes`,
+//! `seconds`, ...). Words and codes match in any case; the SI symbols `km m cm mm kg g l L ml mL h
+//! s` match only as written, so that `"135M"` is not metres. [`Units::with_alias`] adds aliases
+//! (in any case); [`Units::none`] reads every figure without a unit.
+//!
+//! # Dates and times
+//!
+//! A date (`2026-11-28`, also with `/` or `.`; `28.11.2026`, `28-11-2026`, `28/11/2026`,
+//! `11/28/2026`) or a time (`7:05`, `22:30`, `22:30:05`, `22:30:05.250`) is one figure of kind
+//! [`FigureKind::Date`] or [`FigureKind::Time`]. Month and day must be in range, hours at most 24,
+//! minutes and seconds two digits. A slash date is day first when its first number is over 12,
+//! month first when its second is; otherwise it is ambiguous and states either reading. So
+//! `"2022-01-01 22:30:00.0000000000000.00"` is the date, the time (with 13 decimals of a second),
+//! and 0 (the trailing `00`). A ratio `"3:10"` reads as a time.
+//!
+//! # When a figure states another
+//!
+//! See [`Figure::states`]: same kind; numbers with compatible units (equal, or one side without a
+//! unit) whose values are equal or the answer is the source rounded to the answer's decimals; dates
+//! and times by their numbers, not their writing.
+//!
+//! Reading is linear in the text: each character is looked at a bounded number of times.
 
-use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
 use std::ops::Range;
+use std::sync::Arc;
 
-/// A unit as figures are compared: its canonical name (`EUR`, `NOK`, `°C`, `%`, `km`, ..).
+/// The most digits a figure may have; longer digit strings are identifiers, not figures.
+const MAX_DIGITS: usize = 32;
+
+/// A unit as the checks compare it: a canonical name ("EUR", "NOK", "USD", "GBP", "SEK", "DKK",
+/// "CHF", "JPY", "°C", "°F", "%", "km", "m", "cm", "mm", "kg", "g", "l", "ml", "h", "min", "s",
+/// "km/h", "mph" ...).
 ///
 /// ```
-/// use signet::module::check::figures::Unit;
-/// assert_eq!(Unit::new("NOK").as_str(), "NOK");
+/// use signet::module::check::figures::{figures, Units};
+///
+/// let read = figures("200 euros", &Units::default());
+/// assert_eq!(read[0].unit.as_ref().map(|u| u.as_str()), Some("EUR"));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Unit(Cow<'static, str>);
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Unit(Arc<str>);
 
 impl Unit {
-    /// The unit called `name`.
-    pub fn new(name: impl Into<Cow<'static, str>>) -> Unit {
-        Unit(name.into())
+    /// A unit of this canonical name.
+    ///
+    /// ```
+    /// use signet::module::check::figures::Unit;
+    ///
+    /// assert_eq!(Unit::new("NOK").as_str(), "NOK");
+    /// ```
+    pub fn new(name: &str) -> Unit {
+        Unit(Arc::from(name))
     }
 
-    /// Its canonical name.
+    /// The canonical name.
+    ///
+    /// ```
+    /// use signet::module::check::figures::Unit;
+    ///
+    /// assert_eq!(Unit::new("°C").as_str(), "°C");
+    /// ```
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Whether this is a currency: a name of three capital ASCII letters (an ISO 4217 code).
+    ///
+    /// ```
+    /// use signet::module::check::figures::Unit;
+    ///
+    /// assert!(Unit::new("EUR").is_currency());
+    /// assert!(!Unit::new("km").is_currency());
+    /// ```
+    pub fn is_currency(&self) -> bool {
+        let bytes = self.0.as_bytes();
+        bytes.len() == 3 && bytes.iter().all(u8::is_ascii_uppercase)
+    }
 }
 
-impl std::fmt::Display for Unit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for Unit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-/// The words and symbols read as units, each with its unit. [`Units::default`] is the built-in
-/// table (currencies, temperatures, percent, lengths, weights, volumes, times, speeds).
-///
-/// ```
-/// use signet::module::check::figures::{Units, figures};
-/// let units = Units::default().with_alias("kronor", "SEK");
-/// assert_eq!(figures("50 kronor", &units)[0].unit.as_ref().unwrap().as_str(), "SEK");
-/// assert!(figures("50 EUR", &Units::none())[0].unit.is_none());
-/// ```
-#[derive(Debug, Clone)]
-pub struct Units {
-    /// `(alias in lower case, unit, whether it may stand before the number)`, longest first.
-    aliases: Vec<(String, Unit, bool)>,
+/// One alias of a [`Units`] table.
+#[derive(Clone, Debug)]
+struct Alias {
+    /// The alias's characters, lower-cased unless `case_sensitive`; a space matches any of
+    /// [`SPACES`].
+    chars: Vec<char>,
+    case_sensitive: bool,
+    /// Whether it is also read right before a number (a currency code or symbol).
+    before: bool,
+    unit: Unit,
 }
 
-/// The built-in aliases: `(alias, unit, may stand before the number)`.
-const BUILT_IN: &[(&str, &str, bool)] = &[
-    ("€", "EUR", true),
-    ("eur", "EUR", true),
-    ("euro", "EUR", false),
-    ("euros", "EUR", false),
-    ("nok", "NOK", true),
-    ("kr", "NOK", true),
-    ("kr.", "NOK", true),
-    ("krone", "NOK", false),
-    ("kroner", "NOK", false),
-    ("norwegian kroner", "NOK", false),
-    ("$", "USD", true),
-    ("usd", "USD", true),
-    ("us$", "USD", true),
-    ("dollar", "USD", false),
-    ("dollars", "USD", false),
-    ("£", "GBP", true),
-    ("gbp", "GBP", true),
-    ("pound", "GBP", false),
-    ("pounds", "GBP", false),
-    ("sek", "SEK", true),
-    ("dkk", "DKK", true),
-    ("chf", "CHF", true),
-    ("jpy", "JPY", true),
-    ("¥", "JPY", true),
-    ("yen", "JPY", false),
-    ("°c", "°C", false),
-    ("℃", "°C", false),
-    ("°", "°C", false),
-    ("degree", "°C", false),
-    ("degrees", "°C", false),
-    ("degree c", "°C", false),
-    ("degrees c", "°C", false),
-    ("degree celsius", "°C", false),
-    ("degrees celsius", "°C", false),
-    ("celsius", "°C", false),
-    ("°f", "°F", false),
-    ("℉", "°F", false),
-    ("degrees f", "°F", false),
-    ("degrees fahrenheit", "°F", false),
-    ("fahrenheit", "°F", false),
-    ("%", "%", false),
-    ("percent", "%", false),
-    ("per cent", "%", false),
-    ("km", "km", false),
-    ("kilometres", "km", false),
-    ("kilometers", "km", false),
-    ("m", "m", false),
-    ("metres", "m", false),
-    ("meters", "m", false),
-    ("cm", "cm", false),
-    ("mm", "mm", false),
-    ("kg", "kg", false),
-    ("g", "g", false),
-    ("l", "l", false),
-    ("litres", "l", false),
-    ("liters", "l", false),
-    ("ml", "ml", false),
-    ("h", "h", false),
-    ("hours", "h", false),
-    ("hour", "h", false),
-    ("min", "min", false),
-    ("minutes", "min", false),
-    ("s", "s", false),
-    ("seconds", "s", false),
-    ("km/h", "km/h", false),
-    ("mph", "mph", false),
-    ("m/s", "m/s", false),
+/// The words and symbols read as units, each with its canonical unit: a built-in table
+/// (`Units::default()`), which callers extend.
+///
+/// ```
+/// use signet::module::check::figures::{figures, Units};
+///
+/// let units = Units::default().with_alias("kronor", "SEK");
+/// let read = figures("It costs 95 kronor.", &units);
+/// assert_eq!(read[0].unit.as_ref().map(|u| u.as_str()), Some("SEK"));
+/// ```
+#[derive(Clone, Debug)]
+pub struct Units {
+    aliases: Vec<Alias>,
+    /// Alias indices by their first character.
+    by_first: HashMap<char, Vec<usize>>,
+    /// Alias indices by their last character.
+    by_last: HashMap<char, Vec<usize>>,
+}
+
+/// Built-in aliases matched only as written: the SI symbols, whose case carries meaning.
+const BUILT_IN_EXACT: &[(&str, &str)] = &[
+    ("km", "km"),
+    ("m", "m"),
+    ("cm", "cm"),
+    ("mm", "mm"),
+    ("kg", "kg"),
+    ("g", "g"),
+    ("l", "l"),
+    ("L", "l"),
+    ("ml", "ml"),
+    ("mL", "ml"),
+    ("h", "h"),
+    ("s", "s"),
+];
+
+/// Built-in aliases matched in any case.
+const BUILT_IN_WORDS: &[(&str, &str)] = &[
+    ("€", "EUR"),
+    ("eur", "EUR"),
+    ("euro", "EUR"),
+    ("euros", "EUR"),
+    ("nok", "NOK"),
+    ("kr", "NOK"),
+    ("nkr", "NOK"),
+    ("krone", "NOK"),
+    ("kroner", "NOK"),
+    ("kroners", "NOK"),
+    ("norwegian krone", "NOK"),
+    ("norwegian kroner", "NOK"),
+    ("$", "USD"),
+    ("usd", "USD"),
+    ("dollar", "USD"),
+    ("dollars", "USD"),
+    ("us dollars", "USD"),
+    ("£", "GBP"),
+    ("gbp", "GBP"),
+    ("pound", "GBP"),
+    ("pounds", "GBP"),
+    ("pounds sterling", "GBP"),
+    ("sek", "SEK"),
+    ("kronor", "SEK"),
+    ("swedish kronor", "SEK"),
+    ("dkk", "DKK"),
+    ("danish kroner", "DKK"),
+    ("chf", "CHF"),
+    ("franc", "CHF"),
+    ("francs", "CHF"),
+    ("swiss francs", "CHF"),
+    ("jpy", "JPY"),
+    ("¥", "JPY"),
+    ("yen", "JPY"),
+    ("°", "°C"),
+    ("º", "°C"),
+    ("°c", "°C"),
+    ("ºc", "°C"),
+    ("℃", "°C"),
+    ("celsius", "°C"),
+    ("degree", "°C"),
+    ("degrees", "°C"),
+    ("degree celsius", "°C"),
+    ("degrees celsius", "°C"),
+    ("degree c", "°C"),
+    ("degrees c", "°C"),
+    ("°f", "°F"),
+    ("ºf", "°F"),
+    ("℉", "°F"),
+    ("fahrenheit", "°F"),
+    ("degree fahrenheit", "°F"),
+    ("degrees fahrenheit", "°F"),
+    ("degree f", "°F"),
+    ("degrees f", "°F"),
+    ("%", "%"),
+    ("percent", "%"),
+    ("per cent", "%"),
+    ("km/h", "km/h"),
+    ("kmh", "km/h"),
+    ("kph", "km/h"),
+    ("kilometres per hour", "km/h"),
+    ("kilometers per hour", "km/h"),
+    ("mph", "mph"),
+    ("miles per hour", "mph"),
+    ("kilometre", "km"),
+    ("kilometres", "km"),
+    ("kilometer", "km"),
+    ("kilometers", "km"),
+    ("metre", "m"),
+    ("metres", "m"),
+    ("meter", "m"),
+    ("meters", "m"),
+    ("centimetre", "cm"),
+    ("centimetres", "cm"),
+    ("centimeter", "cm"),
+    ("centimeters", "cm"),
+    ("millimetre", "mm"),
+    ("millimetres", "mm"),
+    ("millimeter", "mm"),
+    ("millimeters", "mm"),
+    ("kilo", "kg"),
+    ("kilos", "kg"),
+    ("kilogram", "kg"),
+    ("kilograms", "kg"),
+    ("gram", "g"),
+    ("grams", "g"),
+    ("litre", "l"),
+    ("litres", "l"),
+    ("liter", "l"),
+    ("liters", "l"),
+    ("millilitre", "ml"),
+    ("millilitres", "ml"),
+    ("milliliter", "ml"),
+    ("milliliters", "ml"),
+    ("hr", "h"),
+    ("hrs", "h"),
+    ("hour", "h"),
+    ("hours", "h"),
+    ("min", "min"),
+    ("mins", "min"),
+    ("minute", "min"),
+    ("minutes", "min"),
+    ("sec", "s"),
+    ("secs", "s"),
+    ("second", "s"),
+    ("seconds", "s"),
 ];
 
 impl Default for Units {
+    /// The built-in table (see the [module documentation](self)).
     fn default() -> Units {
         let mut units = Units::none();
-        for (alias, unit, before) in BUILT_IN {
-            units.push(alias, Unit::new(*unit), *before);
+        for (alias, unit) in BUILT_IN_EXACT {
+            units.add(alias, Unit::new(unit), true);
+        }
+        for (alias, unit) in BUILT_IN_WORDS {
+            units.add(alias, Unit::new(unit), false);
         }
         units
     }
 }
 
 impl Units {
-    /// No units: every figure is read without one.
+    /// No units at all: every figure is read without a unit.
+    ///
+    /// ```
+    /// use signet::module::check::figures::{figures, Units};
+    ///
+    /// assert_eq!(figures("200 EUR", &Units::none())[0].unit, None);
+    /// ```
     pub fn none() -> Units {
         Units {
             aliases: Vec::new(),
+            by_first: HashMap::new(),
+            by_last: HashMap::new(),
         }
     }
 
-    /// These units and `alias` (matched case-insensitively after the number) read as `unit`.
+    /// This table with `alias` (matched in any case) read as `unit`. An alias already in the table
+    /// (in any case) now means `unit`; a blank alias is ignored. An alias of at most three characters
+    /// whose unit is a currency ([`Unit::is_currency`]) is also read before a number.
+    ///
+    /// ```
+    /// use signet::module::check::figures::{figures, Units};
+    ///
+    /// let units = Units::none().with_alias("kroner", "NOK");
+    /// let read = figures("2 340 kroner", &units);
+    /// assert_eq!(read[0].value, 2340.0);
+    /// assert_eq!(read[0].unit.as_ref().map(|u| u.as_str()), Some("NOK"));
+    /// ```
     pub fn with_alias(mut self, alias: &str, unit: &str) -> Units {
-        self.push(alias, Unit::new(unit.to_owned()), false);
+        self.add(alias, Unit::new(unit), false);
         self
     }
 
-    fn push(&mut self, alias: &str, unit: Unit, before: bool) {
-        let alias = alias.to_lowercase();
-        if alias.is_empty() {
+    fn add(&mut self, alias: &str, unit: Unit, case_sensitive: bool) {
+        let words: Vec<&str> = alias.split_whitespace().collect();
+        let alias = words.join(" ");
+        let chars: Vec<char> = if case_sensitive {
+            alias.chars().collect()
+        } else {
+            alias.chars().flat_map(char::to_lowercase).collect()
+        };
+        let (Some(&first), Some(&last)) = (chars.first(), chars.last()) else {
+            return;
+        };
+        let before = unit.is_currency() && chars.len() <= 3;
+        if let Some(existing) = self
+            .aliases
+            .iter_mut()
+            .find(|a| a.case_sensitive == case_sensitive && a.chars == chars)
+        {
+            existing.unit = unit;
+            existing.before = before;
             return;
         }
-        self.aliases.retain(|(a, ..)| *a != alias);
-        let at = self
-            .aliases
-            .iter()
-            .position(|(a, ..)| a.len() < alias.len())
-            .unwrap_or(self.aliases.len());
-        self.aliases.insert(at, (alias, unit, before));
+        let index = self.aliases.len();
+        self.aliases.push(Alias {
+            chars,
+            case_sensitive,
+            before,
+            unit,
+        });
+        self.by_first.entry(first).or_default().push(index);
+        self.by_last.entry(last).or_default().push(index);
     }
 
-    /// The longest alias in bytes.
-    fn longest(&self) -> usize {
-        self.aliases.first().map_or(0, |(a, ..)| a.len())
+    /// Aliases that may start with the text character `c` (as written or lower-cased).
+    fn starting_with(&self, c: char) -> impl Iterator<Item = (usize, &Alias)> {
+        let lower = c.to_lowercase().next().unwrap_or(c);
+        self.lookup(&self.by_first, c, lower)
     }
 
-    /// The unit whose alias `text` starts with (on a word boundary), and the alias's length.
-    fn after(&self, text: &str) -> Option<(Unit, usize)> {
-        self.aliases.iter().find_map(|(alias, unit, _)| {
-            let head = text.get(..alias.len())?;
-            if !head.eq_ignore_ascii_case(alias) && head.to_lowercase() != *alias {
-                return None;
+    /// Aliases that may end with the text character `c` (as written or lower-cased).
+    fn ending_with(&self, c: char) -> impl Iterator<Item = (usize, &Alias)> {
+        let lower = c.to_lowercase().next_back().unwrap_or(c);
+        self.lookup(&self.by_last, c, lower)
+    }
+
+    /// The aliases indexed under `c` and, when it differs, under `lower`.
+    fn lookup<'u>(
+        &'u self,
+        index: &'u HashMap<char, Vec<usize>>,
+        c: char,
+        lower: char,
+    ) -> impl Iterator<Item = (usize, &'u Alias)> {
+        [Some(c), (lower != c).then_some(lower)]
+            .into_iter()
+            .flatten()
+            .filter_map(move |k| index.get(&k))
+            .flatten()
+            .filter_map(move |&i| self.aliases.get(i).map(|a| (i, a)))
+    }
+
+    /// The unit of the longest alias written at `pos`, and where it ends.
+    fn after(&self, cur: &Cursor<'_>, pos: usize) -> Option<(Unit, usize)> {
+        let c = cur.at(pos)?;
+        let mut best: Option<(usize, usize, &Alias)> = None;
+        for (i, alias) in self.starting_with(c) {
+            if let Some(end) = match_forward(cur, pos, alias)
+                && best.is_none_or(|(bi, be, _)| end > be || (end == be && i > bi))
+            {
+                best = Some((i, end, alias));
             }
-            let ends_in_word = alias.chars().last().is_some_and(char::is_alphanumeric);
-            let next = text[alias.len()..].chars().next();
-            if ends_in_word && next.is_some_and(|c| c.is_alphanumeric()) {
-                return None;
-            }
-            Some((unit.clone(), alias.len()))
-        })
+        }
+        best.map(|(_, end, alias)| (alias.unit.clone(), end))
     }
 
-    /// The currency whose alias `text` ends with (on a word boundary), and the alias's length.
-    fn before(&self, text: &str) -> Option<(Unit, usize)> {
-        self.aliases
-            .iter()
-            .filter(|(_, _, before)| *before)
-            .find_map(|(alias, unit, _)| {
-                let start = text.len().checked_sub(alias.len())?;
-                let tail = text.get(start..)?;
-                if !tail.eq_ignore_ascii_case(alias) && tail.to_lowercase() != *alias {
-                    return None;
-                }
-                let starts_in_word = alias.chars().next().is_some_and(char::is_alphanumeric);
-                let previous = text[..start].chars().next_back();
-                if starts_in_word && previous.is_some_and(|c| c.is_alphanumeric()) {
-                    return None;
-                }
-                Some((unit.clone(), alias.len()))
-            })
+    /// The unit of the longest currency alias written right before `pos`, and where it starts.
+    fn currency_before(&self, cur: &Cursor<'_>, pos: usize) -> Option<(Unit, usize)> {
+        let c = cur.before(pos)?;
+        let mut best: Option<(usize, usize, &Alias)> = None;
+        for (i, alias) in self.ending_with(c).filter(|(_, a)| a.before) {
+            if let Some(start) = match_backward(cur, pos, alias)
+                && best.is_none_or(|(bi, bs, _)| start < bs || (start == bs && i > bi))
+            {
+                best = Some((i, start, alias));
+            }
+        }
+        best.map(|(_, start, alias)| (alias.unit.clone(), start))
     }
 }
 
-/// What a figure is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
+/// What a figure is: a number, or a date or time (compared by their numbers as written).
+///
+/// ```
+/// use signet::module::check::figures::{figures, FigureKind, Units};
+///
+/// let kinds: Vec<FigureKind> =
+///     figures("On 2026-11-28 at 22:30: 4 °C", &Units::default()).iter().map(|f| f.kind).collect();
+/// assert_eq!(kinds, [FigureKind::Date, FigureKind::Time, FigureKind::Number]);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FigureKind {
-    /// A number (with or without a unit).
+    /// A number, with or without a unit.
     Number,
-    /// A date, compared by its digits.
+    /// A date; its `value` is `yyyymmdd` (day first when the writing is ambiguous).
     Date,
-    /// A time of day, compared by its digits.
+    /// A time of day; its `value` is the seconds since midnight.
     Time,
 }
 
 /// One figure of a text.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
+///
+/// ```
+/// use signet::module::check::figures::{figures, Units};
+///
+/// let read = figures("Snow, minus 3 degrees.", &Units::default());
+/// assert_eq!(read[0].value, -3.0);
+/// assert_eq!(read[0].text, "minus 3 degrees");
+/// assert_eq!(read[0].span, 6..21);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
 pub struct Figure {
-    /// The number, negative when signed (a date's or time's digits as one number).
+    /// The number (negative when signed); for a date or time see [`FigureKind`].
     pub value: f64,
-    /// The decimals written ("2340.00": 2).
+    /// Decimals as written (`"2340.00"` has 2).
     pub decimals: u32,
-    /// The unit written beside it.
+    /// The unit, when one is written beside the number.
     pub unit: Option<Unit>,
-    /// As written, sign and unit included ("-3 °C", "1,250 EUR", "€80").
+    /// The figure as written, e.g. `"-3 °C"`, `"1,250 EUR"`, `"€80"`, `"2026-11-28"`.
     pub text: String,
-    /// Where `text` is in the text read (bytes).
+    /// The byte range of `text` in the input.
     pub span: Range<usize>,
-    /// A number, a date or a time.
+    /// Number, date or time.
     pub kind: FigureKind,
 }
 
 impl Figure {
-    /// Whether this figure, said in an answer, states `source` (a figure of a tool result or the
-    /// question): the same kind; units that agree where both name one; and the same value, or
-    /// `source` rounded to the decimals written here ("1169" states 1168.83, "4.4" does not state
-    /// 4). A date or a time states the same digits.
+    /// Whether this figure (said in an answer) states `source` (found in a tool result or the
+    /// question).
+    ///
+    /// Numbers: the units must be equal or one side has none, and either the values are equal
+    /// (within 1e-9 of the larger magnitude, so `"2340.00"` states `"2340"` and back) or this value
+    /// is `source` rounded to this figure's decimals, a tie either way (`"1168.8"` and `"1169"`
+    /// state 1168.83, `"1170"` does not, `"4.4"` does not state 4). Non-zero values must have the
+    /// same sign (`"3"` does not state −3). Dates: the same year, month and day, whatever the
+    /// writing (`"28.11.2026"` states `"2026-11-28"`; an ambiguous slash date states either
+    /// reading). Times: the same numbers, leading and trailing zeros aside, and the answer may stop
+    /// early (`"7:05"` states `"07:05:00"`, `"22:30"` states `"22:30:05"`).
     ///
     /// ```
-    /// use signet::module::check::figures::{Units, figures};
-    /// let read = |t: &str| figures(t, &Units::default()).remove(0);
-    /// assert!(read("1169 NOK").states(&read("1168.83 NOK")));
-    /// assert!(read("2340 kroner").states(&read("2340.00 NOK")));
-    /// assert!(!read("300 NOK").states(&read("300 EUR")));
-    /// assert!(!read("4.4").states(&read("4")));
-    /// assert!(!read("3 °C").states(&read("-3 °C")));
+    /// use signet::module::check::figures::{figures, Units};
+    ///
+    /// let units = Units::default();
+    /// let source = &figures("1 EUR = 11.6883 NOK", &units)[1];
+    /// assert!(figures("11.69 NOK", &units)[0].states(source));
+    /// assert!(!figures("11.7 EUR", &units)[0].states(source));
     /// ```
     pub fn states(&self, source: &Figure) -> bool {
         if self.kind != source.kind {
             return false;
         }
-        if let (Some(mine), Some(theirs)) = (&self.unit, &source.unit)
-            && mine != theirs
+        match self.kind {
+            FigureKind::Number => self.states_number(source),
+            FigureKind::Date => match (date_key(&self.text), date_key(&source.text)) {
+                (Some(a), Some(b)) => a.agrees(b),
+                _ => false,
+            },
+            FigureKind::Time => {
+                let (a, b) = (time_key(&self.text), time_key(&source.text));
+                !a.is_empty() && b.starts_with(&a)
+            }
+        }
+    }
+
+    fn states_number(&self, source: &Figure) -> bool {
+        if let (Some(a), Some(b)) = (&self.unit, &source.unit)
+            && a != b
         {
             return false;
         }
-        if (self.value - source.value).abs() < 1e-9 {
+        let (a, b) = (self.value, source.value);
+        if !a.is_finite() || !b.is_finite() {
+            return false;
+        }
+        if a != 0.0 && b != 0.0 && (a < 0.0) != (b < 0.0) {
+            return false;
+        }
+        if (a - b).abs() < 1e-9 * a.abs().max(b.abs()).max(1.0) {
             return true;
         }
-        if self.kind != FigureKind::Number || self.decimals >= source.decimals {
-            return false;
-        }
-        let scale = 10f64.powi(self.decimals as i32);
-        (self.value - (source.value * scale).round() / scale).abs() < 1e-9
+        let decimals = i32::try_from(self.decimals.min(300)).unwrap_or(300);
+        let scale = 10f64.powi(decimals);
+        let (sa, sb) = (a * scale, b * scale);
+        sa.is_finite() && sb.is_finite() && (sa - sb).abs() <= 0.5 + 1e-9 * sb.abs().max(1.0)
     }
 }
 
-/// The longest run of digits and separators read as one number.
-const MAX_NUMBER: usize = 64;
+/// A date as its numbers: year, month, day; or, for a slash date that reads either way, the first
+/// and second numbers and the year.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DateKey {
+    Ymd(u32, u32, u32),
+    Either(u32, u32, u32),
+}
 
-/// Every figure of `text`, in order.
+impl DateKey {
+    fn agrees(self, other: DateKey) -> bool {
+        match (self, other) {
+            (DateKey::Ymd(..), DateKey::Ymd(..)) | (DateKey::Either(..), DateKey::Either(..)) => {
+                self == other
+            }
+            (DateKey::Either(a, b, y), DateKey::Ymd(y2, m, d))
+            | (DateKey::Ymd(y2, m, d), DateKey::Either(a, b, y)) => {
+                y == y2 && ((a, b) == (d, m) || (a, b) == (m, d))
+            }
+        }
+    }
+}
+
+/// The digit groups of a text, in order.
+fn digit_groups(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_ascii_digit())
+        .filter(|g| !g.is_empty())
+}
+
+fn small_number(digits: &str) -> Option<u32> {
+    if digits.len() > 9 {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Reads a date as written by [`figures`].
+fn date_key(text: &str) -> Option<DateKey> {
+    let mut groups = digit_groups(text);
+    let (g0, g1, g2) = (groups.next()?, groups.next()?, groups.next()?);
+    let sep = text.chars().find(|c| !c.is_ascii_digit())?;
+    let (n0, n1, n2) = (small_number(g0)?, small_number(g1)?, small_number(g2)?);
+    let key = if g0.len() == 4 {
+        DateKey::Ymd(n0, n1, n2)
+    } else if sep == '/' {
+        if n0 > 12 {
+            DateKey::Ymd(n2, n1, n0)
+        } else if n1 > 12 {
+            DateKey::Ymd(n2, n0, n1)
+        } else {
+            DateKey::Either(n0, n1, n2)
+        }
+    } else {
+        DateKey::Ymd(n2, n1, n0)
+    };
+    Some(key)
+}
+
+/// A time as its numbers (leading zeros off, the fraction of a second without trailing zeros),
+/// without trailing zero seconds or fraction.
+fn time_key(text: &str) -> Vec<String> {
+    let mut key: Vec<String> = digit_groups(text)
+        .enumerate()
+        .map(|(i, g)| {
+            if i >= 3 {
+                g.trim_end_matches('0').to_string()
+            } else {
+                let trimmed = g.trim_start_matches('0');
+                if trimmed.is_empty() { "0" } else { trimmed }.to_string()
+            }
+        })
+        .collect();
+    while key.len() > 2 && key.last().is_some_and(|g| g.is_empty() || g == "0") {
+        key.pop();
+    }
+    key
+}
+
+/// The figures of a text, in order. See the [module documentation](self) for the rules.
 ///
 /// ```
-/// use signet::module::check::figures::{FigureKind, Units, figures};
-/// let read = figures("Snow in Tromsø on 2026-11-29, minus 3 degrees; €80,00 is 936 kr.", &Units::default());
-/// assert_eq!(read[0].kind, FigureKind::Date);
-/// assert_eq!((read[1].value, read[1].text.as_str()), (-3.0, "minus 3 degrees"));
-/// assert_eq!((read[2].value, read[2].decimals, read[2].text.as_str()), (80.0, 2, "€80,00"));
-/// assert_eq!(read[3].unit.as_ref().unwrap().as_str(), "NOK");
+/// use signet::module::check::figures::{figures, Units};
+///
+/// let text = "Tomorrow in Oslo: 4 °C, light rain. In kroner: 200 EUR is 2340.00 NOK.";
+/// let read: Vec<(f64, u32, Option<String>)> = figures(text, &Units::default())
+///     .into_iter()
+///     .map(|f| (f.value, f.decimals, f.unit.map(|u| u.to_string())))
+///     .collect();
+/// assert_eq!(
+///     read,
+///     [
+///         (4.0, 0, Some("°C".to_string())),
+///         (200.0, 0, Some("EUR".to_string())),
+///         (2340.0, 2, Some("NOK".to_string())),
+///     ]
+/// );
 /// ```
 pub fn figures(text: &str, units: &Units) -> Vec<Figure> {
-    let bytes = text.as_bytes();
-    let mut found = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        if !bytes[i].is_ascii_digit() {
-            i += 1;
-            continue;
-        }
-        let mut back = text[..i].chars().rev();
-        let previous = back.next();
-        let glued = previous.is_some_and(|c| c.is_alphanumeric() || c == '.' || c == ',')
-            || (previous == Some('-') && back.next().is_some_and(char::is_alphanumeric));
-        let token = match glued {
-            true => None,
-            false => read_at(text, i, units),
-        };
-        match token {
-            Some(figure) => {
-                i = figure.span.end.max(i + 1);
-                found.push(figure);
-            }
-            // Skip the rest of this run of digits and separators.
-            None => {
-                i += 1;
-                while i < bytes.len() && (bytes[i].is_ascii_digit() || b".,'".contains(&bytes[i])) {
-                    i += 1;
-                }
-            }
-        }
-    }
-    found
+    scan(text, units, false)
 }
 
-/// The figures of `text`, a reply still being written, that no text that may follow can change:
-/// their digits, sign and unit are settled (the text goes on long enough after them, or with
-/// punctuation that ends them).
+/// Figures of a text that is still being written: only those no later text can change (their
+/// digits, sign and unit are settled).
+///
+/// A figure is settled when reading it never needed a character past the end of the text so far:
+/// the number is followed by a character that ends it, and every unit alias that could follow it
+/// has been ruled out or completed. Once one figure is not settled, none after it is. The settled
+/// figures of a prefix are the first figures of any longer text, with the same span, value and
+/// unit. Calling it on the whole text so far at every delta costs time linear in that text each
+/// time.
 ///
 /// ```
-/// use signet::module::check::figures::{Units, settled_figures};
+/// use signet::module::check::figures::{settled_figures, Units};
+///
 /// let units = Units::default();
-/// let texts = |t: &str| settled_figures(t, &units).into_iter().map(|f| f.text).collect::<Vec<_>>();
-/// assert_eq!(texts("300 EUR is 3"), ["300 EUR"]);
-/// assert!(texts("It is 4").is_empty());
-/// assert_eq!(texts("Tomorrow in Oslo: 4 °C, light"), ["4 °C"]);
+/// let settled = settled_figures("300 EUR is 3", &units);
+/// assert_eq!(settled.len(), 1);
+/// assert_eq!(settled[0].text, "300 EUR");
+/// assert!(settled_figures("It is 4", &units).is_empty());
 /// ```
 pub fn settled_figures(text: &str, units: &Units) -> Vec<Figure> {
-    // Enough text after a figure to read any unit and a thousands group after it.
-    let window = units.longest() + 8;
-    figures(text, units)
-        .into_iter()
-        .filter(|figure| {
-            let after = &text[figure.span.end..];
-            after.len() >= window || ends_figure(after)
-        })
-        .collect()
+    scan(text, units, true)
 }
 
-/// Whether `after` (the text right after a figure) already ends it: punctuation no number or unit
-/// continues with.
-fn ends_figure(after: &str) -> bool {
-    let mut chars = after.chars();
-    match chars.next() {
-        Some(';' | '!' | '?' | ')' | ']' | '}' | '"' | '\n' | '\r') => true,
-        Some('.' | ',') => chars.next().is_some_and(char::is_whitespace),
-        _ => false,
-    }
-}
-
-/// A date at the start of `text`: `2026-11-28`, `28.11.2026`, `28/11/2026`; its length.
-fn date_at(text: &str) -> Option<usize> {
-    let groups = digit_groups(text, |c| matches!(c, '-' | '.' | '/'), 3)?;
-    let lengths: Vec<usize> = groups.iter().map(|(len, _)| *len).collect();
-    let seps: Vec<char> = groups.iter().skip(1).filter_map(|(_, sep)| *sep).collect();
-    let same_sep = seps.len() == 2 && seps[0] == seps[1];
-    let iso = lengths[..] == [4, 2, 2] && seps.first() == Some(&'-');
-    let day_first = matches!(lengths[..], [1 | 2, 1 | 2, 2 | 4]) && seps.first() != Some(&'-');
-    (same_sep && (iso || day_first)).then(|| group_end(&groups))
-}
-
-/// A time at the start of `text`: `22:30`, `7:05`, `22:30:05`; its length.
-fn time_at(text: &str) -> Option<usize> {
-    let groups = digit_groups(text, |c| c == ':', 3)?;
-    let lengths: Vec<usize> = groups.iter().map(|(len, _)| *len).collect();
-    let fits = matches!(lengths[..], [1 | 2, 2] | [1 | 2, 2, 2]);
-    (fits && groups.len() >= 2).then(|| group_end(&groups))
-}
-
-/// Up to `max` groups of digits at the start of `text` joined by a separator `is_sep` accepts:
-/// each group's digit count and the separator before it. `None` when `text` has no digit first
-/// or there is only one group.
-fn digit_groups(
-    text: &str,
-    is_sep: impl Fn(char) -> bool,
-    max: usize,
-) -> Option<Vec<(usize, Option<char>)>> {
-    let mut groups = Vec::new();
-    let mut rest = text;
-    let mut sep = None;
-    while groups.len() < max {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            break;
-        }
-        groups.push((digits, sep));
-        rest = &rest[digits..];
-        match rest.chars().next() {
-            Some(c)
-                if is_sep(c) && rest[c.len_utf8()..].starts_with(|d: char| d.is_ascii_digit()) =>
-            {
-                sep = Some(c);
-                rest = &rest[c.len_utf8()..];
-            }
-            _ => break,
-        }
-    }
-    (groups.len() >= 2).then_some(groups)
-}
-
-/// The bytes the groups of [`digit_groups`] span.
-fn group_end(groups: &[(usize, Option<char>)]) -> usize {
-    groups
-        .iter()
-        .map(|(len, sep)| len + sep.map_or(0, char::len_utf8))
-        .sum()
-}
-
-/// The figure starting at byte `start` (a digit), if one does.
-fn read_at(text: &str, start: usize, units: &Units) -> Option<Figure> {
-    let rest = &text[start..];
-    if let Some(len) = date_at(rest) {
-        return Some(whole(text, start, len, FigureKind::Date));
-    }
-    if let Some(len) = time_at(rest) {
-        return Some(whole(text, start, len, FigureKind::Time));
-    }
-    let (len, value, decimals) = number_at(rest)?;
-    let mut end = start + len;
-    let after_number = &text[end..];
-    if after_number.starts_with(|c: char| c.is_alphanumeric())
-        && units.after(after_number).is_none()
-    {
-        // Digits glued to a word that is no unit ("2nd", "3D").
-        return None;
-    }
-    // The unit after the number, right after it or after one space.
-    let mut unit = None;
-    let gap = after_number
-        .chars()
-        .next()
-        .filter(|c| matches!(c, ' ' | '\u{a0}' | '\u{202f}'))
-        .map_or(0, char::len_utf8);
-    if let Some((found, alias)) = units
-        .after(after_number)
-        .or_else(|| units.after(&after_number[gap..]).map(|(u, a)| (u, a + gap)))
-    {
-        unit = Some(found);
-        end += alias;
-    }
-    // A sign, "minus", or a currency before.
-    let before = &text[..start];
-    let mut begin = start;
-    let mut negative = false;
-    let signed = before
-        .strip_suffix('-')
-        .or_else(|| before.strip_suffix('−'))
-        .filter(|rest| !rest.ends_with(|c: char| c.is_alphanumeric()));
-    if let Some(rest) = signed {
-        negative = true;
-        begin = rest.len();
-    }
-    let spaced = text[..begin].trim_end_matches([' ', '\u{a0}', '\u{202f}']);
-    if !negative {
-        let minus = spaced.len().checked_sub(5).and_then(|at| spaced.get(at..));
-        if let Some(word) = minus
-            && word.eq_ignore_ascii_case("minus")
-            && !spaced[..spaced.len() - 5].ends_with(|c: char| c.is_alphanumeric())
-        {
-            negative = true;
-            begin = spaced.len() - 5;
-        }
-    }
-    if unit.is_none() {
-        // A currency right before the number, or before it and one space.
-        let head = &text[..begin];
-        let spaced = head.strip_suffix([' ', '\u{a0}', '\u{202f}']);
-        for head in [Some(head), spaced].into_iter().flatten() {
-            if let Some((found, alias)) = units.before(head) {
-                unit = Some(found);
-                begin = begin.min(head.len() - alias);
-                break;
-            }
-        }
-    }
-    Some(Figure {
-        value: if negative { -value } else { value },
-        decimals,
-        unit,
-        text: text[begin..end].to_owned(),
-        span: begin..end,
-        kind: FigureKind::Number,
-    })
-}
-
-/// A date or time of `len` bytes at `start`, its value its digits.
-fn whole(text: &str, start: usize, len: usize, kind: FigureKind) -> Figure {
-    let written = &text[start..start + len];
-    let digits: String = written.chars().filter(char::is_ascii_digit).collect();
-    Figure {
-        value: digits.parse().unwrap_or(f64::NAN),
-        decimals: 0,
-        unit: None,
-        text: written.to_owned(),
-        span: start..start + len,
-        kind,
-    }
-}
-
-/// The number at the start of `text` (a digit): its length in bytes, value and decimals; `None`
-/// when its separators fit no format or it is too long to be a quantity.
-fn number_at(text: &str) -> Option<(usize, f64, u32)> {
-    // Groups of digits and the separator before each.
-    let mut groups: Vec<(Option<char>, &str)> = Vec::new();
-    let mut at = 0;
-    let mut sep = None;
-    loop {
-        let digits = text[at..].bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            break;
-        }
-        groups.push((sep, &text[at..at + digits]));
-        at += digits;
-        if at > MAX_NUMBER {
-            return None;
-        }
-        let rest = &text[at..];
-        let Some(c) = rest.chars().next() else { break };
-        let after = &rest[c.len_utf8()..];
-        let next_digits = after.bytes().take_while(u8::is_ascii_digit).count();
-        let separates = match c {
-            '.' | ',' | '\'' => next_digits > 0,
-            // A space separates thousands only: groups of exactly three digits after a first
-            // group of at most three.
-            ' ' | '\u{a0}' | '\u{202f}' => {
-                next_digits == 3
-                    && groups.iter().all(|(s, d)| {
-                        if s.is_none() {
-                            d.len() <= 3
-                        } else {
-                            d.len() == 3
-                        }
-                    })
-            }
-            _ => false,
-        };
-        if !separates {
-            break;
-        }
-        sep = Some(c);
-        at += c.len_utf8();
-    }
-    let (first, rest) = groups.split_first()?;
-    let marks: Vec<char> = rest.iter().filter_map(|(s, _)| *s).collect();
-    let count = |c: char| marks.iter().filter(|m| **m == c).count();
-    // The decimal separator, if the number has one.
-    let decimal = match (count('.'), count(',')) {
-        (0, 0) => None,
-        // Both: the last of them.
-        (1.., 1..) => marks.iter().rev().find(|c| matches!(c, '.' | ',')).copied(),
-        (1, 0) => Some('.'),
-        // A lone comma: decimals with one or two digits after it, thousands with three.
-        (0, 1) => rest
-            .iter()
-            .find(|(s, _)| *s == Some(','))
-            .filter(|(_, d)| d.len() < 3)
-            .map(|_| ','),
-        _ => None,
-    };
-    if decimal.is_some_and(|d| count(d) > 1) {
-        return None;
-    }
-    let mut integer = String::from(first.1);
-    let mut fraction = "";
-    for (i, (sep, digits)) in rest.iter().enumerate() {
-        if decimal.is_some() && *sep == decimal {
-            if i + 1 != rest.len() {
-                return None;
-            }
-            fraction = digits;
-        } else if digits.len() == 3 {
-            integer.push_str(digits);
-        } else {
-            return None;
-        }
-    }
-    let written = if fraction.is_empty() {
-        integer
-    } else {
-        format!("{integer}.{fraction}")
-    };
-    let value: f64 = written.parse().ok()?;
-    Some((at, value, fraction.len() as u32))
-}
-
+mod scan;
 #[cfg(test)]
-mod tests {
-    use super::*;
+mod tests;
 
-    fn read(text: &str) -> Vec<(f64, u32, Option<String>, String)> {
-        figures(text, &Units::default())
-            .into_iter()
-            .map(|f| {
-                (
-                    f.value,
-                    f.decimals,
-                    f.unit.map(|u| u.0.into_owned()),
-                    f.text,
-                )
-            })
-            .collect()
-    }
-
-    fn values(text: &str) -> Vec<(f64, Option<String>)> {
-        read(text).into_iter().map(|(v, _, u, _)| (v, u)).collect()
-    }
-
-    fn unit(u: &str) -> Option<String> {
-        Some(u.to_owned())
-    }
-
-    #[test]
-    fn an_answer_of_the_travel_agent_is_read_with_its_units() {
-        assert_eq!(
-            values("Tomorrow in Oslo: 4 °C, light rain. In kroner: 200 EUR is 2340.00 NOK."),
-            [
-                (4.0, unit("°C")),
-                (200.0, unit("EUR")),
-                (2340.0, unit("NOK"))
-            ]
-        );
-        assert_eq!(
-            values("Light rain and 4°C in Oslo tomorrow; 200 euros = 2,340 kroner."),
-            [
-                (4.0, unit("°C")),
-                (200.0, unit("EUR")),
-                (2340.0, unit("NOK"))
-            ]
-        );
-        assert_eq!(
-            values("Snow in Tromsø tomorrow, minus 3 degrees."),
-            [(-3.0, unit("°C"))]
-        );
-        assert_eq!(
-            values("Tomorrow in Tromsø: -3 °C, snow."),
-            [(-3.0, unit("°C"))]
-        );
-        assert_eq!(
-            values("What do 1,000 euros come to"),
-            [(1000.0, unit("EUR"))]
-        );
-        assert_eq!(values("NOK value of 2300 EUR"), [(2300.0, unit("EUR"))]);
-        assert_eq!(values("I have 1 234,50 kr"), [(1234.5, unit("NOK"))]);
-        assert_eq!(
-            values("€200 and NOK 2340 and $5"),
-            [
-                (200.0, unit("EUR")),
-                (2340.0, unit("NOK")),
-                (5.0, unit("USD"))
-            ]
-        );
-    }
-
-    #[test]
-    fn separators_decide_thousands_and_decimals() {
-        assert_eq!(read("€80,00")[0].0, 80.0);
-        assert_eq!(read("€80,00")[0].1, 2);
-        assert_eq!(
-            values("1,234.56 and 1.234,56"),
-            [(1234.56, None), (1234.56, None)]
-        );
-        assert_eq!(values("1.234")[0].0, 1.234);
-        assert_eq!(
-            values("1.234.567 and 1'234 and 12 000")[..],
-            [(1234567.0, None), (1234.0, None), (12000.0, None)]
-        );
-        assert_eq!(values("1,5 or 1,25"), [(1.5, None), (1.25, None)]);
-        assert!(values("version 1.2.3 or 1,2345").is_empty());
-        assert_eq!(
-            values("It costs 5. Then 6, then 7."),
-            [(5.0, None), (6.0, None), (7.0, None)]
-        );
-        assert_eq!(
-            values("between 5 and 10 100 times")[..2],
-            [(5.0, None), (10100.0, None)]
-        );
-    }
-
-    #[test]
-    fn digits_glued_to_words_are_not_figures() {
-        assert!(values("H2O, SmolLM2, v1.2, the 2nd, a 3D film, 4K, COVID-19").is_empty());
-        assert_eq!(
-            values("3km and 15% and 20°C"),
-            [(3.0, unit("km")), (15.0, unit("%")), (20.0, unit("°C"))]
-        );
-        assert_eq!(values("3 men and 3 m"), [(3.0, None), (3.0, unit("m"))]);
-    }
-
-    #[test]
-    fn dates_and_times_are_one_figure_each() {
-        let read = figures(
-            "Hammerfest tmrw weather: 2022-01-01 22:30:00.0000000000000.00",
-            &Units::default(),
-        );
-        let kinds: Vec<FigureKind> = read.iter().map(|f| f.kind).collect();
-        assert_eq!(kinds, [FigureKind::Date, FigureKind::Time]);
-        assert_eq!(read[1].text, "22:30:00");
-        let day = figures("on 28.11.2026 or 28/11/2026", &Units::default());
-        assert!(day.iter().all(|f| f.kind == FigureKind::Date));
-        assert!(day[0].states(&day[1]));
-    }
-
-    #[test]
-    fn a_figure_states_a_source_of_the_same_value_rounded_or_not() {
-        let one = |t: &str| figures(t, &Units::default()).remove(0);
-        assert!(one("2340").states(&one("2340.00 NOK")));
-        assert!(one("2,340.0 kroner").states(&one("2340.00 NOK")));
-        assert!(one("1168.8 NOK").states(&one("1168.83 NOK")));
-        assert!(!one("1170 NOK").states(&one("1168.83 NOK")));
-        assert!(!one("300.00 NOK").states(&one("300 EUR")));
-        assert!(one("300").states(&one("300 EUR")));
-        assert!(!one("4.4").states(&one("4")));
-        assert!(!one("3 °C").states(&one("-3 °C")));
-        assert!(!one("2026-11-28").states(&one("20261128")));
-    }
-
-    #[test]
-    fn settled_figures_of_every_prefix_are_the_whole_texts() {
-        let units = Units::default();
-        for full in [
-            "Tomorrow in Oslo: 4 °C, light rain. In kroner: 200 EUR is 2340.00 NOK.",
-            "Tomorrow in Bergen: €80,00 is 120 EUR is 120 EUR",
-            "Snow in Tromsø tomorrow, minus 3 degrees Celsius; 1 234,50 kr left on 2026-11-28 at 22:30.",
-            "It is 12 000 NOK, or 1,025.5 EUR (15 %), 3km away.",
-        ] {
-            let whole = figures(full, &units);
-            for end in (0..=full.len()).filter(|e| full.is_char_boundary(*e)) {
-                for settled in settled_figures(&full[..end], &units) {
-                    assert!(
-                        whole.contains(&settled),
-                        "{settled:?} of {:?} is not a figure of {full:?}",
-                        &full[..end]
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn hostile_text_is_read_in_linear_time_without_panicking() {
-        let units = Units::default();
-        let digits = "1234567890,.'".repeat(80_000);
-        let _ = figures(&digits, &units);
-        let _ = settled_figures(&digits, &units);
-        let dashes = "-.".repeat(500_000);
-        assert!(figures(&dashes, &units).is_empty());
-        let words = "minus €1,2 3 ".repeat(50_000);
-        assert_eq!(figures(&words, &units).len(), 100_000);
-    }
-}
+use scan::{Cursor, match_backward, match_forward, scan};

@@ -16,7 +16,7 @@ use super::{Answer, Checks, FailedAttempt, Watcher};
 use crate::adapter::Fields;
 use crate::adapter::field_stream::FieldStream;
 use crate::lm::{Capabilities, Completion, Lm, LmError, LmRequest, StreamEvent};
-use crate::module::react::Trajectory;
+use crate::module::react::trajectory::Trajectory;
 use crate::tool::Tool;
 
 /// What one run's watched replies are checked against, and the reply it stopped, if any.

@@ -172,6 +172,21 @@ pub(crate) trait TurnProtocol: Send {
         reject_answer(&mut run.trajectory, self.answering_tool(), message);
     }
 
+    /// Records an answer a check stopped while it streamed (`attempt`: the fields written so
+    /// far), before turn `next`: the model reads `message` then. By default an answer being
+    /// written as a call of the answering tool becomes that call, with the fields so far as its
+    /// arguments and the refusal as its error result, so the model sees what it wrote; any
+    /// other reply (a text answer, the extractor's) is followed by the message as a user
+    /// message.
+    fn stopped(&mut self, run: &mut RunState, next: usize, attempt: &FailedAttempt, message: &str) {
+        match self.answering_tool() {
+            Some(tool) => {
+                stopped_call(run, next, tool, attempt, message);
+            }
+            None => reject_answer(&mut run.trajectory, None, message),
+        }
+    }
+
     /// A suspended run's state with the protocol's own position.
     fn suspend(self, state: SuspendedRun) -> SuspendedRun;
 
@@ -225,6 +240,30 @@ pub(crate) fn reject_answer(trajectory: &mut Trajectory, answering: Option<&str>
                 .push(super::UserMessage { after, text });
         }
     }
+}
+
+/// The answering call `tool` that a check stopped while it was written, as a step of the turn
+/// before `next`: the fields written so far as its arguments, the refusal as its error.
+pub(crate) fn stopped_call(
+    run: &mut RunState,
+    next: usize,
+    tool: &str,
+    attempt: &FailedAttempt,
+    message: &str,
+) -> Step {
+    let turn = next.saturating_sub(1);
+    let step = Step {
+        index: next_index(&run.trajectory),
+        thought: String::new(),
+        tool_name: tool.to_owned(),
+        tool_args: Value::Object(attempt.outputs.clone()),
+        observation: Observation::Error(format!("{REFUSED}\n{message}")),
+        call_id: Some(format!("call_stopped_{turn}")),
+        turn,
+        elapsed: Duration::ZERO,
+    };
+    run.trajectory.steps.push(step.clone());
+    step
 }
 
 /// What a run checks its answers with: the checks, the signature of the outputs (for a
@@ -435,13 +474,21 @@ impl Driver<'_> {
                 offered.push(tool.clone());
             }
         }
+        let stopped_early = refused.stopped_early;
         run.trajectory.refused_answers.push(refused);
         let attempts = &run.trajectory.refused_answers;
         let reask = attempts.len() <= checking.checks.max_reasks();
         crate::module::predict_checks::report_refused(Some(self.events), attempts, reask);
         if reask {
             run.usage.reasks += 1;
-            protocol.reject(run, next, &message);
+            if stopped_early {
+                let attempt = run.trajectory.refused_answers.last().cloned();
+                if let Some(attempt) = attempt {
+                    protocol.stopped(run, next, &attempt, &message);
+                }
+            } else {
+                protocol.reject(run, next, &message);
+            }
             let turns = if offered.is_empty() { 1 } else { 2 };
             run.offer = (!offered.is_empty()).then_some(offered);
             run.limit = run.limit.max(next.saturating_add(turns));

@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 use super::answer_stream::AnswerStream;
 use super::driver::{
-    Ask, Driver, REFUSED, RunState, TurnCall, TurnEnd, TurnProtocol, reject_answer,
+    Ask, Driver, REFUSED, RunState, TurnCall, TurnEnd, TurnProtocol, reject_answer, stopped_call,
 };
 use super::events::{
     Emitter, Interrupts, SUBMIT_POSTPONED, SUBMIT_UNSEEN_RESULTS, answers_before_results,
@@ -24,6 +24,7 @@ use super::{
 };
 use crate::adapter::{self, Adapter, Fields, History, Tools};
 use crate::lm::{Lm, LmError, ToolChoice, Usage};
+use crate::module::check::FailedAttempt;
 use crate::module::{Error, Resolved};
 use crate::signature::{DynSignature, Field, FieldKind, quoted_names};
 
@@ -285,6 +286,15 @@ impl TurnProtocol for HistoryTurns<'_> {
                 event.shift_remove(field.name());
             }
         }
+    }
+
+    /// A `submit` stopped while it was written is kept as that call, refused, in a turn of the
+    /// conversation of its own.
+    fn stopped(&mut self, run: &mut RunState, next: usize, attempt: &FailedAttempt, message: &str) {
+        let step = stopped_call(run, next, SUBMIT, attempt, message);
+        let (event, _) = close_turn(&self.pending, self.thought.take(), &[step]);
+        self.history.push((next.saturating_sub(1), event));
+        self.pending.clear();
     }
 
     fn suspend(self, state: SuspendedRun) -> SuspendedRun {

@@ -276,12 +276,9 @@ impl NativeSteps {
         run: &mut RunState,
         turn: usize,
     ) -> Result<Ask, ReActError> {
-        // After a refused answer whose checks offered tools: those and `finish`, one of them
-        // called.
-        let only = run.offer.take().map(|mut offered| {
-            offered.push(FINISH.to_owned());
-            offered
-        });
+        // After a refused answer whose checks offered tools: a turn that calls one of those
+        // (the next turn answers).
+        let only = run.offer.take();
         let tool_choice = if agent.finish_on_last_turn && turn.saturating_add(1) >= run.limit {
             ToolChoice::Function(FINISH.to_owned())
         } else if agent.require_tool_calls || only.is_some() {

@@ -104,8 +104,8 @@ impl DynReAct {
     /// the extractor's, history mode's `submit` — after the signature's own checks and those
     /// added before. A refused answer is not taken: the model reads the failures' messages (as
     /// the answering call's error result, or as a user message) and the loop goes on for
-    /// another turn, in which a failure that offers tools narrows the tools to them and
-    /// `finish`; after [`with_max_reasks`](Self::with_max_reasks) refusals (default 2) the run
+    /// another turn, in which a failure that offers tools makes the model call one of them (the
+    /// turn after answers); after [`with_max_reasks`](Self::with_max_reasks) refusals (default 2) the run
     /// falls back or fails with [`ChecksFailed`](crate::module::check::ChecksFailed)
     /// ([`crate::module::check`]).
     ///

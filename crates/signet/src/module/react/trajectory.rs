@@ -9,6 +9,12 @@ use serde_json::{Map, Value};
 use crate::adapter::templates::{BlockValue, push_text_block};
 use crate::adapter::{Adapter, Fields};
 
+/// The tools whose call is a loop's answer (ReAct's `finish`, history mode's `submit`), not a
+/// tool of the user's.
+/// (Spelled out here, where the trajectory's readers find them; a test ties them to the
+/// constants.)
+pub(crate) const ANSWERING_TOOLS: [&str; 2] = ["finish", "submit"];
+
 /// One step of the loop: what the model thought and called, and what came back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
@@ -203,7 +209,7 @@ pub struct Trajectory {
     /// The answers the run's output checks refused, in order, with why
     /// ([`crate::module::check`]); the model was shown each refusal and went on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub refused_answers: Vec<crate::module::check::FailedAttempt>,
+    pub refused_answers: Vec<crate::error::FailedAttempt>,
     /// Set when every answer was refused and the outputs are the check fallback's
     /// ([`CheckFallback`](crate::module::check::CheckFallback)), not the model's.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -440,6 +446,17 @@ pub(super) fn reworded(name: &str, observation: Observation) -> Observation {
             }
         }
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_answering_tools_are_finish_and_submit() {
+        assert_eq!(
+            super::ANSWERING_TOOLS,
+            [super::super::FINISH, super::super::SUBMIT]
+        );
     }
 }
 

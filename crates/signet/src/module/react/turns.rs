@@ -2,12 +2,16 @@
 //! ([`ask_text`](DynReAct::ask_text), [`NativeSteps`]), a `finish` that ends the run, and the
 //! extractor when it did not carry the outputs.
 
-use super::driver::{Ask, Driver, RunState, TurnEnd, TurnProtocol, finish_turn, next_index};
+use super::driver::{
+    Ask, Driver, RunState, TurnEnd, TurnProtocol, finish_turn, next_index, reject_answer,
+    stopped_call,
+};
 use super::events::Interrupts;
 use super::native::NativeSteps;
-use super::{DynReAct, ReActError, ReActRun, Step, SuspendedRun, Trajectory};
+use super::{DynReAct, FINISH, ReActError, ReActRun, Step, SuspendedRun, Trajectory};
 use crate::adapter::Fields;
 use crate::module::Resolved;
+use crate::module::check::FailedAttempt;
 
 /// The step predictor's turns: DSPy's text fields, or native tool calls when `native` is set.
 pub(super) struct ReActTurns<'a> {
@@ -52,6 +56,17 @@ impl TurnProtocol for ReActTurns<'_> {
         run.trajectory.steps.reserve_exact(steps.len());
         run.trajectory.steps.extend(steps);
         finish_turn(self.agent, &mut run.trajectory, turn, interrupts)
+    }
+
+    /// A native `finish` stopped while it was written is kept as that call; in text mode the
+    /// stopped reply is the extractor's, and the refusal follows the steps.
+    fn stopped(&mut self, run: &mut RunState, next: usize, attempt: &FailedAttempt, message: &str) {
+        match self.native {
+            Some(_) => {
+                stopped_call(run, next, FINISH, attempt, message);
+            }
+            None => reject_answer(&mut run.trajectory, None, message),
+        }
     }
 
     fn suspend(self, state: SuspendedRun) -> SuspendedRun {
