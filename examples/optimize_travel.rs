@@ -22,7 +22,8 @@
 //! results. Optimizers (`--optimizer`):
 //!
 //! - `knn` (the default, `KnnFewShot`): every labeled question is a demo, and each question is
-//!   shown the `--k N` (6) most like it, the nearest last (`--nearest-first`: DSPy's order).
+//!   shown the `--k N` (6) most like it, the nearest last (`--nearest-first`: DSPy's order),
+//!   compared by character 3-grams and number shapes (`--char-ngrams N`; 0: whole words).
 //! - `labeled` (`LabeledFewShot`): the first `--labeled N` (5) labeled questions, for every
 //!   question.
 //! - `bootstrap` (`BootstrapFewShot`): the teacher is the agent with `--labeled N` labeled demos;
@@ -115,7 +116,14 @@ async fn labeled(agent: &ReAct<Travel>, train: &Dataset) -> Dataset {
         // words ("200 EUR is") appear nowhere else.
         let mut calls = Vec::new();
         if let Some(amount) = case.amount {
-            calls.push(("eur_to_nok", json!({ "amount": amount })));
+            // The amount as the question writes it ("1,500", "12.99").
+            let question = example
+                .get("question")
+                .and_then(|q| q.as_str())
+                .unwrap_or_default();
+            let written = travel_metric::written_amount(question, amount)
+                .unwrap_or_else(|| amount.to_string());
+            calls.push(("eur_to_nok", json!({ "amount": written })));
         }
         if let Some(city) = &case.city {
             calls.push(("forecast", json!({ "city": city })));
@@ -326,10 +334,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let compiled = match optimizer.as_str() {
         "none" => student.clone(),
         "knn" => {
-            let compiled = KnnFewShot::new(flag("--k", 6.0) as usize)
-                .most_similar_last(!has("--nearest-first"))
-                .compile(&student, &labeled)
-                .await?;
+            let mut knn = KnnFewShot::new(flag("--k", 6.0) as usize)
+                .most_similar_last(!has("--nearest-first"));
+            let ngrams = flag("--char-ngrams", 3.0) as usize;
+            if ngrams > 0 {
+                knn = knn.with_char_ngrams(ngrams);
+            }
+            let compiled = knn.compile(&student, &labeled).await?;
             eprintln!("knn: {}", compiled.report);
             compiled.program
         }

@@ -32,7 +32,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "forecast",
             r#"{"city": "Oslo"}"#,
         ),
-        step("Convert the budget.", "eur_to_nok", r#"{"amount": 200}"#),
+        step("Convert the budget.", "eur_to_nok", r#"{"amount": "200"}"#),
         step(
             "Save it for later.",
             "remember",

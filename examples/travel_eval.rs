@@ -7,7 +7,12 @@
 //! cargo run --release --example travel_eval -- --data examples/data/travel_test.jsonl
 //! cargo run --release --example travel_eval -- --no-checks --runs 1 --show   # without the checks
 //! cargo run --release --example travel_eval -- --zero-shot                   # before compiling
+//! cargo run --release --example travel_eval -- --dry 0.8                      # llama.cpp's DRY sampler
 //! ```
+//!
+//! `--dry X` sends llama.cpp's DRY sampler settings with every request (`dry_multiplier` X, base
+//! 1.75, allowed length 2) and `--repeat-penalty X` its repetition penalty: the server's own ways
+//! against loops, measured beside the repetition guard.
 //!
 //! The agent is the one `cargo run --example react_agent` runs (`travel_model::Model`): the local
 //! SmolLM2-135M (or the API model when `OPENAI_API_KEY` is set), the compiled demos, and its
@@ -17,8 +22,11 @@
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
 use signet::data::Dataset;
 use signet::evaluate::{Evaluate, Report};
+use signet::lm::{Capabilities, Completion, Lm, LmError, LmRequest, StreamEvent};
 use signet::module::ReActOutput;
 
 #[path = "shared/travel.rs"]
@@ -42,6 +50,50 @@ fn flag_value(name: &str) -> Option<String> {
 
 fn has(name: &str) -> bool {
     std::env::args().any(|a| a == name)
+}
+
+/// An LM that sends extra sampler settings with every request (llama.cpp's DRY, its repetition
+/// penalty).
+struct Samplers {
+    inner: Arc<dyn Lm>,
+    extra: signet::serde_json::Map<String, signet::serde_json::Value>,
+    repeat_penalty: Option<f32>,
+}
+
+impl Samplers {
+    fn sent(&self, request: &LmRequest) -> LmRequest {
+        let mut sent = request.clone();
+        sent.extra.extend(self.extra.clone());
+        if self.repeat_penalty.is_some() {
+            sent.options.repeat_penalty = self.repeat_penalty;
+        }
+        sent
+    }
+}
+
+impl Lm for Samplers {
+    fn complete<'a>(
+        &'a self,
+        request: &'a LmRequest,
+    ) -> BoxFuture<'a, Result<Completion, LmError>> {
+        Box::pin(async move { self.inner.complete(&self.sent(request)).await })
+    }
+
+    fn stream<'a>(&'a self, request: &'a LmRequest) -> BoxStream<'a, Result<StreamEvent, LmError>> {
+        use futures::StreamExt;
+        let sent = self.sent(request);
+        futures::stream::once(async move { self.inner.stream(&sent).collect::<Vec<_>>().await })
+            .flat_map(futures::stream::iter)
+            .boxed()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
 }
 
 /// The invented figures of one result (none when it produced no answer).
@@ -141,12 +193,31 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(limit) = flag_value("--limit").and_then(|v| v.parse().ok()) {
         data = data.split_at(limit).0;
     }
+    // Every n-th question (a quick sample across the kinds).
+    if let Some(n) = flag_value("--every").and_then(|v| v.parse::<usize>().ok()) {
+        data = data.iter().step_by(n.max(1)).cloned().collect();
+    }
     let checks = if has("--no-checks") {
         Checks::Off
     } else {
         Checks::On
     };
-    let model = Model::from_env().await?;
+    let mut model = Model::from_env().await?;
+    let dry: Option<f64> = flag_value("--dry").and_then(|v| v.parse().ok());
+    let repeat_penalty: Option<f32> = flag_value("--repeat-penalty").and_then(|v| v.parse().ok());
+    if dry.is_some() || repeat_penalty.is_some() {
+        let mut extra = signet::serde_json::Map::new();
+        if let Some(multiplier) = dry {
+            extra.insert("dry_multiplier".into(), multiplier.into());
+            extra.insert("dry_base".into(), 1.75.into());
+            extra.insert("dry_allowed_length".into(), 2.into());
+        }
+        model.lm = Arc::new(Samplers {
+            inner: model.lm.clone(),
+            extra,
+            repeat_penalty,
+        });
+    }
     let notes = Arc::new(Notes::default());
     let agent = if has("--zero-shot") {
         model.zero_shot_agent(&notes, checks)

@@ -202,13 +202,12 @@ async fn react_refuses_an_invented_figure_and_offers_the_tools_not_called() {
         "{}",
         shown.content
     );
-    // The turn after the refusal offers only the tool not called, which it must call.
-    let offered: Vec<&str> = requests[1].tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(offered, ["eur_to_nok"]);
+    // The turn after the refusal must call the tool not called (every tool stays listed).
     assert_eq!(
         requests[1].tool_choice,
-        Some(signet::lm::ToolChoice::Required)
+        Some(signet::lm::ToolChoice::OneOf(vec!["eur_to_nok".into()]))
     );
+    assert_eq!(requests[1].tools.len(), 3);
     assert_eq!(
         requests[2].tools.len(),
         3,

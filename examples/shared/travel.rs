@@ -18,8 +18,36 @@ pub struct Travel {
 
 /// Convert an amount of euros to Norwegian kroner.
 #[tool]
-pub fn eur_to_nok(amount: f64) -> String {
-    format!("In kroner: {amount} EUR is {:.2} NOK.", kroner(amount))
+pub fn eur_to_nok(
+    /// The euros as the question writes them, e.g. "1,500" or "12.99".
+    amount: String,
+) -> Result<String, String> {
+    let euros = euros(&amount).ok_or_else(|| {
+        format!("`{amount}` is no amount of euros: give it as written, e.g. 1,500")
+    })?;
+    Ok(format!(
+        "In kroner: {} EUR is {:.2} NOK.",
+        written_number(&amount),
+        kroner(euros)
+    ))
+}
+
+/// The amount of euros `text` holds ("1,500", "€12.99", "2 750,50 EUR"), read as the grounding
+/// check reads figures (thousands separators, decimal commas).
+pub fn euros(text: &str) -> Option<f64> {
+    use signet::module::check::figures::{Units, figures};
+    figures(text, &Units::default())
+        .first()
+        .map(|figure| figure.value)
+}
+
+/// The number in `text` as written, without a currency around it ("€1,500" -> "1,500").
+fn written_number(text: &str) -> &str {
+    let start = text.find(|c: char| c.is_ascii_digit()).unwrap_or(0);
+    let end = text
+        .rfind(|c: char| c.is_ascii_digit())
+        .map_or(text.len(), |i| i + 1);
+    text.get(start..end).unwrap_or(text).trim()
 }
 
 /// `amount` euros in kroner, rounded to the øre.

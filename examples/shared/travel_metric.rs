@@ -209,7 +209,14 @@ pub fn wrong_tool_calls<'a>(
 }
 
 fn same_argument(got: &Value, want: &Value) -> bool {
-    match (got.as_f64(), want.as_f64()) {
+    // An amount may be given as written ("1,500"): its value is compared.
+    let number = |v: &Value| {
+        v.as_f64().or_else(|| {
+            v.as_str()
+                .and_then(|t| mentions(t).first().map(|m| m.value))
+        })
+    };
+    match (number(got), want.as_f64()) {
         (Some(got), Some(want)) => (got - want).abs() < 1e-9,
         _ => got.as_str().zip(want.as_str()).is_some_and(|(got, want)| {
             // "Tromso" and "Tromsø" are one city to the forecast tool, and so to the metric.
@@ -337,22 +344,31 @@ fn score(example: &Example, judge: impl FnOnce(&Case) -> Vec<String>) -> Score {
 /// beside it, must be a number of the question or of a tool result (an error's text included),
 /// as written or rounded to the decimals written, with the same unit where both name one. So
 /// "300 EUR is 300.00 NOK" after no conversion, for a question that gives 300 EUR, states an
-/// invented figure (300.00 NOK). This is the measure docs/optimize.md reports as "invented
-/// figures"; it reads the run's own tool results, not the expected ones.
+/// invented figure (300.00 NOK). A tool result counts only when the figures of its call's
+/// arguments come from the question or an earlier result, so "240 EUR is 2808.00 NOK" after a
+/// conversion of 240 euros the question never named states two invented figures. This is the
+/// measure docs/optimize.md reports as "invented figures"; it reads the run's own tool calls and
+/// results, not the expected ones, and its own number reader (not the framework's).
 pub fn invented_figures(question: &str, trajectory: &Trajectory, answer: &str) -> Vec<String> {
     let mut sources = mentions(question);
+    let grounds = |sources: &[Mention], said: &Mention| {
+        sources.iter().any(|source| {
+            let same_unit =
+                said.unit.is_none() || source.unit.is_none() || said.unit == source.unit;
+            same_unit && said.is(source.value)
+        })
+    };
     for step in trajectory.steps.iter().filter(|s| s.tool_name != "finish") {
-        sources.extend(mentions(&step.observation.as_text()));
+        // A result counts only when the call's own figures came from the question or an
+        // earlier result: a made-up amount does not become a source by passing through a tool.
+        let args = mentions(&step.tool_args.to_string());
+        if args.iter().all(|a| grounds(&sources, a)) {
+            sources.extend(mentions(&step.observation.as_text()));
+        }
     }
     mentions(answer)
         .into_iter()
-        .filter(|said| {
-            !sources.iter().any(|source| {
-                let same_unit =
-                    said.unit.is_none() || source.unit.is_none() || said.unit == source.unit;
-                same_unit && said.is(source.value)
-            })
-        })
+        .filter(|said| !grounds(&sources, said))
         .map(|said| {
             let unit = match said.unit {
                 Some(Unit::Eur) => " EUR",
@@ -363,6 +379,15 @@ pub fn invented_figures(question: &str, trajectory: &Trajectory, answer: &str) -
             format!("{}{unit}", said.text)
         })
         .collect()
+}
+
+/// The question's amount as it writes it ("1,500" for 1500, "12.99"), for a labeled call that
+/// passes the amount as written; `None` when the question writes no number of that value.
+pub fn written_amount(question: &str, amount: f64) -> Option<String> {
+    mentions(question)
+        .into_iter()
+        .find(|m| (m.value - amount).abs() < 1e-9)
+        .map(|m| m.text)
 }
 
 /// The unit written beside a number.

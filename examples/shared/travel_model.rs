@@ -4,8 +4,11 @@
 use std::sync::Arc;
 
 use signet::adapter::Adapter;
-use signet::module::check::{CheckFallback, Grounded, NoRepetition};
+use signet::module::check::figures::{Units, figures};
+use signet::module::check::{Answer, Check, CheckFailure, CheckFallback, Grounded, NoRepetition};
+use signet::module::{Observation, Step};
 use signet::prelude::*;
+use signet::serde_json::Value;
 
 use super::travel::{self, Notes, Travel};
 
@@ -33,18 +36,112 @@ pub fn agent(
         .with_options(LmOptions::new().temperature(0.0).max_tokens(400))
 }
 
-/// `agent` with its answer checked: every figure must come from a tool or the question
-/// ([`Grounded`]; a refused answer's next turn offers the forecast and the conversion, whichever
-/// were not called), and no phrase may loop ([`NoRepetition`]). Both watch the answer as it
+/// `agent` with its answer checked: the question's tools were used and their figures reported
+/// ([`UsesItsTools`]), every figure must come from a tool or the question ([`Grounded`]; a
+/// refused answer's next turn calls the forecast or the conversion, whichever were not called),
+/// and no phrase may loop ([`NoRepetition`]). Both watch the answer as it
 /// streams and stop it at the first failure. A refused answer is asked for again twice; after
 /// that the agent answers with what its tools returned (or says it could not find it), never
 /// with a figure of its own.
 pub fn checked(agent: ReAct<Travel>) -> ReAct<Travel> {
     agent
-        .with_output_check(Grounded::new().offering(["forecast", "eur_to_nok"]))
+        .with_output_check(UsesItsTools)
+        .with_output_check(
+            Grounded::new()
+                .with_arguments(true)
+                .offering(["forecast", "eur_to_nok"])
+                .offering_for("NOK", ["eur_to_nok"])
+                .offering_for("°C", ["forecast"])
+                // Euros come from the question, never from a tool.
+                .offering_for("EUR", [] as [&str; 0]),
+        )
         .with_output_check(NoRepetition::new())
         .with_max_reasks(2)
-        .with_check_fallback(CheckFallback::tool_results())
+        .with_check_fallback(CheckFallback::grounded_tool_results())
+}
+
+/// The travel agent's own check, beside the built-in ones: the euro amounts of the question were
+/// converted and the cities it names that the forecast tool knows were looked up (a refusal
+/// offers the tool that is missing), and the answer says the figures those tools returned (the
+/// kroner, the temperature). It reads the question and the run, never an expected answer.
+pub struct UsesItsTools;
+
+impl UsesItsTools {
+    fn refuse(&self, message: String) -> CheckFailure {
+        CheckFailure::new(self.name(), message).on_field("answer")
+    }
+}
+
+impl Check for UsesItsTools {
+    fn name(&self) -> &str {
+        "uses its tools"
+    }
+
+    fn check(&self, answer: &Answer<'_>) -> Result<(), CheckFailure> {
+        let text =
+            |value: Option<&Value>| value.and_then(Value::as_str).unwrap_or_default().to_owned();
+        let question = text(answer.inputs.get("question"));
+        let units = Units::default();
+        let steps: Vec<&Step> = answer.tool_steps().collect();
+        let called = |tool: &str, arg: &str, matches: &dyn Fn(&Value) -> bool| {
+            steps
+                .iter()
+                .any(|s| s.tool_name == tool && matches(&s.tool_args[arg]))
+        };
+        for euros in figures(&question, &units)
+            .iter()
+            .filter(|f| f.unit.as_ref().is_some_and(|u| u.as_str() == "EUR"))
+        {
+            let amount = |v: &Value| v.as_f64().or_else(|| v.as_str().and_then(travel::euros));
+            let same = |v: &Value| amount(v).is_some_and(|a| (a - euros.value).abs() < 1e-6);
+            if !called("eur_to_nok", "amount", &same) {
+                let message = format!(
+                    "The question asks about {}: convert it with eur_to_nok before answering.",
+                    euros.text
+                );
+                return Err(self.refuse(message).offering(["eur_to_nok"]));
+            }
+        }
+        for word in question.split(|c: char| !c.is_alphanumeric()) {
+            let Some((city, _)) = travel::forecast_for(word) else {
+                continue;
+            };
+            let same = |v: &Value| {
+                v.as_str()
+                    .and_then(travel::forecast_for)
+                    .is_some_and(|(name, _)| name == city)
+            };
+            if !called("forecast", "city", &same) {
+                let message = format!(
+                    "The question names {city}: get its forecast with the forecast tool before \
+                     answering."
+                );
+                return Err(self.refuse(message).offering(["forecast"]));
+            }
+        }
+        let said = figures(&text(answer.outputs.get("answer")), &units);
+        for step in &steps {
+            let Observation::Output(Value::String(result)) = &step.observation else {
+                continue;
+            };
+            // The figure the tool is asked for: the kroner (the last), the temperature (the first).
+            let found = figures(result, &units);
+            let wanted = match step.tool_name.as_str() {
+                "eur_to_nok" => found.last(),
+                "forecast" => found.first(),
+                _ => None,
+            };
+            if let Some(wanted) = wanted
+                && !said.iter().any(|f| f.states(wanted))
+            {
+                return Err(self.refuse(format!(
+                    "Say what {} returned: \"{result}\"",
+                    step.tool_name
+                )));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Whether the agent checks its answer before it is given (`travel_eval` turns them off).

@@ -166,13 +166,17 @@ fn offers_tools(request: &LmRequest) -> bool {
 /// The schema of a reply to `request`: a list of at most `max_calls` calls, or (with `auto`) the
 /// answer.
 fn reply_schema(request: &LmRequest, max_calls: usize) -> Result<Value, LmError> {
-    let only = match &request.tool_choice {
-        Some(ToolChoice::Function(name)) => Some(name.as_str()),
+    let only: Option<Vec<&str>> = match &request.tool_choice {
+        Some(ToolChoice::Function(name)) => Some(vec![name.as_str()]),
+        Some(ToolChoice::OneOf(names)) => Some(names.iter().map(String::as_str).collect()),
         _ => None,
     };
     let mut branches = Vec::new();
     for tool in &request.tools {
-        if only.is_some_and(|only| only != tool.name) {
+        if only
+            .as_ref()
+            .is_some_and(|only| !only.contains(&tool.name.as_str()))
+        {
             continue;
         }
         branches.push(call_branch(
@@ -186,7 +190,7 @@ fn reply_schema(request: &LmRequest, max_calls: usize) -> Result<Value, LmError>
         return Err(LmError::InvalidResponse {
             message: format!(
                 "tool_choice names `{}`, which is not among the tools",
-                only.unwrap_or_default()
+                only.unwrap_or_default().join("`, `")
             ),
         });
     }

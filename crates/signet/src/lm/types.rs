@@ -228,6 +228,12 @@ pub enum ToolChoice {
     Required,
     /// This tool must be called.
     Function(String),
+    /// One (or more) of these tools must be called; the other tools stay offered where the
+    /// provider can say so (a [`ConstrainedToolCalls`](crate::lm::ConstrainedToolCalls) model is
+    /// still shown every tool, its reply constrained to these), and an OpenAI-compatible server
+    /// is sent only these, with `"required"`. What a re-ask after a refused answer uses
+    /// ([`crate::module::check`]).
+    OneOf(Vec<String>),
 }
 
 /// Sampling and length settings of a request.
@@ -433,7 +439,8 @@ pub struct Usage {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reasks: u64,
     /// Replies stopped while they streamed because a check had already failed on what was
-    /// written (their tokens so far count in `completion_tokens` where the server reported them).
+    /// written (each counts in `lm_calls`; its tokens are not known: a stream reports them at its
+    /// end).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub stopped_replies: u64,
 }

@@ -251,6 +251,13 @@ pub enum CheckFallback {
         /// What the answer says when no tool returned anything.
         none: String,
     },
+    /// As [`ToolResults`](CheckFallback::ToolResults), with only the calls whose arguments'
+    /// figures come from the inputs or earlier results (see [`Grounded::with_arguments`]): a
+    /// call on a figure the model made up does not answer.
+    GroundedToolResults {
+        /// What the answer says when no such call returned anything.
+        none: String,
+    },
     /// Your own: the outputs from the failed run (`None`: the call fails).
     Custom(FallbackFn),
 }
@@ -266,6 +273,10 @@ impl std::fmt::Debug for CheckFallback {
             CheckFallback::ToolResults { none } => {
                 f.debug_struct("ToolResults").field("none", none).finish()
             }
+            CheckFallback::GroundedToolResults { none } => f
+                .debug_struct("GroundedToolResults")
+                .field("none", none)
+                .finish(),
             CheckFallback::Custom(_) => f.write_str("Custom(..)"),
         }
     }
@@ -280,6 +291,14 @@ impl CheckFallback {
         }
     }
 
+    /// [`GroundedToolResults`](CheckFallback::GroundedToolResults) with the note of
+    /// [`tool_results`](Self::tool_results).
+    pub fn grounded_tool_results() -> CheckFallback {
+        CheckFallback::GroundedToolResults {
+            none: NOT_FOUND.to_owned(),
+        }
+    }
+
     /// The fallback's outputs for a run whose attempts all failed, or `None` when it has none
     /// (the run then fails).
     fn outputs(&self, run: &FailedRun<'_>) -> Option<Fields> {
@@ -289,6 +308,14 @@ impl CheckFallback {
             CheckFallback::Say(text) => text.clone(),
             CheckFallback::ToolResults { none } => {
                 let results = run.tool_results_text();
+                if results.is_empty() {
+                    none.clone()
+                } else {
+                    results
+                }
+            }
+            CheckFallback::GroundedToolResults { none } => {
+                let results = run.grounded_tool_results_text();
                 if results.is_empty() {
                     none.clone()
                 } else {
@@ -334,13 +361,31 @@ impl FailedRun<'_> {
     /// What the run's tools returned, as the model read it, joined by spaces: each successful
     /// result, and a failed tool's own message (without the `Execution error in ..` wording).
     pub fn tool_results_text(&self) -> String {
-        let mut parts: Vec<String> = Vec::new();
-        for step in self
+        self.results_text(false)
+    }
+
+    /// [`tool_results_text`](Self::tool_results_text) of the calls whose arguments' figures come
+    /// from the inputs or earlier results (see [`Grounded::with_arguments`]).
+    pub fn grounded_tool_results_text(&self) -> String {
+        self.results_text(true)
+    }
+
+    fn results_text(&self, grounded_only: bool) -> String {
+        let steps: Vec<&Step> = self
             .trajectory
             .into_iter()
             .flat_map(|t| t.steps.iter())
             .filter(|s| !is_answering(&s.tool_name))
-        {
+            .collect();
+        let grounded = match grounded_only {
+            true => grounding::grounded_calls(
+                self.inputs.values().map(value_text),
+                steps.iter().copied(),
+            ),
+            false => vec![true; steps.len()],
+        };
+        let mut parts: Vec<String> = Vec::new();
+        for (step, _) in steps.into_iter().zip(grounded).filter(|(_, ok)| *ok) {
             let text = match &step.observation {
                 Observation::Error(text) => {
                     let own = format!(

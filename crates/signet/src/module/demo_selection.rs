@@ -86,6 +86,8 @@ pub struct NearestDemos {
     k: usize,
     keys: Vec<String>,
     most_similar_last: bool,
+    /// Compare words by their character n-grams of this length (`None`: whole words).
+    char_ngrams: Option<usize>,
 }
 
 impl NearestDemos {
@@ -95,7 +97,36 @@ impl NearestDemos {
             k,
             keys: Vec::new(),
             most_similar_last: false,
+            char_ngrams: None,
         }
+    }
+
+    /// Compares words by their character n-grams of length `n` (3 is a good choice) instead of
+    /// whole words, and every number by its shape (`#` for `500`, `#.#` for `12.5`, `#,#` for
+    /// `1,500`, `#,#.#` for `2,750.50`): a misspelt word ("forcast", "tommorow") is still near
+    /// its demo, and a question with a thousands separator is nearest the demos that have one.
+    /// `n` below 2 is 2.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use signet::adapter::Fields;
+    /// use signet::module::{DemoSelector, NearestDemos};
+    ///
+    /// let q = |t: &str| -> Fields { [("question".to_owned(), json!(t))].into_iter().collect() };
+    /// let demos = [q("What is tomorrow's forecast for Oslo?"), q("Convert 1,500 EUR to NOK."), q("Convert 12.5 EUR to NOK.")];
+    /// let fuzzy = NearestDemos::new(1).with_char_ngrams(3);
+    /// assert_eq!(fuzzy.select(&demos, &q("forcast oslo tommorow")), [0]);
+    /// assert_eq!(fuzzy.select(&demos, &q("2,400 eur -> nok")), [1]);
+    /// assert_eq!(fuzzy.select(&demos, &q("0.75 eur -> nok")), [2]);
+    /// ```
+    pub fn with_char_ngrams(mut self, n: usize) -> NearestDemos {
+        self.char_ngrams = Some(n.max(2));
+        self
+    }
+
+    /// The character n-gram length words are compared by, if not whole words.
+    pub fn char_ngrams(&self) -> Option<usize> {
+        self.char_ngrams
     }
 
     /// Compares only these inputs (the training examples' input keys, say): in a ReAct step the
@@ -137,7 +168,11 @@ impl NearestDemos {
             None => false,
             Some(last) => last.as_bool()?,
         };
-        Some(NearestDemos::new(k).on(keys).most_similar_last(last))
+        let mut selector = NearestDemos::new(k).on(keys).most_similar_last(last);
+        if let Some(n) = state.get("char_ngrams") {
+            selector = selector.with_char_ngrams(usize::try_from(n.as_u64()?).ok()?);
+        }
+        Some(selector)
     }
 
     /// The words of the compared inputs of `fields`.
@@ -149,6 +184,10 @@ impl NearestDemos {
                 Some(Value::Null) | None => continue,
                 Some(other) => other.to_string().to_lowercase(),
             };
+            if let Some(n) = self.char_ngrams {
+                words.extend(char_ngram_terms(&text, n));
+                continue;
+            }
             // Numbers are one word: "250 EUR" is like "500 EUR", whatever the amounts.
             words.extend(
                 text.split(|c: char| !c.is_alphanumeric())
@@ -238,8 +277,62 @@ impl DemoSelector for NearestDemos {
         if self.most_similar_last {
             state["most_similar_last"] = json!(true);
         }
+        if let Some(n) = self.char_ngrams {
+            state["char_ngrams"] = json!(n);
+        }
         Some(state)
     }
+}
+
+/// The terms of `text` (lower case) for [`NearestDemos::with_char_ngrams`]: each word's character
+/// n-grams, the word marked at both ends (`^fo`, `for`, .., `st$`), and each number's shape.
+fn char_ngram_terms(text: &str, n: usize) -> Vec<String> {
+    let mut terms = Vec::new();
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_ascii_digit() {
+            // A number with its separators: its shape.
+            let mut shape = String::from("#");
+            let mut j = i + 1;
+            while j < chars.len() {
+                let d = chars[j];
+                let separator_then_digit =
+                    matches!(d, '.' | ',') && chars.get(j + 1).is_some_and(char::is_ascii_digit);
+                if d.is_ascii_digit() {
+                    j += 1;
+                } else if separator_then_digit {
+                    shape.push(d);
+                    shape.push('#');
+                    j += 2;
+                    while j < chars.len() && chars[j].is_ascii_digit() {
+                        j += 1;
+                    }
+                } else {
+                    break;
+                }
+            }
+            terms.push(shape);
+            i = j;
+        } else if c.is_alphanumeric() {
+            let start = i;
+            while i < chars.len() && chars[i].is_alphanumeric() && !chars[i].is_ascii_digit() {
+                i += 1;
+            }
+            let mut marked = vec!['^'];
+            marked.extend(&chars[start..i]);
+            marked.push('$');
+            if marked.len() <= n {
+                terms.push(marked.iter().collect());
+            } else {
+                terms.extend(marked.windows(n).map(|w| w.iter().collect::<String>()));
+            }
+        } else {
+            i += 1;
+        }
+    }
+    terms
 }
 
 #[cfg(test)]
@@ -344,6 +437,30 @@ mod tests {
         ]);
         let call = fields(&[("question", "How much is 12.5?")]);
         assert_eq!(NearestDemos::new(1).select(&demos, &call), [0]);
+    }
+
+    #[test]
+    fn character_ngrams_forgive_typos_and_numbers_keep_their_shape() {
+        assert_eq!(
+            char_ngram_terms("tmrw 1,500.25 €", 3),
+            ["^tm", "tmr", "mrw", "rw$", "#,#.#"]
+        );
+        let demos = questions(&[
+            "What will the weather be in Bergen tomorrow?",
+            "How much is 500 EUR in NOK?",
+            "Who wrote Peer Gynt?",
+        ]);
+        let fuzzy = NearestDemos::new(1).with_char_ngrams(3);
+        let call = fields(&[("question", "wether bergn tommorow")]);
+        assert_eq!(fuzzy.select(&demos, &call), [0]);
+        assert_eq!(
+            NearestDemos::new(1).select(&demos, &call),
+            [0],
+            "ties: the first"
+        );
+        let state = fuzzy.state().unwrap();
+        assert_eq!(state["char_ngrams"], 3);
+        assert_eq!(NearestDemos::from_state(&state), Some(fuzzy));
     }
 
     #[test]

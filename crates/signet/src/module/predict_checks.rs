@@ -112,7 +112,10 @@ impl DynPredict {
                 Err(Error::Lm(LmError::Stopped { reason })) => {
                     match watch.as_ref().and_then(|w| w.take_stopped()) {
                         Some(stopped) => {
+                            // The stopped call counts; its tokens are unknown (a stream
+                            // reports them at its end).
                             total.stopped_replies += 1;
+                            total.lm_calls += 1;
                             stopped
                         }
                         None => break Err(Error::Lm(LmError::Stopped { reason })),

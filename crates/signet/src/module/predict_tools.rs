@@ -349,6 +349,10 @@ impl TurnProtocol for PredictTurns<'_> {
         None
     }
 
+    fn records_usage(&self) -> bool {
+        false
+    }
+
     async fn ask(
         &mut self,
         driver: &Driver<'_>,
@@ -363,7 +367,7 @@ impl TurnProtocol for PredictTurns<'_> {
             signature: &predictor.signature,
             options: &predictor.options,
             tool_choice: match only {
-                Some(_) => ToolChoice::Required,
+                Some(only) => ToolChoice::OneOf(only),
                 None => ToolChoice::Auto,
             },
             budget: ContextBudget::new(
@@ -374,7 +378,6 @@ impl TurnProtocol for PredictTurns<'_> {
             ),
             limits: &predictor.tool_limits,
             trace_usage: false,
-            only,
         };
         let rebase = |adapter: &dyn Adapter| {
             adapter.format(&predictor.signature, &predictor.demos_for(inputs), inputs)

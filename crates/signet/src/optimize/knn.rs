@@ -44,6 +44,7 @@ use crate::module::{DemoSelector, EmbeddingDemos, NearestDemos, Predictors};
 pub struct KnnFewShot {
     k: usize,
     most_similar_last: bool,
+    char_ngrams: Option<usize>,
     embedder: Option<Arc<dyn Embedder>>,
 }
 
@@ -52,6 +53,7 @@ impl std::fmt::Debug for KnnFewShot {
         f.debug_struct("KnnFewShot")
             .field("k", &self.k)
             .field("most_similar_last", &self.most_similar_last)
+            .field("char_ngrams", &self.char_ngrams)
             .field(
                 "embedder",
                 &self.embedder.as_ref().map(|e| e.model().to_owned()),
@@ -103,6 +105,7 @@ impl KnnFewShot {
         KnnFewShot {
             k,
             most_similar_last: false,
+            char_ngrams: None,
             embedder: None,
         }
     }
@@ -143,6 +146,14 @@ impl KnnFewShot {
     /// [`NearestDemos::most_similar_last`]).
     pub fn most_similar_last(mut self, last: bool) -> KnnFewShot {
         self.most_similar_last = last;
+        self
+    }
+
+    /// Without an embedder: compares words by their character n-grams of length `n` and numbers
+    /// by their shape (see [`NearestDemos::with_char_ngrams`]), so a misspelt question is still
+    /// near its examples.
+    pub fn with_char_ngrams(mut self, n: usize) -> KnnFewShot {
+        self.char_ngrams = Some(n);
         self
     }
 
@@ -201,11 +212,15 @@ impl KnnFewShot {
         });
         let selector: Arc<dyn DemoSelector> = match &embedding {
             Some(embedding) => embedding.clone(),
-            None => Arc::new(
-                NearestDemos::new(self.k)
+            None => {
+                let mut nearest = NearestDemos::new(self.k)
                     .on(keys.clone())
-                    .most_similar_last(self.most_similar_last),
-            ),
+                    .most_similar_last(self.most_similar_last);
+                if let Some(n) = self.char_ngrams {
+                    nearest = nearest.with_char_ngrams(n);
+                }
+                Arc::new(nearest)
+            }
         };
         let mut program = reset_copy(student);
         let mut predictors = Vec::new();

@@ -631,3 +631,27 @@ async fn a_request_without_tools_streams_from_the_inner_lm_unchanged() {
     assert_eq!(events, inner);
     assert_eq!(events.len(), 4);
 }
+
+#[tokio::test]
+async fn one_of_some_tools_keeps_every_tool_listed_and_constrains_the_reply_to_those() {
+    let inner = Arc::new(
+        ScriptedLm::texts([r#"[{"name": "echo", "arguments": {"text": "hi"}}]"#])
+            .with_capabilities(Capabilities::llama_cpp()),
+    );
+    let lm = ConstrainedToolCalls::new(inner.clone());
+    let mut request = LmRequest::new(vec![Message::user("Echo hi.")]);
+    request.tools = vec![add_tool(), echo_tool()];
+    request.tool_choice = Some(ToolChoice::OneOf(vec!["echo".into()]));
+    let reply = lm.complete(&request).await.unwrap();
+    assert_eq!(reply.tool_calls[0].name, "echo");
+    let sent = &inner.requests()[0];
+    assert_eq!(sent.tools.len(), 2, "the prompt still lists every tool");
+    let schema = match &sent.response_format {
+        Some(ResponseFormat::Raw(raw)) => raw["schema"].to_string(),
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        schema.contains("\"echo\"") && !schema.contains("\"add\""),
+        "{schema}"
+    );
+}

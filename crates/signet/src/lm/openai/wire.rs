@@ -337,7 +337,18 @@ impl Serialize for WireBody<'_> {
         if let Some(format) = &request.response_format {
             map.entry("response_format", &format.to_json())?;
         }
-        if !request.tools.is_empty() {
+        if let Some(ToolChoice::OneOf(names)) = &request.tool_choice {
+            // Chat completions cannot name a subset: only these tools go, one required.
+            let allowed: Vec<ToolDefinition> = request
+                .tools
+                .iter()
+                .filter(|t| names.contains(&t.name))
+                .cloned()
+                .collect();
+            if !allowed.is_empty() {
+                map.entry("tools", &Tools(&allowed))?;
+            }
+        } else if !request.tools.is_empty() {
             map.entry("tools", &Tools(&request.tools))?;
         }
         if let Some(choice) = &request.tool_choice {
@@ -458,7 +469,7 @@ pub(super) fn tool_choice_json(choice: &ToolChoice) -> Value {
     match choice {
         ToolChoice::Auto => json!("auto"),
         ToolChoice::None => json!("none"),
-        ToolChoice::Required => json!("required"),
+        ToolChoice::Required | ToolChoice::OneOf(_) => json!("required"),
         ToolChoice::Function(name) => json!({"type": "function", "function": {"name": name}}),
     }
 }
@@ -489,6 +500,24 @@ mod tests {
 
     fn body(request: &LmRequest, stream: bool) -> String {
         serde_json::to_string(&wire(request, stream)).unwrap()
+    }
+
+    #[test]
+    fn one_of_some_tools_sends_only_those_and_requires_a_call() {
+        use crate::lm::{ToolChoice, ToolDefinition};
+        let mut request = LmRequest::new(vec![Message::user("u")]);
+        let tool = |name: &str| ToolDefinition::new(name, "d", json!({"type": "object"}));
+        request.tools = vec![tool("a"), tool("b"), tool("finish")];
+        request.tool_choice = Some(ToolChoice::OneOf(vec!["b".into()]));
+        let sent: Value = serde_json::from_str(&body(&request, false)).unwrap();
+        assert_eq!(sent["tool_choice"], "required");
+        let names: Vec<&str> = sent["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["b"]);
     }
 
     #[test]

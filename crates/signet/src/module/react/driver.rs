@@ -172,6 +172,12 @@ pub(crate) trait TurnProtocol: Send {
         reject_answer(&mut run.trajectory, self.answering_tool(), message);
     }
 
+    /// Whether the usage of each LM call is recorded in the trace as it is made (ReAct's turns),
+    /// rather than all at once by the protocol's caller (`Predict` with tools).
+    fn records_usage(&self) -> bool {
+        true
+    }
+
     /// Records an answer a check stopped while it streamed (`attempt`: the fields written so
     /// far), before turn `next`: the model reads `message` then. By default an answer being
     /// written as a call of the answering tool becomes that call, with the fields so far as its
@@ -463,7 +469,17 @@ impl Driver<'_> {
                 FailedAttempt::new(outputs, failures)
             }
             Err(stopped) => {
-                run.usage.stopped_replies += 1;
+                // The stopped call counts; its tokens are unknown (a stream reports them at its
+                // end).
+                let stopped_call = Usage {
+                    lm_calls: 1,
+                    stopped_replies: 1,
+                    ..Usage::default()
+                };
+                run.usage += stopped_call;
+                if protocol.records_usage() {
+                    crate::trace::record_usage(stopped_call);
+                }
                 stopped
             }
         };
@@ -480,7 +496,14 @@ impl Driver<'_> {
         let reask = attempts.len() <= checking.checks.max_reasks();
         crate::module::predict_checks::report_refused(Some(self.events), attempts, reask);
         if reask {
-            run.usage.reasks += 1;
+            let reasked = Usage {
+                reasks: 1,
+                ..Usage::default()
+            };
+            run.usage += reasked;
+            if protocol.records_usage() {
+                crate::trace::record_usage(reasked);
+            }
             if stopped_early {
                 let attempt = run.trajectory.refused_answers.last().cloned();
                 if let Some(attempt) = attempt {

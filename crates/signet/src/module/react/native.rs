@@ -63,21 +63,11 @@ impl NativeChat {
         trajectory: &Trajectory,
         options: &LmOptions,
         tool_choice: Option<ToolChoice>,
-        only: Option<&[String]>,
     ) -> LmRequest {
         let mut request = LmRequest::new(conversation(&self.base, trajectory));
         request.options = options.clone();
         if !self.tools.is_empty() {
-            request.tools = match only {
-                // A turn after a refused answer offers the tools its checks named.
-                Some(only) => self
-                    .tools
-                    .iter()
-                    .filter(|t| only.contains(&t.name))
-                    .cloned()
-                    .collect(),
-                None => self.tools.clone(),
-            };
+            request.tools = self.tools.clone();
             request.tool_choice = tool_choice;
             request.parallel_tool_calls = Some(self.adapter.parallel_tool_calls().unwrap_or(true));
         }
@@ -132,8 +122,6 @@ pub(crate) struct NativeTurn<'a> {
     /// Whether each call's usage is recorded in the trace here (ReAct's steps), or with the
     /// whole call by its caller (`Predict` with tools).
     pub(crate) trace_usage: bool,
-    /// The only tools offered (by name), after a refused answer whose checks offered them.
-    pub(crate) only: Option<Vec<String>>,
 }
 
 impl NativeChat {
@@ -166,7 +154,6 @@ impl NativeChat {
                 &run.trajectory,
                 turn.options,
                 Some(turn.tool_choice.clone()),
-                turn.only.as_deref(),
             );
             turn.limits
                 .check_lm_calls(&run.usage)
@@ -281,7 +268,9 @@ impl NativeSteps {
         let only = run.offer.take();
         let tool_choice = if agent.finish_on_last_turn && turn.saturating_add(1) >= run.limit {
             ToolChoice::Function(FINISH.to_owned())
-        } else if agent.require_tool_calls || only.is_some() {
+        } else if let Some(only) = only {
+            ToolChoice::OneOf(only)
+        } else if agent.require_tool_calls {
             ToolChoice::Required
         } else {
             ToolChoice::Auto
@@ -294,7 +283,6 @@ impl NativeSteps {
             budget: agent.budget(self.measured.as_ref(), options),
             limits: &agent.limits,
             trace_usage: true,
-            only,
         };
         let rebase = |adapter: &dyn Adapter| agent.base_messages(adapter, driver.inputs);
         Ok(match self.chat.ask(asked, driver, run, rebase).await? {
