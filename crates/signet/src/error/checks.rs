@@ -110,7 +110,7 @@ impl FailedAttempt {
 /// ```
 /// use signet::module::check::{CheckFailure, ChecksFailed, FailedAttempt};
 /// let attempt = FailedAttempt::new(Default::default(), vec![CheckFailure::new("short", "too long")]);
-/// let error = ChecksFailed { attempts: vec![attempt.clone(), attempt] };
+/// let error = ChecksFailed::new(vec![attempt.clone(), attempt]);
 /// assert_eq!(
 ///     error.to_string(),
 ///     "the answer failed its checks on all 2 attempts; the last: check `short`: too long"

@@ -193,11 +193,15 @@ impl ToolSpec {
 fn integral_floats_as_integers(value: &mut Value) {
     match value {
         Value::Number(n) if n.is_f64() => {
+            // Every integral f64 in these ranges converts exactly (the schema judged that f64).
             if let Some(x) = n.as_f64()
                 && x.fract() == 0.0
-                && x.abs() < 9.007_199_254_740_992e15
             {
-                *value = Value::from(x as i64);
+                if (-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&x) {
+                    *value = Value::from(x as i64);
+                } else if (0.0..1.844_674_407_370_955_2e19).contains(&x) {
+                    *value = Value::from(x as u64);
+                }
             }
         }
         Value::Array(items) => items.iter_mut().for_each(integral_floats_as_integers),

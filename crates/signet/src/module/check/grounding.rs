@@ -347,9 +347,7 @@ impl Watcher for GroundedWatcher {
             .into_iter()
             .filter(|f| from + f.span.start >= *done)
             .collect();
-        let Some(last) = settled.last() else {
-            return None;
-        };
+        let last = settled.last()?;
         *done = from + last.span.end;
         let sources = self
             .sources

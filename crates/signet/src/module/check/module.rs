@@ -10,6 +10,9 @@ use crate::module::{DynPredict, DynReAct, Module, Predictors};
 /// A typed check of a program's output.
 type ProgramCheck<I, O> = Arc<dyn Fn(&I, &O) -> Result<(), String> + Send + Sync>;
 
+/// A check with its name.
+type NamedCheck<I, O> = (String, ProgramCheck<I, O>);
+
 /// A fallback of a program's own: its output from the input and the refused attempts.
 type ProgramFallback<I, O> = Arc<dyn Fn(&I, &[FailedAttempt]) -> Option<O> + Send + Sync>;
 
@@ -49,7 +52,7 @@ type ProgramFallback<I, O> = Arc<dyn Fn(&I, &[FailedAttempt]) -> Option<O> + Sen
 /// ```
 pub struct Checked<M: Module> {
     module: M,
-    checks: Vec<(String, ProgramCheck<M::Input, M::Output>)>,
+    checks: Vec<NamedCheck<M::Input, M::Output>>,
     max_reasks: usize,
     fallback: Option<ProgramFallback<M::Input, M::Output>>,
 }

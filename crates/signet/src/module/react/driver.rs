@@ -343,7 +343,10 @@ impl Driver<'_> {
                 TurnEnd::Next => None,
             };
             if let Some(answer) = answer {
-                match self.judge(&mut protocol, &mut run, turn, answer)? {
+                match self
+                    .judge(&mut protocol, &mut run, turn, answer)
+                    .map_err(|e| *e)?
+                {
                     Judged::Taken(outputs, reasoning) => {
                         let answer = protocol.answer(self, run, outputs, reasoning);
                         return Ok(RunOutcome::Finished(answer));
@@ -357,7 +360,10 @@ impl Driver<'_> {
             let asked = protocol.ask(self, &mut run, turn).await;
             if let Some(stopped) = self.stopped() {
                 turn = turn.saturating_add(1);
-                match self.judge(&mut protocol, &mut run, turn, Err(stopped))? {
+                match self
+                    .judge(&mut protocol, &mut run, turn, Err(stopped))
+                    .map_err(|e| *e)?
+                {
                     Judged::Taken(outputs, reasoning) => {
                         let answer = protocol.answer(self, run, outputs, reasoning);
                         return Ok(RunOutcome::Finished(answer));
@@ -370,7 +376,10 @@ impl Driver<'_> {
                 Ask::Answer { outputs, reasoning } => {
                     turn = turn.saturating_add(1);
                     end = TurnEnd::Next;
-                    match self.judge(&mut protocol, &mut run, turn, Ok((outputs, reasoning)))? {
+                    match self
+                        .judge(&mut protocol, &mut run, turn, Ok((outputs, reasoning)))
+                        .map_err(|e| *e)?
+                    {
                         Judged::Taken(outputs, reasoning) => {
                             let answer = protocol.answer(self, run, outputs, reasoning);
                             return Ok(RunOutcome::Finished(answer));
@@ -449,7 +458,7 @@ impl Driver<'_> {
         run: &mut RunState,
         next: usize,
         answer: Result<(Fields, Option<String>), FailedAttempt>,
-    ) -> Result<Judged, ReActError> {
+    ) -> Result<Judged, Box<ReActError>> {
         use crate::module::check::{Answer, FailedRun};
         let Some(checking) = &self.checking else {
             return Ok(match answer {
@@ -540,7 +549,7 @@ impl Driver<'_> {
                 let attempts = std::mem::take(&mut run.trajectory.refused_answers);
                 let failure = crate::module::check::ChecksFailed::new(attempts.clone());
                 run.trajectory.refused_answers = attempts;
-                Err(run.fail(crate::Error::Checks(failure)))
+                Err(Box::new(run.fail(crate::Error::Checks(failure))))
             }
         }
     }
