@@ -20,7 +20,7 @@
 //! and [`NoRepetition`] (the answer does not loop), or a signature's field attributes
 //! (`#[output(check = path)]`, `#[output(grounded)]`). A check that can fail on part of an
 //! answer ([`Check::watcher`]: a figure already written, a loop already begun) stops the reply
-//! **while it streams** and the failure is an event ([`ReActEvent::CheckFailed`]).
+//! **while it streams** and the failure is an event ([`ReActEvent::CheckFailed`](crate::module::ReActEvent::CheckFailed)).
 //!
 //! Every re-ask counts in [`Usage::reasks`](crate::lm::Usage::reasks), every stopped reply in
 //! [`Usage::stopped_replies`](crate::lm::Usage::stopped_replies); each failing check is a

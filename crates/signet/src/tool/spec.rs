@@ -197,9 +197,11 @@ fn integral_floats_as_integers(value: &mut Value) {
             if let Some(x) = n.as_f64()
                 && x.fract() == 0.0
             {
-                if (-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&x) {
+                // 2^63: i64 holds [-2^63, 2^63), u64 [0, 2^64).
+                let two_63 = -(i64::MIN as f64);
+                if (-two_63..two_63).contains(&x) {
                     *value = Value::from(x as i64);
-                } else if (0.0..1.844_674_407_370_955_2e19).contains(&x) {
+                } else if (0.0..2.0 * two_63).contains(&x) {
                     *value = Value::from(x as u64);
                 }
             }
