@@ -64,7 +64,7 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::react::trajectory::{Observation, Step, Trajectory};
+use super::react::trajectory::{Observation, Step, Trajectory, own_failure};
 use crate::adapter::Fields;
 use crate::signature::{DynSignature, FieldKind};
 use crate::tool::Tool;
@@ -302,26 +302,17 @@ impl CheckFallback {
     /// The fallback's outputs for a run whose attempts all failed, or `None` when it has none
     /// (the run then fails).
     fn outputs(&self, run: &FailedRun<'_>) -> Option<Fields> {
-        let text = match self {
+        let (results, none) = match self {
             CheckFallback::Error => return None,
             CheckFallback::Custom(fallback) => return fallback(run),
-            CheckFallback::Say(text) => text.clone(),
-            CheckFallback::ToolResults { none } => {
-                let results = run.tool_results_text();
-                if results.is_empty() {
-                    none.clone()
-                } else {
-                    results
-                }
-            }
-            CheckFallback::GroundedToolResults { none } => {
-                let results = run.grounded_tool_results_text();
-                if results.is_empty() {
-                    none.clone()
-                } else {
-                    results
-                }
-            }
+            CheckFallback::Say(text) => return text_outputs(run.signature, text),
+            CheckFallback::ToolResults { none } => (run.tool_results_text(), none),
+            CheckFallback::GroundedToolResults { none } => (run.grounded_tool_results_text(), none),
+        };
+        let text = if results.is_empty() {
+            none.clone()
+        } else {
+            results
         };
         text_outputs(run.signature, &text)
     }
@@ -387,17 +378,11 @@ impl FailedRun<'_> {
         let mut parts: Vec<String> = Vec::new();
         for (step, _) in steps.into_iter().zip(grounded).filter(|(_, ok)| *ok) {
             let text = match &step.observation {
-                Observation::Error(text) => {
-                    let own = format!(
-                        "Execution error in {0}: tool `{0}` failed: ",
-                        step.tool_name
-                    );
-                    match text.strip_prefix(&own) {
-                        Some(message) => message.to_owned(),
-                        // Not the tool's own failure (bad arguments, a denial, a time limit).
-                        None => continue,
-                    }
-                }
+                Observation::Error(text) => match own_failure(&step.tool_name, text) {
+                    Some(message) => message.to_owned(),
+                    // Not the tool's own failure (bad arguments, a denial, a time limit).
+                    None => continue,
+                },
                 other => other.as_text(),
             };
             let text = text.trim();

@@ -432,19 +432,22 @@ impl Trajectory {
     }
 }
 
+/// The message of tool `name`'s own failure (`ToolError::Failed`), from the error text a call
+/// of it was given; `None` for any other error (bad arguments, a denial, a time limit).
+pub(in crate::module) fn own_failure<'a>(name: &str, error: &'a str) -> Option<&'a str> {
+    error.strip_prefix(&format!(
+        "Execution error in {name}: tool `{name}` failed: "
+    ))
+}
+
 /// A tool's own message after DSPy's ReActV2 prefix (as Python's traceback ends with it), where
 /// the other modes word a failure as DSPy's ReAct does.
 pub(super) fn reworded(name: &str, observation: Observation) -> Observation {
     match observation {
-        Observation::Error(text) => {
-            let wrapped = format!("Execution error in {name}: tool `{name}` failed: ");
-            match text.strip_prefix(&wrapped) {
-                Some(message) => {
-                    Observation::Error(format!("Execution error in {name}: {message}"))
-                }
-                None => Observation::Error(text),
-            }
-        }
+        Observation::Error(text) => match own_failure(name, &text) {
+            Some(message) => Observation::Error(format!("Execution error in {name}: {message}")),
+            None => Observation::Error(text),
+        },
         other => other,
     }
 }
