@@ -156,6 +156,8 @@ fn every_question_of_the_data_is_a_valid_case_and_every_kind_is_covered() {
         ("travel_train.jsonl", 36),
         ("travel_dev.jsonl", 24),
         ("travel_test.jsonl", 24),
+        ("travel_unseen.jsonl", 60),
+        ("travel_fresh.jsonl", 60),
     ] {
         let path = format!("{}/examples/data/{file}", env!("CARGO_MANIFEST_DIR"));
         let data = Dataset::from_jsonl(&path, &["question"]).unwrap();
@@ -171,6 +173,24 @@ fn every_question_of_the_data_is_a_valid_case_and_every_kind_is_covered() {
         for case in cases.iter().filter(|c| c.kind == Kind::UnknownCity) {
             let city = case.city.as_deref().unwrap();
             assert!(travel::forecast_for(city).is_none(), "{city} is known");
+        }
+    }
+}
+
+#[test]
+fn no_held_out_question_is_in_the_data_demos_are_chosen_from() {
+    let questions = |file: &str| -> Vec<String> {
+        let path = format!("{}/examples/data/{file}", env!("CARGO_MANIFEST_DIR"));
+        let data = Dataset::from_jsonl(&path, &["question"]).unwrap();
+        data.iter()
+            .map(|e| e.get("question").and_then(Value::as_str).unwrap().to_lowercase())
+            .collect()
+    };
+    let mut shaped = questions("travel_train.jsonl");
+    shaped.extend(questions("travel_dev.jsonl"));
+    for file in ["travel_test.jsonl", "travel_unseen.jsonl", "travel_fresh.jsonl"] {
+        for question in questions(file) {
+            assert!(!shaped.contains(&question), "{file}: {question:?} is trained on");
         }
     }
 }
