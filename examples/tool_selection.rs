@@ -206,12 +206,12 @@ fn catalogue() -> Vec<Arc<dyn Tool>> {
                 .collect();
             let required: Vec<&str> = args.iter().map(|(arg, ..)| *arg).collect();
             let schema = json!({"type": "object", "properties": properties, "required": required});
-            Arc::new(
+            signet::tool::share(
                 FnTool::builder(*name)
                     .description(*description)
                     .schema(schema)
                     .sync_fn(|_| Ok::<_, String>(json!("ok"))),
-            ) as Arc<dyn Tool>
+            )
         })
         .collect()
 }

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use signet::adapter::Adapter;
 use signet::module::check::figures::{Units, figures};
-use signet::module::check::{Answer, Check, CheckFailure, CheckFallback, Grounded, NoRepetition};
+use signet::module::check::{
+    Answer, Check, CheckFailure, CheckFallback, Grounded, NoRepetition, Watcher,
+};
 use signet::module::{Observation, Step};
 use signet::prelude::*;
 use signet::serde_json::Value;
@@ -62,44 +64,38 @@ pub fn checked(agent: ReAct<Travel>) -> ReAct<Travel> {
 
 /// The travel agent's own check, beside the built-in ones: the euro amounts of the question were
 /// converted and the cities it names that the forecast tool knows were looked up (a refusal
-/// offers the tool that is missing), and the answer says the figures those tools returned (the
-/// kroner, the temperature). It reads the question and the run, never an expected answer.
+/// names every call that is missing and offers those tools), the answer says what those tools
+/// returned (the kroner, the temperature, that a city has no forecast), and it does not quote
+/// the feedback of a refused answer. It reads the question and the run, never an expected answer.
+/// It watches the answer as it streams: a missing call or quoted feedback stops the reply at once.
 pub struct UsesItsTools;
 
 impl UsesItsTools {
-    fn refuse(&self, message: String) -> CheckFailure {
-        CheckFailure::new(self.name(), message).on_field("answer")
-    }
-}
-
-impl Check for UsesItsTools {
-    fn name(&self) -> &str {
-        "uses its tools"
+    fn refuse(message: String) -> CheckFailure {
+        CheckFailure::new("uses its tools", message).on_field("answer")
     }
 
-    fn check(&self, answer: &Answer<'_>) -> Result<(), CheckFailure> {
-        let text =
-            |value: Option<&Value>| value.and_then(Value::as_str).unwrap_or_default().to_owned();
+    /// The calls the question needs that the run has not made, all in one failure offering
+    /// their tools.
+    fn missing_calls(answer: &Answer<'_>) -> Option<CheckFailure> {
         let question = text(answer.inputs.get("question"));
-        let units = Units::default();
         let steps: Vec<&Step> = answer.tool_steps().collect();
         let called = |tool: &str, arg: &str, matches: &dyn Fn(&Value) -> bool| {
             steps
                 .iter()
                 .any(|s| s.tool_name == tool && matches(&s.tool_args[arg]))
         };
-        for euros in figures(&question, &units)
+        let mut missing = Vec::new();
+        let mut tools = Vec::new();
+        for euros in figures(&question, &Units::default())
             .iter()
             .filter(|f| f.unit.as_ref().is_some_and(|u| u.as_str() == "EUR"))
         {
             let amount = |v: &Value| v.as_f64().or_else(|| v.as_str().and_then(travel::euros));
             let same = |v: &Value| amount(v).is_some_and(|a| (a - euros.value).abs() < 1e-6);
             if !called("eur_to_nok", "amount", &same) {
-                let message = format!(
-                    "The question asks about {}: convert it with eur_to_nok before answering.",
-                    euros.text
-                );
-                return Err(self.refuse(message).offering(["eur_to_nok"]));
+                missing.push(format!("eur_to_nok for {}", euros.text));
+                tools.push("eur_to_nok");
             }
         }
         for word in question.split(|c: char| !c.is_alphanumeric()) {
@@ -111,18 +107,67 @@ impl Check for UsesItsTools {
                     .and_then(travel::forecast_for)
                     .is_some_and(|(name, _)| name == city)
             };
-            if !called("forecast", "city", &same) {
-                let message = format!(
-                    "The question names {city}: get its forecast with the forecast tool before \
-                     answering."
-                );
-                return Err(self.refuse(message).offering(["forecast"]));
+            let call = format!("forecast for {city}");
+            if !called("forecast", "city", &same) && !missing.contains(&call) {
+                missing.push(call);
+                tools.push("forecast");
             }
         }
-        let said = figures(&text(answer.outputs.get("answer")), &units);
-        for step in &steps {
-            let Observation::Output(Value::String(result)) = &step.observation else {
-                continue;
+        if missing.is_empty() {
+            return None;
+        }
+        let message = format!("Call {} before answering.", missing.join(" and "));
+        Some(Self::refuse(message).offering(tools))
+    }
+
+    /// A failure when `said` quotes a refused answer's feedback instead of answering.
+    fn quotes_feedback(said: &str) -> Option<CheckFailure> {
+        said.to_lowercase().contains("not accepted").then(|| {
+            Self::refuse(
+                "Answer the question with what the tools returned; do not repeat the feedback."
+                    .to_owned(),
+            )
+        })
+    }
+}
+
+/// The text of a string field (empty otherwise).
+fn text(value: Option<&Value>) -> String {
+    value.and_then(Value::as_str).unwrap_or_default().to_owned()
+}
+
+impl Check for UsesItsTools {
+    fn name(&self) -> &str {
+        "uses its tools"
+    }
+
+    fn check(&self, answer: &Answer<'_>) -> Result<(), CheckFailure> {
+        if let Some(failure) = Self::missing_calls(answer) {
+            return Err(failure);
+        }
+        let said = text(answer.outputs.get("answer"));
+        if let Some(failure) = Self::quotes_feedback(&said) {
+            return Err(failure);
+        }
+        let units = Units::default();
+        let stated = figures(&said, &units);
+        for step in answer.tool_steps() {
+            let result = match &step.observation {
+                Observation::Output(Value::String(result)) => result,
+                // A city the forecast does not know: the answer says so.
+                Observation::Error(error) if step.tool_name == "forecast" => {
+                    let Some(start) = error.find("There is no forecast for") else {
+                        continue;
+                    };
+                    let sentence = error[start..].split('.').next().unwrap_or_default();
+                    if said.to_lowercase().contains("no forecast") {
+                        continue;
+                    }
+                    return Err(Self::refuse(format!(
+                        "Say what forecast returned: \"{sentence}.\""
+                    )));
+                }
+                _ => continue,
             };
             // The figure the tool is asked for: the kroner (the last), the temperature (the first).
             let found = figures(result, &units);
@@ -132,15 +177,38 @@ impl Check for UsesItsTools {
                 _ => None,
             };
             if let Some(wanted) = wanted
-                && !said.iter().any(|f| f.states(wanted))
+                && !stated.iter().any(|f| f.states(wanted))
             {
-                return Err(self.refuse(format!(
+                return Err(Self::refuse(format!(
                     "Say what {} returned: \"{result}\"",
                     step.tool_name
                 )));
             }
         }
         Ok(())
+    }
+
+    fn watcher(&self) -> Option<Box<dyn Watcher>> {
+        Some(Box::new(ToolsWatcher))
+    }
+}
+
+/// [`UsesItsTools`] while the answer streams: what can fail on its first words (a call the
+/// question needs was not made; the feedback is quoted).
+struct ToolsWatcher;
+
+impl Watcher for ToolsWatcher {
+    fn push(
+        &mut self,
+        field: &str,
+        text: &str,
+        _new_from: usize,
+        answer: &Answer<'_>,
+    ) -> Option<CheckFailure> {
+        if field != "answer" {
+            return None;
+        }
+        UsesItsTools::missing_calls(answer).or_else(|| UsesItsTools::quotes_feedback(text))
     }
 }
 

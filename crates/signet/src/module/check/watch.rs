@@ -106,6 +106,9 @@ struct Reading {
     watchers: Vec<Box<dyn Watcher>>,
     /// The index of the answering tool's call in the reply, once its name arrived.
     answering: Option<usize>,
+    /// Whether another call came before the answering one: the answer then waits a turn (the
+    /// model has not read those calls' results), so it is not watched, and the calls run.
+    answer_waits: bool,
 }
 
 impl Reading {
@@ -125,10 +128,14 @@ impl Reading {
                 },
                 Some(tool),
             ) => {
-                if self.answering.is_none() && name.as_deref() == Some(tool) {
-                    self.answering = Some(*index);
+                if self.answering.is_none() {
+                    match name.as_deref() {
+                        Some(name) if name == tool => self.answering = Some(*index),
+                        Some(_) => self.answer_waits = true,
+                        None => {}
+                    }
                 }
-                if self.answering != Some(*index) {
+                if self.answer_waits || self.answering != Some(*index) {
                     return None;
                 }
                 self.arguments.push(arguments)
@@ -201,6 +208,7 @@ impl Lm for Watched {
                 .filter_map(|c| c.watcher())
                 .collect(),
             answering: None,
+            answer_waits: false,
         };
         let inner = self.inner.stream(request);
         futures::stream::unfold(Some((inner, reading)), move |state| async move {
@@ -296,8 +304,8 @@ mod tests {
         use crate::lm::ToolCall;
         let looping = json!({"answer": "is 5 EUR is 5 EUR is 5 EUR is 5 EUR is 5 EUR"}).to_string();
         let calls = vec![
-            ToolCall::new("c0", "lookup", looping.clone()),
-            ToolCall::new("c1", "finish", looping),
+            ToolCall::new("c0", "finish", looping.clone()),
+            ToolCall::new("c1", "lookup", looping),
         ];
         let watch = watch_of(NoRepetition::new());
         let lm = watch.wrap(
@@ -308,5 +316,24 @@ mod tests {
         let error = lm.complete(&LmRequest::default()).await.unwrap_err();
         assert!(matches!(error, LmError::Stopped { .. }));
         assert_eq!(watch.take_stopped().unwrap().outputs.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn an_answer_after_other_calls_waits_and_is_not_stopped() {
+        use crate::lm::ToolCall;
+        let looping = json!({"answer": "is 5 EUR is 5 EUR is 5 EUR is 5 EUR is 5 EUR"}).to_string();
+        let calls = vec![
+            ToolCall::new("c0", "lookup", json!({"q": "Oslo"}).to_string()),
+            ToolCall::new("c1", "finish", looping),
+        ];
+        let watch = watch_of(NoRepetition::new());
+        let lm = watch.wrap(
+            Arc::new(ScriptedLm::new([Completion::tool_calls(calls)])),
+            Some("finish"),
+            false,
+        );
+        let reply = lm.complete(&LmRequest::default()).await.unwrap();
+        assert_eq!(reply.tool_calls.len(), 2, "the lookup still runs");
+        assert!(watch.take_stopped().is_none());
     }
 }
