@@ -88,8 +88,10 @@ impl FieldStream {
             FieldStream::Json(splitter) => splitter.push(text),
             FieldStream::Xml(splitter) => splitter.push(text),
             FieldStream::Undecided(held) => {
+                // What was held has neither; only the new text is searched (linear in the reply).
+                let from = held.len();
                 held.push_str(text);
-                let Some(start) = held.find(['{', '<']) else {
+                let Some(start) = held[from..].find(['{', '<']).map(|at| from + at) else {
                     return Pieces::new();
                 };
                 let rest = held.split_off(start);
@@ -122,6 +124,26 @@ impl FieldStream {
 const OPEN: &str = "[[ ## ";
 const CLOSE: &str = " ## ]]";
 
+/// The longest field or tag name a marker may carry: a longer one is text. It bounds the text a
+/// splitter holds back while a marker may still be arriving, so that a reply is read in time
+/// linear in its length, however it is cut (an unterminated `[[ ## aaaa…` or `<aaaa…`).
+const MAX_NAME: usize = 256;
+
+/// The most trailing whitespace held back as the possible gap before a marker or closing tag;
+/// more is emitted as the field's text (a run that long is the model's, not a gap), so that it is
+/// not scanned again with every piece.
+const MAX_GAP: usize = 4096;
+
+/// Where the text that is certain ends in `pending[..end]`: before its trailing whitespace (the
+/// possible gap before a marker), of which at most [`MAX_GAP`] bytes are held back.
+fn certain_end(pending: &str, end: usize) -> usize {
+    let gap_from = end.saturating_sub(MAX_GAP);
+    let gap_from = (gap_from..=end)
+        .find(|&i| pending.is_char_boundary(i))
+        .unwrap_or(end);
+    gap_from + pending[gap_from..end].trim_end().len()
+}
+
 /// Splits streamed Chat-adapter text into per-field pieces, hiding the `[[ ## field ## ]]` markers
 /// and the blank lines around them. Text before the first marker and after `completed` is dropped
 /// (the adapter ignores it too).
@@ -150,14 +172,14 @@ impl MarkerSplitter {
                 .find(|c: char| !(c.is_alphanumeric() || c == '_'))
                 .unwrap_or(after.len());
             let rest = &after[name_len..];
-            if name_len > 0 && rest.starts_with(CLOSE) {
+            if name_len > 0 && name_len <= MAX_NAME && rest.starts_with(CLOSE) {
                 let name = after[..name_len].to_owned();
                 self.emit_up_to(open, &mut out);
                 // What precedes the marker is only the gap before it.
                 let marker_end = self.pending.find(CLOSE).map_or(0, |c| c + CLOSE.len());
                 self.pending.drain(..marker_end);
                 self.section.open((name != "completed").then_some(name));
-            } else if rest.len() < CLOSE.len() && CLOSE.starts_with(rest) {
+            } else if name_len <= MAX_NAME && rest.len() < CLOSE.len() && CLOSE.starts_with(rest) {
                 // Possibly a marker still arriving: emit what precedes it and wait.
                 self.emit_up_to(open, &mut out);
                 return out;
@@ -173,7 +195,7 @@ impl MarkerSplitter {
     /// Emits `pending[..end]` except its trailing whitespace, which may be the gap before a marker
     /// and stays pending.
     fn emit_up_to(&mut self, end: usize, out: &mut Pieces) {
-        let certain_end = self.pending[..end].trim_end().len();
+        let certain_end = certain_end(&self.pending, end);
         let text: String = self.pending.drain(..certain_end).collect();
         self.section.emit(&text, out);
     }
@@ -469,11 +491,12 @@ impl XmlFields {
                     .find(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.')))
                     .unwrap_or(self.pending.len() - 1);
                 let rest = &self.pending[1 + name_len..];
-                if rest.is_empty() {
+                if rest.is_empty() && name_len <= MAX_NAME {
                     return out; // the tag is still arriving
                 }
                 let name = &self.pending[1..1 + name_len];
                 if rest.starts_with('>')
+                    && name_len <= MAX_NAME
                     && name.starts_with(|c: char| c.is_alphabetic() || c == '_')
                 {
                     let name = name.to_owned();
@@ -495,7 +518,7 @@ impl XmlFields {
             }
             // Hold back what may be the closing tag, an entity, or the whitespace before them.
             let keep = partial_suffix(&self.pending, &close).max(entity_tail(&self.pending));
-            let end = self.pending[..self.pending.len() - keep].trim_end().len();
+            let end = certain_end(&self.pending, self.pending.len() - keep);
             let text: String = self.pending.drain(..end).collect();
             self.section.emit(&decode_entities(&text), &mut out);
             return out;
@@ -736,5 +759,49 @@ mod tests {
             split(false, &["just ", "words"]),
             vec![(None, "just words".to_owned())]
         );
+    }
+
+    /// Feeds `head`, then `filler` `times` times, into a fresh stream of the given format,
+    /// checking after each piece that what the stream holds back stays bounded (so each piece is
+    /// read in time bounded by its own length, and the reply in linear time).
+    fn assert_bounded(marked: bool, head: &str, filler: &str, times: usize) {
+        let mut stream = FieldStream::new(marked);
+        let mut shown = 0;
+        for piece in std::iter::once(head).chain(std::iter::repeat_n(filler, times)) {
+            shown += stream.push(piece).iter().map(|(_, t)| t.len()).sum::<usize>();
+            let held = match &stream {
+                FieldStream::Markers(s) => s.pending.len(),
+                FieldStream::Xml(s) => s.pending.len(),
+                FieldStream::Json(s) => s.pending.len(),
+                // A reply in neither format is held whole, by design (it is shown at the end).
+                FieldStream::Undecided(_) => panic!("{head:?} is in a format"),
+            };
+            let bound = MAX_NAME + MAX_GAP + OPEN.len() + CLOSE.len() + 2 * filler.len();
+            assert!(held <= bound, "{head:?} + {filler:?}: {held} bytes held back");
+        }
+        shown += stream.finish().iter().map(|(_, t)| t.len()).sum::<usize>();
+        assert!(shown > 0, "the text is shown, not dropped");
+    }
+
+    #[test]
+    fn an_unterminated_marker_or_tag_of_16_mib_is_held_back_only_in_part() {
+        const MIB16: usize = 16 << 20;
+        let filler = "a".repeat(64 << 10);
+        let times = MIB16 / filler.len();
+        // The Chat format: a marker that never closes, and text then whitespace that never ends.
+        assert_bounded(true, "[[ ## answer ## ]]\n[[ ## ", &filler, times);
+        assert_bounded(true, "[[ ## answer ## ]]\nok", &" ".repeat(64 << 10), times);
+        // XML: a tag that never closes, inside and outside a field; whitespace before a close.
+        assert_bounded(false, "<answer>ok</answer><", &filler, times);
+        assert_bounded(false, "<answer>ok", &" \n".repeat(32 << 10), times);
+    }
+
+    #[test]
+    fn a_name_longer_than_a_field_name_can_be_is_text() {
+        let long = "a".repeat(MAX_NAME + 1);
+        let pieces = split(true, &["[[ ## answer ## ]]\nx [[ ## ", &long, " ## ]] y"]);
+        let text: String = pieces.iter().map(|(_, t)| t.as_str()).collect();
+        assert!(text.contains(&long), "{pieces:?}");
+        assert!(pieces.iter().all(|(f, _)| f.as_deref() == Some("answer")));
     }
 }
