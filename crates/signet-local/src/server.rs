@@ -370,18 +370,55 @@ pub(crate) fn nonce() -> String {
     digits
 }
 
-/// Reads `output` line by line, keeping the last [`LOG_LINES`] (the pipe must be drained so the
-/// server never blocks on a full pipe).
+/// The longest line of the server's output kept; the rest of a longer line is read and dropped
+/// (a child that writes without line breaks cannot grow the log without bound).
+const MAX_LOG_LINE: usize = 4096;
+
+/// Reads `output` line by line, keeping the last [`LOG_LINES`], each cut to [`MAX_LOG_LINE`]
+/// bytes (the pipe must be drained so the server never blocks on a full pipe).
 async fn keep_lines(output: impl AsyncRead + Unpin, log: Arc<Mutex<VecDeque<String>>>) {
-    let mut lines = BufReader::new(output).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        tracing::trace!(target: "signet_local::server", "{line}");
-        let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
-        if log.len() == LOG_LINES {
-            log.pop_front();
+    let mut output = BufReader::new(output);
+    let mut line = Vec::new();
+    let mut cut = false;
+    loop {
+        let Ok(buffer) = output.fill_buf().await else {
+            break;
+        };
+        if buffer.is_empty() {
+            if !line.is_empty() {
+                keep_line(&log, &line, cut);
+            }
+            break;
         }
-        log.push_back(line);
+        let (piece, ends_line) = match buffer.iter().position(|&b| b == b'\n') {
+            Some(at) => (&buffer[..at], true),
+            None => (buffer, false),
+        };
+        let room = MAX_LOG_LINE.saturating_sub(line.len());
+        line.extend_from_slice(&piece[..piece.len().min(room)]);
+        cut |= piece.len() > room;
+        let used = piece.len() + usize::from(ends_line);
+        output.consume(used);
+        if ends_line {
+            keep_line(&log, &line, cut);
+            line.clear();
+            cut = false;
+        }
     }
+}
+
+/// Adds one line of output to `log`, dropping the oldest past [`LOG_LINES`].
+fn keep_line(log: &Mutex<VecDeque<String>>, line: &[u8], cut: bool) {
+    let mut text = String::from_utf8_lossy(line).trim_end_matches('\r').to_owned();
+    if cut {
+        text.push_str(" [line cut]");
+    }
+    tracing::trace!(target: "signet_local::server", "{text}");
+    let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
+    if log.len() == LOG_LINES {
+        log.pop_front();
+    }
+    log.push_back(text);
 }
 
 /// A TCP port on 127.0.0.1 that is free right now (the OS picks it).
@@ -403,6 +440,20 @@ pub fn free_port() -> Result<u16, LocalError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_line_without_end_is_kept_cut_and_the_lines_after_it_whole() {
+        let mut output = vec![b'x'; 10 << 20];
+        output.extend_from_slice(b"\nready\r\nlast");
+        let log = Arc::new(Mutex::new(VecDeque::new()));
+        keep_lines(output.as_slice(), log.clone()).await;
+        let log = log.lock().unwrap();
+        assert_eq!(log.len(), 3);
+        assert_eq!(log[0].len(), MAX_LOG_LINE + " [line cut]".len());
+        assert!(log[0].ends_with("x [line cut]"));
+        assert_eq!(log[1], "ready");
+        assert_eq!(log[2], "last");
+    }
 
     #[test]
     fn text_is_cut_at_a_character_boundary() {
