@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent / "crates" / "signet" / "src"
 
 # Ground first. A module not listed is an error (say where a new one goes).
 LAYERS = [
-    ["schema", "shared", "blocking", "fs_atomic", "python", "telemetry"],
+    ["schema", "shared", "blocking", "child_env", "fs_atomic", "python", "telemetry"],
     ["signature", "tool", "media"],
     ["lm", "embed"],
     ["adapter", "journal"],

@@ -50,13 +50,13 @@ async fn an_answer_before_the_calls_is_stopped_naming_every_call_missing() {
         ScriptedLm::replies([ScriptedReply::finish(
             json!({"answer": "Tomorrow in Bergen: 7 °C. 80 EUR is 936.00 NOK."}),
         )])
-    .then(Completion::tool_calls(vec![
-        call("c1", "eur_to_nok", json!({"amount": "80"})),
-        call("c2", "forecast", json!({"city": "Bergen"})),
-    ]))
-    .then_reply(ScriptedReply::finish(json!({
-        "answer": "Tomorrow in Bergen: 7 °C, heavy rain. 80 EUR is 936.00 NOK."
-    }))),
+        .then(Completion::tool_calls(vec![
+            call("c1", "eur_to_nok", json!({"amount": "80"})),
+            call("c2", "forecast", json!({"city": "Bergen"})),
+        ]))
+        .then_reply(ScriptedReply::finish(json!({
+            "answer": "Tomorrow in Bergen: 7 °C, heavy rain. 80 EUR is 936.00 NOK."
+        }))),
     );
     let out = checked_agent(&lm)
         .call(ask("€80 to kroner, and what's it like in Bergen tomorrow?"))
@@ -85,7 +85,10 @@ async fn the_turn_after_a_missing_call_must_call_one_of_the_missing_tools() {
         ScriptedReply::tool("eur_to_nok", json!({"amount": "300"})),
         ScriptedReply::finish(json!({"answer": "300 EUR is 3510.00 NOK."})),
     ]));
-    let out = checked_agent(&lm).call(ask("300 EUR -> NOK?")).await.unwrap();
+    let out = checked_agent(&lm)
+        .call(ask("300 EUR -> NOK?"))
+        .await
+        .unwrap();
     assert_eq!(out.output.answer, "300 EUR is 3510.00 NOK.");
     assert_eq!(
         lm.requests()[1].tool_choice,

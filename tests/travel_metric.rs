@@ -183,14 +183,26 @@ fn no_held_out_question_is_in_the_data_demos_are_chosen_from() {
         let path = format!("{}/examples/data/{file}", env!("CARGO_MANIFEST_DIR"));
         let data = Dataset::from_jsonl(&path, &["question"]).unwrap();
         data.iter()
-            .map(|e| e.get("question").and_then(Value::as_str).unwrap().to_lowercase())
+            .map(|e| {
+                e.get("question")
+                    .and_then(Value::as_str)
+                    .unwrap()
+                    .to_lowercase()
+            })
             .collect()
     };
     let mut shaped = questions("travel_train.jsonl");
     shaped.extend(questions("travel_dev.jsonl"));
-    for file in ["travel_test.jsonl", "travel_unseen.jsonl", "travel_fresh.jsonl"] {
+    for file in [
+        "travel_test.jsonl",
+        "travel_unseen.jsonl",
+        "travel_fresh.jsonl",
+    ] {
         for question in questions(file) {
-            assert!(!shaped.contains(&question), "{file}: {question:?} is trained on");
+            assert!(
+                !shaped.contains(&question),
+                "{file}: {question:?} is trained on"
+            );
         }
     }
 }

@@ -90,7 +90,9 @@ impl ServerCommand {
         self
     }
 
-    /// Sets an environment variable for the server (on top of this process's environment).
+    /// Sets an environment variable for the server. The server does not inherit this process's
+    /// environment (its secrets with it): it gets the variables of [`signet::child_env::allowed`]
+    /// (the path, home, locale, temporary directory, thread and device settings) and these.
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.push((key.into(), value.into()));
         self
@@ -166,6 +168,9 @@ impl LocalServer {
         let mut process = Command::new(&command.program);
         process
             .args(&command.args)
+            // No secret of this process reaches the server: an allow-list, then its own.
+            .env_clear()
+            .envs(signet::child_env::allowed(&[]))
             .envs(command.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -380,10 +385,7 @@ async fn keep_lines(output: impl AsyncRead + Unpin, log: Arc<Mutex<VecDeque<Stri
     let mut output = BufReader::new(output);
     let mut line = Vec::new();
     let mut cut = false;
-    loop {
-        let Ok(buffer) = output.fill_buf().await else {
-            break;
-        };
+    while let Ok(buffer) = output.fill_buf().await {
         if buffer.is_empty() {
             if !line.is_empty() {
                 keep_line(&log, &line, cut);
@@ -409,7 +411,9 @@ async fn keep_lines(output: impl AsyncRead + Unpin, log: Arc<Mutex<VecDeque<Stri
 
 /// Adds one line of output to `log`, dropping the oldest past [`LOG_LINES`].
 fn keep_line(log: &Mutex<VecDeque<String>>, line: &[u8], cut: bool) {
-    let mut text = String::from_utf8_lossy(line).trim_end_matches('\r').to_owned();
+    let mut text = String::from_utf8_lossy(line)
+        .trim_end_matches('\r')
+        .to_owned();
     if cut {
         text.push_str(" [line cut]");
     }

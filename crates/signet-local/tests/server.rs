@@ -77,6 +77,25 @@ async fn a_process_that_exits_is_an_error_with_its_output() {
 }
 
 #[tokio::test]
+async fn the_server_sees_an_allow_listed_environment_and_its_own_variables() {
+    // Cargo runs tests with CARGO_* variables set: none is on the allow-list.
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    let command = ServerCommand::new("sh")
+        .args(["-c", "env; exit 3"])
+        .env("SERVER_OWN", "kept")
+        .port(free_port().unwrap());
+    let LocalError::Exited { log, .. } = LocalServer::spawn(command).await.unwrap_err() else {
+        panic!("expected Exited");
+    };
+    assert!(log.contains("SERVER_OWN=kept"), "{log}");
+    assert!(log.contains("PATH="), "{log}");
+    assert!(
+        !log.contains("CARGO_"),
+        "the parent's environment leaked: {log}"
+    );
+}
+
+#[tokio::test]
 async fn a_server_that_never_answers_times_out_and_is_stopped() {
     let command = ServerCommand::new("sh")
         .args(["-c", "echo starting; exec sleep 30"])

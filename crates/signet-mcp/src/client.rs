@@ -473,11 +473,7 @@ impl McpClient {
     /// The tokens and LM calls spent answering this session's [sampling](McpClientBuilder::sampling)
     /// requests so far.
     pub fn sampling_usage(&self) -> signet::lm::Usage {
-        self.inner
-            .sampled
-            .lock()
-            .map(|usage| *usage)
-            .unwrap_or_default()
+        self.inner.sampled.usage()
     }
 
     /// What the server said about itself in the handshake.

@@ -333,10 +333,11 @@ impl McpServer {
     /// authentication. Without this, an unauthenticated endpoint serves only this machine:
     /// [`serve_http`](Self::serve_http) on an address other than loopback fails with
     /// [`Error::Unprotected`]; every way of serving answers only to loopback host names (see
-    /// [`with_allowed_hosts`](Self::with_allowed_hosts)); and [`serve_http`](Self::serve_http),
-    /// and [`http_router`](Self::http_router) served with
-    /// `into_make_service_with_connect_info::<SocketAddr>()`, refuse requests from other
-    /// machines' addresses with `403 Forbidden`.
+    /// [`with_allowed_hosts`](Self::with_allowed_hosts)); and [`serve_http`](Self::serve_http)
+    /// and [`http_router`](Self::http_router) refuse requests from other machines' addresses, or
+    /// from an address they do not know (a router served without connect info), with
+    /// `403 Forbidden`. [`http_service`](Self::http_service) checks host names only: it is a
+    /// building block to put behind authentication of your own.
     pub fn allow_unauthenticated_remote(mut self) -> McpServer {
         self.allow_remote = true;
         self
@@ -405,9 +406,10 @@ impl McpServer {
     /// [bearer-token check](Self::with_bearer_auth) when one is set; merge or nest it in your app.
     /// Without a bearer check (and without
     /// [`allow_unauthenticated_remote`](Self::allow_unauthenticated_remote)) it serves only this
-    /// machine: a request for a host name other than loopback, or — when served with
-    /// `into_make_service_with_connect_info::<SocketAddr>()` — from another machine's address,
-    /// gets `403 Forbidden`.
+    /// machine, and must then be served with `into_make_service_with_connect_info::<SocketAddr>()`
+    /// so that it knows who connects: a request from another machine's address, from an unknown
+    /// address (served without connect info), or for a host name other than loopback gets
+    /// `403 Forbidden`.
     ///
     /// ```
     /// use signet_mcp::{BearerAuth, McpServer};
@@ -634,9 +636,18 @@ async fn refuse_remote(
     }
 }
 
-/// Why a request from `peer` for `host` does not come from this machine, if it does not.
+/// Why a request from `peer` for `host` does not come from this machine, if it does not. A
+/// request whose peer is unknown is refused: its `Host` header alone is the sender's to choose.
 fn remote_reason(peer: Option<std::net::IpAddr>, host: Option<&str>) -> Option<String> {
-    if let Some(peer) = peer.filter(|ip| !ip.to_canonical().is_loopback()) {
+    let Some(peer) = peer else {
+        return Some(
+            "from an unknown address (serve the router with \
+             `into_make_service_with_connect_info::<SocketAddr>()` so that it can tell this \
+             machine from others)"
+                .to_owned(),
+        );
+    };
+    if !peer.to_canonical().is_loopback() {
         return Some(format!("from {peer}"));
     }
     let host = host?;
@@ -946,7 +957,12 @@ mod tests {
         let remote = Some("10.0.0.7".parse().unwrap());
         assert_eq!(remote_reason(loopback, Some("localhost:1")), None);
         assert_eq!(remote_reason(mapped, Some("localhost:1")), None);
-        assert_eq!(remote_reason(None, None), None);
+        assert!(
+            remote_reason(None, Some("localhost:1"))
+                .is_some_and(|reason| reason.contains("unknown address")),
+            "an unknown peer is refused, whatever Host it names"
+        );
+        assert_eq!(remote_reason(loopback, None), None);
         assert_eq!(
             remote_reason(remote, Some("localhost:1")).as_deref(),
             Some("from 10.0.0.7")

@@ -209,7 +209,9 @@ async fn serve_counting(server: McpServer) -> (String, Arc<AtomicUsize>) {
     let listener = listener.tap_io(move |_| {
         counter.fetch_add(1, Ordering::SeqCst);
     });
-    let app = server.http_router("/mcp");
+    let app = server
+        .http_router("/mcp")
+        .into_make_service_with_connect_info::<std::net::SocketAddr>();
     tokio::spawn(async move { axum::serve(listener, app).await });
     (url, accepted)
 }

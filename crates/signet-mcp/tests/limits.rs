@@ -513,7 +513,10 @@ async fn an_unauthenticated_router_reachable_from_other_machines_is_refused() {
         .http_router("/mcp");
     let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move { axum::serve(listener, router).await });
+    let app = router
+        .clone()
+        .into_make_service_with_connect_info::<std::net::SocketAddr>();
+    tokio::spawn(async move { axum::serve(listener, app).await });
     let addr = format!("127.0.0.1:{port}");
     let remote = post_initialize(&addr, &format!("0.0.0.0:{port}"), "").await;
     assert!(remote.lines().next().unwrap().contains("403"), "{remote}");
@@ -522,6 +525,15 @@ async fn an_unauthenticated_router_reachable_from_other_machines_is_refused() {
     // This machine's own name still works.
     let local = post_initialize(&addr, &format!("127.0.0.1:{port}"), "").await;
     assert!(local.lines().next().unwrap().contains("200"), "{local}");
+    // Served without connect info, the router cannot tell who connects: it refuses, whatever
+    // host the request names (a header is the sender's to choose).
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let addr = format!("127.0.0.1:{port}");
+    let unknown = post_initialize(&addr, &format!("127.0.0.1:{port}"), "").await;
+    assert!(unknown.lines().next().unwrap().contains("403"), "{unknown}");
+    assert!(unknown.contains("unknown address"), "{unknown}");
 
     // The tower service alone answers only to loopback names too.
     let service = McpServer::new()

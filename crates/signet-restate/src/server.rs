@@ -202,6 +202,9 @@ impl RestateServer {
             .arg("--config-file")
             .arg(&config_path)
             .args(["--no-logo", "--log-disable-ansi-codes", "true"])
+            // No secret of this process reaches the server (signet::child_env).
+            .env_clear()
+            .envs(signet::child_env::allowed(&["RESTATE_"]))
             .env("RESTATE_LOG_FILTER", "warn")
             // Its scratch directories (invoker-*) go with the rest, removed when dropped.
             .env("TMPDIR", &scratch)

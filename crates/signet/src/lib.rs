@@ -55,6 +55,7 @@
 
 pub mod adapter;
 pub mod blocking;
+pub mod child_env;
 pub mod data;
 pub mod embed;
 mod error;

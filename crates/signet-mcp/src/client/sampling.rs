@@ -11,7 +11,7 @@ use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ErrorCode, ErrorData, SamplingMessage,
     SamplingMessageContentBlock,
 };
-use signet::lm::{Content, FinishReason, Lm, LmRequest, Message, Role};
+use signet::lm::{Content, FinishReason, Lm, LmRequest, Message, Role, Usage};
 use signet::media::{Audio, ContentPart, Image};
 
 use super::session::Inner;
@@ -94,7 +94,10 @@ impl Sampling {
 
     /// The tokens (prompt and reply, as the LM reports them) the session may spend on sampling:
     /// once spent, requests are refused. A request that starts under the budget is answered in
-    /// full, so the total may pass the budget by one request.
+    /// full, so the total may pass the budget by one request, and by no more however many arrive
+    /// at once: a request being answered counts as its `maxTokens` until the model's reported
+    /// usage replaces it, so a request that would start while others use up the rest is
+    /// refused.
     pub fn token_budget(mut self, tokens: u64) -> Self {
         self.token_budget = Some(tokens);
         self
@@ -126,15 +129,15 @@ impl Sampling {
                 "the client's user declined the sampling request".into(),
             ));
         }
-        if let Some(budget) = self.token_budget {
-            let spent = inner.sampled.lock().map(|u| u.total_tokens()).unwrap_or(0);
-            if spent >= budget {
-                return Err(refused(format!(
-                    "the client's sampling budget for this session ({budget} tokens) is spent \
-                     ({spent} used)"
-                )));
-            }
-        }
+        let _in_flight = match self.token_budget {
+            Some(budget) => Some(
+                inner
+                    .sampled
+                    .reserve(budget, u64::from(request.max_tokens))
+                    .map_err(refused)?,
+            ),
+            None => None,
+        };
         let mut lm_request = LmRequest::new(request.messages);
         lm_request.options.max_tokens = Some(request.max_tokens);
         lm_request.options.temperature = request.temperature;
@@ -142,9 +145,7 @@ impl Sampling {
         let completion = self.lm.complete(&lm_request).await.map_err(|e| {
             ErrorData::internal_error(format!("the client's model failed: {e}"), None)
         })?;
-        if let Ok(mut spent) = inner.sampled.lock() {
-            *spent += completion.usage;
-        }
+        inner.sampled.charge(completion.usage);
         tracing::debug!(
             server = %inner.label(),
             tokens = completion.usage.total_tokens(),
@@ -245,6 +246,70 @@ fn refused(message: String) -> ErrorData {
     ErrorData::new(ErrorCode(-1), message, None)
 }
 
+/// What a session spent answering sampling requests, and what the requests being answered may
+/// still spend (checked and reserved under one lock, so concurrent requests cannot all pass a
+/// check made before any of them is charged).
+#[derive(Debug, Default)]
+pub(super) struct SamplingSpend {
+    state: std::sync::Mutex<Spend>,
+}
+
+#[derive(Debug, Default)]
+struct Spend {
+    used: Usage,
+    in_flight: u64,
+}
+
+/// A request being answered: its reservation ends when it is dropped (answered, failed or
+/// cancelled).
+pub(super) struct InFlight<'a> {
+    spend: &'a SamplingSpend,
+    tokens: u64,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut state = self.spend.lock();
+        state.in_flight = state.in_flight.saturating_sub(self.tokens);
+    }
+}
+
+impl SamplingSpend {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Spend> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The usage charged so far.
+    pub(super) fn usage(&self) -> Usage {
+        self.lock().used
+    }
+
+    /// Admits a request that may spend `tokens`, when what was spent and what the requests being
+    /// answered may spend are under `budget`; the message says why not.
+    pub(super) fn reserve(&self, budget: u64, tokens: u64) -> Result<InFlight<'_>, String> {
+        let mut state = self.lock();
+        let spent = state.used.total_tokens();
+        let committed = spent.saturating_add(state.in_flight);
+        if committed >= budget {
+            return Err(format!(
+                "the client's sampling budget for this session ({budget} tokens) is spent \
+                 ({spent} used, {} reserved by requests being answered)",
+                state.in_flight
+            ));
+        }
+        state.in_flight = state.in_flight.saturating_add(tokens);
+        Ok(InFlight {
+            spend: self,
+            tokens,
+        })
+    }
+
+    /// Adds a request's reported usage.
+    pub(super) fn charge(&self, usage: Usage) {
+        self.lock().used += usage;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -254,6 +319,33 @@ mod tests {
 
     fn params(messages: serde_json::Value) -> CreateMessageRequestParams {
         serde_json::from_value(json!({"messages": messages, "maxTokens": 100})).unwrap()
+    }
+
+    #[test]
+    fn requests_at_once_cannot_all_pass_a_budget_check() {
+        let spend = SamplingSpend::default();
+        let first = spend.reserve(40, 50).expect("under the budget");
+        // Nothing is charged yet, but the first request may spend the rest: the others wait out.
+        for _ in 0..10 {
+            let refused = spend.reserve(40, 50).err().expect("refused");
+            assert!(refused.contains("50 reserved"), "{refused}");
+        }
+        spend.charge(Usage {
+            prompt_tokens: 10,
+            completion_tokens: 20,
+            ..Usage::default()
+        });
+        drop(first);
+        // 30 of 40 spent: one more starts, as before.
+        let second = spend.reserve(40, 50).expect("30 of 40 spent");
+        drop(second);
+        spend.charge(Usage {
+            prompt_tokens: 10,
+            completion_tokens: 20,
+            ..Usage::default()
+        });
+        let spent = spend.reserve(40, 50).err().expect("spent");
+        assert!(spent.contains("60 used"), "{spent}");
     }
 
     #[test]

@@ -18,7 +18,6 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{Peer, ServiceExt};
 use serde_json::{Map, Value};
 use signet::Tool;
-use signet::lm::Usage;
 use signet::tool::ProgressSink;
 use tokio::sync::{broadcast, watch};
 
@@ -117,7 +116,7 @@ pub(crate) struct Inner {
     /// The roots declared to the server (`None`: the capability is not declared).
     pub(super) roots: RwLock<Option<Vec<Root>>>,
     /// Tokens spent answering the server's sampling requests.
-    pub(super) sampled: std::sync::Mutex<Usage>,
+    pub(super) sampled: super::sampling::SamplingSpend,
     /// Where the server's progress notifications go, by the token of the call they belong to.
     pub(super) progress: Mutex<ProgressRoutes>,
     /// The re-listing that `tools/list_changed` notifications ask for, coalesced.
@@ -196,7 +195,7 @@ impl Inner {
             changes: watch::channel(0).0,
             updates: broadcast::channel(64).0,
             roots: RwLock::new(options.roots.take()),
-            sampled: std::sync::Mutex::new(Usage::default()),
+            sampled: super::sampling::SamplingSpend::default(),
             progress: Mutex::default(),
             relist: Mutex::default(),
             options,

@@ -768,7 +768,11 @@ mod tests {
         let mut stream = FieldStream::new(marked);
         let mut shown = 0;
         for piece in std::iter::once(head).chain(std::iter::repeat_n(filler, times)) {
-            shown += stream.push(piece).iter().map(|(_, t)| t.len()).sum::<usize>();
+            shown += stream
+                .push(piece)
+                .iter()
+                .map(|(_, t)| t.len())
+                .sum::<usize>();
             let held = match &stream {
                 FieldStream::Markers(s) => s.pending.len(),
                 FieldStream::Xml(s) => s.pending.len(),
@@ -777,7 +781,11 @@ mod tests {
                 FieldStream::Undecided(_) => panic!("{head:?} is in a format"),
             };
             let bound = MAX_NAME + MAX_GAP + OPEN.len() + CLOSE.len() + 2 * filler.len();
-            assert!(held <= bound, "{head:?} + {filler:?}: {held} bytes held back");
+            assert!(
+                held <= bound,
+                "{head:?} + {} bytes: {held} bytes held back",
+                filler.len()
+            );
         }
         shown += stream.finish().iter().map(|(_, t)| t.len()).sum::<usize>();
         assert!(shown > 0, "the text is shown, not dropped");
