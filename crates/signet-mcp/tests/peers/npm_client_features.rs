@@ -3,7 +3,7 @@
 //! server sampling the client's model and asking the user questions (elicitation) through its
 //! `trigger-*` tools; roots, shown back by `server-everything` and obeyed by `server-filesystem`.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! A ReAct agent (scripted LM) that uses MCP tools from a real server next to a local `#[tool]`,
 //! with every MCP failure reaching the model as an observation.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! signet-mcp's client against the reference MCP servers from npm (TypeScript SDK):
 //! `@modelcontextprotocol/server-everything`, `server-filesystem` and `server-memory`.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

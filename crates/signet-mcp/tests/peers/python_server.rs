@@ -1,7 +1,7 @@
 //! signet-mcp's client against a real server on the official Python SDK
 //! (`scripts/mcp/python_server.py`, `mcp` 2.x), over stdio and streamable HTTP.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

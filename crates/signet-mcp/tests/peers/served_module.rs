@@ -3,7 +3,7 @@
 //! progress notifications, and a client's cancellation stopping the run — over HTTP without
 //! sessions (the default) and with them.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
