@@ -12,7 +12,7 @@
 //! is no reactor running") and the spans are lost. The gRPC exporter (tonic) works with the batch
 //! processor as long as a multi-threaded runtime keeps running while it flushes.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -9,7 +9,7 @@ use signet::lm::LmError;
 use signet::module::{Predict, ReAct};
 use signet::testing::ScriptedLm;
 
-mod support;
+use crate::support;
 use support::*;
 
 #[tokio::test]
