@@ -1,7 +1,7 @@
 //! GEPA's own overhead: the optimizer and the framework around it, with zero-latency scripted LMs,
-//! on the reference workload of `tests/gepa.rs` (DSPy 3.4.1's reference GEPA run): the program
-//! `HintThenAnswer` (a hint, then an answer given the hint), 8 training and 8 validation examples,
-//! per-predictor feedback, one example at a time, no progress display.
+//! on the reference workload of `tests/optimize/gepa.rs` (DSPy 3.4.1's reference GEPA run): the
+//! program `HintThenAnswer` (a hint, then an answer given the hint), 8 training and 8 validation
+//! examples, per-predictor feedback, one example at a time, no progress display.
 //!
 //! ```text
 //! cargo bench --bench gepa_overhead -- [--seconds S]

@@ -1,8 +1,8 @@
 //! MIPROv2's own overhead: the optimizer and the framework around it, with zero-latency scripted
-//! LMs, on two of the runs recorded from DSPy 3.4.1 that `tests/mipro.rs` replays: `reference`
-//! (one predictor, 10 + 10 examples, 3 candidates, 5 trials on minibatches of 4) and `tpe` (20 +
-//! 20 examples, 6 candidates, 40 trials on minibatches of 8, 32 of them sampled by the TPE
-//! estimator). One example at a time, no progress display.
+//! LMs, on two of the runs recorded from DSPy 3.4.1 that `tests/optimize/mipro.rs` replays:
+//! `reference` (one predictor, 10 + 10 examples, 3 candidates, 5 trials on minibatches of 4) and
+//! `tpe` (20 + 20 examples, 6 candidates, 40 trials on minibatches of 8, 32 of them sampled by the
+//! TPE estimator). One example at a time, no progress display.
 //!
 //! ```text
 //! cargo bench --bench mipro_overhead -- [--seconds S]

@@ -2,4 +2,5 @@
 //! (`examples/`, `tests/`); it has no code of its own. Use the `signet` crate.
 //!
 //! The README and the pages of the user guide in `docs/` are compiled and run as doctests of
-//! `tests/guide`, a crate with only the dependencies the guide names (`tests/guide.rs` runs it).
+//! `tests/guide`, a crate with only the dependencies the guide names (run by
+//! `tests/interop/guide.rs`).

@@ -1,5 +1,5 @@
 """The DSPy side of benches/compare/gepa.sh: GEPA's own overhead in Python DSPy 3.4.1 on the
-workloads of benches/gepa_overhead.rs (DSPy's reference GEPA run of tests/gepa.rs), with
+workloads of benches/gepa_overhead.rs (DSPy's reference GEPA run of tests/optimize/gepa.rs), with
 zero-latency scripted LMs, timed the same way, checked to reach the same outcome, and printed beside
 Signet's figures.
 
@@ -27,7 +27,7 @@ logging.getLogger("gepa").setLevel(logging.WARNING)
 
 # The workloads of benches/gepa_overhead.rs: for each instruction version, the questions (mod 8)
 # it gets right; the budget; and the outcome both sides must reach (parents of each candidate,
-# metric calls), as in tests/gepa.rs.
+# metric calls), as in tests/optimize/gepa.rs.
 WORKLOADS = {
     "reference": {
         "good1": {0: {0}, 1: {1, 2}, 2: {0, 3}, 3: {4}},

@@ -1,7 +1,7 @@
 """The DSPy side of benches/compare/mipro.sh: MIPROv2's own overhead in Python DSPy 3.4.1 (with
 optuna 5.0.0) on the workloads of benches/mipro_overhead.rs (two of the recorded runs that
-tests/mipro.rs replays), with zero-latency scripted LMs, timed the same way, checked to reach the
-same outcome, and printed beside Signet's figures.
+tests/optimize/mipro.rs replays), with zero-latency scripted LMs, timed the same way, checked to
+reach the same outcome, and printed beside Signet's figures.
 
     python dspy_mipro.py --signet signet.jsonl [--seconds S]
 

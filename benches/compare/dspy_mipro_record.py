@@ -1,6 +1,6 @@
-"""Records a DSPy 3.4.1 MIPROv2 run (optuna 5.0.0) with scripted LMs, for tests/mipro.rs: every
-evaluation (examples, instructions, demos, score), the demo sets, the instruction candidates, the
-winner, the call counts and the prompt model's requests, written to
+"""Records a DSPy 3.4.1 MIPROv2 run (optuna 5.0.0) with scripted LMs, for tests/optimize/mipro.rs:
+every evaluation (examples, instructions, demos, score), the demo sets, the instruction candidates,
+the winner, the call counts and the prompt model's requests, written to
 tests/fixtures/mipro/<NAME>.json (and the raw events to OUTDIR).
 
     python dspy_mipro_record.py OUTDIR [num_candidates] [num_trials] [minibatch_size] [full_eval_steps] [maxboot] [maxlab] [seed]
@@ -269,7 +269,7 @@ json.dump(MSGS, open(f"{OUT}/messages.json", "w"), indent=1, default=str)
 print("RESULT", json.dumps(res, default=str)[:3000])
 
 
-# The fixture tests/mipro.rs reads.
+# The fixture tests/optimize/mipro.rs reads.
 name = os.path.basename(os.path.normpath(OUT))
 fixture = {
     "run": name,

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # GEPA's own overhead, Signet beside Python DSPy 3.4.1, in one run: DSPy's reference GEPA run of
-# tests/gepa.rs (two predictors, 8 train + 8 validation examples, per-predictor feedback) with
-# zero-latency scripted task and reflection LMs, one example at a time, at budget 150 and at budget
-# 300 (with merges). Each side compiles from scratch again and again and reports the median run;
-# both check every run reaches the same candidates, parents and metric calls.
+# tests/optimize/gepa.rs (two predictors, 8 train + 8 validation examples, per-predictor feedback)
+# with zero-latency scripted task and reflection LMs, one example at a time, at budget 150 and at
+# budget 300 (with merges). Each side compiles from scratch again and again and reports the median
+# run; both check every run reaches the same candidates, parents and metric calls.
 #
 #   benches/compare/gepa.sh                     # about 25 s once DSPy is installed and Signet built
 #   BENCH_SECONDS=10 benches/compare/gepa.sh    # longer samples

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # MIPROv2's own overhead, Signet beside Python DSPy 3.4.1 (+ optuna 5.0.0), in one run: two of the
-# recorded MIPROv2 runs tests/mipro.rs replays (one predictor; 5 trials on minibatches of 4, and 40
-# trials on minibatches of 8 with TPE sampling), zero-latency scripted task and prompt LMs, one
-# example at a time. Each side compiles from scratch again and again and reports the median run;
-# both check every run reaches the same evaluations, metric calls and best score.
+# recorded MIPROv2 runs tests/optimize/mipro.rs replays (one predictor; 5 trials on minibatches of
+# 4, and 40 trials on minibatches of 8 with TPE sampling), zero-latency scripted task and prompt
+# LMs, one example at a time. Each side compiles from scratch again and again and reports the median
+# run; both check every run reaches the same evaluations, metric calls and best score.
 #
 #   benches/compare/mipro.sh                     # about 20 s once DSPy is installed and Signet built
 #   BENCH_SECONDS=10 benches/compare/mipro.sh    # longer samples

@@ -1,6 +1,6 @@
 //! Whether the travel agent got a question right, judged as its user would judge it: by the
 //! answer. Used by `optimize_travel` (the metric its optimizers compile against, and the held-out
-//! score) and checked by `tests/travel_metric.rs`.
+//! score) and checked by `tests/optimize/travel_metric.rs`.
 //!
 //! A question is one of five kinds (`kind` in `examples/data/travel_*.jsonl`): `both` (the
 //! forecast for a city and a euro amount in kroner), `forecast`, `convert`, `unknown_city` (a

@@ -1,5 +1,5 @@
-"""DSPy's side of tests/dspy_interop.rs: compile and save a program, or load one saved by Signet,
-and print the messages the loaded program sends (as JSON on stdout).
+"""DSPy's side of tests/interop/dspy_interop.rs: compile and save a program, or load one saved by
+Signet, and print the messages the loaded program sends (as JSON on stdout).
 
     python programs.py compile OUT.json    # BootstrapFewShot in DSPy, saved to OUT.json
     python programs.py run SAVED.json      # load SAVED.json into a fresh program and run it

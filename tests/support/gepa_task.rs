@@ -1,7 +1,7 @@
-//! DSPy 3.4.1's reference GEPA task, shared by `tests/gepa.rs` (which replays DSPy's runs on it)
-//! and `benches/gepa_overhead.rs` (which times them): a hinter and an answerer whose scripted task
-//! model gets a question right depending on the version named in its instruction, and a scripted
-//! reflection model that proposes the next version.
+//! DSPy 3.4.1's reference GEPA task, shared by `tests/optimize/gepa.rs` (which replays DSPy's runs
+//! on it) and `benches/gepa_overhead.rs` (which times them): a hinter and an answerer whose
+//! scripted task model gets a question right depending on the version named in its instruction, and
+//! a scripted reflection model that proposes the next version.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

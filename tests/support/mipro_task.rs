@@ -1,9 +1,9 @@
 //! The scripted tasks of the MIPROv2 runs recorded from DSPy 3.4.1 (`tests/fixtures/mipro/`),
-//! shared by `tests/mipro.rs` (which replays them) and `benches/mipro_overhead.rs` (which times
-//! them): questions `q=N` whose answer is `N`, a task model whose correctness is a fixed function
-//! of the question, the `INSTR-k` version named in the instruction and the number of demos, and
-//! a prompt model answering each proposer signature with a fixed text (proposal `k` proposes
-//! `INSTR-k`).
+//! shared by `tests/optimize/mipro.rs` (which replays them) and `benches/mipro_overhead.rs` (which
+//! times them): questions `q=N` whose answer is `N`, a task model whose correctness is a fixed
+//! function of the question, the `INSTR-k` version named in the instruction and the number of
+//! demos, and a prompt model answering each proposer signature with a fixed text (proposal `k`
+//! proposes `INSTR-k`).
 
 // The bench uses the one-predictor task only.
 #![allow(dead_code)]
