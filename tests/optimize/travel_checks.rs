@@ -10,9 +10,8 @@ use signet::lm::{Capabilities, Completion, ToolCall, ToolChoice};
 use signet::prelude::*;
 use signet::testing::{ScriptedLm, ScriptedReply};
 
-#[path = "../../examples/shared/travel.rs"]
-#[allow(dead_code)]
-mod travel;
+// The travel example's tools, loaded once for the binary by `travel_metric`.
+use crate::travel_metric::travel;
 #[path = "../../examples/shared/travel_model.rs"]
 #[allow(dead_code)]
 mod travel_model;

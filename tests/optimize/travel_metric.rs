@@ -8,7 +8,7 @@ use signet::data::{Dataset, Example};
 
 #[path = "../../examples/shared/travel.rs"]
 #[allow(dead_code)]
-mod travel;
+pub(crate) mod travel;
 #[path = "../../examples/shared/travel_metric.rs"]
 // The example, inside the test module named after it.
 #[allow(dead_code, clippy::module_inception)]
