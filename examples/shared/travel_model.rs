@@ -70,9 +70,15 @@ pub fn checked(agent: ReAct<Travel>) -> ReAct<Travel> {
 /// It watches the answer as it streams: a missing call or quoted feedback stops the reply at once.
 pub struct UsesItsTools;
 
+/// What a refused answer's feedback starts with, as the model reads it ("The answer was not
+/// accepted:"), in lower case.
+const FEEDBACK: &str = "not accepted";
+
 impl UsesItsTools {
+    const NAME: &str = "uses its tools";
+
     fn refuse(message: String) -> CheckFailure {
-        CheckFailure::new("uses its tools", message).on_field("answer")
+        CheckFailure::new(Self::NAME, message).on_field("answer")
     }
 
     /// The calls the question needs that the run has not made, all in one failure offering
@@ -122,7 +128,7 @@ impl UsesItsTools {
 
     /// A failure when `said` quotes a refused answer's feedback instead of answering.
     fn quotes_feedback(said: &str) -> Option<CheckFailure> {
-        said.to_lowercase().contains("not accepted").then(|| {
+        said.to_lowercase().contains(FEEDBACK).then(|| {
             Self::refuse(
                 "Answer the question with what the tools returned; do not repeat the feedback."
                     .to_owned(),
@@ -138,7 +144,7 @@ fn text(value: Option<&Value>) -> String {
 
 impl Check for UsesItsTools {
     fn name(&self) -> &str {
-        "uses its tools"
+        Self::NAME
     }
 
     fn check(&self, answer: &Answer<'_>) -> Result<(), CheckFailure> {
@@ -189,26 +195,42 @@ impl Check for UsesItsTools {
     }
 
     fn watcher(&self) -> Option<Box<dyn Watcher>> {
-        Some(Box::new(ToolsWatcher))
+        Some(Box::new(ToolsWatcher::default()))
     }
 }
 
 /// [`UsesItsTools`] while the answer streams: what can fail on its first words (a call the
-/// question needs was not made; the feedback is quoted).
-struct ToolsWatcher;
+/// question needs was not made; the feedback is quoted). One per reply.
+#[derive(Default)]
+struct ToolsWatcher {
+    /// Whether the calls were checked: the run's calls do not change while one reply streams,
+    /// so they are checked on its first piece only.
+    calls_checked: bool,
+}
 
 impl Watcher for ToolsWatcher {
     fn push(
         &mut self,
         field: &str,
         text: &str,
-        _new_from: usize,
+        new_from: usize,
         answer: &Answer<'_>,
     ) -> Option<CheckFailure> {
         if field != "answer" {
             return None;
         }
-        UsesItsTools::missing_calls(answer).or_else(|| UsesItsTools::quotes_feedback(text))
+        if !self.calls_checked {
+            self.calls_checked = true;
+            if let Some(failure) = UsesItsTools::missing_calls(answer) {
+                return Some(failure);
+            }
+        }
+        // Only the text that can hold a quote ending in the new piece is read again.
+        let mut from = new_from.saturating_sub(FEEDBACK.len());
+        while !text.is_char_boundary(from) {
+            from -= 1;
+        }
+        UsesItsTools::quotes_feedback(&text[from..])
     }
 }
 
