@@ -12,6 +12,8 @@
 //! cargo bench --bench mcp_http -- --python PYTHON            # also the Python SDK on both sides
 //! cargo bench --bench mcp_http -- --sequential 500 --clients 20 --calls 100
 //! cargo bench --bench mcp_http -- --current-thread           # clients on a one-thread runtime
+//! cargo bench --bench mcp_http -- --burst 20x50              # 20 clients, 50 calls at once each
+//! cargo bench --bench mcp_http -- --burst 20x50 --tool-ms 1000  # the same on a 1 s tool
 //! cargo bench --bench mcp_http -- --serve stateless          # only a server (stateless,
 //!                                                            # sessions, sessions-nagle or
 //!                                                            # plain); prints its URL
@@ -22,7 +24,11 @@
 //! in its own child process, so client and server compete for the machine's cores as they would on
 //! one host. Every answer is checked; a wrong one stops the bench. Without `--bench` (which
 //! `cargo bench` adds; `cargo test --benches` does not) it makes a few calls per pair as a smoke
-//! test. `docs/performance.md` has the figures.
+//! test. `--burst CxN` instead connects C Signet clients to a Signet server with default
+//! settings (stateless) and has each make N calls at once, all together: how many succeed, in how
+//! long, and the latency of each (p50, p99); with `--tool-ms MS` the tool takes that long, so
+//! that the server must shed calls and the clients come back. `docs/performance.md` has the
+//! figures.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
@@ -84,9 +90,26 @@ struct Concurrent {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let tool_ms = args
+        .iter()
+        .position(|a| a == "--tool-ms")
+        .and_then(|i| args.get(i + 1))
+        .map(|v| {
+            v.parse::<u64>()
+                .expect("--tool-ms takes a number of milliseconds")
+        });
     if let Some(i) = args.iter().position(|a| a == "--serve") {
         let mode = args.get(i + 1).map_or("stateless", String::as_str);
-        serve(mode);
+        serve(mode, tool_ms);
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--burst") {
+        let shape = args.get(i + 1).map_or("20x50", String::as_str);
+        let (clients, calls) = shape
+            .split_once('x')
+            .and_then(|(c, n)| Some((c.parse().ok()?, n.parse().ok()?)))
+            .expect("--burst takes CLIENTSxCALLS, such as 20x50");
+        burst(clients, calls, tool_ms);
         return;
     }
     let full = args.iter().any(|a| a == "--bench");
@@ -166,7 +189,8 @@ fn print_row(server: &str, client: &str, seq: &Sequential, conc: &Concurrent, cl
 }
 
 /// The child process: serve `add` on a free localhost port, print the URL, stop when stdin closes.
-fn serve(mode: &str) {
+/// With `tool_ms`, `add` takes that long to answer.
+fn serve(mode: &str, tool_ms: Option<u64>) {
     if mode == "plain" {
         serve_plain();
         return;
@@ -179,7 +203,21 @@ fn serve(mode: &str) {
             panic!("--serve takes stateless, sessions, sessions-nagle or plain, not {other:?}")
         }
     };
-    let server = McpServer::new().tool(AddTool).with_http_mode(http_mode);
+    let server = match tool_ms {
+        None => McpServer::new().tool(AddTool),
+        Some(ms) => McpServer::new().tool(
+            signet::tool::FnTool::builder("add")
+                .description("Add two integers, slowly.")
+                .schema(json!({"type": "object", "properties": {
+                    "a": {"type": "integer"}, "b": {"type": "integer"}}}))
+                .async_fn(move |args: Value| async move {
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    let sum = args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0);
+                    Ok::<_, String>(json!(sum))
+                }),
+        ),
+    }
+    .with_http_mode(http_mode);
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     runtime.block_on(async {
         let stdin_closed = tokio::task::spawn_blocking(|| std::io::stdin().lines().count());
@@ -190,7 +228,11 @@ fn serve(mode: &str) {
                 .await
                 .expect("a localhost port");
             println!("http://{}/mcp", listener.local_addr().expect("its address"));
-            let app = server.http_router("/mcp");
+            // With connect info: an endpoint without authentication serves this machine only,
+            // and must know who connects.
+            let app = server
+                .http_router("/mcp")
+                .into_make_service_with_connect_info::<std::net::SocketAddr>();
             tokio::select! {
                 _ = axum::serve(listener, app) => {}
                 _ = stdin_closed => {}
@@ -232,9 +274,14 @@ fn serve_plain() {
 }
 
 fn signet_server(label: &'static str, mode: &str) -> Server {
+    signet_server_with(label, mode, &[])
+}
+
+fn signet_server_with(label: &'static str, mode: &str, extra: &[String]) -> Server {
     let exe = std::env::current_exe().expect("this bench's path");
     let mut child = Command::new(exe)
         .args(["--serve", mode])
+        .args(extra)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -281,6 +328,64 @@ fn python_server(python: &str, label: &'static str, flags: &[&str]) -> Server {
         stateless_json: flags.contains(&"--json") && flags.contains(&"--stateless"),
         child,
     }
+}
+
+/// `clients` Signet clients, each making `calls` calls at once, all together, against a Signet
+/// server with default settings in a child process; prints what succeeded and the latencies.
+fn burst(clients: usize, calls: usize, tool_ms: Option<u64>) {
+    let extra: Vec<String> = tool_ms
+        .map(|ms| vec!["--tool-ms".to_owned(), ms.to_string()])
+        .unwrap_or_default();
+    let server = signet_server_with("signet (stateless)", "stateless", &extra);
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    runtime.block_on(async {
+        let mut connected = Vec::new();
+        for _ in 0..clients {
+            let client = McpClient::connect(&server.url).await.expect("connecting");
+            connected.push(Arc::new(client));
+        }
+        let start = Instant::now();
+        let mut tasks = Vec::new();
+        for client in &connected {
+            for i in 0..calls {
+                let client = client.clone();
+                tasks.push(tokio::spawn(async move {
+                    let began = Instant::now();
+                    let answer = client.call_tool("add", json!({"a": i, "b": 1})).await;
+                    let ms = began.elapsed().as_secs_f64() * 1000.0;
+                    (answer.map_err(|e| e.to_string()), ms)
+                }));
+            }
+        }
+        let mut times = Vec::new();
+        let mut failures: Vec<String> = Vec::new();
+        for task in tasks {
+            let (answer, ms) = task.await.expect("a call task");
+            times.push(ms);
+            if let Err(error) = answer {
+                failures.push(error);
+            }
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        times.sort_by(f64::total_cmp);
+        let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
+        let total = clients * calls;
+        println!(
+            "burst {clients}x{calls}{}: {} of {total} calls succeeded in {seconds:.2} s \
+             ({:.0} calls/s); latency p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+            tool_ms
+                .map(|ms| format!(" ({ms} ms tool)"))
+                .unwrap_or_default(),
+            total - failures.len(),
+            total as f64 / seconds,
+            at(0.5),
+            at(0.99),
+            times[times.len() - 1],
+        );
+        if let Some(first) = failures.first() {
+            println!("{} failed; the first: {first}", failures.len());
+        }
+    });
 }
 
 async fn call_add(client: &McpClient, i: i64) {

@@ -4,6 +4,7 @@
 //! one; either way you get a handle that owns the session and whose [`tools`](McpClient::tools)
 //! are `Arc<dyn Tool>`s to hand to ReAct next to your `#[tool]` functions.
 
+mod busy;
 mod elicitation;
 mod handler;
 mod http;

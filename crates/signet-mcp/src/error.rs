@@ -80,6 +80,24 @@ pub enum Error {
         /// The error's `data`, if any.
         data: Option<Value>,
     },
+    /// The server refused a `tools/call` as busy (Signet's server: the JSON-RPC error `-32000`
+    /// with `retry_after_ms`; any HTTP server: `429` or `503`) on every try the call's timeout
+    /// allowed; the client tried it again after each hint, backing off with jitter. A refused
+    /// call did not run.
+    #[error(
+        "MCP server `{server}` is busy: {message} (tried {attempts} times; it asked to wait {} ms)",
+        retry_after.as_millis()
+    )]
+    Busy {
+        /// The server's label.
+        server: String,
+        /// What the last refusal said.
+        message: String,
+        /// How long the last refusal asked to wait.
+        retry_after: Duration,
+        /// How many times the call was sent.
+        attempts: u32,
+    },
     /// The server answered in a way this client does not drive (a task-only tool, a request for
     /// user input, a reply of the wrong type).
     #[error("MCP server `{server}`: {message}")]
@@ -190,6 +208,7 @@ impl Error {
             Error::Timeout { .. } => "timeout",
             Error::ServerExited { .. } => "server_exited",
             Error::Protocol { .. } => "protocol",
+            Error::Busy { .. } => "busy",
             Error::Unsupported { .. } => "unsupported",
             Error::Closed { .. } => "closed",
             Error::TooManyPages { .. } => "too_many_pages",

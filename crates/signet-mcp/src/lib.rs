@@ -84,7 +84,7 @@ pub use client::{
     Sampling, SamplingRequest, StdioCommand,
 };
 pub use error::Error;
-pub use server::{HttpMode, HttpServer, McpServer};
+pub use server::{HttpMode, HttpServer, McpServer, ServerLoad};
 
 /// The MCP SDK this crate is built on, for its protocol types (`rmcp::model::CallToolResult`, ...).
 pub use rmcp;

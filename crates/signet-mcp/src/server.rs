@@ -23,6 +23,10 @@ use tracing::Instrument;
 
 use crate::{BearerAuth, Error};
 
+mod admission;
+
+use admission::{Admission, Line};
+
 /// Signet tools served as an MCP server: each tool's name, description and generated argument
 /// schema go out in `tools/list`; `tools/call` validates and runs the tool. A tool error (invalid
 /// arguments, `Err`, panic, timeout) becomes an `isError` result whose text is the error's message;
@@ -70,9 +74,14 @@ pub struct McpServer {
     auth: Option<BearerAuth>,
     allow_remote: bool,
     http_mode: HttpMode,
-    /// Admits the `tools/call`s that may run at once; shared by every copy of this server.
-    calls: Arc<tokio::sync::Semaphore>,
-    max_calls: usize,
+    /// Admits the `tools/call`s that may run at once, the rest waiting in line; shared by every
+    /// copy of this server.
+    calls: Admission,
+    /// Admits the stateless HTTP requests served at once (each is a session of its own).
+    requests: Admission,
+    /// Whether the HTTP router in front admits each request (stateless), so that a copy serving
+    /// one needs no session slot.
+    router_admits: bool,
     /// Counts the HTTP sessions open at once; shared by every copy of this server.
     sessions: Arc<AtomicUsize>,
     max_sessions: usize,
@@ -82,6 +91,31 @@ pub struct McpServer {
 
 /// The default of [`McpServer::max_concurrent_calls`].
 const DEFAULT_MAX_CALLS: usize = 32;
+
+/// How busy a served [`McpServer`] is ([`McpServer::load`]): what runs, what waits, and what was
+/// shed since it was made, for its `tools/call`s and its stateless HTTP requests.
+///
+/// ```
+/// let server = signet_mcp::McpServer::new();
+/// let load = server.load();
+/// assert_eq!((load.calls_running, load.calls_waiting, load.calls_shed), (0, 0, 0));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerLoad {
+    /// `tools/call`s running now (at most [`McpServer::max_concurrent_calls`]).
+    pub calls_running: usize,
+    /// `tools/call`s waiting for a place (at most [`McpServer::max_waiting`]).
+    pub calls_waiting: usize,
+    /// `tools/call`s refused as busy since the server was made.
+    pub calls_shed: u64,
+    /// Stateless HTTP requests being served now (at most [`McpServer::max_sessions`]).
+    pub requests_running: usize,
+    /// Stateless HTTP requests waiting for a place.
+    pub requests_waiting: usize,
+    /// Stateless HTTP requests answered `503` since the server was made.
+    pub requests_shed: u64,
+}
 
 /// The default of [`McpServer::max_sessions`].
 const DEFAULT_MAX_SESSIONS: usize = 64;
@@ -152,8 +186,9 @@ impl McpServer {
             auth: None,
             allow_remote: false,
             http_mode: HttpMode::default(),
-            calls: Arc::new(tokio::sync::Semaphore::new(DEFAULT_MAX_CALLS)),
-            max_calls: DEFAULT_MAX_CALLS,
+            calls: Admission::new(DEFAULT_MAX_CALLS, Line::default()),
+            requests: Admission::new(DEFAULT_MAX_SESSIONS, Line::default()),
+            router_admits: false,
             sessions: Arc::new(AtomicUsize::new(0)),
             max_sessions: DEFAULT_MAX_SESSIONS,
             slot: None,
@@ -281,27 +316,80 @@ impl McpServer {
 
     /// The most `tools/call`s that may run at once over every session and transport of this
     /// server and its copies (default 32; at least 1): each can be a whole ReAct run. A call over
-    /// the limit is not queued: it fails at once with a JSON-RPC error (`-32000`) saying the
-    /// server is busy, which a Signet client reports as [`Error::Protocol`].
+    /// the limit waits for a place, first come first served, as [`max_waiting`](Self::max_waiting)
+    /// and [`max_wait`](Self::max_wait) allow; past them it is shed: the JSON-RPC error `-32000`
+    /// saying the server is busy, with `retry_after_ms` in its `data` (over stateless HTTP, a
+    /// `503` with `Retry-After` carrying that error). Signet's client tries a shed call again
+    /// after the hint, with jitter, within its call timeout.
     ///
     /// ```
     /// let server = signet_mcp::McpServer::new().max_concurrent_calls(4).max_sessions(8);
     /// # let _ = server;
     /// ```
     pub fn max_concurrent_calls(mut self, max: usize) -> McpServer {
-        let max = max.clamp(1, tokio::sync::Semaphore::MAX_PERMITS);
-        self.calls = Arc::new(tokio::sync::Semaphore::new(max));
-        self.max_calls = max;
+        self.calls = Admission::new(max, self.calls.line);
         self
+    }
+
+    /// The most `tools/call`s (and, apart, stateless HTTP requests) that may wait for a place at
+    /// once (default 1,024); one more is shed at once. See
+    /// [`max_concurrent_calls`](Self::max_concurrent_calls).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let server = signet_mcp::McpServer::new().max_waiting(64).max_wait(Duration::from_secs(2));
+    /// # let _ = server;
+    /// ```
+    pub fn max_waiting(mut self, max: usize) -> McpServer {
+        let line = Line {
+            max_waiting: max,
+            ..self.calls.line
+        };
+        self.set_line(line);
+        self
+    }
+
+    /// How long a `tools/call` (or a stateless HTTP request) may wait for a place (default 10 s)
+    /// before it is shed; the retry hint it gets is a quarter of this, between 50 ms and 1 s. See
+    /// [`max_concurrent_calls`](Self::max_concurrent_calls).
+    pub fn max_wait(mut self, wait: std::time::Duration) -> McpServer {
+        let line = Line {
+            max_wait: wait,
+            ..self.calls.line
+        };
+        self.set_line(line);
+        self
+    }
+
+    fn set_line(&mut self, line: Line) {
+        self.calls = Admission::new(self.calls.limit(), line);
+        self.requests = Admission::new(self.requests.limit(), line);
+    }
+
+    /// How busy this server and its copies are now: see [`ServerLoad`].
+    pub fn load(&self) -> ServerLoad {
+        ServerLoad {
+            calls_running: self.calls.running(),
+            calls_waiting: self.calls.waiting(),
+            calls_shed: self.calls.shed_count(),
+            requests_running: self.requests.running(),
+            requests_waiting: self.requests.waiting(),
+            requests_shed: self.requests.shed_count(),
+        }
     }
 
     /// The most HTTP sessions open at once (default 64; at least 1). With
     /// [`HttpMode::Sessions`] a session lasts until its client ends it or it sits idle for 5
-    /// minutes; [stateless](HttpMode::Stateless), each request is a session of its own. A new
-    /// session over the limit is refused with `500` and a body saying the server is busy.
+    /// minutes, and a new session over the limit is refused at once with `503` and `Retry-After`.
+    /// [Stateless](HttpMode::Stateless), each request is a session of its own: a request over the
+    /// limit waits in line as [`max_waiting`](Self::max_waiting) and [`max_wait`](Self::max_wait)
+    /// allow (when served by [`serve_http`](Self::serve_http) or
+    /// [`http_router`](Self::http_router); the bare [`http_service`](Self::http_service) can only
+    /// refuse it, with `500`), and is shed with `503` and `Retry-After` past them.
     pub fn max_sessions(mut self, max: usize) -> McpServer {
         self.max_sessions = max.max(1);
         self.sessions = Arc::new(AtomicUsize::new(0));
+        self.requests = Admission::new(self.max_sessions, self.requests.line);
         self
     }
 
@@ -421,15 +509,29 @@ impl McpServer {
         self.router_with(path, CancellationToken::new())
     }
 
-    fn router_with(self, path: &str, cancel: CancellationToken) -> axum::Router {
+    fn router_with(mut self, path: &str, cancel: CancellationToken) -> axum::Router {
         let auth = self.auth.clone();
         let local_only = self.local_only();
+        let stateless = self.http_mode == HttpMode::Stateless;
+        self.router_admits = stateless;
+        let requests = self.requests.clone();
         let (open, max) = (self.sessions.clone(), self.max_sessions);
         let router = axum::Router::new()
             .route_service(path, self.http_service_with(cancel))
-            .layer(axum::middleware::from_fn(move |request, next| {
-                refuse_when_full(open.clone(), max, request, next)
-            }));
+            .layer(axum::middleware::from_fn(
+                admission::shed_calls_as_unavailable,
+            ));
+        // Stateless, every request waits for a place; with sessions, a new session is refused
+        // while the server is full (a session may last minutes).
+        let router = if stateless {
+            router.layer(axum::middleware::from_fn(move |request, next| {
+                admission::admit_request(requests.clone(), request, next)
+            }))
+        } else {
+            router.layer(axum::middleware::from_fn(move |request, next| {
+                admission::refuse_when_full(open.clone(), max, request, next)
+            }))
+        };
         match auth {
             Some(auth) => router.layer(axum::middleware::from_fn(move |request, next| {
                 crate::auth::require(auth.clone(), request, next)
@@ -490,11 +592,16 @@ impl McpServer {
             .enforce_origin_validation();
         StreamableHttpService::new(
             move || {
-                // Each session (stateless: each request) is served by a copy holding a slot.
-                let slot = SessionSlot::take(&self.sessions, self.max_sessions)
-                    .ok_or_else(|| std::io::Error::other(sessions_full(self.max_sessions)))?;
+                // Each session (stateless: each request) is served by a copy holding a slot,
+                // unless the router in front admitted the request.
                 let mut copy = self.clone();
-                copy.slot = Some(Arc::new(slot));
+                if !self.router_admits {
+                    let slot =
+                        SessionSlot::take(&self.sessions, self.max_sessions).ok_or_else(|| {
+                            std::io::Error::other(admission::sessions_full(self.max_sessions))
+                        })?;
+                    copy.slot = Some(Arc::new(slot));
+                }
                 Ok(copy)
             },
             Arc::new(LocalSessionManager::default()),
@@ -564,43 +671,6 @@ impl McpServer {
     fn find(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools.iter().find(|t| t.name() == name)
     }
-}
-
-/// The JSON-RPC error code of a `tools/call` refused because
-/// [`McpServer::max_concurrent_calls`] calls are running (in the implementation-defined range).
-const SERVER_BUSY: i32 = -32000;
-
-/// What a client is told when `max` sessions are open.
-fn sessions_full(max: usize) -> String {
-    format!(
-        "the MCP server is busy: {max} sessions are open (McpServer::max_sessions); try again later"
-    )
-}
-
-/// Answers a request that would open a session (a POST without `Mcp-Session-Id`; without
-/// sessions, every POST) with `503 Service Unavailable` and `Retry-After: 1` while
-/// [`McpServer::max_sessions`] are open. (rmcp itself can only answer a refused session with a
-/// 500, which reads as a server fault; this check comes first, and the 500 remains only for a
-/// request that loses a race for the last place.)
-async fn refuse_when_full(
-    open: Arc<AtomicUsize>,
-    max: usize,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    let opens_one = request.method() == axum::http::Method::POST
-        && !request.headers().contains_key("mcp-session-id");
-    if opens_one && open.load(Ordering::SeqCst) >= max {
-        tracing::debug!(max, "refused an MCP session: the server is full");
-        return (
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            [(axum::http::header::RETRY_AFTER, "1")],
-            sessions_full(max),
-        )
-            .into_response();
-    }
-    next.run(request).await
 }
 
 /// The middleware of an endpoint without authentication: refuses requests from another
@@ -877,22 +947,19 @@ impl ServerHandler for McpServer {
                 None,
             ));
         };
-        // Each call may be a whole ReAct run: past the limit, say so rather than queue.
-        let Ok(_permit) = self.calls.clone().try_acquire_owned() else {
-            tracing::debug!(
-                tool = name,
-                limit = self.max_calls,
-                "refused a call: server busy"
-            );
-            return Err(ErrorData::new(
-                rmcp::model::ErrorCode(SERVER_BUSY),
-                format!(
-                    "the MCP server is busy: {} tool calls are already running \
-                     (McpServer::max_concurrent_calls); try again later",
-                    self.max_calls
-                ),
-                Some(serde_json::json!({"limit": self.max_calls})),
-            ));
+        // Each call may be a whole ReAct run: past the limit it waits in line, then is shed.
+        let _permit = match self.calls.enter().await {
+            Ok(permit) => permit,
+            Err(shed) => {
+                let limit = self.calls.limit();
+                let message = shed.describe("tool calls", limit, "McpServer::max_concurrent_calls");
+                tracing::debug!(tool = name, %message, "shed a call: server busy");
+                return Err(admission::busy_error(
+                    message,
+                    limit,
+                    self.calls.line.retry_after(),
+                ));
+            }
         };
         let args = Value::Object(request.arguments.unwrap_or_default());
         let span = crate::telemetry::server_span(name, &context.id, &context.meta);

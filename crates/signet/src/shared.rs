@@ -61,6 +61,7 @@ pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
 /// string (quoted and escaped) written the first time a request body needs it, not per request.
 pub(crate) struct SharedText {
     text: Box<str>,
+    #[cfg_attr(not(feature = "openai"), allow(dead_code))]
     json: std::sync::OnceLock<Option<Box<serde_json::value::RawValue>>>,
 }
 
@@ -76,7 +77,8 @@ impl SharedText {
         &self.text
     }
 
-    /// The text as a JSON string, escaped once (`None` only if serde_json refused it, which a
+    #[cfg_attr(not(feature = "openai"), allow(dead_code))]
+    /// The text as a JSON string, escaped once (read by the OpenAI client; `None` only if serde_json refused it, which a
     /// `str` never is: callers then escape it themselves).
     pub(crate) fn json(&self) -> Option<&serde_json::value::RawValue> {
         let json = self.json.get_or_init(|| {

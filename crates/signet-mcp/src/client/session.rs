@@ -96,6 +96,10 @@ pub(super) struct ToolSet {
     pub(super) tools: Vec<Arc<McpTool>>,
 }
 
+/// The most times a `tools/call` is sent while the server answers that it is busy (within
+/// the call's timeout).
+const MAX_BUSY_ATTEMPTS: u32 = 16;
+
 /// The state shared by an [`McpClient`](super::McpClient) and its tools (through a
 /// [`SessionOwner`]).
 pub(crate) struct Inner {
@@ -552,21 +556,45 @@ impl Inner {
         F: FnOnce(Peer<RoleClient>) -> Fut,
         Fut: Future<Output = Result<T, ServiceError>>,
     {
+        self.request_within(what, self.options.call_timeout, send)
+            .await
+    }
+
+    /// [`request`](Self::request) with its own time limit. A server that refuses the request as
+    /// busy gives [`Error::Busy`] (one attempt); the connection is not broken by it.
+    async fn request_within<T, F, Fut>(
+        self: &Arc<Self>,
+        what: &str,
+        limit: Option<Duration>,
+        send: F,
+    ) -> Result<T, Error>
+    where
+        F: FnOnce(Peer<RoleClient>) -> Fut,
+        Fut: Future<Output = Result<T, ServiceError>>,
+    {
         let conn = self.live().await?;
         let request = send(conn.peer.clone());
-        let outcome = match self.options.call_timeout {
+        let outcome = match limit {
             Some(limit) => match tokio::time::timeout(limit, request).await {
                 Ok(outcome) => outcome,
                 Err(_) => {
                     return Err(Error::Timeout {
                         server: self.label.clone(),
                         what: what.to_owned(),
-                        timeout: limit,
+                        timeout: self.options.call_timeout.unwrap_or(limit),
                     });
                 }
             },
             None => request.await,
         };
+        if let Some(busy) = outcome.as_ref().err().and_then(super::busy::busy) {
+            return Err(Error::Busy {
+                server: self.label.clone(),
+                message: busy.message,
+                retry_after: busy.retry_after,
+                attempts: 1,
+            });
+        }
         match outcome {
             Ok(value) => Ok(value),
             Err(ServiceError::TransportClosed) => {
@@ -618,14 +646,51 @@ impl Inner {
         // A caller that follows progress (`signet::tool::with_progress`, or a served tool whose
         // own client asked for it) gets the server's progress messages for this call.
         let sink = signet::tool::progress_sink();
-        let response = self
-            .request(&format!("tools/call `{name}`"), |peer| async move {
+        let what = format!("tools/call `{name}`");
+        let deadline = self
+            .options
+            .call_timeout
+            .map(|limit| tokio::time::Instant::now() + limit);
+        let mut attempts = 1;
+        let response = loop {
+            let (params, sink) = (params.clone(), sink.clone());
+            let left = deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
+            let sent = self.request_within(&what, left, |peer| async move {
                 match sink {
                     Some(sink) => self.call_following_progress(peer, params, sink).await,
                     None => peer.call_tool_once(params).await,
                 }
-            })
-            .await?;
+            });
+            match sent.await {
+                // A shed call did not run: try again after the hint, within the deadline.
+                Err(Error::Busy {
+                    server,
+                    message,
+                    retry_after,
+                    ..
+                }) => {
+                    let wait = super::busy::backoff(retry_after, attempts);
+                    let in_time = deadline.is_none_or(|d| tokio::time::Instant::now() + wait < d);
+                    if !in_time || attempts >= MAX_BUSY_ATTEMPTS {
+                        return Err(Error::Busy {
+                            server,
+                            message,
+                            retry_after,
+                            attempts,
+                        });
+                    }
+                    tracing::debug!(
+                        tool = name,
+                        attempts,
+                        wait_ms = wait.as_millis() as u64,
+                        "the server is busy; trying the call again"
+                    );
+                    tokio::time::sleep(wait).await;
+                    attempts += 1;
+                }
+                other => break other?,
+            }
+        };
         match response {
             CallToolResponse::Complete(result) => Ok(result),
             CallToolResponse::Task(_) => Err(Error::Unsupported {

@@ -3,7 +3,7 @@
 //! `tools/list` (or prompts, resources, resource templates) forever fails the listing with a
 //! typed error, and a tool schema that would expand
 //! to ~2^40 values is kept with its `$ref`s. A served endpoint refuses foreign browser origins,
-//! calls past its concurrency limit, sessions past its session limit, and requests from other
+//! sessions past its session limit (calls past the call limit: `load.rs`), and requests from other
 //! machines when it has no authentication.
 
 use std::sync::Arc;
@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
-use signet::tool::FnTool;
 use signet::{Tool, ToolError};
 use signet_mcp::rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListPromptsResult,
@@ -407,63 +406,6 @@ async fn a_foreign_browser_origin_is_refused_with_403() {
     assert!(status(allowed.clone()).contains("200"), "{allowed}");
     let local = post_initialize(&addr, &addr, "Origin: http://localhost:5173\r\n").await;
     assert!(status(local.clone()).contains("403"), "{local}");
-}
-
-#[tokio::test]
-async fn calls_past_the_concurrency_limit_are_refused_as_busy() {
-    let running = Arc::new(AtomicUsize::new(0));
-    let release = Arc::new(tokio::sync::Semaphore::new(0));
-    let (counter, gate) = (running.clone(), release.clone());
-    let wait = FnTool::builder("wait")
-        .description("Wait until the test lets it finish.")
-        .schema(json!({"type": "object", "properties": {}}))
-        .async_fn(move |_args| {
-            let (counter, gate) = (counter.clone(), gate.clone());
-            async move {
-                counter.fetch_add(1, Ordering::SeqCst);
-                let _ = gate.acquire().await.map(|p| p.forget());
-                Ok::<_, String>("done")
-            }
-        });
-    let http = McpServer::new()
-        .tool(wait)
-        .max_concurrent_calls(2)
-        .serve_http("127.0.0.1:0")
-        .await
-        .unwrap();
-    let client = Arc::new(McpClient::connect(http.url()).await.unwrap());
-    let mut calls = Vec::new();
-    for _ in 0..2 {
-        let client = client.clone();
-        calls.push(tokio::spawn(async move {
-            client.call_tool("wait", json!({})).await
-        }));
-    }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while running.load(Ordering::SeqCst) < 2 {
-        assert!(Instant::now() < deadline, "the two calls did not start");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let error = tokio::time::timeout(Duration::from_secs(5), client.call_tool("wait", json!({})))
-        .await
-        .expect("an over-limit call is answered at once, not queued")
-        .unwrap_err();
-    match &error {
-        Error::Protocol { code, message, .. } => {
-            assert_eq!(*code, -32000);
-            assert!(message.contains("busy"), "{message}");
-            assert!(message.contains("max_concurrent_calls"), "{message}");
-        }
-        other => panic!("expected a busy protocol error, got {other}"),
-    }
-    assert_eq!(running.load(Ordering::SeqCst), 2);
-    release.add_permits(2);
-    for call in calls {
-        call.await.unwrap().unwrap();
-    }
-    // Finished calls give their places back.
-    release.add_permits(1);
-    client.call_tool("wait", json!({})).await.unwrap();
 }
 
 #[tokio::test]

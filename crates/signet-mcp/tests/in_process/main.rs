@@ -8,4 +8,5 @@
 mod http_auth;
 mod http_modes;
 mod limits;
+mod load;
 mod session;

@@ -258,6 +258,7 @@ pub(crate) fn record_openai_body(span: &tracing::Span, body: &serde_json::Map<St
 }
 
 /// What a chat span records of a response.
+#[cfg(feature = "openai")]
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct ResponseDetails<'a> {
     pub(crate) id: Option<&'a str>,
@@ -267,6 +268,7 @@ pub(crate) struct ResponseDetails<'a> {
 }
 
 /// Records a response's id, model and token details on its chat span.
+#[cfg(feature = "openai")]
 pub(crate) fn record_response(span: &tracing::Span, details: ResponseDetails<'_>) {
     if span.is_disabled() {
         return;

@@ -109,6 +109,7 @@ impl Content {
     }
 
     /// The text as a JSON string written beforehand, when it is a prompt rendered once.
+    #[cfg(feature = "openai")]
     pub(crate) fn raw_json(&self) -> Option<&serde_json::value::RawValue> {
         match &self.text {
             Text::Prompt(text) if self.parts.is_empty() => text.json(),
