@@ -9,7 +9,7 @@
 //! ```
 //!
 //! Without `--bench` (`cargo test --benches`) it runs 1 worker, 10 runs and 3 sequential runs, as
-//! a smoke test. The Restate server is installed from npm into the cache on first use. Workers are this binary run again (`--worker PORT --base-url URL`).
+//! a smoke test. The Restate server is installed from npm into the cache on first use. Workers are this binary run again (`--worker PORT --base-url URL --identity-key KEY`), serving only requests the server signed.
 
 use std::net::SocketAddr;
 use std::process::Stdio;
@@ -71,7 +71,7 @@ fn list(value: Option<String>) -> Vec<usize> {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let (mut worker, mut base_url) = (None, None);
+    let (mut worker, mut base_url, mut identity_key) = (None, None, None);
     let timed = std::env::args().any(|a| a == "--bench");
     let (mut workers, mut runs, mut sequential, mut latency) = if timed {
         (vec![1, 2, 4], 200, 20, 50)
@@ -82,6 +82,7 @@ fn main() {
         match arg.as_str() {
             "--worker" => worker = args.next().map(|p| p.parse::<u16>().expect("a port")),
             "--base-url" => base_url = args.next(),
+            "--identity-key" => identity_key = args.next(),
             "--workers" => workers = list(args.next()),
             "--runs" => runs = list(args.next())[0],
             "--sequential" => sequential = list(args.next())[0],
@@ -92,10 +93,14 @@ fn main() {
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     if let Some(port) = worker {
         let base_url = base_url.expect("--base-url");
-        runtime.block_on(signet_restate::serve(
-            SocketAddr::from(([127, 0, 0, 1], port)),
-            agents(&base_url),
-        ));
+        let worker = signet_restate::Worker::from(agents(&base_url))
+            .identity_key(identity_key.expect("--identity-key"));
+        runtime
+            .block_on(signet_restate::serve(
+                SocketAddr::from(([127, 0, 0, 1], port)),
+                worker,
+            ))
+            .expect("serving the worker");
         return;
     }
 
@@ -131,7 +136,7 @@ fn main() {
             plain.push(started.elapsed().as_secs_f64() * 1000.0);
         }
         let port = free_port().expect("a port");
-        let mut one = spawn(port, &base_url);
+        let mut one = spawn(port, &base_url, server.identity_key());
         server
             .register(&format!("http://127.0.0.1:{port}"))
             .await
@@ -158,7 +163,10 @@ fn main() {
         // Throughput: `runs` runs started at once, on N workers.
         for n in workers {
             let ports: Vec<u16> = (0..n).map(|_| free_port().expect("a port")).collect();
-            let mut children: Vec<Child> = ports.iter().map(|p| spawn(*p, &base_url)).collect();
+            let mut children: Vec<Child> = ports
+                .iter()
+                .map(|p| spawn(*p, &base_url, server.identity_key()))
+                .collect();
             let lb = load_balancer(ports).await.expect("a load balancer");
             server
                 .register(&format!("http://127.0.0.1:{lb}"))
@@ -192,9 +200,10 @@ fn main() {
     });
 }
 
-fn spawn(port: u16, base_url: &str) -> Child {
+fn spawn(port: u16, base_url: &str, identity_key: &str) -> Child {
     Command::new(std::env::current_exe().expect("this binary"))
         .args(["--worker", &port.to_string(), "--base-url", base_url])
+        .args(["--identity-key", identity_key])
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)

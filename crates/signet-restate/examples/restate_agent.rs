@@ -44,9 +44,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let port = free_port()?;
     let agents = Agents::new().agent("travel", agent.core().clone());
+    // Only requests this server signed are served.
+    let worker = signet_restate::Worker::from(agents).identity_key(server.identity_key());
     let worker = tokio::spawn(signet_restate::serve(
         format!("127.0.0.1:{port}").parse()?,
-        agents,
+        worker,
     ));
     server.register(&format!("http://127.0.0.1:{port}")).await?;
 

@@ -54,6 +54,7 @@ pub enum ServerError {
 pub struct RestateServer {
     child: Child,
     dir: PathBuf,
+    identity: crate::IdentityKeys,
     ingress: String,
     admin: String,
     http: reqwest::Client,
@@ -173,24 +174,34 @@ fn install_blocking() -> Result<PathBuf, ServerError> {
 
 impl RestateServer {
     /// Starts a server on free ports with a fresh data directory, and waits until it takes
-    /// calls; on first use the server is installed into the cache ([`install`]). Failed steps are retried quickly (every 100 ms, backing off to 1 s), which suits
-    /// tests: a worker that died is replaced within a second.
+    /// calls; on first use the server is installed into the cache ([`install`]). Failed steps
+    /// are retried quickly (every 100 ms, backing off to 1 s), which suits tests: a worker that
+    /// died is replaced within a second.
+    ///
+    /// Its directory (data, log, configuration) is new, unpredictable and private (`0700`) in the
+    /// system's temporary directory. It signs every request to workers with a key pair made for
+    /// it: give its [`identity_key`](Self::identity_key) to
+    /// [`Worker::identity_key`](crate::Worker::identity_key).
     pub async fn start() -> Result<RestateServer, ServerError> {
         let binary = install().await?;
         let (ingress_port, admin_port, node_port) = (free_port()?, free_port()?, free_port()?);
-        let dir = std::env::temp_dir().join(format!(
-            "signet-restate-{}-{ingress_port}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir)?;
+        let dir = tempfile::Builder::new()
+            .prefix("signet-restate-")
+            .tempdir()?
+            .keep();
+        let identity = crate::IdentityKeys::generate()?;
+        let key_path = dir.join("identity.pem");
+        identity.write_private_key(&key_path)?;
         let config = format!(
             "node-name = \"signet\"\nbase-dir = \"{base}\"\nbind-address = \"127.0.0.1:{node_port}\"\n\
              advertised-address = \"http://127.0.0.1:{node_port}/\"\ndefault-num-partitions = 2\n\
              disable-telemetry = true\n\n[default-retry-policy]\ninitial-interval = \"100ms\"\n\
              exponentiation-factor = 2.0\nmax-interval = \"1s\"\nmax-attempts = 10000\n\n\
              [admin]\nbind-address = \"127.0.0.1:{admin_port}\"\n\n\
-             [ingress]\nbind-address = \"127.0.0.1:{ingress_port}\"\n",
+             [ingress]\nbind-address = \"127.0.0.1:{ingress_port}\"\n\n\
+             [worker.invoker]\nrequest-identity-private-key-pem-file = \"{key}\"\n",
             base = dir.join("data").display(),
+            key = key_path.display(),
         );
         let config_path = dir.join("restate.toml");
         signet::fs_atomic::write_atomic(&config_path, config.as_bytes())?;
@@ -215,6 +226,7 @@ impl RestateServer {
         let server = RestateServer {
             child,
             dir,
+            identity,
             ingress: format!("http://127.0.0.1:{ingress_port}"),
             admin: format!("http://127.0.0.1:{admin_port}"),
             http: reqwest::Client::new(),
@@ -284,6 +296,12 @@ impl RestateServer {
     /// The server's data and log directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The public key this server signs its requests to workers with (`publickeyv1_…`), for
+    /// [`Worker::identity_key`](crate::Worker::identity_key).
+    pub fn identity_key(&self) -> &str {
+        self.identity.public_key()
     }
 }
 

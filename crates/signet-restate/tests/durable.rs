@@ -27,6 +27,7 @@ use tokio::process::{Child, Command};
 
 const WORKER_ENV: &str = "SIGNET_RESTATE_TEST_WORKER";
 const DIR_ENV: &str = "SIGNET_RESTATE_TEST_DIR";
+const KEY_ENV: &str = "SIGNET_RESTATE_TEST_IDENTITY_KEY";
 
 /// A model that calls `record` with n = 0, 1, 2 (one per step), then finishes; or, for the
 /// `payer`, calls `pay` once, then finishes. Its reply depends only on the request, so a run
@@ -203,18 +204,23 @@ fn worker() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let worker = Worker::new()
         .agents(agents(&dir, true))
-        .evaluations(evaluations(&dir));
-    runtime.block_on(signet_restate::serve(
-        format!("127.0.0.1:{port}").parse().unwrap(),
-        worker,
-    ));
+        .evaluations(evaluations(&dir))
+        .identity_key(std::env::var(KEY_ENV).unwrap());
+    runtime
+        .block_on(signet_restate::serve(
+            format!("127.0.0.1:{port}").parse().unwrap(),
+            worker,
+        ))
+        .unwrap();
 }
 
-fn spawn_worker(port: u16, dir: &Path) -> Child {
+/// A worker serving only requests signed with the key `identity_key` is the public half of.
+fn spawn_worker(port: u16, dir: &Path, identity_key: &str) -> Child {
     Command::new(std::env::current_exe().unwrap())
         .args(["worker", "--exact", "--nocapture", "--test-threads=1"])
         .env(WORKER_ENV, port.to_string())
         .env(DIR_ENV, dir)
+        .env(KEY_ENV, identity_key)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .kill_on_drop(true)
@@ -228,7 +234,10 @@ async fn cluster(n: usize, dir: &Path) -> (RestateServer, Vec<Child>) {
         .await
         .unwrap_or_else(|e| panic!("the Restate server must start: {e}"));
     let ports: Vec<u16> = (0..n).map(|_| free_port().unwrap()).collect();
-    let workers = ports.iter().map(|p| spawn_worker(*p, dir)).collect();
+    let workers = ports
+        .iter()
+        .map(|p| spawn_worker(*p, dir, server.identity_key()))
+        .collect();
     let lb = load_balancer(ports).await.unwrap();
     server
         .register(&format!("http://127.0.0.1:{lb}"))
@@ -346,13 +355,76 @@ fn reference_agent(agents: &Agents, name: &str) -> DynReAct {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_forged_request_to_a_worker_is_refused() {
+    // Every test here runs its workers with the server's identity key, and their runs pass:
+    // Restate signs what it sends. A request that Restate did not sign is refused.
+    let keys = signet_restate::IdentityKeys::generate().unwrap();
+    let port = free_port().unwrap();
+    let dir = scratch("forged");
+    let worker = Worker::new()
+        .agents(agents(&dir, true))
+        .identity_key(keys.public_key());
+    tokio::spawn(signet_restate::serve(
+        format!("127.0.0.1:{port}").parse().unwrap(),
+        worker,
+    ));
+    // Restate speaks HTTP/2 to workers, without TLS.
+    let http = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let forged = |path: &'static str| {
+        http.post(format!("http://127.0.0.1:{port}{path}"))
+            .header("content-type", "application/vnd.restate.invocation.v5")
+            .header("x-restate-jwt-v1", "e30.e30.forged")
+            .body(vec![0u8; 64])
+            .send()
+    };
+    let mut status = None;
+    for _ in 0..50 {
+        match forged("/invoke/SignetAgent/run").await {
+            Ok(reply) => {
+                status = Some(reply.status().as_u16());
+                break;
+            }
+            // Not listening yet.
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+    assert_eq!(status, Some(401), "a forged invocation is refused");
+    let discover = http
+        .get(format!("http://127.0.0.1:{port}/discover"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(discover.status(), 401, "so is an unsigned discovery");
+    assert!(calls(&dir).is_empty(), "nothing ran: {:?}", calls(&dir));
+
+    // Beyond loopback, a worker without a key is not served at all; a bad key is named.
+    let open = signet_restate::serve("0.0.0.0:0".parse().unwrap(), agents(&dir, true)).await;
+    assert!(
+        matches!(open, Err(signet_restate::ServeError::Unprotected { .. })),
+        "{open:?}"
+    );
+    let bad = signet_restate::serve(
+        "127.0.0.1:0".parse().unwrap(),
+        Worker::from(agents(&dir, true)).identity_key("publickeyv1_nope"),
+    )
+    .await;
+    assert!(
+        matches!(&bad, Err(signet_restate::ServeError::BadKey { key, .. }) if key == "publickeyv1_nope"),
+        "{bad:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn an_approval_given_later_over_http_resumes_the_run() {
     let server = RestateServer::start()
         .await
         .unwrap_or_else(|e| panic!("the Restate server must start: {e}"));
     let dir = scratch("approve");
     let port = free_port().unwrap();
-    let _worker = spawn_worker(port, &dir);
+    let _worker = spawn_worker(port, &dir, server.identity_key());
     server
         .register(&format!("http://127.0.0.1:{port}"))
         .await
@@ -450,7 +522,7 @@ async fn decisions_that_do_not_fit_are_409_and_the_run_keeps_waiting_for_one_tha
         .unwrap_or_else(|e| panic!("the Restate server must start: {e}"));
     let dir = scratch("misfit");
     let port = free_port().unwrap();
-    let _worker = spawn_worker(port, &dir);
+    let _worker = spawn_worker(port, &dir, server.identity_key());
     server
         .register(&format!("http://127.0.0.1:{port}"))
         .await

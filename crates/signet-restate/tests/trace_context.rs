@@ -70,7 +70,9 @@ async fn a_durable_run_continues_the_clients_trace() {
         .tool(add)
         .with_lm(FnLm::new(reply));
     let port = free_port().unwrap();
-    let worker = Worker::new().agents(Agents::new().agent("adder", agent));
+    let worker = Worker::new()
+        .agents(Agents::new().agent("adder", agent))
+        .identity_key(server.identity_key());
     tokio::spawn(signet_restate::serve(
         format!("127.0.0.1:{port}").parse().unwrap(),
         worker,

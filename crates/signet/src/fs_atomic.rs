@@ -47,6 +47,30 @@ fn directory_of(path: &Path) -> &Path {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_replacing(path, bytes, false)
+}
+
+/// [`write_atomic`] for a file with a secret or a prompt in it: the file is readable and writable
+/// by its owner only (`0600` on Unix) from its first byte, whatever the file it replaces allowed.
+///
+/// ```
+/// let dir = std::env::temp_dir().join(format!("signet-doc-private-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("key.pem");
+/// signet::fs_atomic::write_private(&path, b"secret")?;
+/// # #[cfg(unix)]
+/// # {
+/// use std::os::unix::fs::PermissionsExt;
+/// assert_eq!(std::fs::metadata(&path)?.permissions().mode() & 0o777, 0o600);
+/// # }
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_replacing(path, bytes, true)
+}
+
+fn write_replacing(path: &Path, bytes: &[u8], private: bool) -> io::Result<()> {
     let directory = directory_of(path);
     let name = path.file_name().ok_or_else(|| {
         io::Error::new(
@@ -54,10 +78,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
             format!("{} does not name a file", path.display()),
         )
     })?;
-    let (temporary, mut file) = create_temporary(directory, &name.to_string_lossy())?;
+    let (temporary, mut file) = create_temporary(directory, &name.to_string_lossy(), private)?;
     let written = (|| {
-        // A replaced file keeps its permissions.
-        if let Ok(metadata) = std::fs::metadata(path)
+        // A replaced file keeps its permissions (a private file stays private).
+        if !private
+            && let Ok(metadata) = std::fs::metadata(path)
             && metadata.is_file()
         {
             file.set_permissions(metadata.permissions())?;
@@ -74,17 +99,22 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     sync_directory(directory)
 }
 
-/// A new temporary file in `directory` for the file `name`.
-fn create_temporary(directory: &Path, name: &str) -> io::Result<(PathBuf, File)> {
+/// A new temporary file in `directory` for the file `name`; `private`: `0600` on Unix.
+fn create_temporary(directory: &Path, name: &str, private: bool) -> io::Result<(PathBuf, File)> {
     let mut attempts = 0;
     loop {
         let n = TEMPORARIES.fetch_add(1, Ordering::Relaxed);
         let temporary = directory.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temporary)
-        {
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        if private {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        #[cfg(not(unix))]
+        let _ = private;
+        match options.open(&temporary) {
             Ok(file) => return Ok((temporary, file)),
             // A file left by a killed process that had the same id.
             Err(error) if error.kind() == io::ErrorKind::AlreadyExists && attempts < 16 => {
