@@ -499,7 +499,13 @@ impl LlamaCpp {
         let template = self.template_file(&root)?;
         let prompt_cache = if self.prompt_cache {
             let cache = self.prompt_cache_for(&root, template.as_deref());
-            create_dir(cache.dir())?;
+            // The saved prompts are its owner's only (the server writes them here).
+            signet::fs_atomic::create_private_dir_all(cache.dir()).map_err(|source| {
+                LocalError::Io {
+                    action: format!("create {}", cache.dir().display()),
+                    source,
+                }
+            })?;
             Some(cache)
         } else {
             None

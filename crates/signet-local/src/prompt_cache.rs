@@ -211,7 +211,7 @@ impl PromptCache {
             tokens,
         };
         let previous = manifest_at(&self.manifest_path()).ok().flatten();
-        signet::fs_atomic::write_atomic(
+        signet::fs_atomic::write_private(
             &self.manifest_path(),
             manifest.to_json().to_string().as_bytes(),
         )

@@ -70,6 +70,31 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_replacing(path, bytes, true)
 }
 
+/// Creates `path` and its missing parents; the directories it creates are readable by their
+/// owner only (`0700` on Unix). Directories that exist are left as they are.
+///
+/// ```
+/// let dir = std::env::temp_dir().join(format!("signet-doc-dir-{}", std::process::id()));
+/// signet::fs_atomic::create_private_dir_all(&dir.join("runs"))?;
+/// # #[cfg(unix)]
+/// # {
+/// use std::os::unix::fs::PermissionsExt;
+/// assert_eq!(std::fs::metadata(dir.join("runs"))?.permissions().mode() & 0o777, 0o700);
+/// # }
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn create_private_dir_all(path: &Path) -> io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(path)
+}
+
 fn write_replacing(path: &Path, bytes: &[u8], private: bool) -> io::Result<()> {
     let directory = directory_of(path);
     let name = path.file_name().ok_or_else(|| {
@@ -154,11 +179,15 @@ fn sync_directory(directory: &Path) -> io::Result<()> {
 /// syncs it before returning. A file whose last line was cut short (no final newline) gets a
 /// newline first, so the new record starts a line of its own.
 pub(crate) fn append_line(path: &Path, line: &str) -> io::Result<()> {
-    let mut file = OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .open(path)?;
+    let mut options = OpenOptions::new();
+    options.read(true).append(true).create(true);
+    // A run log holds prompts: a new one is its owner's only.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path)?;
     let length = file.metadata()?.len();
     let mut record = Vec::with_capacity(line.len() + 2);
     if length > 0 {
@@ -347,6 +376,32 @@ mod tests {
         write_atomic(&path, b"new").unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o640);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn files_with_prompts_or_secrets_are_their_owners_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        let dir = temp_dir("private");
+        // A private write replaces a readable file with a private one.
+        let key = dir.join("key.pem");
+        std::fs::write(&key, b"old").unwrap();
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        write_private(&key, b"secret").unwrap();
+        assert_eq!(mode(&key), 0o600);
+        // A new run log, and the directories made for one.
+        let runs = dir.join("runs/mipro");
+        create_private_dir_all(&runs).unwrap();
+        assert_eq!((mode(&dir.join("runs")), mode(&runs)), (0o700, 0o700));
+        let log = runs.join("log.jsonl");
+        append_line(&log, "{}").unwrap();
+        assert_eq!(mode(&log), 0o600);
+        // A directory that exists is left as it is.
+        std::fs::set_permissions(&runs, std::fs::Permissions::from_mode(0o755)).unwrap();
+        create_private_dir_all(&runs).unwrap();
+        assert_eq!(mode(&runs), 0o755);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -68,7 +68,8 @@ impl ResponseCache {
     /// ```
     pub fn on_disk(directory: impl Into<PathBuf>) -> std::io::Result<ResponseCache> {
         let directory = directory.into();
-        std::fs::create_dir_all(&directory)?;
+        // Entries hold prompts and completions: a new directory is its owner's only.
+        crate::fs_atomic::create_private_dir_all(&directory)?;
         Ok(ResponseCache {
             memory: Mutex::default(),
             directory: Some(directory),
@@ -182,7 +183,7 @@ impl ResponseCache {
         // Atomically, so a reader (this process or another) never sees half a file.
         let result = serde_json::to_vec_pretty(&entry)
             .map_err(std::io::Error::other)
-            .and_then(|bytes| crate::fs_atomic::write_atomic(&path, &bytes));
+            .and_then(|bytes| crate::fs_atomic::write_private(&path, &bytes));
         if let Err(error) = result {
             tracing::warn!(path = %path.display(), %error, "could not write a cache file");
         }

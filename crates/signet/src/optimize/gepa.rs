@@ -243,9 +243,11 @@ where
             .unzip();
         let (saved, fingerprint) = match &gepa.settings.run.log_dir {
             Some(dir) => {
-                std::fs::create_dir_all(dir).map_err(|e| OptimizeError::RunLog {
-                    path: dir.clone(),
-                    reason: e.to_string(),
+                crate::fs_atomic::create_private_dir_all(dir).map_err(|e| {
+                    OptimizeError::RunLog {
+                        path: dir.clone(),
+                        reason: e.to_string(),
+                    }
                 })?;
                 let fingerprint = run_fingerprint::of_run::<M, _>(
                     student,

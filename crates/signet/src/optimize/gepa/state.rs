@@ -132,7 +132,7 @@ impl State {
             value
                 .map_err(|e| e.to_string())
                 .and_then(|text| {
-                    crate::fs_atomic::write_atomic(&path, text.as_bytes())
+                    crate::fs_atomic::write_private(&path, text.as_bytes())
                         .map_err(|e| e.to_string())
                 })
                 .map_err(|reason| OptimizeError::RunLog {

@@ -63,7 +63,7 @@ impl RunLog {
             path: path.clone(),
             reason,
         };
-        std::fs::create_dir_all(dir).map_err(|e| OptimizeError::RunLog {
+        crate::fs_atomic::create_private_dir_all(dir).map_err(|e| OptimizeError::RunLog {
             path: dir.to_owned(),
             reason: e.to_string(),
         })?;
