@@ -19,9 +19,11 @@
 //! rebinding. Run ids are 128 random bits, so one run's id says nothing about another's.
 //!
 //! Both answers are Server-Sent Events, one per [`signet::module::ReActEvent`]. Parked runs are
-//! files in a directory (`SIGNET_RUNS`, default a temporary one), so any server process that
-//! builds the same agent can resume them. The model here is a small rule-following stand-in;
-//! give the agent any `Lm`.
+//! files in a private directory (`0700`: `SIGNET_RUNS`, default a fresh temporary one), so any
+//! server process of this user that builds the same agent can resume them. Each parked run is
+//! **sealed** (an HMAC under a key kept in the directory, `0600`): a parked file rewritten between
+//! "park" and "approve" — another transfer, another amount — is refused, never run. The model
+//! here is a small rule-following stand-in; give the agent any `Lm`.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -63,10 +65,13 @@ pub fn transfer(
 }
 
 /// The agent every request builds: text mode, the transfer tool, `lm` as its model.
-pub fn agent(lm: impl Lm + 'static) -> ReAct<Payment> {
+/// The agent; `state_key` seals the runs it parks and is required to resume them
+/// ([`RunStore::state_key`]).
+pub fn agent(lm: impl Lm + 'static, state_key: &[u8]) -> ReAct<Payment> {
     ReAct::<Payment>::new()
         .tool(TransferTool)
         .with_mode(ReActMode::Text)
+        .with_state_key(state_key)
         .with_lm(lm)
 }
 
@@ -168,10 +173,44 @@ pub struct RunStore {
 }
 
 impl RunStore {
-    /// A store in `dir` (created when missing).
+    /// A store in `dir`, created `0700` when missing; a directory other users may write to is
+    /// refused (they could replace a parked run, or the key that seals it).
     pub fn new(dir: PathBuf) -> std::io::Result<RunStore> {
-        std::fs::create_dir_all(&dir)?;
+        signet::fs_atomic::create_private_dir_all(&dir)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&dir)?.permissions().mode();
+            if mode & 0o022 != 0 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    format!(
+                        "{} can be written by other users (mode {:o}); keep parked runs in a \
+                         private directory",
+                        dir.display(),
+                        mode & 0o777
+                    ),
+                ));
+            }
+        }
         Ok(RunStore { dir })
+    }
+
+    /// The key that seals this store's runs: `SIGNET_RUNS_KEY` when set, else 128 random bits
+    /// kept in the store (`.state-key`, `0600`), made by the first server to use it.
+    pub fn state_key(&self) -> std::io::Result<Vec<u8>> {
+        if let Some(key) = std::env::var_os("SIGNET_RUNS_KEY").filter(|k| !k.is_empty()) {
+            return Ok(key.into_encoded_bytes());
+        }
+        let path = self.dir.join(".state-key");
+        match std::fs::read(&path) {
+            Ok(key) if !key.is_empty() => Ok(key),
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
+            _ => {
+                signet::fs_atomic::write_private(&path, random_hex().as_bytes())?;
+                std::fs::read(&path)
+            }
+        }
     }
 
     /// Parks `state` under a new id: 32 random hex digits.
@@ -361,8 +400,13 @@ fn observation(prompt: &str) -> Option<String> {
 #[allow(dead_code)]
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = std::env::var_os("SIGNET_RUNS")
-        .map_or_else(|| std::env::temp_dir().join("signet-runs"), PathBuf::from);
+    let dir = match std::env::var_os("SIGNET_RUNS") {
+        Some(dir) => PathBuf::from(dir),
+        None => tempfile::Builder::new()
+            .prefix("signet-runs-")
+            .tempdir()?
+            .keep(),
+    };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
     let token = match std::env::var("APPROVAL_TOKEN") {
         Ok(token) if !token.is_empty() => token,
@@ -373,9 +417,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let address = listener.local_addr()?;
+    let store = RunStore::new(dir.clone())?;
     let app = Arc::new(App {
-        agent: agent(Teller),
-        store: RunStore::new(dir.clone())?,
+        agent: agent(Teller, &store.state_key()?),
+        store,
     });
     println!(
         "listening on http://{address}/runs (parked runs in {}); send `Authorization: Bearer \

@@ -405,9 +405,10 @@ async fn a_gepa_state_with_an_index_out_of_range_is_an_error_not_a_panic() {
 async fn approval_server(dir: &Path) -> (String, tokio::task::JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
+    let store = react_approval::RunStore::new(dir.to_owned()).unwrap();
     let app = Arc::new(react_approval::App {
-        agent: react_approval::agent(react_approval::Teller),
-        store: react_approval::RunStore::new(dir.to_owned()).unwrap(),
+        agent: react_approval::agent(react_approval::Teller, &store.state_key().unwrap()),
+        store,
     });
     let handle = tokio::spawn(async move {
         axum::serve(listener, react_approval::router(app))
@@ -432,9 +433,11 @@ async fn the_approval_example_parks_whole_files_and_keeps_one_it_cannot_read() {
         .await
         .unwrap();
     assert!(body.contains("event: suspended"), "{body}");
+    // Beside the store's sealing key, one parked run and no temporary file.
     let parked: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| !p.ends_with(".state-key"))
         .collect();
     assert_eq!(parked.len(), 1, "one parked run, no temporary: {parked:?}");
     serde_json::from_str::<Value>(&std::fs::read_to_string(&parked[0]).unwrap()).unwrap();

@@ -21,9 +21,10 @@ const TOKEN: &str = "test-token-0123456789abcdef";
 async fn server(dir: &std::path::Path) -> (String, tokio::task::JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
+    let store = RunStore::new(dir.to_owned()).unwrap();
     let app = Arc::new(App {
-        agent: agent(Teller),
-        store: RunStore::new(dir.to_owned()).unwrap(),
+        agent: agent(Teller, &store.state_key().unwrap()),
+        store,
     });
     // The service as `main` serves it.
     let service = protect(router(app), Access::local(TOKEN, address));
@@ -127,6 +128,53 @@ async fn approval_arrives_in_a_second_request_to_another_server() {
 }
 
 #[tokio::test]
+async fn a_parked_run_rewritten_on_disk_is_refused_not_run() {
+    let dir = store_dir("rewritten");
+    let run_id = park(&dir).await;
+    // Someone with access to the file changes who gets the money, and how much.
+    let path = dir.join(format!("{run_id}.json"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let forged = text.replace("\"bob\"", "\"mallory\"").replace("20", "2000");
+    assert_ne!(text, forged, "the parked file names the transfer");
+    std::fs::write(&path, forged).unwrap();
+    let (second, handle) = server(&dir).await;
+    let events = post(
+        &format!("{second}/runs/{run_id}/decisions"),
+        json!({"step_0": {"decision": "approve"}}),
+    )
+    .await
+    .unwrap();
+    let (kind, data) = events.last().unwrap();
+    assert_eq!(kind, "failed", "{events:?}");
+    assert!(
+        data["error"].as_str().unwrap().contains("seal"),
+        "the error says the state was changed: {data}"
+    );
+    assert!(
+        !events.iter().any(|(kind, _)| kind == "tool_call_finished"),
+        "the forged transfer must not run: {events:?}"
+    );
+    handle.abort();
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_store_is_private_and_a_shared_directory_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = store_dir("private");
+    let store = RunStore::new(dir.clone()).unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700);
+    store.state_key().unwrap();
+    assert_eq!(mode(&dir.join(".state-key")), 0o600);
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let shared = RunStore::new(dir.clone())
+        .err()
+        .expect("a shared directory is refused");
+    assert!(shared.to_string().contains("other users"), "{shared}");
+}
+
+#[tokio::test]
 async fn a_denial_or_an_edit_is_what_the_run_goes_on_with() {
     let dir = store_dir("deny");
     let run_id = park(&dir).await;
@@ -209,7 +257,16 @@ async fn a_request_without_the_token_is_401_and_starts_nothing() {
     let events = post(&url, approve).await.unwrap();
     assert_eq!(events.last().unwrap().0, "done", "{events:?}");
     // Only the run started with the token was parked.
-    let parked = std::fs::read_dir(&dir).unwrap().count();
+    let parked = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "json")
+        })
+        .count();
     assert_eq!(parked, 0);
     handle.abort();
 }
