@@ -49,6 +49,11 @@ fn install_peers(missing: String) -> Result<Peers, String> {
         return Err(missing);
     }
     eprintln!("MCP test peers not found ({missing}); installing them with scripts/mcp-peers.sh");
+    // The other first-use installs of the test command start now, beside this one
+    // (scripts/test-deps.sh), instead of one after another in the tests that need them.
+    let _ = std::process::Command::new("bash")
+        .arg(repo_root().join("scripts/test-deps.sh"))
+        .status();
     let status = std::process::Command::new("bash")
         .arg(repo_root().join("scripts/mcp-peers.sh"))
         .stdout(std::process::Stdio::null())

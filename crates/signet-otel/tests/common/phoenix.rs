@@ -139,6 +139,10 @@ fn install(missing: String) -> Result<PathBuf, String> {
         return Err(missing);
     }
     eprintln!("Arize Phoenix not found ({missing}); installing it with scripts/phoenix.sh");
+    // The other first-use installs start beside this one (scripts/test-deps.sh).
+    let _ = std::process::Command::new("bash")
+        .arg(repo_root().join("scripts/test-deps.sh"))
+        .status();
     let status = std::process::Command::new("bash")
         .arg(repo_root().join("scripts/phoenix.sh"))
         .stdout(Stdio::null())
