@@ -53,7 +53,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     server.register(&format!("http://127.0.0.1:{port}")).await?;
 
     let ingress = server.ingress();
-    let id = format!("travel-{}", std::process::id());
     let request = RunRequest {
         agent: "travel".into(),
         inputs: json!({ "question": question })
@@ -62,9 +61,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .unwrap_or_default(),
         max_iters: None,
     };
-    println!("question: {question}\nrun: {id}\n");
     let started = Instant::now();
-    ingress.start(&id, &request).await?;
+    // A run id nobody can guess, and the token that alone may decide its approvals.
+    let run = ingress.start_run(&request).await?;
+    let id = run.id;
+    println!("question: {question}\nrun: {id}\n");
     // Follow the run as Restate journals it.
     let mut progress = std::pin::pin!(ingress.watch(&id, Duration::from_millis(100)));
     let mut result = None;

@@ -64,6 +64,29 @@ pub struct Status {
 pub struct Agents {
     agents: BTreeMap<String, Arc<DynReAct>>,
     inactivity_timeout: Option<Duration>,
+    open_decisions: bool,
+}
+
+/// The header a run is started with that binds it to a decision token: the token's SHA-256, in
+/// hex ([`Ingress::start_decided`](crate::Ingress::start_decided) sends it).
+pub const DECISION_KEY_HEADER: &str = "x-signet-decision-key";
+
+/// The header a `decide` call carries its decision token in
+/// ([`Ingress::decide_with_token`](crate::Ingress::decide_with_token) sends it).
+pub const DECISION_TOKEN_HEADER: &str = "x-signet-decision-token";
+
+/// The SHA-256 of `token`, in lowercase hex: what a run keeps of its decision token.
+pub(crate) fn decision_key(token: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Whether `a` and `b` are equal, in a time that does not depend on where they differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
 impl Agents {
@@ -77,6 +100,17 @@ impl Agents {
     /// [`core`](signet::module::ReAct::core): `.agent("travel", react.core().clone())`.
     pub fn agent(mut self, name: impl Into<String>, agent: DynReAct) -> Agents {
         self.agents.insert(name.into(), Arc::new(agent));
+        self
+    }
+
+    /// Lets anyone who reaches the ingress decide the approvals of a run started without a
+    /// decision token ([`Ingress::start`](crate::Ingress::start)): for an ingress behind
+    /// authentication of your own that also says who may decide. Without this, `decide` on such
+    /// a run is refused (`403`); a run started with a token
+    /// ([`Ingress::start_decided`](crate::Ingress::start_decided),
+    /// [`start_run`](crate::Ingress::start_run)) always needs its token.
+    pub fn open_decisions(mut self) -> Agents {
+        self.open_decisions = true;
         self
     }
 
@@ -104,6 +138,7 @@ impl Agents {
         let timeout = self.inactivity_timeout.unwrap_or(Duration::from_secs(600));
         SignetAgent {
             agents: Arc::new(self.agents.clone()),
+            open_decisions: self.open_decisions,
         }
         .into_service_definition()
         .options(
@@ -118,6 +153,7 @@ impl Agents {
 /// calls it waits on, `status` reads where it is.
 pub struct SignetAgent {
     agents: Arc<BTreeMap<String, Arc<DynReAct>>>,
+    open_decisions: bool,
 }
 
 /// The durable promise a run's `round`-th wait is resolved through.
@@ -136,6 +172,10 @@ impl SignetAgent {
         request: Json<RunRequest>,
     ) -> HandlerResult<Json<RunResult>> {
         let request = request.into_inner();
+        // Who may decide this run's approvals: the holder of the token this is the hash of.
+        if let Some(key) = ctx.headers().get(DECISION_KEY_HEADER) {
+            ctx.set("decision_key", key.to_owned());
+        }
         let Some(agent) = self.agents.get(&request.agent).cloned() else {
             return Err(crate::not_served(
                 "agent",
@@ -208,6 +248,30 @@ impl SignetAgent {
         decisions: Json<DecisionEntries>,
     ) -> HandlerResult<()> {
         let DecisionEntries(entries) = decisions.into_inner();
+        let token = ctx.headers().get(DECISION_TOKEN_HEADER).cloned();
+        match ctx.get::<String>("decision_key").await? {
+            Some(key) => {
+                let given = token.as_deref().map(decision_key).unwrap_or_default();
+                if !same(given.as_bytes(), key.as_bytes()) {
+                    return Err(TerminalError::new_with_code(
+                        403,
+                        "the decision token is missing or wrong: this run was started with one \
+                         (Ingress::start_decided), and only its holder may decide",
+                    )
+                    .into());
+                }
+            }
+            None if !self.open_decisions => {
+                return Err(TerminalError::new_with_code(
+                    403,
+                    "this run was started without a decision token, so no one may decide it: \
+                     start runs with Ingress::start_decided or start_run, or serve the agents \
+                     with Agents::open_decisions when the ingress authenticates who decides",
+                )
+                .into());
+            }
+            None => {}
+        }
         let Some(pending) = ctx.get::<Json<Pending>>("pending").await? else {
             return Err(TerminalError::new_with_code(409, "the run waits on no decision").into());
         };

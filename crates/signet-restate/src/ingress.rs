@@ -73,12 +73,53 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// [`IngressError::Unreachable`]; the calls that wait for a run to end ([`result`](Self::result),
 /// [`run`](Self::run), an evaluation's results) wait as long as the run takes unless
 /// [`wait_timeout`](Self::wait_timeout) is set. A run id goes into URLs percent-escaped.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Ingress {
     base: String,
     http: reqwest::Client,
     request_timeout: Duration,
     wait_timeout: Option<Duration>,
+    bearer: Option<String>,
+}
+
+impl std::fmt::Debug for Ingress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ingress")
+            .field("base", &self.base)
+            .field("request_timeout", &self.request_timeout)
+            .field("wait_timeout", &self.wait_timeout)
+            .field("bearer_token", &self.bearer.as_ref().map(|_| "[redacted]"))
+            .finish()
+    }
+}
+
+/// A run started by [`Ingress::start_run`]: its id, and the token that may decide its approvals
+/// ([`Ingress::decide_with_token`]). Both are 128 random bits; `Debug` hides the token.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RunTicket {
+    /// The run's id (32 hex digits).
+    pub id: String,
+    /// The token `decide` needs (32 hex digits); hand it only to whoever approves.
+    pub decision_token: String,
+}
+
+impl std::fmt::Debug for RunTicket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunTicket")
+            .field("id", &self.id)
+            .field("decision_token", &"[redacted]")
+            .finish()
+    }
+}
+
+/// 128 bits from the operating system's random source, as 32 hex digits.
+fn random_hex() -> Result<String, IngressError> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|error| IngressError::Unreachable {
+        url: String::new(),
+        message: format!("no random source for a run id or token: {error}"),
+    })?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 impl Ingress {
@@ -89,7 +130,15 @@ impl Ingress {
             http: client(CONNECT_TIMEOUT),
             request_timeout: REQUEST_TIMEOUT,
             wait_timeout: None,
+            bearer: None,
         }
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every request: for an ingress behind a proxy
+    /// that authenticates (Restate's own ingress does not). `Debug` hides it.
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Ingress {
+        self.bearer = Some(token.into());
+        self
     }
 
     /// How long to wait to connect to Restate ([`CONNECT_TIMEOUT`] unless set).
@@ -112,8 +161,39 @@ impl Ingress {
         self
     }
 
+    /// Starts a run under a new id that cannot be guessed, bound to a new decision token, and
+    /// returns both without waiting: only the token's holder may [decide](Self::decide_with_token)
+    /// the run's approvals.
+    pub async fn start_run(&self, request: &RunRequest) -> Result<RunTicket, IngressError> {
+        let id = random_hex()?;
+        let decision_token = self.start_decided(&id, request).await?;
+        Ok(RunTicket { id, decision_token })
+    }
+
+    /// Starts run `id` bound to a new decision token (128 random bits), which it returns: the
+    /// run keeps only its SHA-256, and [`decide_with_token`](Self::decide_with_token) needs the
+    /// token. Starting an id again changes nothing (and its new token decides nothing).
+    pub async fn start_decided(
+        &self,
+        id: &str,
+        request: &RunRequest,
+    ) -> Result<String, IngressError> {
+        let token = random_hex()?;
+        let url = format!("{}/SignetAgent/{}/run/send", self.base, escape(id)?);
+        let key = crate::agent::decision_key(&token);
+        let post = self
+            .http
+            .post(&url)
+            .header(crate::agent::DECISION_KEY_HEADER, key)
+            .json(request);
+        self.send(post, &url).await?;
+        Ok(token)
+    }
+
     /// Starts run `id` and returns without waiting. Starting an id again is accepted and
-    /// changes nothing: a workflow id runs once.
+    /// changes nothing: a workflow id runs once. The run has no decision token: its approvals
+    /// can be decided only when the worker serves [`Agents::open_decisions`](crate::Agents::open_decisions)
+    /// (use [`start_decided`](Self::start_decided) or [`start_run`](Self::start_run) otherwise).
     pub async fn start(&self, id: &str, request: &RunRequest) -> Result<(), IngressError> {
         let url = format!("{}/SignetAgent/{}/run/send", self.base, escape(id)?);
         self.send(self.http.post(&url).json(request), &url)
@@ -242,7 +322,9 @@ impl Ingress {
     /// Answers the calls run `id` waits on, a decision per pending call id; the run goes on.
     /// Decisions that do not fit the calls it waits on (a call left out, an id it does not wait
     /// on, edited arguments the tool's schema refuses) are [`IngressError::Status`] 409, and the
-    /// run keeps waiting.
+    /// run keeps waiting. Without a token this is only accepted for a run started without one
+    /// on a worker that serves [`Agents::open_decisions`](crate::Agents::open_decisions); else
+    /// `403`.
     pub async fn decide(
         &self,
         id: &str,
@@ -252,6 +334,24 @@ impl Ingress {
         self.send(self.http.post(&url).json(decisions), &url)
             .await
             .map(drop)
+    }
+
+    /// [`decide`](Self::decide) as the holder of the run's decision token (from
+    /// [`start_decided`](Self::start_decided) or [`start_run`](Self::start_run)); a missing or
+    /// wrong token is [`IngressError::Status`] 403 and the run keeps waiting.
+    pub async fn decide_with_token(
+        &self,
+        id: &str,
+        token: &str,
+        decisions: &BTreeMap<String, Decision>,
+    ) -> Result<(), IngressError> {
+        let url = format!("{}/SignetAgent/{}/decide", self.base, escape(id)?);
+        let post = self
+            .http
+            .post(&url)
+            .header(crate::agent::DECISION_TOKEN_HEADER, token)
+            .json(decisions);
+        self.send(post, &url).await.map(drop)
     }
 
     /// The ingress URL.
@@ -297,6 +397,10 @@ impl Ingress {
         let unreachable = |error: reqwest::Error| IngressError::Unreachable {
             url: url.to_owned(),
             message: error.to_string(),
+        };
+        let request = match &self.bearer {
+            Some(token) => request.bearer_auth(token),
+            None => request,
         };
         let response = crate::telemetry::with_trace_context(request)
             .send()

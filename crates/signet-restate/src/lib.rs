@@ -50,10 +50,13 @@ mod journal;
 mod server;
 mod telemetry;
 
-pub use agent::{Agents, DecisionEntries, Pending, RunRequest, RunResult, SignetAgent, Status};
+pub use agent::{
+    Agents, DECISION_KEY_HEADER, DECISION_TOKEN_HEADER, DecisionEntries, Pending, RunRequest,
+    RunResult, SignetAgent, Status,
+};
 pub use evaluate::{BatchReport, Evaluations, ScoreRequest, ScoredExample, SignetEvaluate};
 pub use identity::IdentityKeys;
-pub use ingress::{CONNECT_TIMEOUT, Ingress, IngressError, Progress, REQUEST_TIMEOUT};
+pub use ingress::{CONNECT_TIMEOUT, Ingress, IngressError, Progress, REQUEST_TIMEOUT, RunTicket};
 pub use journal::Event;
 pub use server::{
     RestateServer, SERVER_VERSION, ServerError, free_port, install, load_balancer, server_binary,

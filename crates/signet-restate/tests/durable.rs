@@ -440,8 +440,9 @@ async fn an_approval_given_later_over_http_resumes_the_run() {
         "{error}"
     );
 
-    ingress
-        .start("pay-1", &question("payer", "Pay 5."))
+    // Only the holder of the run's decision token may approve its payment.
+    let token = ingress
+        .start_decided("pay-1", &question("payer", "Pay 5."))
         .await
         .unwrap();
     // Someone follows the run as it goes.
@@ -470,17 +471,37 @@ async fn an_approval_given_later_over_http_resumes_the_run() {
         "nothing is paid before the approval"
     );
 
+    // Whoever reaches the ingress without the token cannot approve it.
+    let decisions = BTreeMap::from([(pending.calls[0].id.clone(), Decision::Approve)]);
+    for refused in [
+        ingress.decide("pay-1", &decisions).await,
+        ingress
+            .decide_with_token("pay-1", "guessed", &decisions)
+            .await,
+    ] {
+        let error = refused.unwrap_err();
+        assert!(
+            matches!(&error, IngressError::Status { status: 403, body, .. } if body.contains("decision token")),
+            "{error}"
+        );
+    }
     // A decision that leaves the waiting call out is refused; the run keeps waiting.
-    let error = ingress.decide("pay-1", &BTreeMap::new()).await.unwrap_err();
+    let error = ingress
+        .decide_with_token("pay-1", &token, &BTreeMap::new())
+        .await
+        .unwrap_err();
     assert!(
         matches!(&error, IngressError::Status { status: 409, .. }),
         "{error}"
     );
+    assert!(calls(&dir).is_empty(), "nothing is paid without the token");
 
     // The person answers later (seconds here; hours would do as well: the run is suspended).
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let decisions = BTreeMap::from([(pending.calls[0].id.clone(), Decision::Approve)]);
-    ingress.decide("pay-1", &decisions).await.unwrap();
+    ingress
+        .decide_with_token("pay-1", &token, &decisions)
+        .await
+        .unwrap();
     let result = tokio::time::timeout(Duration::from_secs(60), ingress.result("pay-1"))
         .await
         .expect("the run finishes after the approval")
@@ -531,8 +552,8 @@ async fn decisions_that_do_not_fit_are_409_and_the_run_keeps_waiting_for_one_tha
 
     // An id with `/`, `?`, `#` and `%` names one run: it is escaped into the URLs.
     let id = "pay/2?x=%41#y";
-    ingress
-        .start(id, &question("payer", "Pay 5."))
+    let token = ingress
+        .start_decided(id, &question("payer", "Pay 5."))
         .await
         .unwrap();
     let status = ingress
@@ -564,7 +585,10 @@ async fn decisions_that_do_not_fit_are_409_and_the_run_keeps_waiting_for_one_tha
         BTreeMap::from([(call.clone(), Decision::Edit(json!({})))]),
     ];
     for decisions in &misfits {
-        let error = ingress.decide(id, decisions).await.unwrap_err();
+        let error = ingress
+            .decide_with_token(id, &token, decisions)
+            .await
+            .unwrap_err();
         assert!(
             matches!(&error, IngressError::Status { status: 409, body, .. } if body.contains("keeps waiting")),
             "{decisions:?}: {error}"
@@ -580,6 +604,7 @@ async fn decisions_that_do_not_fit_are_409_and_the_run_keeps_waiting_for_one_tha
     let response = reqwest::Client::new()
         .post(&url)
         .header("content-type", "application/json")
+        .header(signet_restate::DECISION_TOKEN_HEADER, &token)
         .body(twice)
         .send()
         .await
@@ -594,7 +619,16 @@ async fn decisions_that_do_not_fit_are_409_and_the_run_keeps_waiting_for_one_tha
     assert_eq!(status.pending.expect("still waiting").calls[0].id, call);
     assert!(calls(&dir).is_empty());
     let decisions = BTreeMap::from([(call, Decision::Edit(json!({"amount": 7})))]);
-    ingress.decide(id, &decisions).await.unwrap();
+    // A run started without a token cannot be decided by anyone on this worker.
+    let keyless = ingress.decide("started-without-a-token", &decisions).await;
+    assert!(
+        matches!(&keyless, Err(IngressError::Status { status: 403, body, .. }) if body.contains("without a decision token")),
+        "{keyless:?}"
+    );
+    ingress
+        .decide_with_token(id, &token, &decisions)
+        .await
+        .unwrap();
     let result = tokio::time::timeout(Duration::from_secs(60), ingress.result(id))
         .await
         .expect("the run finishes after the decision")
