@@ -356,8 +356,9 @@ impl OpenAiEmbedderBuilder {
 
     /// Builds the client, reading `OPENAI_BASE_URL` and `OPENAI_API_KEY` for what was not set.
     pub fn build(self) -> Result<OpenAiEmbedder, BuildError> {
+        let base_url_given = self.base_url.is_some();
         let (base_url, parsed) = http::resolve_base_url(self.base_url)?;
-        let api_key = http::resolve_api_key(self.api_key);
+        let api_key = http::resolve_api_key(self.api_key, base_url_given, &parsed);
         let mut headers = reqwest::header::HeaderMap::new();
         if let Some(key) = &api_key {
             let mut value = HeaderValue::from_str(&format!("Bearer {key}"))

@@ -61,7 +61,9 @@ pub enum BuildError {
 /// Configures an [`OpenAiLm`]. Created by [`OpenAiLm::builder`].
 ///
 /// Defaults: base URL from `OPENAI_BASE_URL`, else `https://api.openai.com/v1`; API key from
-/// `OPENAI_API_KEY`, else none (local servers need none); capabilities
+/// `OPENAI_API_KEY`, else none (local servers need none) — but the environment's key goes only
+/// to OpenAI's API or to the `OPENAI_BASE_URL` it came with, never to a base URL set in code for
+/// another host (give that one its key with [`api_key`](Self::api_key)); capabilities
 /// [`Capabilities::openai`] for OpenAI's own API and [`Capabilities::default`] (text and JSON
 /// mode) elsewhere; 600 s per attempt; [`RetryPolicy::default`]; no cache; a
 /// [`CallHistory`] of the last 1000 calls; usage requested in streams; the length limit sent as
@@ -311,8 +313,10 @@ impl OpenAiLmBuilder {
 
     /// Builds the client, reading `OPENAI_BASE_URL` and `OPENAI_API_KEY` for what was not set.
     pub fn build(self) -> Result<OpenAiLm, BuildError> {
+        let base_url_given = self.base_url.is_some();
         let (base_url, parsed) = resolve_base_url(self.base_url)?;
-        let api_key = resolve_api_key(self.api_key.map(|key| key.0)).map(ApiKey);
+        let api_key =
+            resolve_api_key(self.api_key.map(|key| key.0), base_url_given, &parsed).map(ApiKey);
         let capabilities = self.capabilities.unwrap_or_else(|| {
             if parsed.host_str() == Some("api.openai.com") {
                 Capabilities::openai()
@@ -495,11 +499,34 @@ pub(crate) fn resolve_base_url(
     Ok((base_url, parsed))
 }
 
-/// The API key a client sends: `given`, else `OPENAI_API_KEY`; none when empty.
-pub(crate) fn resolve_api_key(given: Option<String>) -> Option<String> {
-    given
-        .or_else(|| env_var("OPENAI_API_KEY"))
-        .filter(|key| !key.is_empty())
+/// The API key a client sends: `given`; else `OPENAI_API_KEY`, but only to the host it belongs
+/// with ([`env_key_goes_to`]); none when empty.
+pub(crate) fn resolve_api_key(
+    given: Option<String>,
+    base_url_given: bool,
+    base_url: &reqwest::Url,
+) -> Option<String> {
+    if let Some(key) = given.filter(|key| !key.is_empty()) {
+        return Some(key);
+    }
+    let key = env_var("OPENAI_API_KEY")?;
+    if env_key_goes_to(base_url_given, base_url.host_str()) {
+        return Some(key);
+    }
+    tracing::warn!(
+        host = base_url.host_str().unwrap_or_default(),
+        "OPENAI_API_KEY is not sent to a base URL set in code for another host than \
+         api.openai.com; pass .api_key(..) to send a key there"
+    );
+    None
+}
+
+/// Whether the environment's `OPENAI_API_KEY` may go to `host`: OpenAI's own API, or the base
+/// URL the environment names too (`OPENAI_BASE_URL`, or none: OpenAI's). A base URL set in code
+/// for another host gets a key only through `.api_key(..)`: the key in the environment was not
+/// given for it.
+pub(crate) fn env_key_goes_to(base_url_given: bool, host: Option<&str>) -> bool {
+    !base_url_given || host == Some("api.openai.com")
 }
 
 fn env_var(name: &str) -> Option<String> {
