@@ -367,6 +367,51 @@ async fn image_demos_are_saved_as_dspy_saves_them_and_load_back_as_images() {
     );
 }
 
+#[tokio::test]
+async fn a_saved_demo_cannot_make_the_server_fetch_from_its_own_network() {
+    use signet::module::Predictors;
+    // A program file whose demo points its image at a cloud's metadata service, in DSPy's
+    // saved form: a server that fetches image URLs would fetch it from inside its network.
+    let text = Predict::<Describe>::new()
+        .with_demos([Describe {
+            photo: photo(),
+            question: "What animal?".into(),
+            answer: "A cat.".into(),
+        }])
+        .unwrap()
+        .to_saved_json()
+        .replace(
+            "https://example.com/cat.jpg",
+            "http://169.254.169.254/latest/meta-data/iam",
+        );
+    let lm = Arc::new(ScriptedLm::texts([answer_reply("A dot.")]));
+    let mut loaded = Predict::<Describe>::new().with_lm(lm.clone());
+    loaded.load_json(&text).unwrap();
+    loaded
+        .call(DescribeInput {
+            photo: Image::from_bytes(PNG).unwrap(),
+            question: "What?".into(),
+        })
+        .await
+        .unwrap();
+    // The demo's value is shown as text; no request carries it as an image to fetch.
+    for message in &lm.requests()[0].messages {
+        for part in parts(&message.content) {
+            assert!(
+                !part.to_string().contains("169.254.169.254") || part["type"] == "text",
+                "{part}"
+            );
+        }
+    }
+    // The same URL as an input is a typed error before any call.
+    let error = Image::from_url("http://169.254.169.254/latest/meta-data/iam").unwrap_err();
+    assert!(
+        matches!(error, signet::media::MediaError::PrivateAddress { .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("link-local"), "{error}");
+}
+
 /// Take a photo of a place.
 #[signet::tool]
 fn snap(place: String) -> Image {

@@ -18,6 +18,7 @@
 //! assert!(Image::from_url("cat.png").is_err()); // a local file is read with Image::from_path
 //! ```
 
+mod address;
 mod part;
 mod tool_output;
 
@@ -31,6 +32,7 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Value, json};
 
+pub use address::allow_private_urls;
 pub(crate) use part::dspy_saved;
 pub use part::{ContentPart, media_parts};
 pub use tool_output::tool_media;
@@ -95,6 +97,18 @@ pub enum MediaError {
     /// A JSON value that holds no image or audio.
     #[error("{0}")]
     Value(String),
+    /// An image URL that names this machine or a private or link-local network: the server that
+    /// fetches it would fetch from inside its own network ([`allow_private_urls`] allows it).
+    #[error(
+        "`{url}` names {reason}: the server that fetches images would fetch it from inside its \
+         own network; signet::media::allow_private_urls(true) allows such URLs"
+    )]
+    PrivateAddress {
+        /// The start of the URL.
+        url: String,
+        /// What it names.
+        reason: &'static str,
+    },
 }
 
 /// An image given to the model (DSPy's `dspy.Image`): an http(s) or gs URL the provider fetches,
@@ -116,13 +130,16 @@ pub struct Image {
 
 impl Image {
     /// An image at `url` (http, https or gs, with a host), or inline as a data URI
-    /// (`data:image/...;base64,...`). Nothing is downloaded: the provider fetches the URL.
+    /// (`data:image/...;base64,...`). Nothing is downloaded: the provider fetches the URL. A URL
+    /// naming this machine or a private or link-local network is
+    /// [`MediaError::PrivateAddress`] unless [`allow_private_urls`] says otherwise.
     ///
     /// ```
     /// use signet::media::Image;
     /// assert!(Image::from_url("gs://bucket/cat.png").is_ok());
     /// assert!(Image::from_url("file:///etc/passwd").is_err());
     /// assert!(Image::from_url("data:text/plain;base64,aGk=").is_err());
+    /// assert!(Image::from_url("http://169.254.169.254/latest/meta-data").is_err());
     /// ```
     pub fn from_url(url: impl Into<String>) -> Result<Image, MediaError> {
         let url = url.into();
@@ -133,6 +150,16 @@ impl Image {
             return Ok(Image { url });
         }
         if is_remote(&url) {
+            if let Some(reason) = url
+                .strip_prefix("http://")
+                .or_else(|| url.strip_prefix("https://"))
+                .and_then(|rest| address::private_host(rest.split(['/', '?', '#']).next()?))
+            {
+                return Err(MediaError::PrivateAddress {
+                    url: excerpt(&url),
+                    reason,
+                });
+            }
             return Ok(Image { url });
         }
         Err(MediaError::NotASource(excerpt(&url)))

@@ -18,7 +18,9 @@
 //!
 //! Field names, types, tools and the LM are not in the file: the program that loads it is built
 //! by code, with the same shape. A saved `lm` is kept (and saved again) but never turned into an
-//! LM — a file does not choose where requests go; set the LM in code. Its `model` picks among the
+//! LM — a file does not choose where requests go; set the LM in code. Nor what a server fetches:
+//! a demo's image URL naming this machine or a private network is shown as text
+//! ([`allow_private_urls`](crate::media::allow_private_urls)). Its `model` picks among the
 //! models the code registered ([`configure_model`](super::configure_model)): a predictor with no
 //! LM and no model hint of its own uses the one registered under that name, if any.
 
