@@ -58,7 +58,7 @@ impl FromStr for Protocol {
 ///     .endpoint("http://localhost:6006") // Arize Phoenix
 ///     .protocol(Protocol::HttpProtobuf)
 ///     .resource_attribute("openinference.project.name", "travel")
-///     .metrics(false) // Phoenix takes traces only
+///     .metrics(false) // Phoenix takes traces only (without this: one line, then metrics are off)
 ///     .install()?;
 /// # otel.shutdown().await }
 /// ```
@@ -152,7 +152,9 @@ impl OtelConfig {
         self
     }
 
-    /// Whether the GenAI metrics are exported too (default on; Phoenix takes traces only).
+    /// Whether the GenAI metrics are exported too (default on). A collector that takes traces
+    /// only (Phoenix, MLflow: `404`/`405`, gRPC `Unimplemented`) turns them off at its first
+    /// answer, with one line on stderr and no export error.
     pub fn metrics(mut self, on: bool) -> Self {
         self.metrics = on;
         self
@@ -230,7 +232,10 @@ impl OtelConfig {
 
         let destination = Destination::new(protocol, base, &self.headers)?;
         let meter_provider = if self.metrics {
-            let exporter = destination.metric_exporter()?;
+            let (endpoint, exporter) = destination.metric_exporter()?;
+            // A traces-only collector (Phoenix) is told apart once, with one line, not an
+            // export error at every interval and at shutdown.
+            let exporter = crate::reporting::MetricsReporting::new(exporter, endpoint);
             let reader = opentelemetry_sdk::metrics::periodic_reader_with_async_runtime::PeriodicReader::builder(exporter, Tokio)
                 .with_interval(self.metrics_interval)
                 .build();
@@ -363,15 +368,18 @@ impl Destination {
         }
     }
 
-    /// The metric exporter.
-    fn metric_exporter(&self) -> Result<opentelemetry_otlp::MetricExporter, OtelError> {
+    /// The metric exporter, and where it sends.
+    fn metric_exporter(&self) -> Result<(String, opentelemetry_otlp::MetricExporter), OtelError> {
         let url = self.url("/v1/metrics");
         let builder = opentelemetry_otlp::MetricExporter::builder();
         let built = match self.protocol {
             Protocol::HttpProtobuf => self.http(builder.with_http(), &url).build(),
             Protocol::Grpc => self.grpc(builder.with_tonic(), &url).build(),
         };
-        built.map_err(|e| exporter_error("metrics", url, e))
+        match built {
+            Ok(exporter) => Ok((url, exporter)),
+            Err(e) => Err(exporter_error("metrics", url, e)),
+        }
     }
 }
 
