@@ -528,15 +528,63 @@ impl McpClient {
     }
 }
 
-/// `http://127.0.0.1:8000/mcp` -> `127.0.0.1:8000`.
+/// `http://127.0.0.1:8000/mcp` -> `127.0.0.1:8000`; credentials in the URL are left out.
 fn url_label(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    rest.split('/').next().unwrap_or(rest).to_owned()
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    authority.rsplit('@').next().unwrap_or(authority).to_owned()
+}
+
+/// The secrets a URL may carry — its user info (`user:password@`) and its query (`?token=…`) —
+/// to keep out of labels, errors, spans and what an agent reads.
+pub(crate) fn url_secrets(url: &str) -> Vec<String> {
+    let mut secrets = Vec::new();
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    if let Some((user_info, _)) = authority.rsplit_once('@')
+        && !user_info.is_empty()
+    {
+        secrets.push(user_info.to_owned());
+    }
+    // The whole query, as it stands in the URL: its values may be tokens.
+    if let Some((_, query)) = url.split_once('?') {
+        let query = query.split('#').next().unwrap_or(query);
+        if !query.is_empty() {
+            secrets.push(query.to_owned());
+        }
+    }
+    secrets
+}
+
+/// `text` with every secret of `url` ([`url_secrets`]) replaced by `[redacted]`.
+pub(crate) fn scrub_url_secrets(text: &str, url: &str) -> String {
+    url_secrets(url)
+        .iter()
+        .fold(text.to_owned(), |text, secret| {
+            text.replace(secret.as_str(), "[redacted]")
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_in_an_mcp_url_stay_out_of_labels_and_errors() {
+        let url = "https://alice:s3cret@mcp.example.com:8443/mcp?token=abc123&team=x";
+        assert_eq!(url_label(url), "mcp.example.com:8443");
+        assert_eq!(url_label("http://127.0.0.1:8000/mcp"), "127.0.0.1:8000");
+        let error = format!("error sending request for url ({url}): connection refused");
+        let scrubbed = scrub_url_secrets(&error, url);
+        for secret in ["alice", "s3cret", "abc123"] {
+            assert!(!scrubbed.contains(secret), "{scrubbed}");
+        }
+        assert!(
+            scrubbed.contains("[redacted]@mcp.example.com:8443/mcp?[redacted])"),
+            "{scrubbed}"
+        );
+        assert_eq!(scrub_url_secrets("plain", "http://h/mcp"), "plain");
+    }
 
     #[test]
     fn builder_debug_shows_every_option_but_never_the_token() {

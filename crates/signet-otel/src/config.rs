@@ -62,7 +62,7 @@ impl FromStr for Protocol {
 ///     .install()?;
 /// # otel.shutdown().await }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct OtelConfig {
     service_name: String,
     endpoint: Option<String>,
@@ -74,6 +74,29 @@ pub struct OtelConfig {
     metrics: bool,
     metrics_interval: Duration,
     log_to_stderr: bool,
+}
+
+/// Header values (API keys, tokens) are shown as `[redacted]`, and only the names are kept.
+impl std::fmt::Debug for OtelConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(name, _)| (name.as_str(), "[redacted]"))
+            .collect();
+        f.debug_struct("OtelConfig")
+            .field("service_name", &self.service_name)
+            .field("endpoint", &self.endpoint)
+            .field("protocol", &self.protocol)
+            .field("resource", &self.resource)
+            .field("headers", &headers)
+            .field("capture_content", &self.capture_content)
+            .field("filter", &self.filter)
+            .field("metrics", &self.metrics)
+            .field("metrics_interval", &self.metrics_interval)
+            .field("log_to_stderr", &self.log_to_stderr)
+            .finish()
+    }
 }
 
 /// Installs the export with every default (see [`OtelConfig`]): OTLP to
@@ -492,6 +515,14 @@ impl Drop for OtelGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_names_headers_but_never_shows_their_values() {
+        let config = OtelConfig::new("svc").header("authorization", "Bearer sk-very-secret");
+        let shown = format!("{config:?}");
+        assert!(shown.contains("authorization"), "{shown}");
+        assert!(!shown.contains("sk-very-secret"), "{shown}");
+    }
 
     #[test]
     fn signals_go_to_their_paths_over_http_and_to_the_base_over_grpc() {

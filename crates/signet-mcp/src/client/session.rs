@@ -225,6 +225,14 @@ impl Inner {
         &self.label
     }
 
+    /// `text` without the credentials of this session's URL (none over stdio).
+    fn scrub(&self, text: String) -> String {
+        match &self.target {
+            Target::Http { url, .. } => super::scrub_url_secrets(&text, url),
+            Target::Stdio(_) => text,
+        }
+    }
+
     /// The current connection, dead or alive, or [`Error::Closed`].
     pub(super) fn current(&self) -> Result<Arc<Connection>, Error> {
         self.conn
@@ -314,7 +322,10 @@ impl Inner {
                     Ok(Err(e)) => {
                         return Err(Error::Handshake {
                             server: self.label.clone(),
-                            message: format!("{} (at {url})", describe_init_error(&e)),
+                            message: super::scrub_url_secrets(
+                                &format!("{} (at {url})", describe_init_error(&e)),
+                                url,
+                            ),
                             stderr: Vec::new(),
                         });
                     }
@@ -600,9 +611,9 @@ impl Inner {
             Err(ServiceError::TransportClosed) => {
                 Err(self.died_during_call(&conn, "the connection closed").await)
             }
-            Err(ServiceError::TransportSend(e)) => {
-                Err(self.died_during_call(&conn, &root_cause(&e)).await)
-            }
+            Err(ServiceError::TransportSend(e)) => Err(self
+                .died_during_call(&conn, &self.scrub(root_cause(&e)))
+                .await),
             Err(e) => Err(self.service_error(e)),
         }
     }
@@ -814,7 +825,7 @@ impl Inner {
             },
             other => Error::Transport {
                 server: self.label.clone(),
-                message: other.to_string(),
+                message: self.scrub(other.to_string()),
             },
         }
     }
