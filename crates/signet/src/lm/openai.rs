@@ -642,25 +642,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_environments_api_key_goes_only_to_the_host_it_was_given_for() {
-        use super::builder::env_key_goes_to;
-        // The base URL from the environment (or OpenAI's default): the key that came with it.
-        assert!(env_key_goes_to(false, Some("gateway.internal")));
-        assert!(env_key_goes_to(false, Some("api.openai.com")));
-        // A base URL set in code: OpenAI's own host only.
-        assert!(env_key_goes_to(true, Some("api.openai.com")));
-        assert!(!env_key_goes_to(true, Some("127.0.0.1")));
-        assert!(!env_key_goes_to(true, Some("api.openai.com.evil.example")));
-        assert!(!env_key_goes_to(true, None));
-        // An explicit key goes where it is told.
-        let url = reqwest::Url::parse("http://127.0.0.1:8080/v1").unwrap();
-        assert_eq!(
-            super::builder::resolve_api_key(Some("sk-given".into()), true, &url).as_deref(),
-            Some("sk-given")
-        );
-    }
-
-    #[test]
     fn statuses_and_messages_are_classified() {
         let body = r#"{"error": {"message": "slow down", "type": "requests", "code": null}}"#;
         let limited = classify_http(429, Some(Duration::from_secs(3)), body);
