@@ -178,13 +178,22 @@ fn every_snippet_of_the_guide_compiles_and_runs_in_a_readers_crate() {
     // The workspace's versions: the guide is tested against what the workspace is tested with.
     std::fs::copy(root().join("Cargo.lock"), guide.join("Cargo.lock")).unwrap();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    // One run without features, then one per set of dependencies a page adds: pages that add
+    // the same (`mcp` and `tutorial-mcp` both add signet-mcp) share a run, since each then
+    // builds with exactly what it names and nothing another page adds.
+    let manifest = manifest();
+    let mut by_additions: BTreeMap<BTreeSet<String>, Vec<String>> = BTreeMap::new();
+    for (name, value) in table(&manifest, "features") {
+        let name = name.trim_matches('"');
+        if name != "page" {
+            by_additions
+                .entry(list(value))
+                .or_default()
+                .push(name.to_owned());
+        }
+    }
     let mut runs = vec![None];
-    runs.extend(
-        pages()
-            .into_keys()
-            .filter(|p| p != "getting-started")
-            .map(Some),
-    );
+    runs.extend(by_additions.into_values().map(|pages| Some(pages.join(","))));
     for feature in runs {
         let mut command = Command::new(&cargo);
         command
