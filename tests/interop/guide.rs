@@ -193,7 +193,11 @@ fn every_snippet_of_the_guide_compiles_and_runs_in_a_readers_crate() {
         }
     }
     let mut runs = vec![None];
-    runs.extend(by_additions.into_values().map(|pages| Some(pages.join(","))));
+    runs.extend(
+        by_additions
+            .into_values()
+            .map(|pages| Some(pages.join(","))),
+    );
     for feature in runs {
         let mut command = Command::new(&cargo);
         command
