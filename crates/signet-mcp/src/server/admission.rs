@@ -70,6 +70,7 @@ impl Shed {
     /// What the refusal says, for `what` (`tool calls`, `requests`) over a limit of `limit`.
     pub(crate) fn describe(&self, what: &str, limit: usize, setting: &str) -> String {
         let why = match self {
+            Shed::LineFull { waiting: 0 } => "none may wait (McpServer::max_waiting)".to_owned(),
             Shed::LineFull { waiting } => format!("{waiting} more are waiting"),
             Shed::WaitedTooLong { waited } => {
                 format!("none finished within {} ms", waited.as_millis())
