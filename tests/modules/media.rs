@@ -334,25 +334,25 @@ async fn the_call_history_shows_media_as_dspy_prints_them() {
     );
 }
 
-#[tokio::test]
-async fn image_demos_are_saved_as_dspy_saves_them_and_load_back_as_images() {
+/// A program with one demo (the cat photo), saved.
+fn saved_with_a_photo_demo() -> String {
     use signet::module::Predictors;
-    let tuned = Predict::<Describe>::new()
+    Predict::<Describe>::new()
         .with_demos([Describe {
             photo: photo(),
             question: "What animal?".into(),
             answer: "A cat.".into(),
         }])
-        .unwrap();
-    let text = tuned.to_saved_json();
-    // The line DSPy 3.4.1's `program.save()` writes for the same demo (a `dspy.Image` demo value).
-    let dspy = r#"      "photo": "<<CUSTOM-TYPE-START-IDENTIFIER>>[{\"type\": \"image_url\", \"image_url\": {\"url\": \"https://example.com/cat.jpg\"}}]<<CUSTOM-TYPE-END-IDENTIFIER>>","#;
-    assert!(text.contains(dspy), "{text}");
+        .unwrap()
+        .to_saved_json()
+}
 
+/// Loads the saved program `text` and calls it once; the scripted model that saw the call.
+async fn call_loaded(text: &str) -> (Arc<ScriptedLm>, Predict<Describe>) {
+    use signet::module::Predictors;
     let lm = Arc::new(ScriptedLm::texts([answer_reply("A dot.")]));
     let mut loaded = Predict::<Describe>::new().with_lm(lm.clone());
-    loaded.load_json(&text).unwrap();
-    assert_eq!(loaded.to_saved_json(), text, "saved again unchanged");
+    loaded.load_json(text).unwrap();
     loaded
         .call(DescribeInput {
             photo: Image::from_bytes(PNG).unwrap(),
@@ -360,6 +360,19 @@ async fn image_demos_are_saved_as_dspy_saves_them_and_load_back_as_images() {
         })
         .await
         .unwrap();
+    (lm, loaded)
+}
+
+#[tokio::test]
+async fn image_demos_are_saved_as_dspy_saves_them_and_load_back_as_images() {
+    use signet::module::Predictors;
+    let text = saved_with_a_photo_demo();
+    // The line DSPy 3.4.1's `program.save()` writes for the same demo (a `dspy.Image` demo value).
+    let dspy = r#"      "photo": "<<CUSTOM-TYPE-START-IDENTIFIER>>[{\"type\": \"image_url\", \"image_url\": {\"url\": \"https://example.com/cat.jpg\"}}]<<CUSTOM-TYPE-END-IDENTIFIER>>","#;
+    assert!(text.contains(dspy), "{text}");
+
+    let (lm, loaded) = call_loaded(&text).await;
+    assert_eq!(loaded.to_saved_json(), text, "saved again unchanged");
     let demo_user = &lm.requests()[0].messages[1].content;
     assert_eq!(
         parts(demo_user)[1],
@@ -369,31 +382,13 @@ async fn image_demos_are_saved_as_dspy_saves_them_and_load_back_as_images() {
 
 #[tokio::test]
 async fn a_saved_demo_cannot_make_the_server_fetch_from_its_own_network() {
-    use signet::module::Predictors;
     // A program file whose demo points its image at a cloud's metadata service, in DSPy's
     // saved form: a server that fetches image URLs would fetch it from inside its network.
-    let text = Predict::<Describe>::new()
-        .with_demos([Describe {
-            photo: photo(),
-            question: "What animal?".into(),
-            answer: "A cat.".into(),
-        }])
-        .unwrap()
-        .to_saved_json()
-        .replace(
-            "https://example.com/cat.jpg",
-            "http://169.254.169.254/latest/meta-data/iam",
-        );
-    let lm = Arc::new(ScriptedLm::texts([answer_reply("A dot.")]));
-    let mut loaded = Predict::<Describe>::new().with_lm(lm.clone());
-    loaded.load_json(&text).unwrap();
-    loaded
-        .call(DescribeInput {
-            photo: Image::from_bytes(PNG).unwrap(),
-            question: "What?".into(),
-        })
-        .await
-        .unwrap();
+    let text = saved_with_a_photo_demo().replace(
+        "https://example.com/cat.jpg",
+        "http://169.254.169.254/latest/meta-data/iam",
+    );
+    let (lm, _) = call_loaded(&text).await;
     // The demo's value is shown as text; no request carries it as an image to fetch.
     for message in &lm.requests()[0].messages {
         for part in parts(&message.content) {

@@ -76,6 +76,7 @@ mod client;
 pub mod content;
 mod error;
 mod server;
+mod shed;
 mod telemetry;
 
 pub use auth::BearerAuth;

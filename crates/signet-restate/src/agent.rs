@@ -12,6 +12,7 @@ use signet::lm::Usage;
 use signet::module::{CallConfig, Decision, DynReAct, PendingCall, RunOutcome, Trajectory};
 
 use crate::journal::{Event, RestateJournal, drive, event_key};
+use subtle::ConstantTimeEq;
 
 /// What starts a run: which agent, on which inputs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -82,11 +83,6 @@ pub(crate) fn decision_key(token: &str) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-/// Whether `a` and `b` are equal, in a time that does not depend on where they differ.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
 impl Agents {
@@ -252,7 +248,8 @@ impl SignetAgent {
         match ctx.get::<String>("decision_key").await? {
             Some(key) => {
                 let given = token.as_deref().map(decision_key).unwrap_or_default();
-                if !same(given.as_bytes(), key.as_bytes()) {
+                // In a time that does not depend on where they differ.
+                if !bool::from(given.as_bytes().ct_eq(key.as_bytes())) {
                     return Err(TerminalError::new_with_code(
                         403,
                         "the decision token is missing or wrong: this run was started with one \

@@ -132,13 +132,9 @@ fn create_temporary(directory: &Path, name: &str, private: bool) -> io::Result<(
         let temporary = directory.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
         let mut options = OpenOptions::new();
         options.write(true).create_new(true);
-        #[cfg(unix)]
         if private {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
+            owner_only(&mut options);
         }
-        #[cfg(not(unix))]
-        let _ = private;
         match options.open(&temporary) {
             Ok(file) => return Ok((temporary, file)),
             // A file left by a killed process that had the same id.
@@ -148,6 +144,18 @@ fn create_temporary(directory: &Path, name: &str, private: bool) -> io::Result<(
             Err(error) => return Err(error),
         }
     }
+}
+
+/// Files `options` creates are readable and writable by their owner only (`0600` on Unix;
+/// elsewhere the system's default).
+fn owner_only(options: &mut OpenOptions) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    #[cfg(not(unix))]
+    let _ = options;
 }
 
 /// Makes a rename or a new file in `directory` durable (Unix; elsewhere a no-op). A file system
@@ -182,11 +190,7 @@ pub(crate) fn append_line(path: &Path, line: &str) -> io::Result<()> {
     let mut options = OpenOptions::new();
     options.read(true).append(true).create(true);
     // A run log holds prompts: a new one is its owner's only.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
+    owner_only(&mut options);
     let mut file = options.open(path)?;
     let length = file.metadata()?.len();
     let mut record = Vec::with_capacity(line.len() + 2);

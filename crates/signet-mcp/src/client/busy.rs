@@ -10,9 +10,6 @@ use std::time::Duration;
 use rmcp::service::ServiceError;
 use rmcp::transport::streamable_http_client::HttpStatusError;
 
-/// The JSON-RPC code Signet's server sheds work with.
-const SERVER_BUSY: i32 = -32000;
-
 /// The wait when a busy answer gives no usable hint.
 const DEFAULT_HINT: Duration = Duration::from_secs(1);
 
@@ -29,13 +26,10 @@ pub(super) struct Busy {
 /// The busy answer in `error`, if the server refused the request as busy.
 pub(super) fn busy(error: &ServiceError) -> Option<Busy> {
     match error {
-        ServiceError::McpError(e) if e.code.0 == SERVER_BUSY => {
-            let ms = e.data.as_ref()?.get("retry_after_ms")?.as_u64()?;
-            Some(Busy {
-                message: e.message.to_string(),
-                retry_after: Duration::from_millis(ms),
-            })
-        }
+        ServiceError::McpError(e) => Some(Busy {
+            message: e.message.to_string(),
+            retry_after: crate::shed::retry_hint(i64::from(e.code.0), e.data.as_ref())?,
+        }),
         ServiceError::TransportSend(e) => {
             let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e.error.as_ref());
             while let Some(current) = source {
@@ -72,6 +66,7 @@ pub(super) fn backoff(hint: Duration, retry: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shed::SERVER_BUSY;
 
     #[test]
     fn a_busy_error_with_a_hint_reads_as_busy_and_others_do_not() {

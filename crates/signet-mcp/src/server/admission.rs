@@ -5,7 +5,7 @@
 //! few milliseconds instead of being refused; work that cannot be served within the wait is shed
 //! with a retry hint, which Signet's client follows (with jitter) within the call's timeout. Over
 //! HTTP a shed request is `503 Service Unavailable` with `Retry-After`; elsewhere it is the
-//! JSON-RPC error [`SERVER_BUSY`] with the hint in its `data` (`retry_after_ms`).
+//! JSON-RPC error [`SERVER_BUSY`](crate::shed::SERVER_BUSY) with the hint in its `data` (`retry_after_ms`).
 //!
 //! tower's `ConcurrencyLimit` waits without bound and `LoadShed` refuses without waiting; the line
 //! here waits, but only for so many and so long, and counts what it sheds.
@@ -18,10 +18,6 @@ use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-
-/// The JSON-RPC error code of work refused because the server is busy (in the
-/// implementation-defined range); its `data` holds `retry_after_ms`.
-pub(crate) const SERVER_BUSY: i32 = -32000;
 
 /// The default of [`McpServer::max_waiting`](crate::McpServer::max_waiting).
 pub(crate) const DEFAULT_MAX_WAITING: usize = 1024;
@@ -166,16 +162,13 @@ impl Admission {
     }
 }
 
-/// The JSON-RPC error of shed work: [`SERVER_BUSY`], `message`, and `data` with the limit and
+/// The JSON-RPC error of shed work: [`SERVER_BUSY`](crate::shed::SERVER_BUSY), `message`, and `data` with the limit and
 /// `retry_after_ms`.
 pub(crate) fn busy_error(message: String, limit: usize, retry_after: Duration) -> rmcp::ErrorData {
     rmcp::ErrorData::new(
-        rmcp::model::ErrorCode(SERVER_BUSY),
+        rmcp::model::ErrorCode(crate::shed::SERVER_BUSY),
         message,
-        Some(serde_json::json!({
-            "limit": limit,
-            "retry_after_ms": retry_after.as_millis() as u64,
-        })),
+        Some(crate::shed::data(limit, retry_after)),
     )
 }
 
@@ -251,7 +244,7 @@ pub(crate) async fn refuse_when_full(
     next.run(request).await
 }
 
-/// Turns a small JSON answer that is a shed call ([`SERVER_BUSY`] with `retry_after_ms`) into
+/// Turns a small JSON answer that is a shed call ([`SERVER_BUSY`](crate::shed::SERVER_BUSY) with `retry_after_ms`) into
 /// `503 Service Unavailable` with `Retry-After`, keeping the JSON-RPC error as the body (MCP
 /// clients read a JSON-RPC error from a failed response). Other answers pass unchanged.
 pub(crate) async fn shed_calls_as_unavailable(
@@ -293,16 +286,13 @@ pub(crate) async fn shed_calls_as_unavailable(
 
 /// The retry hint of a JSON-RPC error that is a shed call, if `bytes` is one.
 fn shed_retry_after(bytes: &[u8]) -> Option<Duration> {
-    if !bytes.windows(14).any(|w| w == b"retry_after_ms") {
+    let key = crate::shed::RETRY_AFTER_MS.as_bytes();
+    if !bytes.windows(key.len()).any(|w| w == key) {
         return None;
     }
     let message: serde_json::Value = serde_json::from_slice(bytes).ok()?;
     let error = message.get("error")?;
-    if error.get("code")?.as_i64()? != i64::from(SERVER_BUSY) {
-        return None;
-    }
-    let ms = error.get("data")?.get("retry_after_ms")?.as_u64()?;
-    Some(Duration::from_millis(ms))
+    crate::shed::retry_hint(error.get("code")?.as_i64()?, error.get("data"))
 }
 
 #[cfg(test)]

@@ -3,15 +3,10 @@
 //! other machines refuses to start without authentication.
 
 use serde_json::json;
-use signet::tool;
 use signet_mcp::{BearerAuth, Error, McpClient, McpServer};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Add two integers.
-#[tool]
-fn add(a: i64, b: i64) -> i64 {
-    a + b
-}
+use crate::AddTool;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The status line of a raw MCP `initialize` POST to `url`, with this `Authorization` header.
 async fn status_of(url: &str, authorization: Option<&str>) -> String {

@@ -9,15 +9,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use signet::tool;
 use signet::tool::FnTool;
 use signet_mcp::{Error, HttpMode, HttpServer, McpClient, McpServer};
 
-/// Add two integers.
-#[tool]
-fn add(a: i64, b: i64) -> i64 {
-    a + b
-}
+use crate::AddTool;
 
 /// One raw JSON-RPC POST: the status, the response headers and the body.
 async fn post(

@@ -7,20 +7,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use signet::prelude::*;
 use signet::tool::FnTool;
 use signet_mcp::{Error, McpClient, McpServer};
 
-/// Add two integers.
-#[tool]
-fn add(
-    /// The first addend.
-    a: i64,
-    /// The second addend.
-    b: i64,
-) -> i64 {
-    a + b
-}
+use crate::AddTool;
 
 /// A tool that runs until the test lets it finish, counting the calls that started.
 fn gated() -> (FnTool, Arc<AtomicUsize>, Arc<tokio::sync::Semaphore>) {

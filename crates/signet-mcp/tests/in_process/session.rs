@@ -4,14 +4,10 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use signet::{Tool, ToolError, tool};
+use signet::{Tool, ToolError};
 use signet_mcp::{McpClient, McpServer};
 
-/// Add two integers.
-#[tool]
-fn add(a: i64, b: i64) -> i64 {
-    a + b
-}
+use crate::AddTool;
 
 fn server() -> McpServer {
     McpServer::new().tool(AddTool)
