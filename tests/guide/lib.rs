@@ -6,9 +6,9 @@
 //! a feature the guide does not mention fails here as it would for the reader.
 //!
 //! The pages that start from the getting-started project (its `[dependencies]`, this crate's
-//! plain dependencies) are tested without features; a page that tells the reader to add more
-//! (its own `[dependencies]` block) is tested alone with the feature named after it, which turns
-//! on exactly what it adds (`cargo test --doc --features tutorial-sse`).
+//! plain dependencies) are tested without features; the pages that tell the reader to add more
+//! (a `[dependencies]` block of their own) are tested together, each with the feature named after
+//! it, which turns on exactly what it adds (`cargo test --doc --features tutorial-sse,mcp,..`).
 
 #[cfg(all(doctest, not(feature = "page")))]
 #[doc = include_str!("../../README.md")]

@@ -1,8 +1,8 @@
 //! The user guide compiles for a reader: every Rust snippet of the README and of `docs/` is a
 //! doctest of `tests/guide`, a crate outside the workspace with only the dependencies the guide
 //! tells the reader to add. The pages that build on the getting-started project are tested with
-//! its `[dependencies]` alone; a page with a `[dependencies]` block of its own is tested with what
-//! that block adds (a feature named after the page), and nothing another page adds.
+//! its `[dependencies]` alone; the pages with a `[dependencies]` block of their own are tested
+//! together, each turning on what its block adds (a feature named after the page).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -178,26 +178,19 @@ fn every_snippet_of_the_guide_compiles_and_runs_in_a_readers_crate() {
     // The workspace's versions: the guide is tested against what the workspace is tested with.
     std::fs::copy(root().join("Cargo.lock"), guide.join("Cargo.lock")).unwrap();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    // One run without features, then one per set of dependencies a page adds: pages that add
-    // the same (`mcp` and `tutorial-mcp` both add signet-mcp) share a run, since each then
-    // builds with exactly what it names and nothing another page adds.
+    // Two runs: the pages that build on the getting-started project without features (exactly
+    // its dependencies), then the pages with a `[dependencies]` block of their own together, each
+    // with what its block adds. Each run rebuilds the dependencies whose features change: from an
+    // empty target directory on 2 cores these two runs take 283 s, where a run per page (five)
+    // took 433 s. The price: a page that used a crate only another page adds would pass the
+    // second run; the manifest check above still holds each page's block to what it names.
     let manifest = manifest();
-    let mut by_additions: BTreeMap<BTreeSet<String>, Vec<String>> = BTreeMap::new();
-    for (name, value) in table(&manifest, "features") {
-        let name = name.trim_matches('"');
-        if name != "page" {
-            by_additions
-                .entry(list(value))
-                .or_default()
-                .push(name.to_owned());
-        }
-    }
-    let mut runs = vec![None];
-    runs.extend(
-        by_additions
-            .into_values()
-            .map(|pages| Some(pages.join(","))),
-    );
+    let pages: Vec<&str> = table(&manifest, "features")
+        .into_iter()
+        .map(|(name, _)| name.trim_matches('"'))
+        .filter(|name| *name != "page")
+        .collect();
+    let runs = [None, Some(pages.join(","))];
     for feature in runs {
         let mut command = Command::new(&cargo);
         command

@@ -11,5 +11,6 @@ mod support;
 
 mod bfcl;
 mod dspy_interop;
+mod feature_unification;
 mod guide;
 mod parity;
