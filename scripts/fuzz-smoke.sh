@@ -10,7 +10,7 @@
 # Without AddressSanitizer (`-s none`): the code under test is safe Rust, where a panic, an
 # overflow, a stack overflow, a timeout or running out of memory is what a finding looks like, and
 # libFuzzer reports each of them without it. The sanitizer made the build of the whole tree on
-# 2 cores take half as long again (771 s against 505 s); `FUZZ_SANITIZER=address` brings it back.
+# 2 cores take half as long again (about 771 s against 505 s); `FUZZ_SANITIZER=address` brings it back.
 #
 # cargo-fuzz needs unstable compiler flags; RUSTC_BOOTSTRAP=1 lets the stable toolchain accept them.
 set -euo pipefail

@@ -16,7 +16,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-crates=(signet-macros signet signet-local signet-mcp signet-restate signet-otel)
+# The published crates (every member without `publish = false`) and their versions, read from the
+# manifests, so that a new crate is checked without touching this script.
+crates=() versions=()
+while read -r name version; do
+  crates+=("$name") versions+=("$version")
+done < <(cargo metadata --no-deps --format-version 1 | python3 -c '
+import json, sys
+for p in json.load(sys.stdin)["packages"]:
+    if p["publish"] is None:
+        print(p["name"], p["version"])')
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 case "$target" in /*) ;; *) target="$PWD/$target" ;; esac
 out="$target/package-check"
@@ -25,13 +34,12 @@ mkdir -p "$out"
 
 cargo package --no-verify --allow-dirty $(printf -- "-p %s " "${crates[@]}")
 
-version=$(cargo metadata --no-deps --format-version 1 |
-  python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "signet"))')
 members="" patches=""
-for crate in "${crates[@]}"; do
-  tar -xzf "$target/package/$crate-$version.crate" -C "$out"
-  members+="\"$crate-$version\", "
-  patches+="$crate = { path = \"$crate-$version\" }"$'\n'
+for i in "${!crates[@]}"; do
+  package="${crates[$i]}-${versions[$i]}"
+  tar -xzf "$target/package/$package.crate" -C "$out"
+  members+="\"$package\", "
+  patches+="${crates[$i]} = { path = \"$package\" }"$'\n'
 done
 
 # A workspace of the unpacked crates; [patch] points each `signet* = "<version>"` dependency at
