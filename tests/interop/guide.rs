@@ -1,8 +1,11 @@
 //! The user guide compiles for a reader: every Rust snippet of the README and of `docs/` is a
-//! doctest of `tests/guide`, a crate outside the workspace with only the dependencies the guide
-//! tells the reader to add. The pages that build on the getting-started project are tested with
-//! its `[dependencies]` alone; the pages with a `[dependencies]` block of their own are tested
-//! together, each turning on what its block adds (a feature named after the page).
+//! doctest of a crate with only the dependencies the guide tells the reader to add. The pages that
+//! build on the getting-started project alone are doctests of `tests/guide`, a crate outside the
+//! workspace with exactly its `[dependencies]` (features included), run here. The pages with a
+//! `[dependencies]` block of their own are doctests of `tests/guide-pages`, a workspace member
+//! with getting-started's crates and every crate those pages add, run by `cargo test --workspace`
+//! itself; as a member it reuses the workspace's build, and features other members turn on reach
+//! it (its crates are still only the ones the pages name).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -12,11 +15,10 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// One dependency line: its features and whether it is optional.
+/// One dependency line: its features.
 #[derive(Debug, Clone, Default, PartialEq)]
 struct Dependency {
     features: BTreeSet<String>,
-    optional: bool,
 }
 
 /// The strings of a TOML array written on one line: `["a", "b"]`.
@@ -56,8 +58,7 @@ fn dependencies(toml: &str) -> BTreeMap<String, Dependency> {
                 .split_once("features")
                 .map(|(_, rest)| list(rest))
                 .unwrap_or_default();
-            let optional = spec.replace(' ', "").contains("optional=true");
-            (name.to_owned(), Dependency { features, optional })
+            (name.to_owned(), Dependency { features })
         })
         .collect()
 }
@@ -90,71 +91,93 @@ fn pages() -> BTreeMap<String, BTreeMap<String, Dependency>> {
     pages
 }
 
-/// The guide crate's manifest.
-fn manifest() -> String {
-    std::fs::read_to_string(root().join("tests/guide/Cargo.toml")).unwrap()
+fn read(path: &str) -> String {
+    std::fs::read_to_string(root().join(path)).unwrap()
 }
 
 #[test]
-fn the_guide_crate_has_the_dependencies_the_guide_names_and_no_others() {
+fn the_guide_crates_have_the_dependencies_the_guide_names_and_no_others() {
     let mut pages = pages();
     let base = pages
         .remove("getting-started")
         .expect("getting-started.md says which crates to add");
-    let manifest = manifest();
-    let crate_deps = dependencies(&manifest);
-    let plain: BTreeMap<String, Dependency> = crate_deps
-        .iter()
-        .filter(|(_, d)| !d.optional)
-        .map(|(n, d)| (n.clone(), d.clone()))
-        .collect();
     assert_eq!(
-        plain, base,
-        "tests/guide/Cargo.toml's plain dependencies must be getting-started.md's"
+        dependencies(&read("tests/guide/Cargo.toml")),
+        base,
+        "tests/guide/Cargo.toml's dependencies must be getting-started.md's"
     );
-    let features: BTreeMap<&str, BTreeSet<String>> = table(&manifest, "features")
-        .into_iter()
-        .filter(|(name, _)| *name != "page")
-        .map(|(name, value)| (name.trim_matches('"'), list(value)))
-        .collect();
-    assert_eq!(
-        features.keys().copied().collect::<Vec<_>>(),
-        pages.keys().map(String::as_str).collect::<Vec<_>>(),
-        "one feature for each page with a [dependencies] block of its own"
-    );
-    let mut optional: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (page, deps) in &pages {
-        let mut expected: BTreeSet<String> = ["page".to_owned()].into();
+    // The pages that add crates build on the getting-started project: their crate has its
+    // dependencies and every crate the pages add, each with every feature a page names.
+    let mut expected = base;
+    for deps in pages.values() {
         for (name, dependency) in deps {
-            match base.get(name) {
-                Some(plain) => expected.extend(
-                    dependency
-                        .features
-                        .difference(&plain.features)
-                        .map(|f| format!("{name}/{f}")),
-                ),
-                None => {
-                    expected.insert(format!("dep:{name}"));
-                    optional
-                        .entry(name.clone())
-                        .or_default()
-                        .extend(dependency.features.clone());
-                }
-            }
+            let entry = expected.entry(name.clone()).or_default();
+            entry.features.extend(dependency.features.iter().cloned());
         }
-        assert_eq!(
-            features[page.as_str()],
-            expected,
-            "the feature `{page}` must turn on what {page}.md adds to getting-started's crates"
-        );
     }
-    for (name, dependency) in crate_deps.iter().filter(|(_, d)| d.optional) {
-        assert_eq!(
-            Some(&dependency.features),
-            optional.get(name),
-            "the optional dependency {name} must have the features the pages name"
-        );
+    assert_eq!(
+        dependencies(&read("tests/guide-pages/Cargo.toml")),
+        expected,
+        "tests/guide-pages/Cargo.toml's dependencies must be getting-started.md's and those of \
+         the pages with a [dependencies] block of their own ({:?})",
+        pages.keys().collect::<Vec<_>>()
+    );
+}
+
+/// The pages (`README` or a `docs/` file stem) a guide crate's `lib.rs` includes.
+fn included(lib: &str) -> BTreeSet<String> {
+    read(lib)
+        .lines()
+        .filter_map(|line| line.split_once("include_str!(\"../../")?.1.split_once('"'))
+        .map(|(path, _)| {
+            path.trim_start_matches("docs/")
+                .trim_end_matches(".md")
+                .to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn every_page_with_rust_snippets_is_tested_in_the_crate_its_dependencies_call_for() {
+    let with_blocks: BTreeSet<String> = pages()
+        .into_keys()
+        .filter(|page| page != "getting-started")
+        .collect();
+    let mut expected_guide = BTreeSet::new();
+    let mut expected_pages = BTreeSet::new();
+    let mut files = vec![root().join("README.md")];
+    for entry in std::fs::read_dir(root().join("docs")).unwrap() {
+        files.push(entry.unwrap().path());
     }
+    for file in files {
+        let stem = file.file_stem().unwrap().to_string_lossy().into_owned();
+        let is_markdown = file.extension().is_some_and(|e| e == "md");
+        if !is_markdown || !std::fs::read_to_string(&file).unwrap().contains("```rust") {
+            continue;
+        }
+        if with_blocks.contains(&stem) {
+            expected_pages.insert(stem);
+        } else {
+            expected_guide.insert(stem);
+        }
+    }
+    // A page without Rust snippets may be included too (it has none to test).
+    let guide = included("tests/guide/lib.rs");
+    let with_crates = included("tests/guide-pages/lib.rs");
+    assert_eq!(
+        expected_guide.difference(&guide).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "tests/guide/lib.rs must include every page with Rust snippets that adds no crates"
+    );
+    assert_eq!(
+        guide.intersection(&with_blocks).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "pages that add crates belong in tests/guide-pages/lib.rs, not tests/guide/lib.rs"
+    );
+    assert_eq!(
+        with_crates, expected_pages,
+        "tests/guide-pages/lib.rs must include every page that adds crates, and only those"
+    );
 }
 
 /// The target directory of this build: the guide's crate builds into it too, so that what the
@@ -178,50 +201,30 @@ fn every_snippet_of_the_guide_compiles_and_runs_in_a_readers_crate() {
     // The workspace's versions: the guide is tested against what the workspace is tested with.
     std::fs::copy(root().join("Cargo.lock"), guide.join("Cargo.lock")).unwrap();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    // Two runs: the pages that build on the getting-started project without features (exactly
-    // its dependencies), then the pages with a `[dependencies]` block of their own together, each
-    // with what its block adds. Each run rebuilds the dependencies whose features change: from an
-    // empty target directory on 2 cores these two runs take 283 s, where a run per page (five)
-    // took 433 s. The price: a page that used a crate only another page adds would pass the
-    // second run; the manifest check above still holds each page's block to what it names.
-    let manifest = manifest();
-    let pages: Vec<&str> = table(&manifest, "features")
-        .into_iter()
-        .map(|(name, _)| name.trim_matches('"'))
-        .filter(|name| *name != "page")
-        .collect();
-    let runs = [None, Some(pages.join(","))];
-    for feature in runs {
-        let mut command = Command::new(&cargo);
-        command
-            .args(["test", "--doc", "--manifest-path"])
-            .arg(guide.join("Cargo.toml"))
-            .env("CARGO_TARGET_DIR", target_dir())
-            .current_dir(&guide);
-        if let Some(feature) = &feature {
-            command.args(["--features", feature]);
-        }
-        let output = command.output().expect("run cargo");
-        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
-        let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
-        let tail = |s: &str| {
-            let lines: Vec<&str> = s.lines().collect();
-            lines[lines.len().saturating_sub(150)..].join("\n")
-        };
-        let features = feature
-            .as_deref()
-            .map(|f| format!(" --features {f}"))
-            .unwrap_or_default();
-        assert!(
-            output.status.success(),
-            "the guide's snippets fail in a reader's crate (`cargo test --doc --manifest-path \
-             tests/guide/Cargo.toml{features}`):\n{}\n{}",
-            tail(&stderr),
-            tail(&stdout)
-        );
-        assert!(
-            stdout.contains("test result: ok.") && !stdout.contains(" 0 passed"),
-            "no doctests ran{features}:\n{stdout}"
-        );
-    }
+    // From an empty target directory on 2 cores this build took 126 s; the workspace's test
+    // build leaves some of its dependencies built (those with the same features).
+    let output = Command::new(&cargo)
+        .args(["test", "--doc", "--manifest-path"])
+        .arg(guide.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", target_dir())
+        .current_dir(&guide)
+        .output()
+        .expect("run cargo");
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    let tail = |s: &str| {
+        let lines: Vec<&str> = s.lines().collect();
+        lines[lines.len().saturating_sub(150)..].join("\n")
+    };
+    assert!(
+        output.status.success(),
+        "the guide's snippets fail in a reader's crate (`cargo test --doc --manifest-path \
+         tests/guide/Cargo.toml`):\n{}\n{}",
+        tail(&stderr),
+        tail(&stdout)
+    );
+    assert!(
+        stdout.contains("test result: ok.") && !stdout.contains(" 0 passed"),
+        "no doctests ran:\n{stdout}"
+    );
 }
