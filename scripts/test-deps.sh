@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Starts every first-use install the tests need, side by side, in the background, and returns at
 # once: the MCP peers (scripts/mcp-peers.sh), Arize Phoenix (scripts/phoenix.sh) and DSPy
-# (benches/compare/install-dspy.sh). A test that finds one of them missing runs this first, then
-# the installer it needs, which waits on that installer's lock for the background run and finds
-# the install done; the others go on meanwhile instead of one after another, each inside the
-# test that waits for it. An install already in the cache costs its script a few milliseconds.
+# (benches/compare/install-dspy.sh). signet-local's `servers` test binary, among the first that
+# `cargo test --workspace` runs, runs this, so the installs proceed while the tests before the ones
+# that need them run; a test that finds one of them missing runs it too, then the installer it
+# needs, which waits on that installer's lock for the background run and finds the install done.
+# An install already in the cache costs its script a few milliseconds.
 #
 # Logs: ${SIGNET_CACHE:-$HOME/.cache/signet}/prefetch/<name>.log. SIGNET_PREFETCH=0 turns it off
 # (each test then installs what it needs when it needs it).

@@ -8,7 +8,8 @@
 #
 # Per-test times come from libtest's `--report-time`, an unstable flag that stable test binaries
 # accept when RUSTC_BOOTSTRAP is set in their environment at run time. It is set only for the test
-# binaries, never for cargo or rustc, so the build is the one `cargo test --workspace` makes.
+# binaries, never for cargo or rustc, so the build is the one `cargo test --workspace` makes (and
+# the binaries whose tests run cargo themselves run one test at a time without it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=10
@@ -34,12 +35,35 @@ for line in open(sys.argv[1]):
 PY
 
 cargo_bin=$(command -v cargo)
+# Binaries whose tests run cargo (trybuild's UI tests, the guide's build): RUSTC_BOOTSTRAP would
+# reach that cargo and change its build (proc-macro2 turns on nightly spans, which the UI
+# snapshots do not have), so each of their tests runs on its own, timed from outside.
+runs_cargo=" ui interop "
+# As cargo runs them: in the package's folder, and with the toolchain's shared libraries on the
+# library path (a proc-macro crate's test binary links libstd dynamically).
+libs="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/lib"
+run() {
+  (cd "$dir" && CARGO="$cargo_bin" CARGO_MANIFEST_DIR="$dir" \
+    LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@")
+}
 : > "$out/binaries.tsv"
 status=0
 while read -r exe dir name; do
   start=$(date +%s.%N)
-  if ! (cd "$dir" && CARGO="$cargo_bin" CARGO_MANIFEST_DIR="$dir" RUSTC_BOOTSTRAP=1 \
-        "$exe" -Z unstable-options --report-time) > "$out/$name.log" 2>&1; then
+  if [[ "$runs_cargo" == *" $name "* ]]; then
+    : > "$out/$name.log"
+    while read -r test; do
+      test_start=$(date +%s.%N)
+      if run "$exe" --exact "$test" >> "$out/$name.log" 2>&1; then result=ok; else result=FAILED; fi
+      test_end=$(date +%s.%N)
+      printf 'test %s ... %s <%.3fs>\n' "$test" "$result" "$(echo "$test_end - $test_start" | bc)" \
+        >> "$out/$name.log"
+      if [ "$result" != ok ]; then
+        echo "FAILED: $name $test (see $out/$name.log)" >&2
+        status=1
+      fi
+    done < <(run "$exe" --list --format terse | sed -n 's/: test$//p')
+  elif ! run env RUSTC_BOOTSTRAP=1 "$exe" -Z unstable-options --report-time > "$out/$name.log" 2>&1; then
     echo "FAILED: $name (see $out/$name.log)" >&2
     status=1
   fi

@@ -2,5 +2,5 @@
 //! (`examples/`, `tests/`); it has no code of its own. Use the `signet` crate.
 //!
 //! The README and the pages of the user guide in `docs/` are compiled and run as doctests of
-//! `tests/guide`, a crate with only the dependencies the guide names (run by
-//! `tests/interop/guide.rs`).
+//! `tests/guide`, a crate with only the dependencies the getting-started page names (run by
+//! `tests/interop/guide.rs`), and of `tests/guide-pages` (the pages that add crates).
