@@ -1,7 +1,8 @@
 //! The user guide as a reader's crate: under `cargo test --doc` every Rust snippet of the README
-//! and of each page of `docs/` is compiled and run as a doctest, against only the dependencies the
-//! guide tells the reader to add (this crate's `Cargo.toml`; `tests/interop/guide.rs` checks that
-//! the two agree and runs this crate under `cargo test --workspace`). The crate is not a member of
+//! and of the pages of `docs/` listed below is compiled and run as a doctest, against only the
+//! dependencies the guide tells the reader to add (this crate's `Cargo.toml`;
+//! `tests/interop/guide.rs` checks that the two agree and runs this crate under
+//! `cargo test --workspace`). The crate is not a member of
 //! the workspace, so no feature another member enables reaches it: a snippet that needs a crate or
 //! a feature the guide does not mention fails here as it would for the reader.
 //!
