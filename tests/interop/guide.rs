@@ -63,8 +63,9 @@ fn dependencies(toml: &str) -> BTreeMap<String, Dependency> {
         .collect()
 }
 
-/// Each guide page's `[dependencies]` blocks, merged per page (pages without one left out).
-fn pages() -> BTreeMap<String, BTreeMap<String, Dependency>> {
+/// The guide's pages: the README and every `docs/*.md`, each with its name (the file stem) and
+/// its text.
+fn guide_pages() -> Vec<(String, String)> {
     let mut files = vec![root().join("README.md")];
     for entry in std::fs::read_dir(root().join("docs")).unwrap() {
         let path = entry.unwrap().path();
@@ -72,20 +73,36 @@ fn pages() -> BTreeMap<String, BTreeMap<String, Dependency>> {
             files.push(path);
         }
     }
+    files
+        .into_iter()
+        .map(|file| {
+            let stem = file.file_stem().unwrap().to_string_lossy().into_owned();
+            (stem, std::fs::read_to_string(&file).unwrap())
+        })
+        .collect()
+}
+
+/// Adds `more` to `deps`: a crate both name has the features of both.
+fn merge(deps: &mut BTreeMap<String, Dependency>, more: BTreeMap<String, Dependency>) {
+    for (name, dependency) in more {
+        let entry = deps.entry(name).or_default();
+        entry.features.extend(dependency.features);
+    }
+}
+
+/// Each guide page's `[dependencies]` blocks, merged per page (pages without one left out).
+fn pages() -> BTreeMap<String, BTreeMap<String, Dependency>> {
     let mut pages = BTreeMap::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).unwrap();
-        let mut deps: BTreeMap<String, Dependency> = BTreeMap::new();
+    for (page, text) in guide_pages() {
+        let mut deps = BTreeMap::new();
         for block in text.split("```toml").skip(1) {
-            let block = block.split("```").next().unwrap_or_default();
-            for (name, dependency) in dependencies(block) {
-                let entry = deps.entry(name).or_default();
-                entry.features.extend(dependency.features);
-            }
+            merge(
+                &mut deps,
+                dependencies(block.split("```").next().unwrap_or_default()),
+            );
         }
         if !deps.is_empty() {
-            let stem = file.file_stem().unwrap().to_string_lossy().into_owned();
-            pages.insert(stem, deps);
+            pages.insert(page, deps);
         }
     }
     pages
@@ -110,10 +127,7 @@ fn the_guide_crates_have_the_dependencies_the_guide_names_and_no_others() {
     // dependencies and every crate the pages add, each with every feature a page names.
     let mut expected = base;
     for deps in pages.values() {
-        for (name, dependency) in deps {
-            let entry = expected.entry(name.clone()).or_default();
-            entry.features.extend(dependency.features.iter().cloned());
-        }
+        merge(&mut expected, deps.clone());
     }
     assert_eq!(
         dependencies(&read("tests/guide-pages/Cargo.toml")),
@@ -143,24 +157,11 @@ fn every_page_with_rust_snippets_is_tested_in_the_crate_its_dependencies_call_fo
         .into_keys()
         .filter(|page| page != "getting-started")
         .collect();
-    let mut expected_guide = BTreeSet::new();
-    let mut expected_pages = BTreeSet::new();
-    let mut files = vec![root().join("README.md")];
-    for entry in std::fs::read_dir(root().join("docs")).unwrap() {
-        files.push(entry.unwrap().path());
-    }
-    for file in files {
-        let stem = file.file_stem().unwrap().to_string_lossy().into_owned();
-        let is_markdown = file.extension().is_some_and(|e| e == "md");
-        if !is_markdown || !std::fs::read_to_string(&file).unwrap().contains("```rust") {
-            continue;
-        }
-        if with_blocks.contains(&stem) {
-            expected_pages.insert(stem);
-        } else {
-            expected_guide.insert(stem);
-        }
-    }
+    let (expected_pages, expected_guide): (BTreeSet<String>, BTreeSet<String>) = guide_pages()
+        .into_iter()
+        .filter(|(_, text)| text.contains("```rust"))
+        .map(|(page, _)| page)
+        .partition(|page| with_blocks.contains(page));
     // A page without Rust snippets may be included too (it has none to test).
     let guide = included("tests/guide/lib.rs");
     let with_crates = included("tests/guide-pages/lib.rs");
