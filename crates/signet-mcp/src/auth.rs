@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
@@ -75,23 +74,27 @@ impl BearerAuth {
     }
 }
 
-/// The middleware in front of the MCP endpoint: refused requests never reach a session.
-pub(crate) async fn require(auth: BearerAuth, request: Request, next: Next) -> Response {
+/// The answer to a request without a valid bearer token (`401` with `WWW-Authenticate`), or
+/// `None` when it may go on. Checked in front of the MCP endpoint: refused requests never reach
+/// a session.
+pub(crate) fn refusal(auth: &BearerAuth, request: &Request) -> Option<Response> {
     let authorization = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok());
     if auth.allows(authorization) {
-        return next.run(request).await;
+        return None;
     }
     tracing::debug!(
         given = authorization.is_some(),
         "refused an MCP request without a valid bearer token"
     );
-    (
-        StatusCode::UNAUTHORIZED,
-        [(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"))],
-        "missing or invalid bearer token (send `Authorization: Bearer <token>`)",
+    Some(
+        (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"))],
+            "missing or invalid bearer token (send `Authorization: Bearer <token>`)",
+        )
+            .into_response(),
     )
-        .into_response()
 }

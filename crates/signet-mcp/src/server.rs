@@ -24,6 +24,7 @@ use tracing::Instrument;
 use crate::{BearerAuth, Error};
 
 mod admission;
+mod gate;
 
 use admission::{Admission, Line};
 
@@ -516,29 +517,21 @@ impl McpServer {
         self.router_admits = stateless;
         let requests = self.requests.clone();
         let (open, max) = (self.sessions.clone(), self.max_sessions);
-        let router = axum::Router::new()
-            .route_service(path, self.http_service_with(cancel))
-            .layer(axum::middleware::from_fn(
-                admission::shed_calls_as_unavailable,
-            ));
-        // Stateless, every request waits for a place; with sessions, a new session is refused
-        // while the server is full (a session may last minutes).
-        let router = if stateless {
-            router.layer(axum::middleware::from_fn(move |request, next| {
-                admission::admit_request(requests.clone(), request, next)
-            }))
-        } else {
-            router.layer(axum::middleware::from_fn(move |request, next| {
-                admission::refuse_when_full(open.clone(), max, request, next)
-            }))
+        let gate = gate::Gate {
+            guard: match auth {
+                Some(auth) => gate::Guard::Bearer(auth),
+                None if local_only => gate::Guard::LocalOnly,
+                None => gate::Guard::Open,
+            },
+            // Stateless, every request waits for a place; with sessions, a new session is
+            // refused while the server is full (a session may last minutes).
+            entry: if stateless {
+                gate::Entry::Line(requests)
+            } else {
+                gate::Entry::Sessions { open, max }
+            },
         };
-        match auth {
-            Some(auth) => router.layer(axum::middleware::from_fn(move |request, next| {
-                crate::auth::require(auth.clone(), request, next)
-            })),
-            None if local_only => router.layer(axum::middleware::from_fn(refuse_remote)),
-            None => router,
-        }
+        gate.around(axum::Router::new().route_service(path, self.http_service_with(cancel)))
     }
 
     /// Whether the endpoint may serve only this machine: no authentication, and no
@@ -557,8 +550,9 @@ impl McpServer {
         if !self.local_only() {
             return given;
         }
-        let (local, remote): (Vec<String>, Vec<String>) =
-            given.into_iter().partition(|host| is_loopback_host(host));
+        let (local, remote): (Vec<String>, Vec<String>) = given
+            .into_iter()
+            .partition(|host| gate::is_loopback_host(host));
         if !remote.is_empty() || local.is_empty() {
             tracing::warn!(
                 ignored = ?remote,
@@ -671,72 +665,6 @@ impl McpServer {
     fn find(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools.iter().find(|t| t.name() == name)
     }
-}
-
-/// The middleware of an endpoint without authentication: refuses requests from another
-/// machine's address (when the connection's peer is known) or for a host name other than
-/// loopback, with `403 Forbidden` and a body saying how to allow them.
-async fn refuse_remote(
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    let peer = request
-        .extensions()
-        .get::<axum::extract::ConnectInfo<SocketAddr>>()
-        .map(|info| info.0.ip());
-    let host = request
-        .headers()
-        .get(axum::http::header::HOST)
-        .and_then(|value| value.to_str().ok());
-    match remote_reason(peer, host) {
-        None => next.run(request).await,
-        Some(reason) => {
-            tracing::debug!(%reason, "refused an unauthenticated MCP request");
-            (
-                axum::http::StatusCode::FORBIDDEN,
-                format!(
-                    "refusing an MCP request {reason} without authentication: this endpoint \
-                     serves only this machine; set McpServer::with_bearer_auth, or \
-                     allow_unauthenticated_remote when a proxy in front authenticates"
-                ),
-            )
-                .into_response()
-        }
-    }
-}
-
-/// Why a request from `peer` for `host` does not come from this machine, if it does not. A
-/// request whose peer is unknown is refused: its `Host` header alone is the sender's to choose.
-fn remote_reason(peer: Option<std::net::IpAddr>, host: Option<&str>) -> Option<String> {
-    let Some(peer) = peer else {
-        return Some(
-            "from an unknown address (serve the router with \
-             `into_make_service_with_connect_info::<SocketAddr>()` so that it can tell this \
-             machine from others)"
-                .to_owned(),
-        );
-    };
-    if !peer.to_canonical().is_loopback() {
-        return Some(format!("from {peer}"));
-    }
-    let host = host?;
-    (!is_loopback_host(host)).then(|| format!("for host `{host}`"))
-}
-
-/// Whether `host` (a host name, `host:port`, or a bracketed IPv6 address) names this machine.
-fn is_loopback_host(host: &str) -> bool {
-    let name = match host.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or(rest),
-        // One colon: `host:port`; more: a bare IPv6 address.
-        None if host.matches(':').count() == 1 => host.split(':').next().unwrap_or(host),
-        None => host,
-    };
-    let name = name.trim_end_matches('.');
-    name.eq_ignore_ascii_case("localhost")
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// How a Signet server answers over streamable HTTP ([`McpServer::with_http_mode`]).
@@ -995,50 +923,6 @@ impl ServerHandler for McpServer {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn only_this_machine_counts_as_local() {
-        for host in [
-            "localhost",
-            "localhost:8000",
-            "LOCALHOST.",
-            "127.0.0.1",
-            "127.0.0.1:9",
-            "127.1.2.3:80",
-            "[::1]:8000",
-            "::1",
-        ] {
-            assert!(is_loopback_host(host), "{host}");
-        }
-        for host in [
-            "0.0.0.0:8000",
-            "10.0.0.7",
-            "example.com:80",
-            "localhost.example.com",
-            "[2001:db8::1]:80",
-        ] {
-            assert!(!is_loopback_host(host), "{host}");
-        }
-        let loopback = Some("127.0.0.1".parse().unwrap());
-        let mapped = Some("::ffff:127.0.0.1".parse().unwrap());
-        let remote = Some("10.0.0.7".parse().unwrap());
-        assert_eq!(remote_reason(loopback, Some("localhost:1")), None);
-        assert_eq!(remote_reason(mapped, Some("localhost:1")), None);
-        assert!(
-            remote_reason(None, Some("localhost:1"))
-                .is_some_and(|reason| reason.contains("unknown address")),
-            "an unknown peer is refused, whatever Host it names"
-        );
-        assert_eq!(remote_reason(loopback, None), None);
-        assert_eq!(
-            remote_reason(remote, Some("localhost:1")).as_deref(),
-            Some("from 10.0.0.7")
-        );
-        assert_eq!(
-            remote_reason(loopback, Some("mcp.example.com")).as_deref(),
-            Some("for host `mcp.example.com`")
-        );
-    }
 
     #[test]
     fn values_become_mcp_results() {

@@ -643,7 +643,11 @@ impl Inner {
         );
         let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
         params.meta = crate::telemetry::request_meta(&span);
-        let result = self.call_with(name, params).instrument(span.clone()).await;
+        // Boxed: the call's future is large, and every future that holds it inline is copied
+        // whole each time it moves (most costly in unoptimized builds).
+        let result = Box::pin(self.call_with(name, params))
+            .instrument(span.clone())
+            .await;
         crate::telemetry::record_result(&span, &result);
         result
     }
@@ -666,12 +670,12 @@ impl Inner {
         let response = loop {
             let (params, sink) = (params.clone(), sink.clone());
             let left = deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
-            let sent = self.request_within(&what, left, |peer| async move {
+            let sent = Box::pin(self.request_within(&what, left, |peer| async move {
                 match sink {
                     Some(sink) => self.call_following_progress(peer, params, sink).await,
                     None => peer.call_tool_once(params).await,
                 }
-            });
+            }));
             match sent.await {
                 // A shed call did not run: try again after the hint, within the deadline.
                 Err(Error::Busy {

@@ -188,20 +188,19 @@ pub(crate) fn unavailable(retry_after: Duration, body: impl Into<Body>) -> Respo
     response
 }
 
-/// Waits for a place for an HTTP request (stateless: every POST is one) and holds it until the
-/// answer is ready: a JSON answer once the call has finished, an event stream (a call sending
-/// progress) once it starts, the call itself staying under its own limit. A request that gets no
-/// place is answered `503` with `Retry-After` before its body is read.
+/// Waits for a place for an HTTP request (stateless: every POST is one); the caller holds it
+/// until the answer is ready: a JSON answer once the call has finished, an event stream (a call
+/// sending progress) once it starts, the call itself staying under its own limit. A request that
+/// gets no place is answered `503` with `Retry-After` before its body is read.
 pub(crate) async fn admit_request(
-    admission: Admission,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    if request.method() != axum::http::Method::POST {
-        return next.run(request).await;
+    admission: &Admission,
+    method: &axum::http::Method,
+) -> Result<Option<OwnedSemaphorePermit>, Response> {
+    if method != axum::http::Method::POST {
+        return Ok(None);
     }
-    let _permit = match admission.enter().await {
-        Ok(permit) => permit,
+    match admission.enter().await {
+        Ok(permit) => Ok(Some(permit)),
         Err(shed) => {
             let message = shed.describe(
                 "requests",
@@ -209,10 +208,9 @@ pub(crate) async fn admit_request(
                 "McpServer::max_sessions, stateless",
             );
             tracing::debug!(%message, "shed an MCP request");
-            return unavailable(admission.line.retry_after(), message);
+            Err(unavailable(admission.line.retry_after(), message))
         }
-    };
-    next.run(request).await
+    }
 }
 
 /// What a client is told when `max` sessions are open.
@@ -229,29 +227,24 @@ pub(crate) fn sessions_full(max: usize) -> String {
 /// 500 remains only for a request that loses a race for the last place.)
 ///
 /// [`McpServer::max_sessions`]: crate::McpServer::max_sessions
-pub(crate) async fn refuse_when_full(
-    open: Arc<AtomicUsize>,
+pub(crate) fn refuse_when_full(
+    open: &AtomicUsize,
     max: usize,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
+    request: &axum::extract::Request,
+) -> Option<Response> {
     let opens_one = request.method() == axum::http::Method::POST
         && !request.headers().contains_key("mcp-session-id");
     if opens_one && open.load(Ordering::SeqCst) >= max {
         tracing::debug!(max, "refused an MCP session: the server is full");
-        return unavailable(Duration::from_secs(1), sessions_full(max));
+        return Some(unavailable(Duration::from_secs(1), sessions_full(max)));
     }
-    next.run(request).await
+    None
 }
 
 /// Turns a small JSON answer that is a shed call ([`SERVER_BUSY`](crate::shed::SERVER_BUSY) with `retry_after_ms`) into
 /// `503 Service Unavailable` with `Retry-After`, keeping the JSON-RPC error as the body (MCP
 /// clients read a JSON-RPC error from a failed response). Other answers pass unchanged.
-pub(crate) async fn shed_calls_as_unavailable(
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    let response = next.run(request).await;
+pub(crate) async fn shed_calls_as_unavailable(response: Response) -> Response {
     let json = response
         .headers()
         .get(header::CONTENT_TYPE)
