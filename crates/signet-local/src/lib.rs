@@ -41,6 +41,8 @@
 //! ```
 
 mod llama_cpp;
+mod naming;
+mod notice;
 mod prompt_cache;
 mod running;
 mod server;

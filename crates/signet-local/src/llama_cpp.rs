@@ -10,6 +10,8 @@ use std::time::Duration;
 use signet::embed::OpenAiEmbedder;
 use signet::lm::{Capabilities, ConstrainedToolCalls, Lm, OpenAiLm};
 
+use crate::naming::fnv1a;
+use crate::notice::{progress, warn};
 use crate::prompt_cache::{Outcome, PromptCache};
 use crate::server::{LocalServer, ServerCommand, free_port};
 use crate::{LocalError, cache_dir};
@@ -519,7 +521,7 @@ impl LlamaCpp {
             let port = free_port()?;
             // `~` sorts after letters and digits: llama.cpp names the model by its first alias,
             // which stays the real one.
-            let check = format!("~signet-{}", crate::server::nonce());
+            let check = format!("~signet-{}", crate::naming::nonce());
             let started = LocalServer::spawn(
                 ServerCommand::new(&installed.python)
                     .args(self.server_args(&installed, template.as_deref(), threads, port))
@@ -699,13 +701,6 @@ fn port_lost(error: &LocalError) -> bool {
     }
 }
 
-/// A stable 64-bit hash (FNV-1a), to name cached files by their content.
-pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 fn create_dir(dir: &Path) -> Result<(), LocalError> {
     fs::create_dir_all(dir).map_err(|source| LocalError::Io {
         action: format!("create {}", dir.display()),
@@ -746,15 +741,4 @@ fn run(step: &str, command: &mut Command) -> Result<(), LocalError> {
             detail: format!("{status} (its output is above)"),
         })
     }
-}
-
-fn progress(message: &str) {
-    eprintln!("[signet-local] {message}");
-    tracing::info!("{message}");
-}
-
-/// A warning, on stderr and as a `tracing` event.
-pub(crate) fn warn(message: &str) {
-    eprintln!("[signet-local] warning: {message}");
-    tracing::warn!("{message}");
 }

@@ -96,10 +96,7 @@ impl PromptCache {
     pub(crate) fn new(dir: PathBuf, identity: &str, slots: u32) -> PromptCache {
         PromptCache {
             dir,
-            stem: format!(
-                "prompt-{:016x}",
-                crate::llama_cpp::fnv1a(identity.as_bytes())
-            ),
+            stem: format!("prompt-{:016x}", crate::naming::fnv1a(identity.as_bytes())),
             slots: slots.max(1),
         }
     }
@@ -170,7 +167,7 @@ impl PromptCache {
     /// as it was.
     pub(crate) async fn save(&self, base_url: &str) -> Result<Outcome, String> {
         let client = client()?;
-        let file = format!("{}.{}.bin", self.stem, crate::server::nonce());
+        let file = format!("{}.{}.bin", self.stem, crate::naming::nonce());
         let path = self.dir.join(&file);
         let outcome = self.save_into(&client, base_url, &file, &path).await;
         if !matches!(outcome, Ok(Outcome::Tokens(_))) {
@@ -350,7 +347,7 @@ async fn slot_action(
         .await
         .map_err(|e| format!("the answer broke off: {e}"))?;
     if !status.is_success() {
-        crate::server::cut_at_char(&mut body, 300);
+        crate::notice::cut_at_char(&mut body, 300);
         return Err(format!("HTTP {status}: {body}"));
     }
     serde_json::from_str(&body).map_err(|e| format!("an answer that is not JSON: {e}"))
@@ -361,7 +358,7 @@ mod tests {
     use super::*;
 
     fn temp_dir() -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("signet-prompts-{}", crate::server::nonce()));
+        let dir = std::env::temp_dir().join(format!("signet-prompts-{}", crate::naming::nonce()));
         fs::create_dir_all(&dir).unwrap();
         dir
     }

@@ -238,7 +238,7 @@ impl LocalServer {
                 }
                 let _ = self.child.kill().await;
                 let mut answered = String::from_utf8_lossy(&body).into_owned();
-                if cut_at_char(&mut answered, 200) {
+                if crate::notice::cut_at_char(&mut answered, 200) {
                     answered.push_str("...");
                 }
                 return Err(LocalError::PortTaken {
@@ -297,7 +297,7 @@ impl LocalServer {
                     "prompt cache saved"
                 ),
                 Ok(crate::prompt_cache::Outcome::Nothing) => {}
-                Err(error) => crate::llama_cpp::warn(&format!("prompt cache: {error}")),
+                Err(error) => crate::notice::warn(&format!("prompt cache: {error}")),
             }
         }
         self.child.kill().await.map_err(|source| LocalError::Io {
@@ -305,19 +305,6 @@ impl LocalServer {
             source,
         })
     }
-}
-
-/// Cuts `text` to at most `max` bytes, at a character boundary; whether it was longer.
-pub(crate) fn cut_at_char(text: &mut String, max: usize) -> bool {
-    if text.len() <= max {
-        return false;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text.truncate(end);
-    true
 }
 
 /// The most of a `/v1/models` answer read (a process that is not the server may send anything).
@@ -355,24 +342,6 @@ fn lists_model(body: &[u8], name: &str) -> bool {
         })
     };
     listed("data") || listed("models")
-}
-
-/// A name no other process can guess in advance (for [`ServerCommand::expect_model`]): 128 bits
-/// from the standard library's per-process random keys, the process id and the time.
-pub(crate) fn nonce() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let mut digits = String::with_capacity(32);
-    for part in 0..2u8 {
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u8(part);
-        hasher.write_u32(std::process::id());
-        hasher.write_u128(nanos);
-        digits.push_str(&format!("{:016x}", hasher.finish()));
-    }
-    digits
 }
 
 /// The longest line of the server's output kept; the rest of a longer line is read and dropped
@@ -460,18 +429,6 @@ mod tests {
     }
 
     #[test]
-    fn text_is_cut_at_a_character_boundary() {
-        let mut short = "abc".to_owned();
-        assert!(!cut_at_char(&mut short, 3));
-        assert_eq!(short, "abc");
-        let mut wide = "aé€".to_owned(); // 1 + 2 + 3 bytes
-        assert!(cut_at_char(&mut wide, 5));
-        assert_eq!(wide, "aé");
-        assert!(cut_at_char(&mut wide, 2));
-        assert_eq!(wide, "a");
-    }
-
-    #[test]
     fn a_model_is_listed_by_id_alias_or_name() {
         let llama = br#"{"models": [{"name": "a", "model": "a"}],
                          "data": [{"id": "a", "aliases": ["a", "smollm2"]}]}"#;
@@ -487,13 +444,6 @@ mod tests {
         ] {
             assert!(!lists_model(other, "a"));
         }
-    }
-
-    #[test]
-    fn nonces_differ() {
-        let (a, b) = (nonce(), nonce());
-        assert_eq!(a.len(), 32);
-        assert_ne!(a, b);
     }
 
     #[test]

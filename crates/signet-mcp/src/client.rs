@@ -9,6 +9,7 @@ mod elicitation;
 mod handler;
 mod http;
 mod process;
+mod progress;
 mod resource_tools;
 mod resources;
 mod roots;

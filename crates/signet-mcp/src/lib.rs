@@ -85,7 +85,8 @@ pub use client::{
     Sampling, SamplingRequest, StdioCommand,
 };
 pub use error::Error;
-pub use server::{HttpMode, HttpServer, McpServer, ServerLoad};
+pub use server::http::HttpServer;
+pub use server::{HttpMode, McpServer, ServerLoad};
 
 /// The MCP SDK this crate is built on, for its protocol types (`rmcp::model::CallToolResult`, ...).
 pub use rmcp;

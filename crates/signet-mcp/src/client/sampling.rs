@@ -14,8 +14,6 @@ use rmcp::model::{
 use signet::lm::{Content, FinishReason, Lm, LmRequest, Message, Role, Usage};
 use signet::media::{Audio, ContentPart, Image};
 
-use super::session::Inner;
-
 type Approver = Arc<dyn Fn(SamplingRequest) -> BoxFuture<'static, bool> + Send + Sync>;
 
 /// How the client answers a server's sampling requests: with which model, within which limits,
@@ -114,25 +112,26 @@ impl Sampling {
         self
     }
 
-    /// Answers one `sampling/createMessage` for the session `inner`.
+    /// Answers one `sampling/createMessage` from the server `label`, counting what it spends in
+    /// `spent`.
     pub(super) async fn answer(
         &self,
-        inner: &Inner,
+        label: &str,
+        spent: &SamplingSpend,
         params: CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, ErrorData> {
-        let request = self.request(inner.label(), params)?;
+        let request = self.request(label, params)?;
         if let Some(approve) = &self.approve
             && !approve(request.clone()).await
         {
-            tracing::info!(server = %inner.label(), "sampling request refused by the approval hook");
+            tracing::info!(server = %label, "sampling request refused by the approval hook");
             return Err(refused(
                 "the client's user declined the sampling request".into(),
             ));
         }
         let _in_flight = match self.token_budget {
             Some(budget) => Some(
-                inner
-                    .sampled
+                spent
                     .reserve(budget, u64::from(request.max_tokens))
                     .map_err(refused)?,
             ),
@@ -145,9 +144,9 @@ impl Sampling {
         let completion = self.lm.complete(&lm_request).await.map_err(|e| {
             ErrorData::internal_error(format!("the client's model failed: {e}"), None)
         })?;
-        inner.sampled.charge(completion.usage);
+        spent.charge(completion.usage);
         tracing::debug!(
-            server = %inner.label(),
+            server = %label,
             tokens = completion.usage.total_tokens(),
             "answered a sampling request"
         );

@@ -1,7 +1,6 @@
 //! One MCP session and what keeps it usable: connecting (spawn or HTTP), the tool list, calls with
 //! their time limit, noticing a dead server, restarting it, and shutting it down.
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
@@ -9,8 +8,7 @@ use tracing::Instrument;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
-    CancelledNotificationParam, ClientRequest, PaginatedRequestParams, ProgressToken, RequestId,
-    ServerResult,
+    CancelledNotificationParam, ClientRequest, PaginatedRequestParams, RequestId, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -23,6 +21,7 @@ use tokio::sync::{broadcast, watch};
 
 use super::handler::ClientSide;
 use super::process::{ChildProcess, ExitOutcome};
+use super::progress::ProgressRoutes;
 use super::{McpClientBuilder, McpTool, Root, StdioCommand};
 use crate::Error;
 
@@ -122,7 +121,7 @@ pub(crate) struct Inner {
     /// Tokens spent answering the server's sampling requests.
     pub(super) sampled: super::sampling::SamplingSpend,
     /// Where the server's progress notifications go, by the token of the call they belong to.
-    pub(super) progress: Mutex<ProgressRoutes>,
+    pub(super) progress: ProgressRoutes,
     /// The re-listing that `tools/list_changed` notifications ask for, coalesced.
     relist: Mutex<Relist>,
 }
@@ -135,47 +134,6 @@ struct Relist {
     pending: Option<(Peer<RoleClient>, u64)>,
     /// Whether a task is waiting or listing.
     running: bool,
-}
-
-/// The progress routes of calls waiting for their reply, and the latest messages that came for
-/// no open route. rmcp picks a call's progress token as it sends the request, so the route opens
-/// only after the request is on its way, and the server's first messages can be handled before
-/// it: they wait here and the route takes them when it opens. Messages of calls that follow no
-/// progress wait too, the oldest dropped past [`EARLY_PROGRESS`].
-#[derive(Default)]
-pub(super) struct ProgressRoutes {
-    sinks: HashMap<ProgressToken, ProgressSink>,
-    early: VecDeque<(ProgressToken, String)>,
-}
-
-/// How many messages with no open route are kept for a route about to open.
-const EARLY_PROGRESS: usize = 64;
-
-impl ProgressRoutes {
-    /// Sends `message` to the route of `token`, or keeps it for a route about to open.
-    fn deliver(&mut self, token: &ProgressToken, message: String) {
-        match self.sinks.get(token) {
-            Some(sink) => sink(message),
-            None => {
-                if self.early.len() == EARLY_PROGRESS {
-                    self.early.pop_front();
-                }
-                self.early.push_back((token.clone(), message));
-            }
-        }
-    }
-
-    /// Opens the route of `token`; the messages that came for it before go to `sink` first.
-    fn open(&mut self, token: ProgressToken, sink: ProgressSink) {
-        for (for_token, message) in std::mem::take(&mut self.early) {
-            if for_token == token {
-                sink(message);
-            } else {
-                self.early.push_back((for_token, message));
-            }
-        }
-        self.sinks.insert(token, sink);
-    }
 }
 
 impl Inner {
@@ -200,7 +158,7 @@ impl Inner {
             updates: broadcast::channel(64).0,
             roots: RwLock::new(options.roots.take()),
             sampled: super::sampling::SamplingSpend::default(),
-            progress: Mutex::default(),
+            progress: ProgressRoutes::default(),
             relist: Mutex::default(),
             options,
         });
@@ -274,7 +232,7 @@ impl Inner {
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
         // A new connection numbers its progress tokens afresh: messages kept from the last one
         // must not reach a new call with the same token.
-        lock(&self.progress).early.clear();
+        self.progress.forget_early();
         let handler = ClientSide::new(self, generation);
         let limit = self.options.startup_timeout;
         let timeout = || Error::Timeout {
@@ -426,7 +384,7 @@ impl Inner {
     /// Answers a `tools/list_changed` from connection `generation`: lists the tools again after
     /// [`McpClientBuilder::relist_debounce`], once for all the notifications that arrive until
     /// the listing starts, and once more after it for those that arrive while it runs.
-    pub(super) fn tools_list_changed(self: &Arc<Self>, peer: Peer<RoleClient>, generation: u64) {
+    fn relist_tools(self: &Arc<Self>, peer: Peer<RoleClient>, generation: u64) {
         let mut relist = lock(&self.relist);
         relist.pending = Some((peer, generation));
         if relist.running {
@@ -743,7 +701,7 @@ impl Inner {
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await?;
-        let _route = ProgressRoute::open(self, handle.progress_token.clone(), sink);
+        let _route = self.progress.open(handle.progress_token.clone(), sink);
         let mut abandoned = CancelIfAbandoned(Some((peer, handle.id.clone())));
         let reply = handle.await_response().await;
         abandoned.0 = None;
@@ -759,24 +717,6 @@ impl Inner {
             }
             _ => Err(ServiceError::UnexpectedResponse),
         }
-    }
-
-    /// Sends the server's progress message for `token` to the caller's sink, if the call is
-    /// still waiting.
-    pub(super) fn progress(
-        &self,
-        token: &ProgressToken,
-        progress: f64,
-        total: Option<f64>,
-        message: Option<String>,
-    ) {
-        let message = message.unwrap_or_else(|| match total {
-            Some(total) => format!("{progress} of {total}"),
-            None => format!("{progress}"),
-        });
-        // The lock is held while the sink runs, so a route that opens meanwhile delivers the
-        // messages that came before it first, in order.
-        lock(&self.progress).deliver(token, message);
     }
 
     /// The error for a call whose server died under it; restarts the server when allowed.
@@ -903,23 +843,34 @@ pub(super) fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
     cause.to_string()
 }
 
-/// The route of one call's progress notifications to its caller, removed when the call ends.
-struct ProgressRoute<'a> {
-    inner: &'a Inner,
-    token: ProgressToken,
-}
-
-impl<'a> ProgressRoute<'a> {
-    /// Opens the route; the messages for `token` that came before it go to `sink` first.
-    fn open(inner: &'a Inner, token: ProgressToken, sink: ProgressSink) -> ProgressRoute<'a> {
-        lock(&inner.progress).open(token.clone(), sink);
-        ProgressRoute { inner, token }
+impl super::handler::Session for Inner {
+    fn label(&self) -> &str {
+        &self.label
     }
-}
 
-impl Drop for ProgressRoute<'_> {
-    fn drop(&mut self) {
-        lock(&self.inner.progress).sinks.remove(&self.token);
+    fn options(&self) -> &McpClientBuilder {
+        &self.options
+    }
+
+    fn roots(&self) -> &RwLock<Option<Vec<Root>>> {
+        &self.roots
+    }
+
+    fn sampled(&self) -> &super::sampling::SamplingSpend {
+        &self.sampled
+    }
+
+    fn progress(&self) -> &ProgressRoutes {
+        &self.progress
+    }
+
+    fn resource_updated(&self, uri: String) {
+        // No subscriber is not an error: nobody waits for updates right now.
+        let _ = self.updates.send(uri);
+    }
+
+    fn tools_list_changed(self: Arc<Self>, peer: Peer<RoleClient>, generation: u64) {
+        self.relist_tools(peer, generation);
     }
 }
 
@@ -944,52 +895,5 @@ impl Drop for CancelIfAbandoned {
                     .await;
             });
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rmcp::model::NumberOrString;
-
-    fn token(n: i64) -> ProgressToken {
-        ProgressToken(NumberOrString::Number(n))
-    }
-
-    fn collecting() -> (ProgressSink, Arc<Mutex<Vec<String>>>) {
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let into = seen.clone();
-        let sink: ProgressSink = Arc::new(move |m: String| lock(&into).push(m));
-        (sink, seen)
-    }
-
-    #[test]
-    fn messages_before_the_route_opens_reach_it_first_and_in_order() {
-        let mut routes = ProgressRoutes::default();
-        routes.deliver(&token(1), "turn 1".into());
-        routes.deliver(&token(2), "another call".into());
-        routes.deliver(&token(1), "thought".into());
-        let (sink, seen) = collecting();
-        routes.open(token(1), sink);
-        routes.deliver(&token(1), "calling tick".into());
-        assert_eq!(*lock(&seen), ["turn 1", "thought", "calling tick"]);
-        // The other call's message still waits for its own route.
-        assert_eq!(routes.early.len(), 1);
-        let (sink, seen) = collecting();
-        routes.open(token(2), sink);
-        assert_eq!(*lock(&seen), ["another call"]);
-    }
-
-    #[test]
-    fn unrouted_messages_are_bounded() {
-        let mut routes = ProgressRoutes::default();
-        for n in 0..EARLY_PROGRESS + 10 {
-            routes.deliver(&token(7), n.to_string());
-        }
-        let (sink, seen) = collecting();
-        routes.open(token(7), sink);
-        let seen = lock(&seen);
-        assert_eq!(seen.len(), EARLY_PROGRESS);
-        assert_eq!(seen[0], "10");
     }
 }
