@@ -1077,7 +1077,7 @@ async fn run_parse_cases(fixture: &Value) -> Outcome {
             } else {
                 ChatAdapter::new().without_json_fallback()
             };
-            let result = adapter::run(
+            let result = signet::adapted::run(
                 &chat,
                 lm.as_ref(),
                 &sig,

@@ -15,6 +15,7 @@ mod resources;
 mod roots;
 mod sampling;
 mod session;
+mod session_roles;
 mod tool;
 
 use std::sync::Arc;

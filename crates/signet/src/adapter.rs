@@ -6,8 +6,8 @@
 //! * [`JsonAdapter`]: one JSON object; structured outputs when the LM supports them.
 //! * [`XmlAdapter`]: `<field>` tags, nested XML for lists, maps and structs.
 //!
-//! [`run`] performs one adapted call: format, send, parse, with the fallbacks made explicit, logged
-//! and counted in [`Usage`].
+//! [`crate::adapted::run`] performs one adapted call: format, send, parse, with the fallbacks made
+//! explicit, logged and counted in [`Usage`](crate::lm::Usage).
 
 mod chat;
 pub(crate) mod field_stream;
@@ -15,7 +15,7 @@ mod json;
 pub(crate) mod media;
 pub(crate) mod native;
 pub(crate) mod templates;
-mod two_step;
+pub(crate) mod two_step;
 #[doc(hidden)]
 pub mod value;
 mod xml;
@@ -33,9 +33,7 @@ pub(crate) fn xml_assistant_message(signature: &DynSignature, outputs: &Fields) 
     xml::assistant_message(signature, outputs, None)
 }
 
-use crate::lm::{
-    Capabilities, Completion, Lm, LmOptions, LmRequest, Message, ResponseFormat, Usage,
-};
+use crate::lm::{Capabilities, LmRequest, Message};
 use crate::signature::{DynSignature, Field};
 
 /// Which adapter produced a prompt or read a reply; printed as DSPy's class name.
@@ -595,238 +593,4 @@ pub(crate) fn check_complete(
         found: fields.keys().cloned().collect(),
         response: response.to_owned(),
     })
-}
-
-/// The outcome of an adapted call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AdaptedReply {
-    /// The output field values.
-    pub outputs: Fields,
-    /// The last completion (text, tool calls, reasoning).
-    pub completion: Completion,
-    /// Usage summed over every LM call made (fallbacks included).
-    pub usage: Usage,
-    /// The adapter that produced the outputs.
-    pub adapter: AdapterName,
-}
-
-/// One adapted call: format with `adapter`, send to `lm`, parse. On a parse failure the call is
-/// retried — once in JSON mode if structured outputs were used, then once with the adapter's
-/// [`fallback`](Adapter::fallback) — each retry logged (`tracing::warn!`) and counted in
-/// [`Usage::adapter_fallbacks`]. LM errors are returned as they are.
-pub async fn run(
-    adapter: &dyn Adapter,
-    lm: &dyn Lm,
-    signature: &DynSignature,
-    demos: &[Fields],
-    inputs: &Fields,
-    options: &LmOptions,
-) -> Result<AdaptedReply, crate::Error> {
-    run_parsing_as(adapter, lm, signature, None, demos, inputs, options).await
-}
-
-/// [`run`], but the reply is read with `parse_as` (same fields, possibly looser types) instead of
-/// `signature`. ReAct uses it to show the model a `Literal` of tool names while still reading an
-/// unknown name, so that the mistake becomes an observation the model can act on.
-pub async fn run_parsing_as(
-    adapter: &dyn Adapter,
-    lm: &dyn Lm,
-    signature: &DynSignature,
-    parse_as: Option<&DynSignature>,
-    demos: &[Fields],
-    inputs: &Fields,
-    options: &LmOptions,
-) -> Result<AdaptedReply, crate::Error> {
-    let call = Call {
-        signature,
-        parse_as,
-        demos,
-        inputs,
-        options,
-        tool_choice: None,
-        extra: None,
-    };
-    run_counting(adapter, lm, &call, &mut Usage::default()).await
-}
-
-/// [`run_parsing_as`] that adds the usage of every LM call to `usage`, failed ones included (a
-/// reply that cannot be parsed still cost its tokens).
-pub(crate) async fn run_counting(
-    adapter: &dyn Adapter,
-    lm: &dyn Lm,
-    call: &Call<'_>,
-    usage: &mut Usage,
-) -> Result<AdaptedReply, crate::Error> {
-    // A reply's usage is what this call spent (`attempt` records it); failed calls count too.
-    let mut own = Usage::default();
-    let result = run_call(adapter, lm, call, &mut own).await;
-    *usage += own;
-    result
-}
-
-async fn run_call(
-    adapter: &dyn Adapter,
-    lm: &dyn Lm,
-    call: &Call<'_>,
-    usage: &mut Usage,
-) -> Result<AdaptedReply, crate::Error> {
-    media::check_inputs(call.signature, call.inputs)?;
-    let error = match attempt(adapter, lm, call, None, usage).await {
-        Ok(reply) => return Ok(reply),
-        Err(crate::Error::Parse(error)) => error,
-        Err(other) => return Err(other),
-    };
-    let Some(fallback) = adapter.fallback(call.signature, call.inputs) else {
-        return Err(crate::Error::Parse(error));
-    };
-    note_fallback(adapter, fallback.as_ref(), &error, usage);
-    attempt(&fallback, lm, call, None, usage).await
-}
-
-/// Says that a reply `adapter` could not read (`error`) is asked for once more in `fallback`'s
-/// format: a warning, and one more [`Usage::adapter_fallbacks`].
-pub(crate) fn note_fallback(
-    adapter: &dyn Adapter,
-    fallback: &dyn Adapter,
-    error: &ParseError,
-    usage: &mut Usage,
-) {
-    tracing::warn!(
-        from = %adapter.name(),
-        to = %fallback.name(),
-        %error,
-        "reply could not be parsed; retrying once with the fallback adapter"
-    );
-    usage.adapter_fallbacks += 1;
-}
-
-/// The outputs in a reply's `text`: read with `adapter`'s [`parse`](Adapter::parse) as
-/// `parse_as`, or — for an adapter whose replies a model reads ([`Adapter::extraction`]) — by that
-/// model, shown `signature`'s outputs (its usage added to `usage`; its LM failure returned).
-pub(crate) async fn read_outputs(
-    adapter: &dyn Adapter,
-    signature: &DynSignature,
-    parse_as: &DynSignature,
-    text: &str,
-    usage: &mut Usage,
-) -> Result<Result<Fields, ParseError>, crate::lm::LmError> {
-    match adapter.extraction() {
-        // Boxed: the extraction's state stays out of every other call's future.
-        Some(extraction) => {
-            Box::pin(two_step::extract(
-                extraction.as_ref(),
-                signature,
-                parse_as,
-                text,
-                usage,
-            ))
-            .await
-        }
-        None => Ok(adapter.parse(parse_as, text)),
-    }
-}
-
-/// What one adapted call is about.
-pub(crate) struct Call<'a> {
-    pub(crate) signature: &'a DynSignature,
-    pub(crate) parse_as: Option<&'a DynSignature>,
-    pub(crate) demos: &'a [Fields],
-    pub(crate) inputs: &'a Fields,
-    pub(crate) options: &'a LmOptions,
-    /// A tool choice for calls that send tools natively (dropped otherwise, as DSPy drops it).
-    pub(crate) tool_choice: Option<crate::lm::ToolChoice>,
-    /// Extra top-level request fields.
-    pub(crate) extra: Option<&'a Map<String, Value>>,
-}
-
-async fn attempt(
-    adapter: &dyn Adapter,
-    lm: &dyn Lm,
-    call: &Call<'_>,
-    format_override: Option<ResponseFormat>,
-    usage: &mut Usage,
-) -> Result<AdaptedReply, crate::Error> {
-    let signature = call.signature;
-    let native = native::prepare(adapter, signature, call.inputs, lm.capabilities())?;
-    let format_signature = native.as_ref().map_or(signature, |n| &n.processed);
-    let mut request = LmRequest::new(adapter.format(format_signature, call.demos, call.inputs));
-    request.options = call.options.clone();
-    adapter.configure(
-        format_signature,
-        call.inputs,
-        &mut request,
-        lm.capabilities(),
-    );
-    if format_override.is_some() {
-        request.response_format = format_override;
-    }
-    if let Some(native) = &native {
-        request.tools = native.tools.clone();
-        request.parallel_tool_calls = adapter.parallel_tool_calls();
-        if request.parallel_tool_calls.is_some() {
-            request.tool_choice = Some(crate::lm::ToolChoice::Auto);
-        }
-        if let Some(choice) = &call.tool_choice {
-            request.tool_choice = Some(choice.clone());
-        }
-    }
-    if let Some(extra) = call.extra {
-        request
-            .extra
-            .extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
-    }
-    let completion = lm.complete(&request).await?;
-    *usage += completion.usage;
-    let text = completion.text.as_deref().unwrap_or_default();
-    let parse_signature = match (&native, call.parse_as) {
-        (Some(native), _) => &native.processed,
-        (None, Some(parse_as)) => parse_as,
-        (None, None) => signature,
-    };
-    let parsed = match &native {
-        // The model called tools instead of answering: the text outputs are absent (null), the
-        // tool calls are the result.
-        Some(native) if text.is_empty() && !completion.tool_calls.is_empty() => {
-            Ok(native::merge(signature, Fields::new(), native, &completion))
-        }
-        _ if text.is_empty() => Err(ParseError::EmptyResponse {
-            adapter: adapter.name(),
-        }),
-        Some(native) => read_outputs(adapter, format_signature, parse_signature, text, usage)
-            .await?
-            .map(|outputs| native::merge(signature, outputs, native, &completion)),
-        // Parsed in place without `read_outputs`' future: 118 instructions less a call (callgrind).
-        None if adapter.extraction().is_none() => adapter.parse(parse_signature, text),
-        None => read_outputs(adapter, signature, parse_signature, text, usage).await?,
-    };
-    match parsed {
-        Ok(outputs) => Ok(AdaptedReply {
-            outputs,
-            completion,
-            usage: *usage,
-            adapter: adapter.name(),
-        }),
-        Err(error)
-            if matches!(
-                request.response_format,
-                Some(ResponseFormat::JsonSchema { .. })
-            ) =>
-        {
-            tracing::warn!(
-                adapter = %adapter.name(),
-                %error,
-                "structured output could not be parsed; retrying once in JSON mode"
-            );
-            usage.adapter_fallbacks += 1;
-            Box::pin(attempt(
-                adapter,
-                lm,
-                call,
-                Some(ResponseFormat::JsonObject),
-                usage,
-            ))
-            .await
-        }
-        Err(error) => Err(crate::Error::Parse(error)),
-    }
 }

@@ -96,7 +96,7 @@ impl Example {
     /// assert_eq!(example.inputs()["question"], "2 + 2?");
     /// assert_eq!(example.labels()["answer"], "4");
     /// ```
-    pub fn of<S: Signature>(example: S) -> Result<Example, crate::Error> {
+    pub fn of<S: Signature>(example: S) -> Result<Example, crate::error::Error> {
         let (input, output) = example.into_parts();
         let mut values = to_fields(&input)?;
         values.extend(to_fields(&output)?);
@@ -106,7 +106,7 @@ impl Example {
 
     /// The typed inputs of `S`, with no labels yet (add them with [`with_label`](Self::with_label)):
     /// for a partial label, such as only the answer of a signature that also outputs reasoning.
-    pub fn for_input<S: Signature>(input: &S::Input) -> Result<Example, crate::Error> {
+    pub fn for_input<S: Signature>(input: &S::Input) -> Result<Example, crate::error::Error> {
         Ok(Example::from_fields(to_fields(input)?)
             .with_inputs(S::signature().inputs().iter().map(|f| f.name())))
     }
@@ -156,24 +156,24 @@ impl Example {
     }
 
     /// The inputs as the typed input `T` (a signature's input struct).
-    pub fn input_as<T: serde::de::DeserializeOwned>(&self) -> Result<T, crate::Error> {
+    pub fn input_as<T: serde::de::DeserializeOwned>(&self) -> Result<T, crate::error::Error> {
         // Read from the example's own values (no copy of the inputs first).
         let inputs = self.entries(true).map(|(k, v)| (k.as_str(), v));
         T::deserialize(serde::de::value::MapDeserializer::<_, serde_json::Error>::new(inputs))
-            .map_err(|e| crate::Error::InputType { source: e.into() })
+            .map_err(|e| crate::error::Error::InputType { source: e.into() })
     }
 }
 
-fn to_fields<T: Serialize>(value: &T) -> Result<Fields, crate::Error> {
+fn to_fields<T: Serialize>(value: &T) -> Result<Fields, crate::error::Error> {
     match serde_json::to_value(value) {
         Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(crate::Error::InputType {
+        Ok(other) => Err(crate::error::Error::InputType {
             source: <serde_json::Error as serde::ser::Error>::custom(format!(
                 "expected a struct of fields, got {other}"
             ))
             .into(),
         }),
-        Err(e) => Err(crate::Error::InputType { source: e.into() }),
+        Err(e) => Err(crate::error::Error::InputType { source: e.into() }),
     }
 }
 
@@ -495,7 +495,10 @@ mod tests {
         );
         let wrong = Example::new(json!({"question": 4})).with_inputs(["question"]);
         let error = wrong.input_as::<Input>().unwrap_err();
-        assert!(matches!(error, crate::Error::InputType { .. }), "{error}");
+        assert!(
+            matches!(error, crate::error::Error::InputType { .. }),
+            "{error}"
+        );
     }
 
     #[test]

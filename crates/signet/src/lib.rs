@@ -53,6 +53,7 @@
 
 #![warn(unreachable_pub)]
 
+pub mod adapted;
 pub mod adapter;
 pub mod blocking;
 pub mod child_env;

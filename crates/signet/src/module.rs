@@ -50,6 +50,7 @@ mod streamify;
 mod tool_executor;
 mod tool_runner;
 mod traced;
+mod typed_fields;
 
 /// ReAct's entry points and the vocabulary [`Predict`] with tools shares with it (approvals,
 /// suspension, the trajectory); the rest of ReAct's names (truncation policies, the names it
@@ -73,9 +74,7 @@ pub use demo_selection::{DemoSelector, EmbeddingDemos, NearestDemos};
 pub use module_events::{ModuleEvent, PredictorEvent};
 pub use module_tool::ModuleTool;
 pub use multi_chain::{Compared, Completions, MultiChainComparison};
-pub(crate) use predict::typed_module_impls;
 pub use predict::{ChainOfThought, Predict, Reasoned, with_reasoning};
-pub(crate) use predict::{from_fields, to_fields};
 pub(crate) use program::program_code;
 pub use program::{Module, Predictors, join_path, prefixed};
 pub(crate) use saved::tool_component;
@@ -84,6 +83,7 @@ pub use streamify::streamify;
 pub use tool_executor::ToolExecutor;
 pub(crate) use traced::short_type_name;
 pub use traced::traced;
+pub(crate) use typed_fields::{from_fields, to_fields};
 
 /// Global defaults, used when neither the module nor the call sets an LM or adapter.
 #[derive(Default)]
@@ -183,7 +183,7 @@ pub struct DynPredict {
     model_hint: Option<Arc<str>>,
     adapter: Option<Arc<dyn Adapter>>,
     options: LmOptions,
-    tools: Vec<Arc<dyn crate::Tool>>,
+    tools: Vec<Arc<dyn crate::tool::Tool>>,
     max_tool_turns: usize,
     approver: Option<react::Approver>,
     tool_limits: react::Limits,
@@ -299,7 +299,7 @@ impl DynPredict {
         }
 
         /// Reads replies with `signature` (the same fields, possibly looser types) instead of the one
-        /// shown to the model (see [`adapter::run_parsing_as`]).
+        /// shown to the model (see [`crate::adapted::run_parsing_as`]).
         fn with_parse_signature(signature: DynSignature) { parse_as = Some(signature) }
 
         /// Sampling options sent with every call.
@@ -654,8 +654,8 @@ impl DynPredict {
             });
         }
         if !self.tools.is_empty() {
-            // (Without tools, `adapter::run` checks the media inputs.)
-            crate::adapter::media::check_inputs(&self.signature, inputs)?;
+            // (Without tools, `adapted::run` checks the media inputs.)
+            crate::adapted::check_media_inputs(&self.signature, inputs)?;
             // Boxed: the tool loop's state would otherwise make every call's future as large.
             let prediction = Box::pin(self.forward_with_tools(inputs, call, usage)).await?;
             *usage += prediction.usage;
@@ -695,7 +695,7 @@ impl DynPredict {
             None => lm,
         };
         let demos = self.demos_for(inputs);
-        let adapted = adapter::Call {
+        let adapted = crate::adapted::Call {
             signature: &self.signature,
             parse_as: self.parse_as.as_ref(),
             demos: &demos,
@@ -704,7 +704,8 @@ impl DynPredict {
             tool_choice: None,
             extra: None,
         };
-        let reply = adapter::run_counting(adapter.as_ref(), lm.as_ref(), &adapted, usage).await?;
+        let reply =
+            crate::adapted::run_counting(adapter.as_ref(), lm.as_ref(), &adapted, usage).await?;
         Ok(Prediction {
             outputs: reply.outputs,
             usage: reply.usage,

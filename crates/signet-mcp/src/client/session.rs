@@ -361,7 +361,9 @@ impl Inner {
         }
         let mut tools: Vec<Arc<McpTool>> = Vec::with_capacity(listed.len());
         for tool in listed {
-            let tool = McpTool::new(tool, &self.options.tool_prefix, Arc::downgrade(self));
+            let session: std::sync::Weak<dyn super::tool::Session> =
+                Arc::downgrade(self) as std::sync::Weak<Inner>;
+            let tool = McpTool::new(tool, &self.options.tool_prefix, session);
             if tools.iter().any(|t| t.name() == tool.name()) {
                 tracing::warn!(server = %self.label, tool = tool.name(), "duplicate MCP tool name; keeping the first");
                 continue;
@@ -384,7 +386,7 @@ impl Inner {
     /// Answers a `tools/list_changed` from connection `generation`: lists the tools again after
     /// [`McpClientBuilder::relist_debounce`], once for all the notifications that arrive until
     /// the listing starts, and once more after it for those that arrive while it runs.
-    fn relist_tools(self: &Arc<Self>, peer: Peer<RoleClient>, generation: u64) {
+    pub(super) fn relist_tools(self: &Arc<Self>, peer: Peer<RoleClient>, generation: u64) {
         let mut relist = lock(&self.relist);
         relist.pending = Some((peer, generation));
         if relist.running {
@@ -841,37 +843,6 @@ pub(super) fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
         cause = source;
     }
     cause.to_string()
-}
-
-impl super::handler::Session for Inner {
-    fn label(&self) -> &str {
-        &self.label
-    }
-
-    fn options(&self) -> &McpClientBuilder {
-        &self.options
-    }
-
-    fn roots(&self) -> &RwLock<Option<Vec<Root>>> {
-        &self.roots
-    }
-
-    fn sampled(&self) -> &super::sampling::SamplingSpend {
-        &self.sampled
-    }
-
-    fn progress(&self) -> &ProgressRoutes {
-        &self.progress
-    }
-
-    fn resource_updated(&self, uri: String) {
-        // No subscriber is not an error: nobody waits for updates right now.
-        let _ = self.updates.send(uri);
-    }
-
-    fn tools_list_changed(self: Arc<Self>, peer: Peer<RoleClient>, generation: u64) {
-        self.relist_tools(peer, generation);
-    }
 }
 
 /// The map behind `mutex`, also after a panic elsewhere left it poisoned (its entries stay valid).

@@ -3,13 +3,27 @@
 use std::sync::{Arc, Weak};
 
 use futures::FutureExt;
-use rmcp::model::ToolAnnotations;
+use futures::future::BoxFuture;
+use rmcp::model::{CallToolResult, ToolAnnotations};
 use serde_json::{Map, Value};
 use signet::tool::{ToolFuture, ToolSpec};
 use signet::{Tool, ToolError};
 
-use super::session::{Inner, SessionOwner};
 use crate::content::{error_text, result_value};
+
+/// What a listed tool needs of the session that listed it: the session's state implements it.
+pub(super) trait Session: Send + Sync + 'static {
+    /// The server's name in messages.
+    fn label(&self) -> &str;
+    /// The latest listing of the server's tool `remote`, if it is still listed.
+    fn current_tool(&self, remote: &str) -> Option<Arc<McpTool>>;
+    /// One `tools/call` of the server's tool `remote`.
+    fn call_tool(
+        self: Arc<Self>,
+        remote: String,
+        args: Value,
+    ) -> BoxFuture<'static, Result<CallToolResult, crate::Error>>;
+}
 
 /// A tool served by an MCP server, usable wherever a Signet [`Tool`] is (ReAct, native function
 /// calling, [`Tool::call_blocking`]).
@@ -51,7 +65,7 @@ pub struct McpTool {
     annotations: Option<ToolAnnotations>,
     output_schema: Option<Value>,
     server: String,
-    client: Weak<Inner>,
+    client: Weak<dyn Session>,
 }
 
 impl std::fmt::Debug for McpTool {
@@ -64,7 +78,7 @@ impl std::fmt::Debug for McpTool {
 }
 
 impl McpTool {
-    pub(crate) fn new(tool: rmcp::model::Tool, prefix: &str, client: Weak<Inner>) -> McpTool {
+    pub(super) fn new(tool: rmcp::model::Tool, prefix: &str, client: Weak<dyn Session>) -> McpTool {
         let server = client
             .upgrade()
             .map(|c| c.label().to_owned())
@@ -110,7 +124,7 @@ impl McpTool {
     }
 
     /// Checks `args` against the latest listing of this tool's schema.
-    fn validate(&self, client: &Inner, args: &Value) -> Result<(), ToolError> {
+    fn validate(&self, client: &dyn Session, args: &Value) -> Result<(), ToolError> {
         let latest = client.current_tool(&self.remote);
         let spec = latest.as_ref().map_or(&self.spec, |t| &t.spec);
         match spec.validate(args) {
@@ -158,10 +172,9 @@ impl Tool for McpTool {
             } else {
                 args
             };
-            self.validate(&client, &args)?;
-            let client: Arc<Inner> = client;
+            self.validate(client.as_ref(), &args)?;
             let result = client
-                .call(&self.remote, args)
+                .call_tool(self.remote.clone(), args)
                 .await
                 .map_err(|e| e.into_tool_error(name))?;
             if result.is_error == Some(true) {
@@ -198,7 +211,8 @@ pub(super) fn dropped_client(tool: &str, server: &str) -> ToolError {
 /// every such tool are gone.
 pub(super) struct Owned<T> {
     pub(super) tool: Arc<T>,
-    pub(super) session: Arc<SessionOwner>,
+    /// The session's owner, held only to keep it open.
+    pub(super) session: Arc<dyn std::any::Any + Send + Sync>,
 }
 
 impl<T: Tool> Tool for Owned<T> {

@@ -66,7 +66,7 @@ pub(crate) fn observation(value: &Value) -> Option<Value> {
 
 /// Whether a media field's value holds only images and audio (or nothing, for an optional field):
 /// the error says what was found where.
-fn check(value: &Value) -> Result<(), crate::media::MediaError> {
+pub(crate) fn check(value: &Value) -> Result<(), crate::media::MediaError> {
     match value {
         Value::Null => Ok(()),
         Value::Array(items) => items
@@ -74,27 +74,6 @@ fn check(value: &Value) -> Result<(), crate::media::MediaError> {
             .try_for_each(|item| media_parts(item).map(drop)),
         other => media_parts(other).map(drop),
     }
-}
-
-/// Every media input of `signature` in `inputs` holds only images and audio:
-/// [`Error::InvalidMedia`](crate::Error::InvalidMedia) naming the first that does not.
-pub(crate) fn check_inputs(
-    signature: &crate::DynSignature,
-    inputs: &crate::signature::Fields,
-) -> Result<(), crate::Error> {
-    let media = signature
-        .inputs()
-        .iter()
-        .filter(|f| f.kind() == crate::signature::FieldKind::Media);
-    for field in media {
-        if let Some(value) = inputs.get(field.name()) {
-            check(value).map_err(|source| crate::Error::InvalidMedia {
-                field: field.name().to_owned(),
-                source,
-            })?;
-        }
-    }
-    Ok(())
 }
 
 /// A user message's text cut at the markers into text and media parts; `None` when it has no

@@ -2,11 +2,10 @@
 
 use serde_json::Value;
 
-use super::{Adapter, Fields};
-use crate::Error;
-use crate::lm::{Capabilities, Completion, ToolDefinition};
-use crate::signature::{DynSignature, FieldKind};
-use crate::signature::{ToolCallRecord, ToolCalls, descriptors};
+use super::Fields;
+use crate::lm::{Completion, ToolDefinition};
+use crate::signature::DynSignature;
+use crate::signature::{ToolCallRecord, ToolCalls};
 
 /// What native function calling changes for one call.
 pub(crate) struct NativeTools {
@@ -16,51 +15,6 @@ pub(crate) struct NativeTools {
     pub tools: Vec<ToolDefinition>,
     /// The name of the tool-calls output field.
     pub output_field: String,
-}
-
-/// Native function calling applies when the adapter enables it, the signature has a `ToolCalls`
-/// output and a `list[Tool]` input, and the LM supports function calling.
-pub(crate) fn prepare(
-    adapter: &dyn Adapter,
-    signature: &DynSignature,
-    inputs: &Fields,
-    capabilities: Capabilities,
-) -> Result<Option<NativeTools>, Error> {
-    if !adapter.native_function_calling() || !capabilities.function_calling {
-        return Ok(None);
-    }
-    let Some(output) = signature
-        .outputs()
-        .iter()
-        .find(|f| f.kind() == FieldKind::ToolCalls)
-    else {
-        return Ok(None);
-    };
-    let Some(input) = signature
-        .inputs()
-        .iter()
-        .find(|f| f.kind() == FieldKind::Tools)
-    else {
-        return Err(Error::InvalidSignature {
-            message: format!(
-                "output `{}` holds tool calls but no input field holds the tools (`Tools`, DSPy's \
-                 list[Tool]): native function calling needs the tools as an input",
-                output.name()
-            ),
-        });
-    };
-    let tools =
-        descriptors(inputs.get(input.name())).map_err(|problem| Error::InvalidSignature {
-            message: format!("input `{}`: {problem}", input.name()),
-        })?;
-    let processed = signature
-        .without_field(output.name())
-        .without_field(input.name());
-    Ok(Some(NativeTools {
-        processed,
-        tools,
-        output_field: output.name().to_owned(),
-    }))
 }
 
 /// The outputs of the original signature: the parsed text outputs (`null` for those absent because

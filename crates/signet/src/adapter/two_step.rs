@@ -3,17 +3,15 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
-
-use super::{Adapter, AdapterName, ChatAdapter, Fields, ParseError, templates};
-use crate::lm::{Lm, LmError, LmOptions, Message, Usage};
+use super::{Adapter, AdapterName, Fields, ParseError, templates};
+use crate::lm::{Lm, Message};
 use crate::signature::{DynSignature, Field};
 
 /// DSPy's `TwoStepAdapter`: the main model gets a plain task description (what it is given, what
 /// its answer must contain, the instructions) and the inputs as `name: value` lines, and answers
 /// as it likes — which suits reasoning models that do worse when held to a format. A second,
 /// usually smaller, **extraction model** then reads the outputs out of that answer with the
-/// [`ChatAdapter`] (and its JSON fallback), from a `text -> outputs` signature.
+/// [`ChatAdapter`](super::ChatAdapter) (and its JSON fallback), from a `text -> outputs` signature.
 ///
 /// Each call costs two LM calls (three when the extraction falls back to JSON); both are counted
 /// in the call's usage. An answer the extraction model cannot read is a
@@ -83,7 +81,7 @@ impl Adapter for TwoStepAdapter {
             adapter: AdapterName::TwoStep,
             response: text.to_owned(),
             reason: "the answer is read by the extraction model, which `parse` does not call; \
-                     call the module (or `signet::adapter::run`)"
+                     call the module (or `signet::adapted::run`)"
                 .to_owned(),
         })
     }
@@ -94,7 +92,7 @@ impl Adapter for TwoStepAdapter {
 }
 
 /// The extraction step's signature: `text` in, `signature`'s outputs out.
-fn extractor(signature: &DynSignature) -> DynSignature {
+pub(crate) fn extractor(signature: &DynSignature) -> DynSignature {
     signature.outputs().iter().fold(
         DynSignature::new("StringSignature")
             .with_instructions(templates::two_step_extraction_instructions(
@@ -103,50 +101,6 @@ fn extractor(signature: &DynSignature) -> DynSignature {
             .with_input(Field::str("text")),
         |extractor, output| extractor.with_output(output.clone()),
     )
-}
-
-/// The outputs of `signature` (read as `parse_as`'s) that `extraction` finds in the main model's
-/// `text`; the usage of its calls is added to `usage`. An LM failure is returned as it is; an
-/// answer it cannot read is a [`ParseError::Extraction`].
-pub(crate) async fn extract(
-    extraction: &dyn Lm,
-    signature: &DynSignature,
-    parse_as: &DynSignature,
-    text: &str,
-    usage: &mut Usage,
-) -> Result<Result<Fields, ParseError>, LmError> {
-    let shown = extractor(signature);
-    let read = (!std::ptr::eq(signature, parse_as)).then(|| extractor(parse_as));
-    let inputs: Fields = [("text".to_owned(), Value::String(text.to_owned()))]
-        .into_iter()
-        .collect();
-    let call = super::Call {
-        signature: &shown,
-        parse_as: read.as_ref(),
-        demos: &[],
-        inputs: &inputs,
-        options: &LmOptions::default(),
-        tool_choice: None,
-        extra: None,
-    };
-    let result = Box::pin(super::run_counting(
-        &ChatAdapter::new(),
-        extraction,
-        &call,
-        usage,
-    ))
-    .await;
-    let reason = match result {
-        Ok(reply) => return Ok(Ok(reply.outputs)),
-        Err(crate::Error::Lm(error)) => return Err(error),
-        Err(crate::Error::Parse(error)) => error.to_string(),
-        Err(other) => other.to_string(),
-    };
-    Ok(Err(ParseError::Extraction {
-        adapter: AdapterName::TwoStep,
-        response: text.to_owned(),
-        reason,
-    }))
 }
 
 #[cfg(test)]

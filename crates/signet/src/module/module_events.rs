@@ -19,7 +19,7 @@ use crate::trace::PredictorId;
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum ModuleEvent<O, E: std::fmt::Display = crate::Error> {
+pub enum ModuleEvent<O, E: std::fmt::Display = crate::error::Error> {
     /// A predictor of the module reported something.
     Predictor {
         /// Its path in the module, as [`named_predictors`](super::Predictors::named_predictors)

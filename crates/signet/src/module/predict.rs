@@ -15,6 +15,7 @@ use super::react::approval::{Approval, ApprovalRequest, Decision};
 use super::react::limits::Limits;
 use super::react::suspend::RunOutcome;
 use super::react::typed::typed_stream;
+use super::typed_fields::{from_fields, to_fields};
 use super::{CallConfig, DynPredict, Prediction, SuspendedRun};
 use crate::adapter::{Adapter, Fields};
 use crate::error::Error;
@@ -28,32 +29,8 @@ pub struct Predict<S: Signature> {
     _signature: PhantomData<fn() -> S>,
 }
 
-/// `Clone` and `Debug` for a typed module whatever its signature type (derives would require
-/// them of the signature struct).
-macro_rules! typed_module_impls {
-    ($module:ident, $field:ident) => {
-        impl<S: Signature> Clone for $module<S> {
-            fn clone(&self) -> Self {
-                $module {
-                    $field: self.$field.clone(),
-                    _signature: std::marker::PhantomData,
-                }
-            }
-        }
-
-        impl<S: Signature> std::fmt::Debug for $module<S> {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.debug_tuple(stringify!($module))
-                    .field(&self.$field)
-                    .finish()
-            }
-        }
-    };
-}
-pub(crate) use typed_module_impls;
-
-typed_module_impls!(Predict, inner);
-typed_module_impls!(ChainOfThought, inner);
+super::typed_fields::typed_module_impls!(Predict, inner);
+super::typed_fields::typed_module_impls!(ChainOfThought, inner);
 
 impl<S: Signature> Default for Predict<S> {
     fn default() -> Self {
@@ -81,9 +58,9 @@ impl<S: Signature> Predict<S> {
         /// Sampling options (temperature, length limit, ..) sent with every call.
         fn with_options(options: LmOptions);
         /// Offers `tool` to the model through native function calling (see [`DynPredict::tool`]).
-        fn tool(tool: impl crate::Tool + 'static);
+        fn tool(tool: impl crate::tool::Tool + 'static);
         /// Offers `tools` too (see [`DynPredict::tool`]).
-        fn tools(tools: impl IntoIterator<Item = impl crate::Tool + 'static>);
+        fn tools(tools: impl IntoIterator<Item = impl crate::tool::Tool + 'static>);
         /// The most tool-call rounds before the call fails (see [`DynPredict::with_max_tool_turns`]).
         fn with_max_tool_turns(turns: usize);
         /// Tool call time limit, output size and concurrency (see [`DynPredict::with_tool_limits`]).
@@ -412,24 +389,6 @@ fn typed_check<S: Signature>(
     check: impl Fn(&S::Input, &S::Output) -> Result<(), String> + Send + Sync + 'static,
 ) -> super::check::TypedCheck<S::Input, S::Output> {
     super::check::TypedCheck::new(name, move |input, output, _| check(input, output))
-}
-
-pub(crate) fn to_fields<T: Serialize>(value: &T) -> Result<Fields, Error> {
-    match serde_json::to_value(value) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(Error::InputType {
-            source: <serde_json::Error as serde::ser::Error>::custom(format!(
-                "expected a struct with the input fields, got {other}"
-            ))
-            .into(),
-        }),
-        Err(e) => Err(Error::InputType { source: e.into() }),
-    }
-}
-
-pub(crate) fn from_fields<T: serde::de::DeserializeOwned>(outputs: &Fields) -> Result<T, Error> {
-    // Read in place: no copy of the map first (a string field is copied once, into `T`).
-    T::deserialize(outputs).map_err(|e| Error::OutputType { source: e.into() })
 }
 
 fn examples_of<S: Signature>(demos: impl IntoIterator<Item = S>) -> Result<Vec<Fields>, Error> {

@@ -10,7 +10,7 @@ use super::check::{
 use super::hint_adapter::HintAdapter;
 use super::react::events::{Emitter, ReActEvent};
 use super::{DynPredict, Prediction};
-use crate::adapter::{self, Adapter, Fields};
+use crate::adapter::{Adapter, Fields};
 use crate::error::Error;
 use crate::lm::{Completion, Lm, LmError, Usage};
 
@@ -85,7 +85,7 @@ impl DynPredict {
                 Some(watch) => watch.wrap(lm.clone(), None, asked.marks_fields()),
                 None => lm.clone(),
             };
-            let call = adapter::Call {
+            let call = crate::adapted::Call {
                 signature: &self.signature,
                 parse_as: self.parse_as.as_ref(),
                 demos,
@@ -95,7 +95,8 @@ impl DynPredict {
                 extra: None,
             };
             let reply =
-                adapter::run_counting(asked.as_ref(), asked_lm.as_ref(), &call, &mut total).await;
+                crate::adapted::run_counting(asked.as_ref(), asked_lm.as_ref(), &call, &mut total)
+                    .await;
             let refused = match reply {
                 Ok(reply) => {
                     let failures = checks.judge(&Answer::new(&reply.outputs, inputs));

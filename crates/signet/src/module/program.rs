@@ -304,12 +304,12 @@ impl<S: Signature> Predictors for Predict<S> {
 impl<S: Signature> Module for Predict<S> {
     type Input = S::Input;
     type Output = S::Output;
-    type Error = crate::Error;
+    type Error = crate::error::Error;
 
     fn call(
         &self,
         input: S::Input,
-    ) -> impl Future<Output = Result<S::Output, crate::Error>> + Send {
+    ) -> impl Future<Output = Result<S::Output, crate::error::Error>> + Send {
         Predict::call(self, input)
     }
 }
@@ -327,12 +327,12 @@ impl<S: Signature> Predictors for ChainOfThought<S> {
 impl<S: Signature> Module for ChainOfThought<S> {
     type Input = S::Input;
     type Output = Reasoned<S::Output>;
-    type Error = crate::Error;
+    type Error = crate::error::Error;
 
     fn call(
         &self,
         input: S::Input,
-    ) -> impl Future<Output = Result<Reasoned<S::Output>, crate::Error>> + Send {
+    ) -> impl Future<Output = Result<Reasoned<S::Output>, crate::error::Error>> + Send {
         ChainOfThought::call(self, input)
     }
 }
@@ -504,6 +504,24 @@ pub(crate) fn program_code<P: Predictors + ?Sized>(program: &P) -> String {
 /// `ReActError` for a blocking call that could not run.
 impl From<crate::blocking::BlockingError> for ReActError {
     fn from(error: crate::blocking::BlockingError) -> Self {
-        ReActError::before_start(crate::Error::Blocking(error))
+        ReActError::before_start(crate::error::Error::Blocking(error))
+    }
+}
+
+impl<P: Predictors + ?Sized> super::saved::Parts for P {
+    fn predictors(&self) -> Vec<(String, &DynPredict)> {
+        self.named_predictors()
+    }
+
+    fn predictors_mut(&mut self) -> Vec<(String, &mut DynPredict)> {
+        self.named_predictors_mut()
+    }
+
+    fn react_loops(&self) -> Vec<(String, &DynReAct)> {
+        self.named_react_loops()
+    }
+
+    fn react_loops_mut(&mut self) -> Vec<(String, &mut DynReAct)> {
+        self.named_react_loops_mut()
     }
 }

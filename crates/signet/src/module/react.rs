@@ -404,7 +404,7 @@ impl DynReAct {
         self.tool_runner(None)
             .check_names()
             .map_err(ReActError::before_start)?;
-        crate::adapter::media::check_inputs(&self.signature, inputs)
+        crate::adapted::check_media_inputs(&self.signature, inputs)
             .map_err(ReActError::before_start)?;
         let resolved = self.step.resolve(call).map_err(ReActError::before_start)?;
         for predictor in [&self.step, &self.extract] {

@@ -30,6 +30,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::DynPredict;
+use super::react::DynReAct;
 use crate::adapter::Fields;
 
 /// Why a saved program could not be read, written or applied. Nothing is changed when loading
@@ -408,14 +409,27 @@ fn invalid(at: &str, expected: &'static str, found: &Value) -> StateError {
     }
 }
 
+/// What saving and loading read and change of a program: its predictors and ReAct loops, each with
+/// its path. Every `Predictors` is one (module `program`).
+pub(super) trait Parts {
+    /// Each predictor with its path.
+    fn predictors(&self) -> Vec<(String, &DynPredict)>;
+    /// Each predictor with its path, to change.
+    fn predictors_mut(&mut self) -> Vec<(String, &mut DynPredict)>;
+    /// Each ReAct loop with its path.
+    fn react_loops(&self) -> Vec<(String, &DynReAct)>;
+    /// Each ReAct loop with its path, to change.
+    fn react_loops_mut(&mut self) -> Vec<(String, &mut DynReAct)>;
+}
+
 /// Whether a program is saved flat: DSPy saves a lone top-level `Predict` without a key.
 fn is_flat<P>(predictors: &[(String, P)]) -> bool {
     matches!(predictors, [(name, _)] if name == "self")
 }
 
 /// The state of every predictor of `predictors`, in DSPy's layout (see the [module docs](self)).
-pub(super) fn dump<P: super::Predictors + ?Sized>(program: &P) -> Value {
-    let predictors = program.named_predictors();
+pub(super) fn dump<P: Parts + ?Sized>(program: &P) -> Value {
+    let predictors = program.predictors();
     let mut state = if is_flat(&predictors) {
         match predictors[0].1.state() {
             Value::Object(map) => map,
@@ -428,7 +442,7 @@ pub(super) fn dump<P: super::Predictors + ?Sized>(program: &P) -> Value {
             .collect()
     };
     let changed: Map<String, Value> = program
-        .named_react_loops()
+        .react_loops()
         .into_iter()
         .flat_map(|(path, core)| {
             core.changed_tool_descriptions()
@@ -452,10 +466,7 @@ pub(super) fn dump<P: super::Predictors + ?Sized>(program: &P) -> Value {
 }
 
 /// Applies `state` to every predictor of `program`, after checking all of it.
-pub(super) fn load<P: super::Predictors + ?Sized>(
-    program: &mut P,
-    state: &Value,
-) -> Result<(), StateError> {
+pub(super) fn load<P: Parts + ?Sized>(program: &mut P, state: &Value) -> Result<(), StateError> {
     if !state.is_object() {
         return Err(invalid("", "an object", state));
     }
@@ -471,7 +482,7 @@ pub(super) fn load<P: super::Predictors + ?Sized>(
         );
     }
     let tools = tool_descriptions(&*program, state)?;
-    let mut predictors = program.named_predictors_mut();
+    let mut predictors = program.predictors_mut();
     let flat = is_flat(&predictors);
     let mut parsed = Vec::with_capacity(predictors.len());
     for (path, _) in &predictors {
@@ -487,14 +498,14 @@ pub(super) fn load<P: super::Predictors + ?Sized>(
     for ((_, predictor), state) in predictors.iter_mut().zip(parsed) {
         state.apply(predictor);
     }
-    for ((_, core), changed) in program.named_react_loops_mut().into_iter().zip(tools) {
+    for ((_, core), changed) in program.react_loops_mut().into_iter().zip(tools) {
         // Checked by `tool_descriptions`: every name is one of this loop's tools.
         if let Err(error) = core.reset_tool_descriptions(&changed) {
             tracing::error!("loading tool descriptions: {error}");
         }
     }
     let version: std::sync::Arc<str> = version_of(&to_text(&dump(&*program))).into();
-    for (_, predictor) in program.named_predictors_mut() {
+    for (_, predictor) in program.predictors_mut() {
         predictor.carried.version = Some(version.clone());
     }
     Ok(())
@@ -515,7 +526,7 @@ pub const TOOL_DESCRIPTIONS: &str = "signet.tool_descriptions";
 
 /// For each ReAct loop of `program`, in order, the `(tool, description)` pairs `state` gives it;
 /// an entry naming no tool of the program is an error.
-fn tool_descriptions<P: super::Predictors + ?Sized>(
+fn tool_descriptions<P: Parts + ?Sized>(
     program: &P,
     state: &Value,
 ) -> Result<Vec<Vec<(String, String)>>, StateError> {
@@ -526,7 +537,7 @@ fn tool_descriptions<P: super::Predictors + ?Sized>(
     };
     let mut used = 0;
     let mut loops = Vec::new();
-    for (path, core) in program.named_react_loops() {
+    for (path, core) in program.react_loops() {
         let mut changed = Vec::new();
         for tool in core.tool_list() {
             let name = tool_component(&path, tool.name());
@@ -549,9 +560,14 @@ fn tool_descriptions<P: super::Predictors + ?Sized>(
     }
     if used < saved.len() {
         let known: Vec<String> = program
-            .named_tool_descriptions()
+            .react_loops()
             .into_iter()
-            .map(|(name, _)| name)
+            .flat_map(|(path, core)| {
+                core.tool_list()
+                    .iter()
+                    .map(|tool| tool_component(&path, tool.name()))
+                    .collect::<Vec<_>>()
+            })
             .collect();
         if let Some(name) = saved.keys().find(|k| !known.contains(k)) {
             return Err(StateError::UnknownTool { name: name.clone() });

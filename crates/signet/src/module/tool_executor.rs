@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::react::{Approver, HtmlAsText, Limits, Observation, ObservationFormatter};
 use super::tool_runner::{ToolRunner, arguments};
-use crate::Error;
+use crate::error::Error;
 use crate::lm::ToolCall;
 use crate::signature::{ToolCallRecord, ToolCalls};
 use crate::tool::Tool;

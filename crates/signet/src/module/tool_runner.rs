@@ -12,7 +12,7 @@ use super::react::approval::{Approval, ApprovalRequest, Approver, Decision, Wait
 use super::react::formatting::{HtmlAsText, ObservationFormatter};
 use super::react::limits::Limits;
 use super::react::trajectory::Observation;
-use crate::Error;
+use crate::error::Error;
 use crate::journal::{Journal, run_tool};
 use crate::lm::ToolCall;
 use crate::tool::{Tool, ToolError};

@@ -49,7 +49,7 @@ pub struct Tools(pub Vec<Value>);
 
 impl Tools {
     /// The descriptors of `tools`.
-    pub fn from_tools<'a>(tools: impl IntoIterator<Item = &'a dyn crate::Tool>) -> Tools {
+    pub fn from_tools<'a>(tools: impl IntoIterator<Item = &'a dyn crate::tool::Tool>) -> Tools {
         Tools(tools.into_iter().map(|t| t.to_openai_function()).collect())
     }
 }

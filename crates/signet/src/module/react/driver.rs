@@ -549,7 +549,7 @@ impl Driver<'_> {
                 let attempts = std::mem::take(&mut run.trajectory.refused_answers);
                 let failure = crate::module::check::ChecksFailed::new(attempts.clone());
                 run.trajectory.refused_answers = attempts;
-                Err(Box::new(run.fail(crate::Error::Checks(failure))))
+                Err(Box::new(run.fail(crate::error::Error::Checks(failure))))
             }
         }
     }

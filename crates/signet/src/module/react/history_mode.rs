@@ -112,7 +112,7 @@ impl<'a> HistoryTurns<'a> {
             };
             inputs.insert("history".to_owned(), json!(turns));
             inputs.insert("tools".to_owned(), Value::Array(self.tools.clone()));
-            let call = adapter::Call {
+            let call = crate::adapted::Call {
                 signature: &self.signature,
                 parse_as: None,
                 demos: &[],
@@ -122,9 +122,13 @@ impl<'a> HistoryTurns<'a> {
                 extra: force_submit.then_some(&extra),
             };
             let mut own = Usage::default();
-            let result =
-                adapter::run_counting(self.adapter.as_ref(), self.lm.as_ref(), &call, &mut own)
-                    .await;
+            let result = crate::adapted::run_counting(
+                self.adapter.as_ref(),
+                self.lm.as_ref(),
+                &call,
+                &mut own,
+            )
+            .await;
             run.usage += own;
             crate::trace::record_usage(own);
             match result {

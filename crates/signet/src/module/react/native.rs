@@ -96,7 +96,7 @@ impl NativeChat {
         let Some(fallback) = self.adapter.fallback(signature, inputs) else {
             return Ok(NativeReply::Unreadable(error));
         };
-        crate::adapter::note_fallback(self.adapter.as_ref(), fallback.as_ref(), &error, usage);
+        crate::adapted::note_fallback(self.adapter.as_ref(), fallback.as_ref(), &error, usage);
         let tail = request
             .messages
             .split_off(self.base.len().min(request.messages.len()));
@@ -211,7 +211,7 @@ async fn read(
     }
     let text = completion.text.as_deref().unwrap_or_default();
     let outputs =
-        match crate::adapter::read_outputs(adapter, signature, signature, text, usage).await? {
+        match crate::adapted::read_outputs(adapter, signature, signature, text, usage).await? {
             Ok(outputs) => outputs,
             Err(error) => return Ok(Err(error)),
         };

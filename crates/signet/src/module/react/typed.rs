@@ -21,7 +21,7 @@ pub struct ReAct<S: Signature> {
     _signature: std::marker::PhantomData<fn() -> S>,
 }
 
-crate::module::typed_module_impls!(ReAct, core);
+crate::module::typed_fields::typed_module_impls!(ReAct, core);
 
 impl<S: Signature> Default for ReAct<S> {
     fn default() -> Self {
