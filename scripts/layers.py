@@ -22,8 +22,9 @@ It exits 1 when there are more back-imports, circles or long files than their bu
 (ALLOWED_BACK, ALLOWED_CIRCLES, ALLOWED_LONG: budgets that only go down), or a module on no layer,
 so CI catches a new one. Run:
 
-    python3 scripts/layers.py            # the report, exit status as above
-    python3 scripts/layers.py --quiet    # only the counts
+    python3 scripts/layers.py              # the report, exit status as above
+    python3 scripts/layers.py --quiet      # only the counts
+    python3 scripts/layers.py --self-test  # the check itself, on small crates it writes
 """
 
 import re
@@ -83,7 +84,7 @@ def module_of(path: Path, root: Path) -> list[str]:
 
 def file_of(module: list[str], files: dict) -> tuple | None:
     """The file that defines the longest prefix of `module`."""
-    for n in range(len(module), 0, -1):
+    for n in range(len(module), -1, -1):
         key = tuple(module[:n])
         if key in files:
             return key
@@ -126,10 +127,12 @@ def use_items(module: list[str], tree: str) -> list[tuple[str, list[str]]]:
     """The (name, absolute path) pairs of one `use` tree written in `module`: `a::{B, c::D as E}`
     gives ("B", a::B) and ("E", a::c::D). A path that does not start with `crate`, `super` or
     `self` is read as relative to `module` (an external crate's path never resolves to a file)."""
-    tree = re.sub(r"\s+", "", tree)
+    # Spaces only where `as` needs them: `a :: { b as c }` -> `a::{b as c}`.
+    tree = re.sub(r"\s*(::|\{|\}|,)\s*", r"\1", " ".join(tree.split()))
     out = []
 
     def walk(prefix: list[str], rest: str):
+        rest = rest.strip()
         if "{" in rest and not rest.startswith("{"):
             head, _, inner = rest.partition("{")
             walk(prefix + [p for p in head.split("::") if p], "{" + inner)
@@ -145,15 +148,14 @@ def use_items(module: list[str], tree: str) -> list[tuple[str, list[str]]]:
                     parts.append(rest[start:i])
                     break
             for part in parts:
-                if part:
+                if part.strip():
                     walk(prefix, part)
             return
-        path, _, alias = rest.partition("as")
-        segments = [p for p in (rest.split("as")[0] if "as" in rest.split("::")[-1] else rest).split("::") if p]
+        path, _, alias = rest.partition(" as ")
+        segments = [p for p in path.split("::") if p]
         if not segments or segments[-1] in ("self", "*"):
             return
-        name = alias if "as" in rest.split("::")[-1] and alias else segments[-1]
-        out.append((name, prefix + segments))
+        out.append((alias.strip() or segments[-1], prefix + segments))
 
     walk([], tree)
     absolute = []
@@ -171,7 +173,9 @@ def reexports_of(files: dict) -> dict:
         code = strip_comments_and_strings(strip_tests(path.read_text()))
         for match in PUB_USE.finditer(code):
             for name, target in use_items(list(key), match.group(1)):
-                found.setdefault(key, {})[name] = target
+                # The first wins: a later one is an inline module's (lib.rs's `prelude`), read
+                # here as if it were the file's own.
+                found.setdefault(key, {}).setdefault(name, target)
     return found
 
 
@@ -185,7 +189,10 @@ def defining_file(target: list[str], files: dict, reexports: dict):
         rest = target[len(key) :]
         if not rest or rest[0] not in reexports.get(key, {}):
             return key
-        target = reexports[key][rest[0]] + rest[1:]
+        followed = reexports[key][rest[0]] + rest[1:]
+        if followed == target:
+            return key
+        target = followed
     return key
 
 
@@ -248,7 +255,7 @@ def check_crate(name: str, root: Path, quiet: bool) -> tuple[int, int, int, bool
         for path in files.values()
         if (n := len(path.read_text().splitlines())) > MAX_LINES
     ]
-    rel = lambda p: p.relative_to(WORKSPACE)
+    rel = lambda p: p.relative_to(WORKSPACE) if p.is_relative_to(WORKSPACE) else p
     if not quiet:
         for path, line, target in back:
             print(f"back up: {rel(path)}:{line} uses crate::{target}")
@@ -261,7 +268,43 @@ def check_crate(name: str, root: Path, quiet: bool) -> tuple[int, int, int, bool
     return len(back), len(circles), len(long_files), bool(unknown)
 
 
+def self_test() -> int:
+    """The check run on a small crate written here: a back-import through a re-export, a circle
+    through one, and a long file must each be found, and a clean crate must pass."""
+    import tempfile
+
+    def crate(files: dict) -> tuple:
+        with tempfile.TemporaryDirectory() as dir:
+            root = Path(dir)
+            for name, text in files.items():
+                (root / name).write_text(text)
+            LAYERS["probe"] = [["base"], ["top"]]
+            try:
+                return check_crate("probe", root, quiet=True)
+            finally:
+                del LAYERS["probe"]
+
+    lib = "mod base;\nmod top;\npub use base::Base;\npub use top::Top;\n"
+    clean = crate({"lib.rs": lib, "base.rs": "pub struct Base;\n", "top.rs": "use crate::Base;\npub struct Top;\n"})
+    back = crate({"lib.rs": lib, "base.rs": "pub struct Base(crate::Top);\n", "top.rs": "pub struct Top;\n"})
+    circle = crate({"lib.rs": lib, "base.rs": "pub struct Base(crate::Top);\n", "top.rs": "pub struct Top(crate::Base);\n"})
+    long = crate({"lib.rs": lib, "base.rs": "pub struct Base;\n" * (MAX_LINES + 1), "top.rs": "pub struct Top;\n"})
+    unknown = crate({"lib.rs": "mod other;\n", "other.rs": "pub struct Other;\n"})
+    checks = [
+        ("a clean crate passes", clean == (0, 0, 0, False)),
+        ("a back-import through lib.rs's re-export is found", back[0] == 1),
+        ("a circle through re-exports is found", circle[1] == 1),
+        ("a long file is found", long[2] == 1),
+        ("a module on no layer is found", unknown[3]),
+    ]
+    for what, ok in checks:
+        print(f"{'ok' if ok else 'FAILED'}: {what}")
+    return 0 if all(ok for _, ok in checks) else 1
+
+
 def main() -> int:
+    if "--self-test" in sys.argv:
+        return self_test()
     quiet = "--quiet" in sys.argv
     back = circles = long_files = 0
     unknown = False
