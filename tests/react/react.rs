@@ -347,7 +347,8 @@ async fn a_custom_truncation_policy_is_used() {
         fn truncate<'a>(
             &'a self,
             trajectory: &'a mut Trajectory,
-        ) -> futures::future::BoxFuture<'a, Result<(), String>> {
+        ) -> futures::future::BoxFuture<'a, Result<(), signet::module::react::CannotTruncate>>
+        {
             trajectory.steps.clear();
             Box::pin(async { Ok(()) })
         }

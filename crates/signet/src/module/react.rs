@@ -63,7 +63,9 @@ pub use suspend::{
 };
 use trajectory::KeptText;
 pub use trajectory::{AnswerFallback, Observation, Step, StopReason, Trajectory, UserMessage};
-pub use truncation::{DropOldest, KeepFirst, SlidingWindow, Summarize, TruncationPolicy};
+pub use truncation::{
+    CannotTruncate, DropOldest, KeepFirst, SlidingWindow, Summarize, TruncationPolicy,
+};
 pub use typed::ReAct;
 
 use std::sync::Arc;

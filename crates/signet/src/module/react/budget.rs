@@ -3,7 +3,7 @@
 //! with tools keep their prompts within it.
 
 use super::events::Emitter;
-use super::{Limits, ReActEvent, Trajectory, TruncationPolicy};
+use super::{CannotTruncate, Limits, ReActEvent, Trajectory, TruncationPolicy};
 use crate::lm::{Lm, LmOptions};
 
 /// The tokens a prompt may take (`None` when the context window is unknown) and the policy that
@@ -80,7 +80,7 @@ impl<'a> ContextBudget<'a> {
         trajectory: &mut Trajectory,
         events: &Emitter,
         measure: &(dyn Fn(&Trajectory) -> usize + Sync),
-    ) -> Result<(), String> {
+    ) -> Result<(), CannotTruncate> {
         let (tokens_before, steps_before) = (measure(trajectory), trajectory.steps.len());
         self.policy.truncate(trajectory).await?;
         announce(

@@ -596,7 +596,7 @@ impl DynReAct {
         &self,
         history: &mut Vec<(usize, Fields)>,
         trajectory: &mut Trajectory,
-    ) -> Result<(), String> {
+    ) -> Result<(), super::CannotTruncate> {
         let before = history.len();
         self.truncation.truncate(trajectory).await?;
         let kept: Vec<usize> = trajectory.steps.iter().map(|s| s.turn).collect();
@@ -619,7 +619,7 @@ impl DynReAct {
         }
         *history = retained;
         if history.len() == before {
-            return Err("the truncation policy removed no turn".to_owned());
+            return Err(super::CannotTruncate::RemovedNothing);
         }
         Ok(())
     }

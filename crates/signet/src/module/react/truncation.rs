@@ -14,15 +14,63 @@ use crate::signature::{DynSignature, Field};
 
 /// How to shorten a trajectory that no longer fits the model's context window. ReAct calls it (up
 /// to 3 times per LM call) when the LM reports `ContextWindowExceeded`.
+///
+/// ```
+/// use futures::future::BoxFuture;
+/// use signet::module::Trajectory;
+/// use signet::module::react::{CannotTruncate, TruncationPolicy};
+///
+/// /// Forgets every step but the last.
+/// #[derive(Debug)]
+/// struct KeepLast;
+///
+/// impl TruncationPolicy for KeepLast {
+///     fn truncate<'a>(
+///         &'a self,
+///         trajectory: &'a mut Trajectory,
+///     ) -> BoxFuture<'a, Result<(), CannotTruncate>> {
+///         let len = trajectory.steps.len();
+///         let result = if len < 2 {
+///             Err(CannotTruncate::OneStep)
+///         } else {
+///             trajectory.steps.drain(..len - 1);
+///             Ok(())
+///         };
+///         Box::pin(async move { result })
+///     }
+/// }
+/// # let _ = KeepLast;
+/// ```
 pub trait TruncationPolicy: Send + Sync + std::fmt::Debug {
     /// Shortens `trajectory` in place, or says why it cannot be shortened.
-    fn truncate<'a>(&'a self, trajectory: &'a mut Trajectory) -> BoxFuture<'a, Result<(), String>>;
+    fn truncate<'a>(
+        &'a self,
+        trajectory: &'a mut Trajectory,
+    ) -> BoxFuture<'a, Result<(), CannotTruncate>>;
 }
 
-const NOTHING_LEFT: &str = "the trajectory has no tool call left to drop";
-
-const ONE_STEP: &str = "the trajectory is too long so your prompt exceeded the context window, \
-    but the trajectory cannot be truncated because it only has one tool call";
+/// Why a [`TruncationPolicy`] could not shorten a trajectory. Its text ends the run's
+/// `TrajectoryTooLong` message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CannotTruncate {
+    /// No tool call is left to drop.
+    #[error("the trajectory has no tool call left to drop")]
+    NothingLeft,
+    /// One tool call is left, which the policy keeps (DSPy's rule for its `truncate_trajectory`).
+    #[error(
+        "the trajectory is too long so your prompt exceeded the context window, but the \
+         trajectory cannot be truncated because it only has one tool call"
+    )]
+    OneStep,
+    /// The policy returned without shortening the history (history mode keeps the turns whose
+    /// calls remain, and none went).
+    #[error("the truncation policy removed no turn")]
+    RemovedNothing,
+    /// A policy's own reason.
+    #[error("{0}")]
+    Other(String),
+}
 
 /// Drops the oldest step (DSPy's behaviour): a trajectory of one step (or none) cannot be
 /// truncated, as DSPy's `truncate_trajectory` refuses at four keys or fewer.
@@ -30,11 +78,14 @@ const ONE_STEP: &str = "the trajectory is too long so your prompt exceeded the c
 pub struct DropOldest;
 
 impl TruncationPolicy for DropOldest {
-    fn truncate<'a>(&'a self, trajectory: &'a mut Trajectory) -> BoxFuture<'a, Result<(), String>> {
+    fn truncate<'a>(
+        &'a self,
+        trajectory: &'a mut Trajectory,
+    ) -> BoxFuture<'a, Result<(), CannotTruncate>> {
         let result = if trajectory.steps.is_empty() {
-            Err(NOTHING_LEFT.to_owned())
+            Err(CannotTruncate::NothingLeft)
         } else if trajectory.steps.len() == 1 {
-            Err(ONE_STEP.to_owned())
+            Err(CannotTruncate::OneStep)
         } else {
             trajectory.steps.remove(0);
             Ok(())
@@ -48,9 +99,12 @@ impl TruncationPolicy for DropOldest {
 pub struct KeepFirst;
 
 impl TruncationPolicy for KeepFirst {
-    fn truncate<'a>(&'a self, trajectory: &'a mut Trajectory) -> BoxFuture<'a, Result<(), String>> {
+    fn truncate<'a>(
+        &'a self,
+        trajectory: &'a mut Trajectory,
+    ) -> BoxFuture<'a, Result<(), CannotTruncate>> {
         let result = match trajectory.steps.len() {
-            0 => Err(NOTHING_LEFT.to_owned()),
+            0 => Err(CannotTruncate::NothingLeft),
             1 => {
                 trajectory.steps.clear();
                 Ok(())
@@ -69,10 +123,13 @@ impl TruncationPolicy for KeepFirst {
 pub struct SlidingWindow(pub usize);
 
 impl TruncationPolicy for SlidingWindow {
-    fn truncate<'a>(&'a self, trajectory: &'a mut Trajectory) -> BoxFuture<'a, Result<(), String>> {
+    fn truncate<'a>(
+        &'a self,
+        trajectory: &'a mut Trajectory,
+    ) -> BoxFuture<'a, Result<(), CannotTruncate>> {
         let len = trajectory.steps.len();
         let result = if len == 0 {
-            Err(NOTHING_LEFT.to_owned())
+            Err(CannotTruncate::NothingLeft)
         } else {
             let keep = self.0.min(len - 1);
             trajectory.steps.drain(..len - keep);
@@ -124,11 +181,14 @@ impl Summarize {
 }
 
 impl TruncationPolicy for Summarize {
-    fn truncate<'a>(&'a self, trajectory: &'a mut Trajectory) -> BoxFuture<'a, Result<(), String>> {
+    fn truncate<'a>(
+        &'a self,
+        trajectory: &'a mut Trajectory,
+    ) -> BoxFuture<'a, Result<(), CannotTruncate>> {
         async move {
             let len = trajectory.steps.len();
             if len == 0 {
-                return Err(NOTHING_LEFT.to_owned());
+                return Err(CannotTruncate::NothingLeft);
             }
             // At least two steps are folded into the summary, or the trajectory would not shrink.
             let fold = len.saturating_sub(self.keep_recent).max(2.min(len));
@@ -196,9 +256,16 @@ mod tests {
         assert_eq!(trajectory.steps[0].index, 1);
         // One tool call (four keys in DSPy's trajectory) cannot be truncated.
         let error = DropOldest.truncate(&mut trajectory).await.unwrap_err();
-        assert!(error.contains("only has one tool call"), "{error}");
+        assert_eq!(error, CannotTruncate::OneStep);
+        assert!(
+            error.to_string().contains("only has one tool call"),
+            "{error}"
+        );
         assert_eq!(trajectory.steps.len(), 1);
         trajectory.steps.clear();
-        assert!(DropOldest.truncate(&mut trajectory).await.is_err());
+        assert_eq!(
+            DropOldest.truncate(&mut trajectory).await,
+            Err(CannotTruncate::NothingLeft)
+        );
     }
 }
