@@ -39,6 +39,7 @@ mod definition;
 pub(crate) mod dispatch;
 mod error;
 mod func;
+mod kind;
 mod progress;
 mod redescribed;
 mod spec;
@@ -60,6 +61,7 @@ pub use dispatch::{
 };
 pub use error::{ArgError, ArgErrorKind, ToolError};
 pub use func::{FnTool, FnToolBuilder};
+pub use kind::ToolType;
 pub use progress::{
     ProgressLog, ProgressSink, progress_listened, progress_sink, report_progress, with_progress,
 };
@@ -141,11 +143,12 @@ pub trait Tool: Send + Sync {
         None
     }
 
-    /// What kind of tool it is, as traces record it (`gen_ai.tool.type`): `function` (code in
-    /// this process, the default), `extension` (a tool an agent reaches through another service,
-    /// such as an MCP server's) or `datastore`.
-    fn tool_type(&self) -> &'static str {
-        "function"
+    /// What kind of tool it is, as traces record it (`gen_ai.tool.type`):
+    /// [`Function`](ToolType::Function) (code in this process, the default),
+    /// [`Extension`](ToolType::Extension) (a tool an agent reaches through another service, such
+    /// as an MCP server's) or [`Datastore`](ToolType::Datastore).
+    fn tool_type(&self) -> ToolType {
+        ToolType::Function
     }
 }
 
@@ -184,7 +187,7 @@ macro_rules! forward_tool {
             fn output_schema(&self) -> Option<&Value> {
                 (**self).output_schema()
             }
-            fn tool_type(&self) -> &'static str {
+            fn tool_type(&self) -> ToolType {
                 (**self).tool_type()
             }
         }

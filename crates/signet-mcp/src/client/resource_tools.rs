@@ -154,8 +154,8 @@ fn entry<const N: usize>(fields: [(&str, Option<&str>); N]) -> Value {
 
 impl Tool for ResourceTool {
     /// Reads an MCP server's resource: `extension` in traces.
-    fn tool_type(&self) -> &'static str {
-        "extension"
+    fn tool_type(&self) -> signet::tool::ToolType {
+        signet::tool::ToolType::Extension
     }
 
     fn spec(&self) -> &ToolSpec {

@@ -157,8 +157,8 @@ impl Tool for McpTool {
     }
 
     /// An MCP server's tool: `extension` in traces.
-    fn tool_type(&self) -> &'static str {
-        "extension"
+    fn tool_type(&self) -> signet::tool::ToolType {
+        signet::tool::ToolType::Extension
     }
 
     fn call(&self, args: Value) -> ToolFuture<'_> {
@@ -228,7 +228,7 @@ impl<T: Tool> Tool for Owned<T> {
         self.tool.requires_confirmation()
     }
 
-    fn tool_type(&self) -> &'static str {
+    fn tool_type(&self) -> signet::tool::ToolType {
         self.tool.tool_type()
     }
 

@@ -109,8 +109,8 @@ impl RetrievalTool {
 
 impl Tool for RetrievalTool {
     /// A search over an index: `datastore` in traces.
-    fn tool_type(&self) -> &'static str {
-        "datastore"
+    fn tool_type(&self) -> crate::tool::ToolType {
+        crate::tool::ToolType::Datastore
     }
 
     fn spec(&self) -> &ToolSpec {

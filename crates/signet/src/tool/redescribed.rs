@@ -58,7 +58,7 @@ impl std::fmt::Debug for Redescribed {
 }
 
 impl Tool for Redescribed {
-    fn tool_type(&self) -> &'static str {
+    fn tool_type(&self) -> super::ToolType {
         self.tool.tool_type()
     }
 

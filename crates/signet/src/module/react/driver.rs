@@ -671,7 +671,8 @@ impl Driver<'_> {
             name,
             call_id,
             tool.map_or("", |tool| tool.description()),
-            tool.map_or("function", |tool| tool.tool_type()),
+            tool.map_or(crate::tool::ToolType::Function, |tool| tool.tool_type())
+                .as_str(),
         );
         span.record_content("gen_ai.tool.call.arguments", || args.to_string());
         let outcome = async {
