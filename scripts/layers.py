@@ -71,7 +71,7 @@ MAX_LINES = 900
 ALLOWED_LONG = 0
 
 PATH = re.compile(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)+)")
-USE_GROUP = re.compile(r"\buse\s+(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)*)::\{", re.S)
+USE = re.compile(r"\buse\s+([^;]+);")
 
 
 def module_of(path: Path, root: Path) -> list[str]:
@@ -219,21 +219,13 @@ def check_crate(name: str, root: Path, quiet: bool) -> tuple[int, int, int, bool
         here = list(key)
         found = []
         for match in PATH.finditer(code):
-            found.append((match.start(), match.group(1), match.group(2).split("::")[1:]))
-        for match in USE_GROUP.finditer(code):
-            # `use crate::a::{b, c::d}`: each inner path
-            start = match.end()
-            depth, end = 1, start
-            while end < len(code) and depth:
-                depth += {"{": 1, "}": -1}.get(code[end], 0)
-                end += 1
-            prefix = match.group(2).split("::")[1:]
-            for item in re.split(r"[,{}]", code[start : end - 1]):
-                item = item.strip().split(" as ")[0]
-                if item and item != "self" and re.match(r"^[A-Za-z_][A-Za-z0-9_:]*$", item):
-                    found.append((match.start(), match.group(1), prefix + item.split("::")))
-        for offset, kind, rest in found:
-            target = resolve(kind, rest, here)
+            rest = match.group(2).split("::")[1:]
+            found.append((match.start(), resolve(match.group(1), rest, here)))
+        for match in USE.finditer(code):
+            # `use crate::a::{b, c::{d, e as f}}`: each path of the tree.
+            for _, target in use_items(here, match.group(1)):
+                found.append((match.start(), target))
+        for offset, target in found:
             if not target:
                 continue
             to = defining_file(target, files, reexports)
