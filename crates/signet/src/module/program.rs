@@ -70,18 +70,7 @@ pub trait Predictors {
     /// );
     /// ```
     fn named_tool_descriptions(&self) -> Vec<(String, String)> {
-        self.named_react_loops()
-            .into_iter()
-            .flat_map(|(path, core)| {
-                core.tool_list()
-                    .iter()
-                    .map(|tool| {
-                        let name = tool_component(&path, tool.name());
-                        (name, tool.description().to_owned())
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .collect()
+        super::saved::listed_tool_descriptions(self)
     }
 
     /// Sets the description of the tool named `name` (a name from

@@ -559,21 +559,34 @@ fn tool_descriptions<P: Parts + ?Sized>(
         loops.push(changed);
     }
     if used < saved.len() {
-        let known: Vec<String> = program
-            .react_loops()
+        let known: Vec<String> = listed_tool_descriptions(program)
             .into_iter()
-            .flat_map(|(path, core)| {
-                core.tool_list()
-                    .iter()
-                    .map(|tool| tool_component(&path, tool.name()))
-                    .collect::<Vec<_>>()
-            })
+            .map(|(name, _)| name)
             .collect();
         if let Some(name) = saved.keys().find(|k| !known.contains(k)) {
             return Err(StateError::UnknownTool { name: name.clone() });
         }
     }
     Ok(loops)
+}
+
+/// Each tool of each ReAct loop of `program`: the name of its description
+/// ([`tool_component`]) and the description the model is shown
+/// ([`Predictors::named_tool_descriptions`](super::Predictors::named_tool_descriptions)).
+pub(super) fn listed_tool_descriptions<P: Parts + ?Sized>(program: &P) -> Vec<(String, String)> {
+    program
+        .react_loops()
+        .into_iter()
+        .flat_map(|(path, core)| {
+            core.tool_list()
+                .iter()
+                .map(|tool| {
+                    let name = tool_component(&path, tool.name());
+                    (name, tool.description().to_owned())
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// The name of the description of `tool` in the ReAct loop at `path` (see
