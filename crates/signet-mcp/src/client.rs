@@ -18,8 +18,8 @@ mod session;
 mod session_roles;
 mod tool;
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{CallToolResult, ServerPeerInfo};
@@ -565,6 +565,12 @@ pub(crate) fn scrub_url_secrets(text: &str, url: &str) -> String {
         .fold(text.to_owned(), |text, secret| {
             text.replace(secret.as_str(), "[redacted]")
         })
+}
+
+/// What `mutex` guards, also after a panic elsewhere left it poisoned: the client's maps and
+/// counters stay valid between their updates.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

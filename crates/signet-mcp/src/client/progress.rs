@@ -7,7 +7,9 @@
 //! progress wait too, the oldest dropped past [`EARLY_PROGRESS`].
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Mutex;
+
+use super::lock;
 
 use rmcp::model::ProgressToken;
 use signet::tool::ProgressSink;
@@ -100,11 +102,6 @@ impl Drop for ProgressRoute<'_> {
     fn drop(&mut self) {
         lock(self.routes).sinks.remove(&self.token);
     }
-}
-
-/// The routes behind `mutex`, also after a panic elsewhere left it poisoned (they stay valid).
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

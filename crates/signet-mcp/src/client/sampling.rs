@@ -275,7 +275,7 @@ impl Drop for InFlight<'_> {
 
 impl SamplingSpend {
     fn lock(&self) -> std::sync::MutexGuard<'_, Spend> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        super::lock(&self.state)
     }
 
     /// The usage charged so far.

@@ -2,7 +2,7 @@
 //! their time limit, noticing a dead server, restarting it, and shutting it down.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use tracing::Instrument;
 
@@ -20,6 +20,7 @@ use signet::tool::ProgressSink;
 use tokio::sync::{broadcast, watch};
 
 use super::handler::ClientSide;
+use super::lock;
 use super::process::{ChildProcess, ExitOutcome};
 use super::progress::ProgressRoutes;
 use super::{McpClientBuilder, McpTool, Root, StdioCommand};
@@ -360,10 +361,10 @@ impl Inner {
             return Ok(());
         }
         let mut tools: Vec<Arc<McpTool>> = Vec::with_capacity(listed.len());
+        let session: std::sync::Weak<dyn super::tool::Session> =
+            Arc::downgrade(self) as std::sync::Weak<Inner>;
         for tool in listed {
-            let session: std::sync::Weak<dyn super::tool::Session> =
-                Arc::downgrade(self) as std::sync::Weak<Inner>;
-            let tool = McpTool::new(tool, &self.options.tool_prefix, session);
+            let tool = McpTool::new(tool, &self.options.tool_prefix, session.clone());
             if tools.iter().any(|t| t.name() == tool.name()) {
                 tracing::warn!(server = %self.label, tool = tool.name(), "duplicate MCP tool name; keeping the first");
                 continue;
@@ -843,11 +844,6 @@ pub(super) fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
         cause = source;
     }
     cause.to_string()
-}
-
-/// The map behind `mutex`, also after a panic elsewhere left it poisoned (its entries stay valid).
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Tells the server a request was given up (`notifications/cancelled`) when dropped armed.
