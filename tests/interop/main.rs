@@ -10,7 +10,9 @@
 mod support;
 
 mod bfcl;
+mod dspy_defaults;
 mod dspy_interop;
 mod feature_unification;
 mod guide;
 mod parity;
+mod parity_tools;

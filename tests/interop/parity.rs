@@ -89,6 +89,38 @@ const BY_DESIGN: &[ByDesign] = &[
         },
     },
     ByDesign {
+        reason: "invalid tool arguments are described by Signet (each problem with its path, as `invalid arguments for tool ..`), not in jsonschema's or Python's words",
+        rewrite: |fixture| {
+            rewrite_strings(
+                fixture,
+                &|text| argument_error_at(text, 0).is_some(),
+                &signet_worded_argument_errors,
+            )
+        },
+    },
+    ByDesign {
+        reason: "NaN or infinity in a float field is a parse error (Signet's values are JSON, which has neither), so the Chat adapter falls back to JSON",
+        rewrite: non_finite_floats_are_parse_errors,
+    },
+    ByDesign {
+        reason: "a step naming a tool that does not exist gets an observation saying so (the model can correct itself), where DSPy's parse error ends the run",
+        rewrite: unknown_tool_continues,
+    },
+    ByDesign {
+        reason: "a missing input is `Error::MissingInput` before any LM call, where DSPy logs a warning and prompts without it",
+        rewrite: |fixture| {
+            let warned = fixture["logs"].as_array().into_iter().flatten().any(|log| {
+                log.to_string()
+                    .contains("Not all input fields were provided to module")
+            });
+            if warned {
+                fixture["calls"] = json!([]);
+                fixture["result"] = json!({"error": {"type": "MissingInput"}});
+            }
+            warned
+        },
+    },
+    ByDesign {
         reason: "a tool result message names its call by `tool_call_id` only (the OpenAI API defines no `name` on it)",
         rewrite: |fixture| {
             rewrite_objects(fixture, &mut |object| {
@@ -99,6 +131,164 @@ const BY_DESIGN: &[ByDesign] = &[
         },
     },
 ];
+
+/// Stands, in a rewritten recording, for text Signet words its own way (the rest of a line, or of a
+/// JSON string); [`text_matches`] lets it match any text there.
+const SIGNET_WORDING: &str = "\u{27ea}Signet's wording\u{27eb}";
+
+/// Whether `got` is `want`, where each [`SIGNET_WORDING`] in `want` stands for any text.
+fn text_matches(want: &str, got: &str) -> bool {
+    let mut parts = want.split(SIGNET_WORDING);
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = got.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.ends_with(last) && rest.len() >= last.len()
+}
+
+/// Line by line [`text_matches`] (a wording never spans lines).
+fn lines_match(want: &str, got: &str) -> bool {
+    let (w, g): (Vec<&str>, Vec<&str>) = (want.split('\n').collect(), got.split('\n').collect());
+    w.len() == g.len() && w.iter().zip(&g).all(|(w, g)| text_matches(w, g))
+}
+
+/// JSON values equal but for [`SIGNET_WORDING`] in `want`'s strings.
+fn values_match(want: &Value, got: &Value) -> bool {
+    match (want, got) {
+        (Value::String(w), Value::String(g)) => lines_match(w, g),
+        (Value::Array(w), Value::Array(g)) => {
+            w.len() == g.len() && w.iter().zip(g).all(|(w, g)| values_match(w, g))
+        }
+        (Value::Object(w), Value::Object(g)) => {
+            w.len() == g.len()
+                && w.iter()
+                    .all(|(k, w)| g.get(k).is_some_and(|g| values_match(w, g)))
+        }
+        _ => want == got,
+    }
+}
+
+/// Where, from `from` on, `text` holds a tool observation that is an argument error in DSPy's
+/// words (`Execution error in add: Arg a is invalid: ..`, `.. is not in the tool's args.`,
+/// `add() missing 1 required positional argument: 'b'`, `.. got an unexpected keyword argument
+/// ..`), once its traceback is reduced to its message: the start and end of the message.
+fn argument_error_at(text: &str, from: usize) -> Option<(usize, usize)> {
+    let mut at = from;
+    while let Some(found) = text[at..].find("Execution error in ") {
+        let start = at + found;
+        let after = &text[start..];
+        let colon = after.find(": ")?;
+        let message_start = start + colon + 2;
+        let message = &text[message_start..];
+        let end = [message.find('\n'), unescaped_quote(message)]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(message.len());
+        let body = &message[..end];
+        let is_argument_error = (body.starts_with("Arg ")
+            && (body.contains(" is invalid: ") || body.ends_with(" is not in the tool's args.")))
+            || body.contains(" required positional argument")
+            || body.contains("got an unexpected keyword argument");
+        if is_argument_error {
+            return Some((message_start, message_start + end));
+        }
+        at = message_start;
+    }
+    None
+}
+
+/// Every argument error in DSPy's words replaced by the start of Signet's (`invalid arguments
+/// for tool \``) and [`SIGNET_WORDING`] for the rest.
+fn signet_worded_argument_errors(text: &str) -> String {
+    let mut out = String::new();
+    let mut at = 0;
+    while let Some((start, end)) = argument_error_at(text, at) {
+        out.push_str(&text[at..start]);
+        // Signet's own words for it start so; the rest is Signet's.
+        out.push_str("invalid arguments for tool `");
+        out.push_str(SIGNET_WORDING);
+        at = end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// A ReAct run where a step names a tool the agent does not have: DSPy's parse of the step fails
+/// (the name is a `Literal` of the tools), its JSON fallback runs, and the run ends or goes on
+/// from the fallback's reply. Signet reads the name and shows the model an observation instead.
+/// Only the calls up to that step can be compared: the recording keeps them, and marks the run
+/// to check that Signet's next call shows the observation (`"signet_observes_unknown_tool"`).
+fn unknown_tool_continues(fixture: &mut Value) -> bool {
+    if fixture["module"] != json!("ReAct") {
+        return false;
+    }
+    let known: Vec<&str> = fixture["react"]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .chain(["finish"])
+        .collect();
+    let calls = fixture["calls"].as_array().cloned().unwrap_or_default();
+    let unknown = calls.iter().enumerate().find_map(|(i, call)| {
+        let name = reply_tool_name(&call["reply"])?;
+        (!known.contains(&name.as_str())).then_some((i, name))
+    });
+    let Some((index, name)) = unknown else {
+        return false;
+    };
+    fixture["calls"] = Value::Array(calls[..=index].to_vec());
+    fixture["signet_observes_unknown_tool"] = json!(name);
+    true
+}
+
+/// Parse cases whose recorded value holds a non-finite float (`{"__float__": "NaN"}`): the
+/// direct parse and the pipeline without the JSON fallback fail to parse, and the pipeline with it
+/// makes the fallback call and returns what its reply holds.
+fn non_finite_floats_are_parse_errors(fixture: &mut Value) -> bool {
+    let mut changed = false;
+    for case in fixture["cases"].as_array_mut().into_iter().flatten() {
+        if !case["direct_parse"]["outputs"]
+            .to_string()
+            .contains("\"__float__\"")
+        {
+            continue;
+        }
+        let parse_error = json!({"error": {"type": "AdapterParseError"}});
+        case["direct_parse"] = parse_error.clone();
+        case["pipeline_no_fallback"] = json!({"num_lm_calls": 1, "result": parse_error});
+        let fallback = &mut case["pipeline_with_fallback"];
+        let reply = fallback["fallback_reply"].as_str().unwrap_or_default();
+        let outputs: Value = serde_json::from_str(reply).unwrap_or(Value::Null);
+        fallback["num_lm_calls"] = json!(2);
+        fallback["fell_back_to_json_adapter"] = json!(true);
+        fallback["result"] = json!({"outputs": outputs});
+        changed = true;
+    }
+    changed
+}
+
+/// The tool a ReAct step's reply names: Chat's `[[ ## next_tool_name ## ]]` block, or the JSON
+/// adapter's `next_tool_name`.
+fn reply_tool_name(reply: &Value) -> Option<String> {
+    let text = reply["content"].as_str()?;
+    if let Some(rest) = text.split("[[ ## next_tool_name ## ]]\n").nth(1) {
+        return rest.split('\n').next().map(|n| n.trim().to_owned());
+    }
+    let object: Value = serde_json::from_str(text.trim()).ok()?;
+    object["next_tool_name"].as_str().map(str::to_owned)
+}
 
 /// What the Refine fixtures' runs show the feedback step as the program's and the reward's code
 /// (DSPy shows their Python source; see the by-design rule that writes these into the recording).
@@ -290,6 +480,12 @@ async fn run_family(fixture: &Value) -> Outcome {
     }
     if fixture.get("tools").is_some() && fixture.get("call_results").is_some() {
         return run_tool_introspection(fixture).await;
+    }
+    if fixture.get("tool_schemas").is_some() {
+        return match crate::parity_tools::check(fixture) {
+            Ok(()) => Outcome::Pass,
+            Err(why) => Outcome::Fail(why),
+        };
     }
     if fixture.get("saved_program").is_some() {
         return match run_saved_program(fixture).await {
@@ -589,7 +785,11 @@ fn compare_calls(recorded: &[Value], sent: &[LmRequest]) -> Result<(), Skip> {
                     got["role"]
                 ));
             }
-            if want["content"] != got["content"] {
+            let same_text = match (want["content"].as_str(), got["content"].as_str()) {
+                (Some(w), Some(g)) => lines_match(w, g),
+                _ => want["content"] == got["content"],
+            };
+            if !same_text {
                 return fail(format!(
                     "call {} message {}: {}",
                     i + 1,
@@ -603,7 +803,7 @@ fn compare_calls(recorded: &[Value], sent: &[LmRequest]) -> Result<(), Skip> {
                     }
                 ));
             }
-            if *want != got {
+            if !values_match(want, &got) {
                 return fail(format!(
                     "call {} message {}: DSPy {want} / Signet {got}",
                     i + 1,
@@ -660,7 +860,11 @@ fn first_difference(want: &str, got: &str) -> String {
     let (w, g): (Vec<&str>, Vec<&str>) = (want.split('\n').collect(), got.split('\n').collect());
     for i in 0..w.len().max(g.len()) {
         let (a, b) = (w.get(i).copied(), g.get(i).copied());
-        if a != b {
+        let same = match (a, b) {
+            (Some(a), Some(b)) => text_matches(a, b),
+            _ => a == b,
+        };
+        if !same {
             return format!("line {}: DSPy {:?} / Signet {:?}", i + 1, a, b);
         }
     }
@@ -682,6 +886,7 @@ fn compare_result(recorded: &Value, result: &Result<Fields, Error>) -> Result<()
             let kind = error["type"].as_str().unwrap_or_default();
             let same = match kind {
                 "AdapterParseError" => matches!(got, Error::Parse(_)),
+                "MissingInput" => matches!(got, Error::MissingInput { .. }),
                 "ContextWindowExceededError" => {
                     matches!(got, Error::Lm(LmError::ContextWindowExceeded { .. }))
                 }
@@ -1181,10 +1386,15 @@ async fn run_react_loaded(fixture: &Value, saved: Option<&str>) -> Result<(), Sk
             observations.get(&name).cloned().unwrap_or_default(),
         ));
         let tool_name = name.clone();
+        let mut schema = json!({"type": "object", "properties": args, "required": required});
+        if tool["has_kwargs"] != json!(true) {
+            // DSPy refuses arguments a tool does not declare ("Arg c is not in the tool's args.").
+            schema["additionalProperties"] = json!(false);
+        }
         tools.push(Arc::new(
             FnTool::builder(&name)
                 .description(tool["desc"].as_str().unwrap_or_default())
-                .schema(json!({"type": "object", "properties": args, "required": required}))
+                .schema(schema)
                 .sync_fn(move |_| {
                     queue
                         .lock()
@@ -1225,6 +1435,27 @@ async fn run_react_loaded(fixture: &Value, saved: Option<&str>) -> Result<(), Sk
     }
     let inputs = decode_inputs(&fixture["inputs"])?;
     let result = core.forward(&inputs, &CallConfig::default()).await;
+    if let Some(name) = fixture["signet_observes_unknown_tool"].as_str() {
+        // The recorded calls up to the step that named it, then the observation.
+        let sent = lm.requests();
+        if sent.len() <= calls.len() {
+            return fail(format!("Signet stopped after the step naming `{name}`"));
+        }
+        compare_calls(&calls, &sent[..calls.len()])?;
+        let next = &sent[calls.len()].messages;
+        let shown = next
+            .last()
+            .map(|m| m.content.to_string())
+            .unwrap_or_default();
+        let observation = format!("Execution error in {name}: there is no tool named `{name}`");
+        return if shown.contains(&observation) {
+            Ok(())
+        } else {
+            fail(format!(
+                "the step after `{name}` does not show {observation:?}"
+            ))
+        };
+    }
     compare_calls(&calls, &lm.requests())?;
     let outputs = result
         .clone()
@@ -1249,7 +1480,7 @@ async fn run_react_loaded(fixture: &Value, saved: Option<&str>) -> Result<(), Sk
     compare_result(&fixture["result"], &outputs)?;
     if let (Some(want), Ok(run)) = (fixture["result"].get("trajectory"), &result) {
         let got = Value::Object(run.trajectory.to_fields());
-        if decode(want) != got {
+        if !values_match(&decode(want), &got) {
             return fail(format!("trajectory: DSPy {want}, Signet {got}"));
         }
     }
@@ -1285,30 +1516,36 @@ fn recorded_observations(fixture: &Value, calls: &[Value]) -> HashMap<String, Ve
             rest = &body[end..];
         }
     }
+    // The tool of each step: from the final trajectory when the run has one, else from the
+    // replies (Chat's blocks or the JSON adapter's object, whichever a step's reply was).
+    let names: Vec<String> = match (0..)
+        .map_while(|i| trajectory.get(&format!("tool_name_{i}")))
+        .map(|name| name.as_str().map(str::to_owned))
+        .collect::<Option<Vec<String>>>()
+    {
+        Some(names) if !names.is_empty() => names,
+        _ => calls
+            .iter()
+            .filter_map(|call| reply_tool_name(&call["reply"]))
+            .collect(),
+    };
     let mut queues: HashMap<String, VecDeque<Value>> = HashMap::new();
-    let mut step = 0;
-    for call in calls {
-        let Some(reply) = call["reply"]["content"].as_str() else {
-            continue;
-        };
-        let Some(name) = reply
-            .split("[[ ## next_tool_name ## ]]\n")
-            .nth(1)
-            .and_then(|rest| rest.split('\n').next())
-        else {
-            continue;
-        };
+    for (step, name) in names.iter().enumerate() {
         let observation = trajectory
             .get(&format!("observation_{step}"))
             .cloned()
             .or_else(|| shown.get(&step).map(|t| Value::String(t.clone())));
-        if let Some(observation) = observation {
+        // An argument error never reached the tool (DSPy's nor Signet's): nothing to replay.
+        let refused = observation
+            .as_ref()
+            .and_then(Value::as_str)
+            .is_some_and(|text| text.contains(SIGNET_WORDING));
+        if let Some(observation) = observation.filter(|_| !refused) {
             queues
                 .entry(name.trim().to_owned())
                 .or_default()
                 .push_back(observation);
         }
-        step += 1;
     }
     queues
 }
@@ -1649,7 +1886,13 @@ fn scrub_tracebacks(text: &str) -> String {
             let end = unescaped_quote(escaped).unwrap_or(escaped.len());
             (&escaped[..end], &escaped[end..], "\\n")
         } else if let Some(raw) = body.strip_prefix('\n') {
-            (raw, "", "\n")
+            // A traceback in a prompt ends where the next field or the closing request begins.
+            let end = ["\n\n[[ ## ", "\n\nRespond with"]
+                .iter()
+                .filter_map(|next| raw.find(next))
+                .min()
+                .unwrap_or(raw.len());
+            (&raw[..end], &raw[end..], "\n")
         } else {
             let end = unescaped_quote(body).unwrap_or(body.len());
             (&body[..end], &body[end..], "\n")

@@ -24,4 +24,5 @@ mod scripted;
 mod signature_derive;
 mod streamify;
 mod structured;
+mod structured_parse_fn;
 mod two_step;

@@ -8,7 +8,8 @@ use signet::lm::{
 use signet::structured::{Level, StructuredError, StructuredRequest, call_structured};
 use signet::testing::ScriptedLm;
 
-fn request() -> StructuredRequest {
+/// A request for a tool pick (shared with `structured_parse_fn`).
+pub(crate) fn request() -> StructuredRequest {
     StructuredRequest::new(
         "pick",
         json!({

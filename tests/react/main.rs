@@ -17,6 +17,7 @@ mod react_history;
 mod react_interrupts;
 mod react_native;
 mod react_native_http;
+mod react_selection;
 mod react_sse;
 mod react_suspend;
 mod suspend_seal;

@@ -852,3 +852,72 @@ async fn an_html_page_reaches_the_model_as_its_text_and_the_trajectory_keeps_the
         .unwrap();
     assert!(lm.requests()[1].messages[1].content.contains("track();"));
 }
+
+/// A long page.
+#[tool]
+fn page() -> String {
+    "x".repeat(5_000)
+}
+
+#[tokio::test]
+async fn the_answer_step_reads_long_results_cut_at_its_own_limit() {
+    let (reader, lm) = agent(
+        vec![Arc::new(PageTool)],
+        vec![
+            step("read it", "page", json!({})),
+            step("done", "finish", json!({})),
+            extract("a page of x"),
+        ],
+    );
+    let out = reader.call(ask()).await.unwrap();
+    // The step after the call read the whole page (under the loop's 20,000 characters) ...
+    let step_prompt = &lm.requests()[1].messages[1].content;
+    assert!(step_prompt.contains(&"x".repeat(5_000)));
+    // ... the answer step its first 2,000 characters, with the marker.
+    let answer_prompt = &lm.requests()[2].messages[1].content;
+    assert!(answer_prompt.contains(&format!(
+        "{}\n[... truncated: 3000 more characters of 5000 were not shown]",
+        "x".repeat(2_000)
+    )));
+    assert!(!answer_prompt.contains(&"x".repeat(2_001)));
+    // The run's trajectory keeps what the steps read.
+    assert_eq!(
+        out.trajectory.steps[0].observation,
+        Observation::Output(json!("x".repeat(5_000)))
+    );
+    // A larger cap shows more.
+    let (wider, lm) = agent(
+        vec![Arc::new(PageTool)],
+        vec![
+            step("read it", "page", json!({})),
+            step("done", "finish", json!({})),
+            extract("a page of x"),
+        ],
+    );
+    let wider = wider.with_limits(Limits::default().max_answer_observation_chars(10_000));
+    wider.call(ask()).await.unwrap();
+    assert!(
+        lm.requests()[2].messages[1]
+            .content
+            .contains(&"x".repeat(5_000))
+    );
+}
+
+#[tokio::test]
+async fn the_default_max_iters_is_dspys_twenty() {
+    assert_eq!(Limits::default().max_iters, 20);
+    let mut replies: Vec<String> = (0..20)
+        .map(|i| step("again", "add", json!({"a": i, "b": 1})))
+        .collect();
+    replies.push(extract("20"));
+    let lm = Arc::new(ScriptedLm::texts(replies));
+    let agent = ReAct::<Ask>::new().tool(AddTool).with_lm(lm.clone());
+    let out = agent.call(ask()).await.unwrap();
+    assert_eq!(out.trajectory.steps.len(), 20);
+    assert_eq!(lm.requests().len(), 21, "20 steps, then the extractor");
+    assert_eq!(
+        out.trajectory.stopped_early,
+        Some(StopReason::MaxIters { max_iters: 20 })
+    );
+    assert_eq!(out.output.answer, "20");
+}

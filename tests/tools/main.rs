@@ -15,6 +15,7 @@ mod support;
 mod call_scope;
 mod method_tools;
 mod module_tool;
+mod tool_approval;
 mod tool_dispatch;
 mod tool_schema;
 mod tool_validation;

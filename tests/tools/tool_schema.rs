@@ -78,7 +78,11 @@ fn scalars() {
 
 #[test]
 fn option_is_nullable_and_optional() {
-    assert_eq!(props()["maybe"], json!({"type": ["string", "null"]}));
+    // pydantic's `Optional[str] = None`, as DSPy shows it.
+    assert_eq!(
+        props()["maybe"].to_string(),
+        r#"{"anyOf":[{"type":"string"},{"type":"null"}],"default":null}"#
+    );
     let required = &ShapesTool.args_schema()["required"];
     assert!(!required.as_array().unwrap().contains(&json!("maybe")));
 }
@@ -109,16 +113,18 @@ fn sequences_and_maps() {
 
 #[test]
 fn nested_struct_is_inlined_with_its_docs() {
+    // pydantic's shape and key order: the model and its fields titled, keys sorted.
     let point = json!({
         "description": "A point on the canvas.",
-        "type": "object",
         "properties": {
-            "x": {"description": "X coordinate", "type": "integer"},
-            "y": {"type": "integer", "default": 0}
+            "x": {"description": "X coordinate", "title": "X", "type": "integer"},
+            "y": {"default": 0, "title": "Y", "type": "integer"}
         },
-        "required": ["x"]
+        "required": ["x"],
+        "title": "Point",
+        "type": "object"
     });
-    assert_eq!(props()["point"], point);
+    assert_eq!(props()["point"].to_string(), point.to_string());
     assert_eq!(props()["points"], json!({"type": "array", "items": point}));
     assert_eq!(props()["maybe_point"]["anyOf"][0], point);
     assert_eq!(props()["maybe_point"]["anyOf"][1], json!({"type": "null"}));
@@ -129,13 +135,13 @@ fn nested_struct_is_inlined_with_its_docs() {
 #[test]
 fn enums() {
     assert_eq!(
-        props()["color"],
-        json!({"type": "string", "enum": ["red", "blue"]})
+        props()["color"].to_string(),
+        r#"{"enum":["red","blue"],"title":"Color","type":"string"}"#
     );
     let shape = &props()["shape"]["oneOf"];
     assert_eq!(
         shape[0]["properties"]["kind"],
-        json!({"type": "string", "const": "circle"})
+        json!({"type": "string", "const": "circle", "title": "Kind"})
     );
     assert_eq!(shape[1]["required"], json!(["kind", "side"]));
 }

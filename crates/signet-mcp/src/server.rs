@@ -637,7 +637,9 @@ impl ServerHandler for McpServer {
         };
         let args = Value::Object(request.arguments.unwrap_or_default());
         let span = crate::telemetry::server_span(name, &context.id, &context.meta);
-        let call = tool.call(args).instrument(span.clone());
+        // A tool that needs approval is served only with `serve_confirm_tools`, where the client
+        // asks its person: the call runs as approved.
+        let call = signet::tool::approved(name, tool.call(args)).instrument(span.clone());
         let run = async {
             match context.meta.get_progress_token() {
                 Some(token) => sending_progress(&context.peer, token, call).await,

@@ -83,10 +83,13 @@ impl ToolRun {
         &self.args
     }
 
-    /// Runs the tool within its time limit ([`ToolError::Timeout`] past it).
+    /// Runs the tool within its time limit ([`ToolError::Timeout`] past it). A tool loop makes a
+    /// `ToolRun` only for a call it may run (a `#[tool(confirm)]` tool's once a person approved
+    /// it), so the call runs [approved](crate::tool::approved).
     pub fn run(self) -> BoxFuture<'static, Result<Value, ToolError>> {
         async move {
-            let call = self.tool.call(self.args);
+            let name = self.tool.name().to_owned();
+            let call = crate::tool::approved(&name, self.tool.call(self.args));
             match self.timeout {
                 Some(limit) => match tokio::time::timeout(limit, call).await {
                     Ok(result) => result,

@@ -27,10 +27,10 @@ pub fn schema_for<T: JsonSchema + ?Sized>() -> Value {
         .into_generator();
     let mut value = generator.into_root_schema_for::<T>().to_value();
     if let Value::Object(map) = &mut value {
-        map.remove("$schema");
+        map.shift_remove("$schema");
         // schemars titles every root ("Array_of_uint8"); only a struct's title is a class name.
         if !map.contains_key("properties") {
-            map.remove("title");
+            map.shift_remove("title");
         }
     }
     value
@@ -149,8 +149,8 @@ pub fn try_inline_refs(
     };
     let mut out = inliner.value(schema, 0)?;
     if let Value::Object(map) = &mut out {
-        map.remove("$defs");
-        map.remove("definitions");
+        map.shift_remove("$defs");
+        map.shift_remove("definitions");
         if !inliner.kept.is_empty() {
             // Keep the recursive definitions, themselves inlined as far as they can be.
             let mut remaining = Map::new();
@@ -328,7 +328,7 @@ pub fn pydantic_style(schema: &mut Value) {
     add_pydantic_shape(schema);
 }
 
-fn add_pydantic_shape(schema: &mut Value) {
+pub(crate) fn add_pydantic_shape(schema: &mut Value) {
     match schema {
         Value::Object(map) => {
             nullable_as_any_of(map);
@@ -361,6 +361,28 @@ fn add_pydantic_shape(schema: &mut Value) {
     }
 }
 
+/// Sorts the keys of every object in `schema` as pydantic does before DSPy prints a tool's
+/// arguments: alphabetically, except the keys of `properties` (the fields' order) and of a
+/// `default` value, which keep their order.
+pub(crate) fn pydantic_sorted(schema: &mut Value) {
+    sort_under(schema, None);
+}
+
+fn sort_under(value: &mut Value, parent: Option<&str>) {
+    match value {
+        Value::Object(map) => {
+            if !matches!(parent, Some("properties" | "default")) {
+                map.sort_keys();
+            }
+            for (key, item) in map.iter_mut() {
+                sort_under(item, Some(key));
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|item| sort_under(item, parent)),
+        _ => {}
+    }
+}
+
 /// Removes schemars' machine-width formats on numbers (`int64`, `uint8`, `double`, ..) everywhere in
 /// `schema`: they describe Rust's storage, not the value a model should write (ranges such as
 /// `minimum: 0` stay).
@@ -378,7 +400,8 @@ pub fn drop_width_formats(schema: &mut Value) {
                 .and_then(Value::as_str)
                 .is_some_and(is_width_format)
             {
-                map.remove("format");
+                // `shift_remove`: the other keys keep their order (DSPy's key order is the prompt's).
+                map.shift_remove("format");
             }
             map.values_mut().for_each(drop_width_formats);
         }
@@ -465,12 +488,12 @@ fn nullable_as_any_of(map: &mut Map<String, Value>) {
     };
     for key in keys {
         if !annotation(&key)
-            && let Some(v) = map.remove(&key)
+            && let Some(v) = map.shift_remove(&key)
         {
             branch.insert(key, v);
         }
     }
-    map.remove("type");
+    map.shift_remove("type");
     map.insert(
         "anyOf".to_owned(),
         Value::Array(vec![

@@ -13,8 +13,13 @@
 //!    has one.
 //!
 //! A request's own [parser](StructuredRequest::with_parser) reads each text reply before the JSON
-//! extraction does. The result says which level succeeded, the validated value, and the usage
-//! summed over every call.
+//! extraction does. A request's [parse fn](StructuredRequest::with_parse_fn) (or
+//! [`with_type`](StructuredRequest::with_type)) checks every value that matches the schema, at
+//! every level: a value it refuses counts as invalid there (the reformat retry gives the model its
+//! reason, then the chain moves on), and a default it refuses fails the call before any LM call
+//! ([`StructuredError::DefaultRefused`]). The result says which level succeeded, the validated
+//! value, the usage summed over every call and why the levels before it failed;
+//! [`call_structured_as`] also returns the value as a type of yours.
 //!
 //! ```
 //! use signet::lm::Message;
@@ -34,6 +39,7 @@
 //! # });
 //! ```
 
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::adapter::{templates, value};
@@ -63,6 +69,10 @@ pub enum Level {
 /// extraction.
 pub type ReplyParser = std::sync::Arc<dyn Fn(&str) -> Option<Value> + Send + Sync>;
 
+/// A check of a value that matches the schema: `Err(reason)` refuses it, as if it did not match
+/// (see [`StructuredRequest::with_parse_fn`]).
+pub type ParseFn = std::sync::Arc<dyn Fn(&Value) -> Result<(), String> + Send + Sync>;
+
 /// What to ask for.
 #[derive(Clone)]
 pub struct StructuredRequest {
@@ -76,10 +86,13 @@ pub struct StructuredRequest {
     pub messages: Vec<Message>,
     /// Sampling options.
     pub options: LmOptions,
-    /// The value returned when no level produced a valid one (checked against the schema).
+    /// The value returned when no level produced a valid one (checked against the schema and the
+    /// parse fn before any call).
     pub default: Option<Value>,
     /// A parser tried on each text reply before the JSON extraction.
     pub parser: Option<ReplyParser>,
+    /// A check run on every value that matches the schema, the default included.
+    pub parse_fn: Option<ParseFn>,
 }
 
 impl std::fmt::Debug for StructuredRequest {
@@ -92,6 +105,7 @@ impl std::fmt::Debug for StructuredRequest {
             .field("options", &self.options)
             .field("default", &self.default)
             .field("parser", &self.parser.as_ref().map(|_| "<fn>"))
+            .field("parse_fn", &self.parse_fn.as_ref().map(|_| "<fn>"))
             .finish()
     }
 }
@@ -111,12 +125,15 @@ impl StructuredRequest {
             options: LmOptions::default(),
             default: None,
             parser: None,
+            parse_fn: None,
         }
     }
 
     /// Returns `value` ([`Level::Default`]) when no level produced a valid value, where the call
     /// would fail with [`StructuredError::Exhausted`]; a `value` that does not match the schema is
-    /// [`StructuredError::InvalidSchema`] before any call. An LM error still fails the call.
+    /// [`StructuredError::InvalidSchema`] before any call, one the
+    /// [parse fn](Self::with_parse_fn) refuses [`StructuredError::DefaultRefused`]. An LM error
+    /// still fails the call.
     pub fn with_default(mut self, value: Value) -> Self {
         self.default = Some(value);
         self
@@ -148,6 +165,78 @@ impl StructuredRequest {
         self
     }
 
+    /// Checks every value that matches the schema with `check` (a rule the schema cannot say, or
+    /// your type's own): `Err(reason)` makes the value invalid at its level, like a schema error —
+    /// the level's reformat retry tells the model `reason`, then the chain moves on (the pattern
+    /// level's value is checked too), and the reason is in that level's [`LevelFailure`]. The
+    /// [default](Self::with_default) must pass as well. Called again, adds a check: a value must
+    /// pass them all, in the order added.
+    ///
+    /// ```
+    /// use serde_json::{Value, json};
+    /// use signet::lm::Message;
+    /// use signet::structured::{Level, StructuredRequest, call_structured};
+    /// use signet::testing::ScriptedLm;
+    ///
+    /// let lm = ScriptedLm::texts([r#"{"port": 80}"#, r#"{"port": 8080}"#]);
+    /// let schema = json!({"type": "object", "properties": {"port": {"type": "integer"}}, "required": ["port"]});
+    /// let request = StructuredRequest::new("server", schema, vec![Message::user("Pick a port.")])
+    ///     .with_parse_fn(|value: &Value| match value["port"].as_i64() {
+    ///         Some(port) if port >= 1024 => Ok(()),
+    ///         _ => Err("the port must be 1024 or more".to_owned()),
+    ///     });
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let out = call_structured(&lm, &request).await.unwrap();
+    /// assert_eq!((out.level, out.value), (Level::JsonMode, json!({"port": 8080})));
+    /// // The reformat retry gave the model the reason.
+    /// assert!(lm.requests()[1].messages.last().unwrap().content.contains("1024 or more"));
+    /// # });
+    /// ```
+    pub fn with_parse_fn(
+        mut self,
+        check: impl Fn(&Value) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.parse_fn = Some(match self.parse_fn.take() {
+            None => std::sync::Arc::new(check),
+            Some(earlier) => std::sync::Arc::new(move |value: &Value| {
+                earlier(value)?;
+                check(value)
+            }),
+        });
+        self
+    }
+
+    /// Checks every value that matches the schema by reading it as a `T`
+    /// ([`with_parse_fn`](Self::with_parse_fn) with `serde_json::from_value::<T>`): a value `T`
+    /// cannot hold (a number out of its range, a string its enum does not know, ..) is invalid at
+    /// its level, serde's message its reason.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use signet::lm::Message;
+    /// use signet::structured::{Level, StructuredRequest, call_structured};
+    /// use signet::testing::ScriptedLm;
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Volume { level: u8 }
+    ///
+    /// let lm = ScriptedLm::texts([r#"{"level": 300}"#, r#"{"level": 30}"#]);
+    /// let schema = json!({"type": "object", "properties": {"level": {"type": "integer"}}, "required": ["level"]});
+    /// let request = StructuredRequest::new("volume", schema, vec![Message::user("How loud?")])
+    ///     .with_type::<Volume>();
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let out = call_structured(&lm, &request).await.unwrap();
+    /// assert_eq!(out.value, json!({"level": 30})); // 300 does not fit a u8: asked again
+    /// # });
+    /// ```
+    pub fn with_type<T: DeserializeOwned>(self) -> Self {
+        self.with_parse_fn(|value| {
+            serde_json::from_value::<T>(value.clone())
+                .map(drop)
+                .map_err(|e| format!("not a valid {}: {e}", short_type_name::<T>()))
+        })
+    }
+
     /// Describes the value for the model.
     pub fn with_description(mut self, description: impl Into<String>) -> Self {
         self.description = description.into();
@@ -164,6 +253,8 @@ pub struct Structured {
     pub level: Level,
     /// Usage over every call made, failed levels included.
     pub usage: Usage,
+    /// Why each level before `level` failed, in order (schema errors, parse fn refusals, ..).
+    pub failures: Vec<LevelFailure>,
 }
 
 /// Why no level produced a valid value.
@@ -183,6 +274,13 @@ pub enum StructuredError {
         failures: Vec<LevelFailure>,
         /// Usage over every call made.
         usage: Usage,
+    },
+    /// The request's [parse fn](StructuredRequest::with_parse_fn) refuses its
+    /// [default](StructuredRequest::with_default) (found before any call).
+    #[error("the default value is refused by the parse fn: {reason}")]
+    DefaultRefused {
+        /// The parse fn's reason.
+        reason: String,
     },
     /// The LM failed in a way another level cannot fix (context window, connection, ..).
     #[error("{error}")]
@@ -207,7 +305,9 @@ impl StructuredError {
     /// ```
     pub fn usage(&self) -> Usage {
         match self {
-            StructuredError::InvalidSchema { .. } => Usage::default(),
+            StructuredError::InvalidSchema { .. } | StructuredError::DefaultRefused { .. } => {
+                Usage::default()
+            }
             StructuredError::Exhausted { usage, .. } | StructuredError::Lm { usage, .. } => *usage,
         }
     }
@@ -235,6 +335,9 @@ pub async fn call_structured(
         check(&validator, default).map_err(|error| StructuredError::InvalidSchema {
             message: format!("the default value does not match the schema: {error}"),
         })?;
+        if let Some(parse_fn) = &request.parse_fn {
+            parse_fn(default).map_err(|reason| StructuredError::DefaultRefused { reason })?;
+        }
     }
     let capabilities = lm.capabilities();
     let mut usage = Usage::default();
@@ -256,6 +359,7 @@ pub async fn call_structured(
                     value,
                     level,
                     usage,
+                    failures,
                 });
             }
             Err(Failure::Invalid(reason)) | Err(Failure::Rejected(reason)) => {
@@ -266,10 +370,7 @@ pub async fn call_structured(
         }
     }
     let fallbacks = [
-        (
-            Level::Pattern,
-            from_patterns(&request.schema, &validator, &replies),
-        ),
+        (Level::Pattern, from_patterns(request, &validator, &replies)),
         (
             Level::Default,
             request
@@ -286,6 +387,7 @@ pub async fn call_structured(
                     value,
                     level,
                     usage,
+                    failures,
                 });
             }
             Err(reason) => failures.push(LevelFailure { level, reason }),
@@ -294,14 +396,79 @@ pub async fn call_structured(
     Err(StructuredError::Exhausted { failures, usage })
 }
 
+/// [`call_structured`] for a value of type `T`: every candidate value is also read as a `T`
+/// ([`StructuredRequest::with_type`]), so one `T` cannot hold moves the chain on like a schema
+/// error. Returns the `T` and the [`Structured`] result it was read from.
+///
+/// ```
+/// use serde_json::json;
+/// use signet::lm::Message;
+/// use signet::structured::{StructuredRequest, call_structured_as};
+/// use signet::testing::ScriptedLm;
+///
+/// #[derive(serde::Deserialize, Debug, PartialEq)]
+/// struct City { name: String, population: u32 }
+///
+/// let lm = ScriptedLm::texts([r#"{"name": "Paris", "population": 2100000}"#]);
+/// let schema = json!({"type": "object", "properties": {"name": {"type": "string"}, "population": {"type": "integer"}}});
+/// let request = StructuredRequest::new("city", schema, vec![Message::user("The capital of France?")]);
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let (city, out) = call_structured_as::<City>(&lm, &request).await.unwrap();
+/// assert_eq!(city, City { name: "Paris".into(), population: 2_100_000 });
+/// assert!(out.failures.is_empty());
+/// # });
+/// ```
+pub async fn call_structured_as<T: DeserializeOwned>(
+    lm: &dyn Lm,
+    request: &StructuredRequest,
+) -> Result<(T, Structured), StructuredError> {
+    let typed = request.clone().with_type::<T>();
+    let out = call_structured(lm, &typed).await?;
+    match serde_json::from_value::<T>(out.value.clone()) {
+        Ok(value) => Ok((value, out)),
+        // The value was read as a `T` already; a `Deserialize` that changes its mind lands here.
+        Err(error) => {
+            let mut failures = out.failures;
+            failures.push(LevelFailure {
+                level: out.level,
+                reason: format!("not a valid {}: {error}", short_type_name::<T>()),
+            });
+            Err(StructuredError::Exhausted {
+                failures,
+                usage: out.usage,
+            })
+        }
+    }
+}
+
+/// `T`'s name without its module paths (`alloc::vec::Vec<my::Item>` gives `Vec<Item>`), for
+/// reasons.
+fn short_type_name<T>() -> String {
+    let name = std::any::type_name::<T>();
+    let mut short = String::with_capacity(name.len());
+    let mut segment = String::new();
+    for c in name.chars() {
+        if c.is_alphanumeric() || c == '_' || c == ':' {
+            segment.push(c);
+        } else {
+            short.push_str(segment.rsplit("::").next().unwrap_or(&segment));
+            segment.clear();
+            short.push(c);
+        }
+    }
+    short.push_str(segment.rsplit("::").next().unwrap_or(&segment));
+    short
+}
+
 /// `name: value` lines (also `"name": value`, `- name = value`) for the top-level properties of
 /// an object `schema`, read from `replies`, each value coerced to its property's type; the object
 /// they make, if it matches the schema.
 fn from_patterns(
-    schema: &Value,
+    request: &StructuredRequest,
     validator: &jsonschema::Validator,
     replies: &[String],
 ) -> Result<Value, String> {
+    let schema = &request.schema;
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
         return Err("the schema has no properties to look for".to_owned());
     };
@@ -332,7 +499,7 @@ fn from_patterns(
         return Err("no `name: value` line for any property".to_owned());
     }
     let value = Value::Object(found);
-    check(validator, &value)?;
+    accept(request, validator, &value)?;
     Ok(value)
 }
 
@@ -395,7 +562,7 @@ async fn attempt(
             let value = call
                 .args()
                 .map_err(|e| Failure::Invalid(format!("the tool arguments are not JSON: {e}")))?;
-            check(validator, &value).map_err(Failure::Invalid)?;
+            accept(request, validator, &value).map_err(Failure::Invalid)?;
             Ok(value)
         }
         Level::JsonMode | Level::Text => {
@@ -464,25 +631,43 @@ async fn send(lm: &dyn Lm, request: &LmRequest, usage: &mut Usage) -> Result<Com
 }
 
 /// The value the request's parser reads in `text`, else the first JSON object in it, checked
-/// against the schema.
+/// against the schema and the parse fn. When the parser's value is refused and the reply holds no
+/// JSON value, the parser's reason is the one given.
 fn read(
     request: &StructuredRequest,
     validator: &jsonschema::Validator,
     text: &str,
 ) -> Result<Value, String> {
-    if let Some(value) = request.parser.as_ref().and_then(|parse| parse(text))
-        && check(validator, &value).is_ok()
-    {
-        return Ok(value);
+    let mut parsed_refusal = None;
+    if let Some(value) = request.parser.as_ref().and_then(|parse| parse(text)) {
+        match accept(request, validator, &value) {
+            Ok(()) => return Ok(value),
+            Err(reason) => parsed_refusal = Some(reason),
+        }
     }
     if value::nested_too_deep(text) {
         return Err(value::too_deep());
     }
     let candidate = value::first_json_object(text).unwrap_or(text);
-    let value =
-        value::lenient_json(candidate).ok_or_else(|| "the reply holds no JSON value".to_owned())?;
-    check(validator, &value)?;
+    let value = value::lenient_json(candidate).ok_or_else(|| {
+        parsed_refusal.unwrap_or_else(|| "the reply holds no JSON value".to_owned())
+    })?;
+    accept(request, validator, &value)?;
     Ok(value)
+}
+
+/// Whether `value` matches the schema, then passes the request's parse fn.
+fn accept(
+    request: &StructuredRequest,
+    validator: &jsonschema::Validator,
+    value: &Value,
+) -> Result<(), String> {
+    check(validator, value)?;
+    match &request.parse_fn {
+        Some(parse_fn) => parse_fn(value)
+            .map_err(|reason| format!("the value matches the schema but is refused: {reason}")),
+        None => Ok(()),
+    }
 }
 
 fn check(validator: &jsonschema::Validator, value: &Value) -> Result<(), String> {
@@ -501,5 +686,39 @@ fn check(validator: &jsonschema::Validator, value: &Value) -> Result<(), String>
         Ok(())
     } else {
         Err(errors.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn structured_type_names_lose_their_module_paths() {
+        assert_eq!(short_type_name::<Vec<Level>>(), "Vec<Level>");
+        assert_eq!(
+            short_type_name::<Option<(u8, String)>>(),
+            "Option<(u8, String)>"
+        );
+    }
+
+    #[test]
+    fn structured_acceptance_checks_the_schema_before_the_parse_fn() {
+        let schema = json!({"type": "integer"});
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let request = StructuredRequest::new("n", schema, Vec::new())
+            .with_parse_fn(|v| match v.as_i64() {
+                Some(n) if n % 2 == 0 => Ok(()),
+                _ => Err("odd".to_owned()),
+            })
+            .with_type::<u8>();
+        assert_eq!(accept(&request, &validator, &json!(4)), Ok(()));
+        let odd = accept(&request, &validator, &json!(3)).unwrap_err();
+        assert!(odd.ends_with("refused: odd"), "{odd}");
+        let wide = accept(&request, &validator, &json!(400)).unwrap_err();
+        assert!(wide.contains("not a valid u8"), "{wide}");
+        // A schema error is reported as such; the parse fn never sees the value.
+        let text = accept(&request, &validator, &json!("4")).unwrap_err();
+        assert!(!text.contains("refused"), "{text}");
     }
 }

@@ -32,7 +32,17 @@
 //!   per-thread current-thread runtime when there is no runtime on the thread, or through
 //!   `block_in_place` on a multi-thread runtime. On a thread that drives a current-thread runtime
 //!   blocking would deadlock, so that case is the typed error [`ToolError::BlockingInAsyncContext`].
+//!
+//! # Tools that need a person's approval
+//!
+//! A `#[tool(confirm)]` tool (or any tool whose [`Tool::requires_confirmation`] is true) runs only
+//! when a person approved the call. The agent loops ask their approver first (ReAct's and
+//! [`ToolExecutor`](crate::module::ToolExecutor)'s `with_approver`, or a suspended run a person
+//! resumes), and `McpServer::serve_confirm_tools` leaves asking to the MCP client. Called directly,
+//! such a tool refuses with [`ToolError::NeedsApproval`]; code that has asked a person itself runs
+//! the call inside [`approved`] (or [`approved_blocking`]).
 
+mod approval;
 mod args_schema;
 mod cancel;
 mod definition;
@@ -51,6 +61,7 @@ use futures::future::BoxFuture;
 use serde::Serialize;
 use serde_json::Value;
 
+pub use approval::{approved, approved_blocking, require_approval};
 pub use args_schema::ArgsSchema;
 pub use cancel::{CancelToken, is_cancelled};
 pub use definition::ToolDefinition;

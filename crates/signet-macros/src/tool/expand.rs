@@ -31,6 +31,8 @@ pub fn tool_impl(
     let name = &def.name;
     let desc = &def.desc;
     let confirm = def.confirm;
+    // A tool that needs a person's approval runs only inside one (`signet::tool::approved`).
+    let approval_check = confirm.then(|| quote!(#krate::tool::require_approval(#name)?;));
 
     let mut fields = Vec::new();
     let mut helpers = Vec::new();
@@ -136,6 +138,7 @@ pub fn tool_impl(
                 &self,
                 args: __signet::serde_json::Value,
             ) -> ::core::result::Result<__signet::serde_json::Value, #krate::ToolError> {
+                #approval_check
                 let __args: #args_ident = #spec_fn().parse_args(args)?;
                 #sync_prelude
                 let __out = __signet::run_inline(#name, move || #sync_call)?;
@@ -173,6 +176,7 @@ pub fn tool_impl(
 
             fn call(&self, args: __signet::serde_json::Value) -> #krate::tool::ToolFuture<'_> {
                 __signet::FutureExt::boxed(async move {
+                    #approval_check
                     let __args: #args_ident = #spec_fn().parse_args(args)?;
                     #call_body
                     #output

@@ -7,6 +7,12 @@ use serde_json::{Map, Number, Value};
 use crate::python::strip;
 use crate::signature::Field;
 
+mod coerce;
+mod pyliteral;
+mod repair;
+
+pub use coerce::coerce;
+
 /// Parses a field value written as text (Chat and XML formats).
 pub fn parse_text(field: &Field, text: &str) -> Result<Value, String> {
     if field.kind() == crate::signature::FieldKind::ToolCalls
@@ -69,18 +75,78 @@ fn parse_text_value(field: &Field, text: &str) -> Result<Value, String> {
     if nested_too_deep(text) {
         return Err(too_deep());
     }
-    if let Some(value) = literal_match(field, &Value::String(text.to_owned())) {
+    let raw = Value::String(text.to_owned());
+    if let Some(member) = enum_member(field, &raw) {
+        return member;
+    }
+    if let Some(value) = literal_match(field, &raw) {
         return value;
     }
     if accepts_str_and_null(field.schema()) {
-        return coerce(
-            &Value::String(text.to_owned()),
-            field.schema(),
-            field.schema(),
-        );
+        return coerce(&raw, field.schema(), field.schema());
     }
-    let candidate = lenient_json(text).unwrap_or_else(|| Value::String(text.to_owned()));
-    coerce(&candidate, field.schema(), field.schema())
+    coerce(&candidate(text), field.schema(), field.schema())
+}
+
+/// What DSPy's `parse_value` validates for text: `json_repair.loads(text)` (strict JSON, or the
+/// JSON containers found in the text, repaired); when that finds nothing, `ast.literal_eval(text)`
+/// (`+3`, `1_000`, `0x10`, `'quoted'`, `1, 2`); when that fails too, the text itself.
+fn candidate(text: &str) -> Value {
+    repair::loads(text)
+        .or_else(|| pyliteral::literal_eval(text))
+        .unwrap_or_else(|| Value::String(text.to_owned()))
+}
+
+/// Enum fields (a Python `Enum` in a DSPy signature: an `enum` schema whose type is not written
+/// `Literal[...]`), read as DSPy's `find_enum_member` does: a member's value, exactly as written
+/// (no quotes stripped, no JSON read), or else a member's name. Schemas carry values only: names
+/// come from an `x-enum-varnames` list beside `enum` when the schema has one, and are otherwise
+/// taken to be Python's convention, the value in upper case (`HIGH = "high"`).
+fn enum_member(field: &Field, value: &Value) -> Option<Result<Value, String>> {
+    let type_name = field.type_name();
+    if type_name.starts_with("Literal[") || type_name == "str" {
+        return None;
+    }
+    let schema = field.schema();
+    let members = schema.get("enum").and_then(Value::as_array)?;
+    let same = |member: &Value| match (member, value) {
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        _ => member == value,
+    };
+    if let Some(member) = members.iter().find(|m| same(m)) {
+        return Some(Ok(member.clone()));
+    }
+    if let Value::String(name) = value {
+        let declared = schema
+            .get("x-enum-varnames")
+            .and_then(Value::as_array)
+            .filter(|names| names.len() == members.len());
+        let found = match declared {
+            Some(names) => names.iter().position(|n| n.as_str() == Some(name.as_str())),
+            None => members.iter().position(|m| {
+                m.as_str()
+                    .map(str::to_uppercase)
+                    .is_some_and(|upper| is_identifier(&upper) && upper == *name)
+            }),
+        };
+        if let Some(i) = found {
+            return Some(Ok(members[i].clone()));
+        }
+    }
+    let shown = match value {
+        Value::String(s) => s.clone(),
+        other => crate::schema::python_repr(other),
+    };
+    Some(Err(format!(
+        "{shown} is not a valid name or value for the enum {type_name}"
+    )))
+}
+
+/// Whether `name` is a Python identifier (ASCII form).
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && chars.all(|c| c.is_alphanumeric() || c == '_')
 }
 
 /// Parses a field value that is already JSON (JSON format).
@@ -91,6 +157,9 @@ pub fn parse_json(field: &Field, value: &Value) -> Result<Value, String> {
             // Python's `str()` of what was parsed: `{'city': 'Paris'}` for a dict, `True`, `42`.
             other => Value::String(crate::schema::python_repr(other)),
         });
+    }
+    if let Some(member) = enum_member(field, value) {
+        return member;
     }
     if let Some(value) = literal_match(field, value) {
         return value;
@@ -489,233 +558,6 @@ impl Literal {
     }
 }
 
-/// Validates `value` against `schema` the way pydantic's lax mode does, converting where pydantic
-/// would (`"3"` -> 3, `3.0` -> 3, `"yes"` -> true, missing model fields with defaults filled in,
-/// unknown model fields dropped). `root` resolves `$ref`s.
-/// A schema keyword's value. Schema objects hold a handful of keys: a scan beats hashing the name
-/// (serde_json's maps hash with SipHash), and `coerce` looks up several keywords per value.
-fn keyword<'a>(schema: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
-    schema
-        .iter()
-        .find_map(|(key, value)| (key == name).then_some(value))
-}
-
-pub fn coerce(value: &Value, schema: &Value, root: &Value) -> Result<Value, String> {
-    let Value::Object(s) = schema else {
-        return Ok(value.clone());
-    };
-    if let Some(Value::String(reference)) = keyword(s, "$ref") {
-        let target = reference
-            .strip_prefix('#')
-            .and_then(|pointer| root.pointer(pointer))
-            .ok_or_else(|| format!("unresolvable reference {reference}"))?;
-        return coerce(value, target, root);
-    }
-    if let Some(Value::Array(allowed)) = keyword(s, "enum") {
-        return if allowed.contains(value) {
-            Ok(value.clone())
-        } else {
-            let allowed: Vec<String> = allowed.iter().map(Value::to_string).collect();
-            Err(format!("{value} is not one of [{}]", allowed.join(", ")))
-        };
-    }
-    if let Some(expected) = keyword(s, "const") {
-        return if expected == value {
-            Ok(value.clone())
-        } else {
-            Err(format!("{value} is not {expected}"))
-        };
-    }
-    for key in ["anyOf", "oneOf"] {
-        if let Some(Value::Array(branches)) = keyword(s, key) {
-            return coerce_union(value, branches, root);
-        }
-    }
-    if let Some(Value::Array(all)) = keyword(s, "allOf") {
-        let mut current = value.clone();
-        for branch in all {
-            current = coerce(&current, branch, root)?;
-        }
-        return Ok(current);
-    }
-    match keyword(s, "type") {
-        Some(Value::String(t)) => coerce_type(value, t, s, root),
-        Some(Value::Array(types)) => {
-            let branches: Vec<Value> = types
-                .iter()
-                .map(|t| {
-                    let mut branch = s.clone();
-                    branch.insert("type".to_owned(), t.clone());
-                    Value::Object(branch)
-                })
-                .collect();
-            coerce_union(value, &branches, root)
-        }
-        _ => Ok(value.clone()),
-    }
-}
-
-fn coerce_union(value: &Value, branches: &[Value], root: &Value) -> Result<Value, String> {
-    // An exact match wins (pydantic's "smart" unions), then the first lax conversion.
-    for branch in branches {
-        if let Ok(converted) = coerce(value, branch, root)
-            && &converted == value
-        {
-            return Ok(converted);
-        }
-    }
-    let mut errors = Vec::new();
-    for branch in branches {
-        match coerce(value, branch, root) {
-            Ok(converted) => return Ok(converted),
-            Err(e) => errors.push(e),
-        }
-    }
-    Err(errors.join("; or "))
-}
-
-fn coerce_type(
-    value: &Value,
-    t: &str,
-    schema: &Map<String, Value>,
-    root: &Value,
-) -> Result<Value, String> {
-    let fail = || Err(format!("{} is not a valid {t}", describe(value)));
-    match (t, value) {
-        ("null", Value::Null) => Ok(Value::Null),
-        ("string", Value::String(_)) => Ok(value.clone()),
-        ("boolean", Value::Bool(_)) => Ok(value.clone()),
-        ("boolean", Value::Number(n)) => match n.as_f64() {
-            Some(0.0) => Ok(Value::Bool(false)),
-            Some(1.0) => Ok(Value::Bool(true)),
-            _ => fail(),
-        },
-        ("boolean", Value::String(s)) => match strip(s).to_lowercase().as_str() {
-            "true" | "t" | "yes" | "y" | "on" | "1" => Ok(Value::Bool(true)),
-            "false" | "f" | "no" | "n" | "off" | "0" => Ok(Value::Bool(false)),
-            _ => fail(),
-        },
-        ("integer", Value::Number(n)) => {
-            if n.is_i64() || n.is_u64() {
-                Ok(value.clone())
-            } else {
-                match n.as_f64() {
-                    Some(x) if x.fract() == 0.0 && x.abs() < 9.2e18 => Ok(Value::from(x as i64)),
-                    _ => Err(format!(
-                        "{n} has a fractional part, so it is not a valid integer"
-                    )),
-                }
-            }
-        }
-        ("integer", Value::String(s)) => {
-            let s = strip(s);
-            if let Ok(i) = s.parse::<i64>() {
-                Ok(Value::from(i))
-            } else {
-                match s.parse::<f64>() {
-                    Ok(x) if x.is_finite() && x.fract() == 0.0 => Ok(Value::from(x as i64)),
-                    _ => fail(),
-                }
-            }
-        }
-        ("number", Value::Number(n)) => Ok(n
-            .as_f64()
-            .and_then(Number::from_f64)
-            .map(Value::Number)
-            .unwrap_or_else(|| value.clone())),
-        ("number", Value::String(s)) => match strip(s).parse::<f64>() {
-            Ok(x) => Number::from_f64(x)
-                .map(Value::Number)
-                .ok_or_else(|| format!("{s} is not a finite number")),
-            Err(_) => fail(),
-        },
-        ("array", Value::Array(items)) => {
-            if let Some(Value::Array(prefix)) = keyword(schema, "prefixItems") {
-                if prefix.len() != items.len() {
-                    return Err(format!(
-                        "expected {} items, got {}",
-                        prefix.len(),
-                        items.len()
-                    ));
-                }
-                let out: Result<Vec<Value>, String> = items
-                    .iter()
-                    .zip(prefix)
-                    .map(|(v, s)| coerce(v, s, root))
-                    .collect();
-                return out.map(Value::Array);
-            }
-            let item_schema = keyword(schema, "items")
-                .cloned()
-                .unwrap_or(Value::Bool(true));
-            let out: Result<Vec<Value>, String> = items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| coerce(v, &item_schema, root).map_err(|e| format!("item {i}: {e}")))
-                .collect();
-            out.map(Value::Array)
-        }
-        ("object", Value::Object(map)) => coerce_object(map, schema, root),
-        _ => fail(),
-    }
-}
-
-fn coerce_object(
-    map: &Map<String, Value>,
-    schema: &Map<String, Value>,
-    root: &Value,
-) -> Result<Value, String> {
-    let Some(Value::Object(properties)) = keyword(schema, "properties") else {
-        // A mapping: every value follows `additionalProperties`.
-        let value_schema = schema
-            .get("additionalProperties")
-            .cloned()
-            .unwrap_or(Value::Bool(true));
-        let mut out = Map::new();
-        for (k, v) in map {
-            out.insert(
-                k.clone(),
-                coerce(v, &value_schema, root).map_err(|e| format!("key {k:?}: {e}"))?,
-            );
-        }
-        return Ok(Value::Object(out));
-    };
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let mut out = Map::new();
-    for (name, property) in properties {
-        match map.get(name) {
-            Some(v) => {
-                out.insert(
-                    name.clone(),
-                    coerce(v, property, root).map_err(|e| format!("{name}: {e}"))?,
-                );
-            }
-            None if required.contains(&name.as_str()) => {
-                return Err(format!("field `{name}` is required"));
-            }
-            None => {
-                if let Some(default) = property.as_object().and_then(|p| keyword(p, "default")) {
-                    out.insert(name.clone(), default.clone());
-                }
-            }
-        }
-    }
-    Ok(Value::Object(out))
-}
-
-fn describe(value: &Value) -> String {
-    let text = value.to_string();
-    if text.chars().count() > 60 {
-        format!("{}…", text.chars().take(60).collect::<String>())
-    } else {
-        text
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -741,6 +583,57 @@ mod tests {
         for bad in ["three", "3 museums", "3.5", "", "```\n3\n```"] {
             assert!(parse_text(&int(), bad).is_err(), "{bad:?} should not parse");
         }
+    }
+
+    #[test]
+    fn text_follows_dspy_parse_value() {
+        // json_repair finds nothing in a bare scalar; ast.literal_eval reads it.
+        assert_eq!(parse_text(&int(), "1_000").unwrap(), 1000);
+        assert_eq!(parse_text(&int(), "0x10").unwrap(), 16);
+        assert_eq!(parse_text(&int(), "+3").unwrap(), 3);
+        assert_eq!(parse_text(&int(), "true").unwrap(), 1);
+        assert!(parse_text(&int(), "1,000").is_err()); // the tuple (1, 0)
+        let ratio = Field::from_schema("r", json!({"type": "number"}));
+        for text in ["nan", "NaN", "inf", "-Infinity"] {
+            assert!(
+                parse_text(&ratio, text).unwrap_err().contains("finite"),
+                "{text}"
+            );
+        }
+        // Containers inside fences or prose, repaired.
+        assert_eq!(
+            parse_text(&int_list(), "```json\n[1, 2]\n```").unwrap(),
+            json!([1, 2])
+        );
+        let scores = Field::from_schema(
+            "s",
+            json!({"type": "object", "additionalProperties": {"type": "number"}}),
+        );
+        assert_eq!(
+            parse_text(&scores, "{x: 0.5} and more").unwrap(),
+            json!({"x": 0.5})
+        );
+    }
+
+    #[test]
+    fn enums_take_a_value_or_a_member_name() {
+        let level = Field::from_schema("level", json!({"type": "string", "enum": ["low", "high"]}))
+            .with_type_name("Level");
+        assert_eq!(parse_text(&level, "high").unwrap(), "high");
+        assert_eq!(parse_text(&level, "HIGH").unwrap(), "high");
+        for bad in ["\"low\"", "Level.HIGH", "High", "medium"] {
+            let error = parse_text(&level, bad).unwrap_err();
+            assert!(error.contains("not a valid name or value for the enum Level"));
+        }
+        assert_eq!(parse_json(&level, &json!("LOW")).unwrap(), "low");
+        let named = Field::from_schema(
+            "p",
+            json!({"type": "integer", "enum": [1, 2], "x-enum-varnames": ["ONE", "TWO"]}),
+        )
+        .with_type_name("Priority");
+        assert_eq!(parse_text(&named, "TWO").unwrap(), 2);
+        assert_eq!(parse_json(&named, &json!(1)).unwrap(), 1);
+        assert!(parse_text(&named, "1").is_err()); // text is never the integer 1
     }
 
     #[test]

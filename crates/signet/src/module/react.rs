@@ -149,12 +149,43 @@ pub struct DynReAct {
 
 impl std::fmt::Debug for DynReAct {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let tools: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+        // Every field is named here, so that no setting can be left out of what Debug shows (the
+        // check of DSPy's defaults, tests/interop/dspy_defaults.rs, reads it).
+        let DynReAct {
+            signature,
+            tools,
+            own_tools: _,
+            step: _,
+            extract: _,
+            limits,
+            truncation,
+            mode,
+            approver,
+            selection_threshold,
+            selection_limit,
+            answer_fallback,
+            formatter,
+            require_tool_calls,
+            finish_on_last_turn,
+            state_key,
+            checks,
+        } = self;
+        let tools: Vec<&str> = tools.iter().map(|t| t.name()).collect();
         f.debug_struct("DynReAct")
-            .field("signature", &self.signature.name())
+            .field("signature", &signature.name())
             .field("tools", &tools)
-            .field("limits", &self.limits)
-            .field("state_key", &self.state_key.as_ref().map(|_| "[redacted]"))
+            .field("limits", limits)
+            .field("truncation", truncation)
+            .field("mode", mode)
+            .field("approver", &approver.as_ref().map(|_| "set"))
+            .field("selection_threshold", selection_threshold)
+            .field("selection_limit", selection_limit)
+            .field("answer_fallback", answer_fallback)
+            .field("formatter", formatter)
+            .field("require_tool_calls", require_tool_calls)
+            .field("finish_on_last_turn", finish_on_last_turn)
+            .field("state_key", &state_key.as_ref().map(|_| "[redacted]"))
+            .field("checks", &checks.as_ref().map(|_| "set"))
             .finish_non_exhaustive()
     }
 }
@@ -435,6 +466,15 @@ impl DynReAct {
                     events.emit(ReActEvent::ToolsSelected {
                         names: names.clone(),
                     });
+                    if self.step_instructions_tuned() {
+                        let removed = self
+                            .tools
+                            .iter()
+                            .map(|t| t.name().to_owned())
+                            .filter(|name| !names.contains(name))
+                            .collect();
+                        events.emit(ReActEvent::TunedInstructionsKept { removed });
+                    }
                 }
                 (selected, usage)
             }
@@ -584,8 +624,7 @@ impl DynReAct {
                     .to_owned(),
             );
         }
-        let (generated, _) = prompt::step_signatures(&self.signature, &self.tools);
-        if self.step.signature.instructions() != generated.instructions() {
+        if self.step_instructions_tuned() {
             return Some(
                 "the step predictor's instructions were tuned (a loaded or optimized program); \
                  native mode would not show them (set ReActMode::Native to run natively anyway)"
@@ -633,12 +672,21 @@ impl DynReAct {
         }
         resolved.lm = answer_stream::answer_lm(lm, adapter, events, true);
         let mut usage = run.usage;
+        // The answer step reads long results cut shorter than the steps did; the run's
+        // trajectory keeps what the steps read.
+        let cap = self.limits.max_answer_observation_chars;
+        let mut capped = run.trajectory.with_observations_cut_at(cap);
+        let mut capped_kept = KeptText::default();
+        let (trajectory, kept) = match capped.as_mut() {
+            Some(capped) => (capped, &mut capped_kept),
+            None => (&mut run.trajectory, &mut run.kept),
+        };
         let outputs = self
             .call_with_truncation(
                 &self.extract,
                 &resolved,
                 inputs,
-                (&mut run.trajectory, &mut run.kept),
+                (trajectory, kept),
                 Where {
                     adapter,
                     call,

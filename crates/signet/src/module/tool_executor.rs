@@ -6,7 +6,7 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use super::react::{Approver, HtmlAsText, Limits, Observation, ObservationFormatter};
-use super::tool_runner::{ToolRunner, arguments};
+use super::tool_runner::{ToolCallError, ToolRunner, parsed_arguments};
 use crate::error::Error;
 use crate::lm::ToolCall;
 use crate::signature::{ToolCallRecord, ToolCalls};
@@ -89,17 +89,48 @@ impl ToolExecutor {
         /// denied (there is no run to suspend here).
     }
 
-    /// Runs one call; every failure is an [`Observation::Error`] in the words a model reads.
+    /// Runs one call; every failure is an [`Observation::Error`] in the words a model reads
+    /// (`Execution error in <tool>: ..`). [`try_execute`](Self::try_execute) says which failure.
     pub async fn execute(&self, call: &ToolCallRecord) -> Observation {
+        let outcome = self.try_execute(call).await;
+        outcome.unwrap_or_else(|error| error.observation(&call.name))
+    }
+
+    /// Runs one call: the result as the model reads it ([`Observation::Output`], or
+    /// [`Observation::Truncated`] when cut or formatted), or the typed reason there is none
+    /// (an unknown tool, arguments that are not JSON, a denied approval, the tool's own
+    /// [`ToolError`](crate::ToolError)).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use signet::adapter::ToolCallRecord;
+    /// use signet::module::{ToolCallError, ToolExecutor};
+    /// use signet::{ToolError, tool};
+    ///
+    /// /// Divide a by b.
+    /// #[tool]
+    /// fn divide(a: i64, b: i64) -> Result<i64, String> {
+    ///     a.checked_div(b).ok_or_else(|| "division by zero".to_owned())
+    /// }
+    ///
+    /// let executor = ToolExecutor::new([DivideTool]).unwrap();
+    /// let call = |name: &str, args| ToolCallRecord { name: name.into(), args, id: None };
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let unknown = executor.try_execute(&call("mul", json!({}))).await;
+    /// assert!(matches!(unknown, Err(ToolCallError::UnknownTool { .. })));
+    /// let failed = executor.try_execute(&call("divide", json!({"a": 1, "b": 0}))).await;
+    /// assert!(matches!(failed, Err(ToolCallError::Tool(ToolError::Failed { .. }))));
+    /// let bad = executor.try_execute(&call("divide", json!({"a": "one", "b": 1}))).await;
+    /// assert!(matches!(bad, Err(ToolCallError::Tool(ToolError::InvalidArguments { .. }))));
+    /// # });
+    /// ```
+    pub async fn try_execute(&self, call: &ToolCallRecord) -> Result<Observation, ToolCallError> {
         // Arguments the model wrote as text are read as a native call's are.
         let args = match &call.args {
-            Value::String(text) => match arguments(&ToolCall::new("", &call.name, text.as_str())) {
-                Ok(args) => args,
-                Err(observation) => return observation,
-            },
+            Value::String(text) => parsed_arguments(&ToolCall::new("", &call.name, text.as_str()))?,
             args => args.clone(),
         };
-        self.runner().run(&call.name, &args, "").await
+        self.runner().outcome(&call.name, &args, "").await
     }
 
     /// Runs every call, at most `max_concurrent_tools` at once, and returns their observations in

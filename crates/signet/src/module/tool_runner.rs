@@ -17,6 +17,61 @@ use crate::journal::{Journal, run_tool};
 use crate::lm::ToolCall;
 use crate::tool::{Tool, ToolError};
 
+/// Why a tool call has no result. A tool loop shows it to the model as DSPy words a failure,
+/// `Execution error in <tool>: <this error>`; [`ToolExecutor::try_execute`](super::ToolExecutor::try_execute)
+/// returns it, to branch on.
+///
+/// ```
+/// use signet::module::ToolCallError;
+/// let error = ToolCallError::UnknownTool { name: "mul".into(), available: vec!["add".into()] };
+/// assert_eq!(error.to_string(), "there is no tool named `mul`; the tools are: add");
+/// ```
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolCallError {
+    /// No tool of the loop has this name.
+    #[error("there is no tool named `{name}`; the tools are: {}", available.join(", "))]
+    UnknownTool {
+        /// The name the model wrote.
+        name: String,
+        /// The names it could have written.
+        available: Vec<String>,
+    },
+    /// The arguments, written as text, are not JSON.
+    #[error("the arguments are not valid JSON ({reason}): {arguments}")]
+    ArgumentsNotJson {
+        /// What the JSON parser said.
+        reason: String,
+        /// The text the model wrote.
+        arguments: String,
+    },
+    /// A `#[tool(confirm)]` call that a person denied, or that no one was there to approve.
+    #[error("this call needs a person's approval and was denied{}", reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
+    Denied {
+        /// Why, when a reason was given.
+        reason: Option<String>,
+    },
+    /// The tool asked for a person's answer ([`ToolError::NeedsInput`]) and no one was there.
+    #[error("the tool needs a person's answer ({question}) and no one is available to give it")]
+    NoOneToAnswer {
+        /// The tool's question.
+        question: String,
+    },
+    /// The tool ran and failed: invalid arguments, its own error, a timeout, a panic.
+    #[error(transparent)]
+    Tool(#[from] ToolError),
+}
+
+impl ToolCallError {
+    /// The observation a model reads: `Execution error in <tool>: <this error>`.
+    pub(crate) fn observation(&self, tool: &str) -> Observation {
+        Observation::Error(format!("Execution error in {tool}: {self}"))
+    }
+}
+
+/// What one call came to: an observation of the result, or why there is none.
+pub(crate) type Outcome = Result<Observation, ToolCallError>;
+
 /// `with_approver`, with the doc comment given, on a builder whose `approver` field holds an
 /// `Option<Approver>`: every type that runs tools takes an approver the same way.
 macro_rules! approver_setter {
@@ -142,9 +197,15 @@ impl<'a> ToolRunner<'a> {
     /// call that needs a person is denied (or its question left unanswered) here.
     /// `thought` is what the model said before the call (shown to the approver).
     pub(crate) async fn run(&self, name: &str, args: &Value, thought: &str) -> Observation {
-        match self.attempt(name, args, thought).await {
-            Ok(observation) => observation,
-            Err(waiting) => self.unattended(name, &waiting),
+        let outcome = self.outcome(name, args, thought).await;
+        outcome.unwrap_or_else(|error| error.observation(name))
+    }
+
+    /// [`run`](Self::run) with the failure typed: `Ok` holds the result as the model reads it.
+    pub(crate) async fn outcome(&self, name: &str, args: &Value, thought: &str) -> Outcome {
+        match self.try_attempt(name, args, thought).await {
+            Ok(outcome) => outcome,
+            Err(waiting) => Err(unattended(&waiting)),
         }
     }
 
@@ -156,16 +217,27 @@ impl<'a> ToolRunner<'a> {
         args: &Value,
         thought: &str,
     ) -> Result<Observation, Waiting> {
+        let outcome = self.try_attempt(name, args, thought).await?;
+        Ok(outcome.unwrap_or_else(|error| error.observation(name)))
+    }
+
+    async fn try_attempt(
+        &self,
+        name: &str,
+        args: &Value,
+        thought: &str,
+    ) -> Result<Outcome, Waiting> {
         let Some(tool) = self.get(name) else {
-            return Ok(Observation::Error(format!(
-                "Execution error in {name}: there is no tool named `{name}`; the tools are: {}",
-                self.tools
+            return Ok(Err(ToolCallError::UnknownTool {
+                name: name.to_owned(),
+                available: self
+                    .tools
                     .iter()
                     .map(|t| t.name())
                     .chain(self.built_ins.iter().copied())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
+                    .map(str::to_owned)
+                    .collect(),
+            }));
         };
         if tool.requires_confirmation() && !self.remembered(name, args) {
             let Some(approver) = self.approver else {
@@ -183,7 +255,7 @@ impl<'a> ToolRunner<'a> {
                         approved.push((name.to_owned(), args.clone()));
                     }
                 }
-                Approval::Deny(reason) => return Ok(denied(name, reason.as_deref())),
+                Approval::Deny(reason) => return Ok(Err(ToolCallError::Denied { reason })),
             }
         }
         self.execute(tool, name, args).await
@@ -205,7 +277,12 @@ impl<'a> ToolRunner<'a> {
         decision: &Decision,
     ) -> Result<Observation, Waiting> {
         let args = match decision {
-            Decision::Deny(reason) => return Ok(denied(name, reason.as_deref())),
+            Decision::Deny(reason) => {
+                let denied = ToolCallError::Denied {
+                    reason: reason.clone(),
+                };
+                return Ok(denied.observation(name));
+            }
             Decision::Respond(answer) => {
                 return Ok(self.limited(Observation::Output(answer.clone())));
             }
@@ -213,20 +290,17 @@ impl<'a> ToolRunner<'a> {
             Decision::Edit(edited) => edited,
         };
         match self.get(name) {
-            Some(tool) => self.execute(tool, name, args).await,
+            Some(tool) => {
+                let outcome = self.execute(tool, name, args).await?;
+                Ok(outcome.unwrap_or_else(|error| error.observation(name)))
+            }
             None => self.attempt(name, args, "").await,
         }
     }
 
     /// The observation of a call whose person is not there (a run that cannot wait).
     pub(crate) fn unattended(&self, name: &str, waiting: &Waiting) -> Observation {
-        match waiting {
-            Waiting::Approval => denied(name, Some("no one is available to approve it")),
-            Waiting::Answer { question } => Observation::Error(format!(
-                "Execution error in {name}: the tool needs a person's answer ({question}) and no \
-                 one is available to give it"
-            )),
-        }
+        unattended(waiting).observation(name)
     }
 
     /// Calls the tool within the time limit.
@@ -235,7 +309,7 @@ impl<'a> ToolRunner<'a> {
         tool: &Arc<dyn Tool>,
         name: &str,
         args: &Value,
-    ) -> Result<Observation, Waiting> {
+    ) -> Result<Outcome, Waiting> {
         let result = run_tool(self.journal, tool, args.clone(), self.timeout).await;
         let observation = match result {
             Ok(value) => match self.formatter.format(name, &value) {
@@ -246,9 +320,9 @@ impl<'a> ToolRunner<'a> {
             Err(ToolError::NeedsInput { question, .. }) => {
                 return Err(Waiting::Answer { question });
             }
-            Err(error) => Observation::Error(format!("Execution error in {name}: {error}")),
+            Err(error) => return Ok(Err(ToolCallError::Tool(error))),
         };
-        Ok(self.limited(observation))
+        Ok(Ok(self.limited(observation)))
     }
 
     /// The observation cut for the model, its whole value cut to what is kept.
@@ -259,20 +333,28 @@ impl<'a> ToolRunner<'a> {
     }
 }
 
-/// A native call's arguments, or what the model reads when they are not JSON.
-pub(crate) fn arguments(call: &ToolCall) -> Result<Value, Observation> {
-    call.args().map_err(|error| {
-        Observation::Error(format!(
-            "Execution error in {}: the arguments are not valid JSON ({error}): {}",
-            call.name, call.arguments
-        ))
-    })
+/// Why a call whose person is not there has no result.
+fn unattended(waiting: &Waiting) -> ToolCallError {
+    match waiting {
+        Waiting::Approval => ToolCallError::Denied {
+            reason: Some("no one is available to approve it".to_owned()),
+        },
+        Waiting::Answer { question } => ToolCallError::NoOneToAnswer {
+            question: question.clone(),
+        },
+    }
 }
 
-/// What the model reads when a person denied the call.
-fn denied(name: &str, reason: Option<&str>) -> Observation {
-    let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
-    Observation::Error(format!(
-        "Execution error in {name}: this call needs a person's approval and was denied{reason}"
-    ))
+/// A native call's arguments, or what the model reads when they are not JSON.
+pub(crate) fn arguments(call: &ToolCall) -> Result<Value, Observation> {
+    parsed_arguments(call).map_err(|error| error.observation(&call.name))
+}
+
+/// A native call's arguments, or why they are not JSON.
+pub(crate) fn parsed_arguments(call: &ToolCall) -> Result<Value, ToolCallError> {
+    call.args()
+        .map_err(|error| ToolCallError::ArgumentsNotJson {
+            reason: error.to_string(),
+            arguments: call.arguments.clone(),
+        })
 }

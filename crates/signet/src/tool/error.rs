@@ -47,6 +47,16 @@ pub enum ToolError {
         /// The panic payload, when it was a string.
         message: String,
     },
+    /// A tool that needs a person's approval (`#[tool(confirm)]`) was called outside an
+    /// approval: through an agent with an approver, or inside [`approved`](crate::tool::approved).
+    #[error(
+        "tool `{tool}` needs a person's approval: run it through an agent with an approver, or \
+         inside `signet::tool::approved` once a person approved the call"
+    )]
+    NeedsApproval {
+        /// The tool's name.
+        tool: String,
+    },
     /// The tool did not finish within its time limit.
     #[error("tool `{tool}` timed out after {elapsed:?}")]
     Timeout {
@@ -128,6 +138,7 @@ impl ToolError {
             ToolError::InvalidArguments { tool, .. }
             | ToolError::Failed { tool, .. }
             | ToolError::Panicked { tool, .. }
+            | ToolError::NeedsApproval { tool }
             | ToolError::Timeout { tool, .. }
             | ToolError::Output { tool, .. }
             | ToolError::InvalidSchema { tool, .. }

@@ -65,7 +65,11 @@ impl Tool for FnTool {
     fn call(&self, args: Value) -> ToolFuture<'_> {
         let validated = self.spec.validate(&args);
         let body = self.body.clone();
+        let confirm = self.confirm.then(|| self.spec.name().to_owned());
         async move {
+            if let Some(name) = confirm {
+                super::require_approval(&name)?;
+            }
             validated?;
             body(args).await
         }

@@ -166,9 +166,47 @@ impl ToolSpec {
         }
     }
 
+    /// Each argument as `type - description` (or the type alone when it has no description; the
+    /// type as validation errors word it), in
+    /// order: udspy's `tool.args`, a short view of the schema for logs, UIs and prompts of your own.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// let spec = signet::tool::ToolSpec::new("search", "Search.", json!({
+    ///     "type": "object",
+    ///     "properties": {
+    ///         "query": {"type": "string", "description": "What to look for"},
+    ///         "k": {"type": "integer"},
+    ///         "lang": {"anyOf": [{"type": "string"}, {"type": "null"}]}
+    ///     }
+    /// }));
+    /// assert_eq!(
+    ///     serde_json::Value::Object(spec.arg_summaries()),
+    ///     json!({"query": "string - What to look for", "k": "integer", "lang": "string or null"})
+    /// );
+    /// ```
+    pub fn arg_summaries(&self) -> Map<String, Value> {
+        let properties = self
+            .args_schema
+            .get("properties")
+            .and_then(Value::as_object);
+        properties
+            .into_iter()
+            .flatten()
+            .map(|(name, schema)| {
+                let kind = expected_type(schema);
+                let summary = match schema.get("description").and_then(Value::as_str) {
+                    Some(description) => format!("{kind} - {description}"),
+                    None => kind,
+                };
+                (name.clone(), Value::String(summary))
+            })
+            .collect()
+    }
+
     /// The OpenAI function-calling descriptor for this tool:
-    /// `{"type": "function", "function": {"name", "description", "parameters"}}`. Only arguments
-    /// that must be given are listed in `required` (DSPy lists every declared argument).
+    /// `{"type": "function", "function": {"name", "description", "parameters"}}`. `required`
+    /// lists the arguments that must be given, as DSPy lists those without a default.
     ///
     /// ```
     /// use serde_json::json;
@@ -310,8 +348,12 @@ fn collect_errors(
                     })
                     .unwrap_or_default();
                 let instance = error.instance();
+                // Down into the one non-null branch of an optional struct or list, where the
+                // problem has a path of its own; an optional scalar says `string or null`.
                 let precise = match non_null.as_slice() {
-                    [only] if !instance.is_null() => jsonschema::validator_for(only).ok(),
+                    [only] if !instance.is_null() && is_container(only) => {
+                        jsonschema::validator_for(only).ok()
+                    }
                     _ => None,
                 };
                 match precise {
@@ -340,6 +382,15 @@ fn collect_errors(
             }),
         }
     }
+}
+
+/// Whether a schema describes an object or an array (values with parts of their own).
+fn is_container(schema: &Value) -> bool {
+    matches!(
+        schema.get("type").and_then(Value::as_str),
+        Some("object" | "array")
+    ) || schema.get("properties").is_some()
+        || schema.get("items").is_some()
 }
 
 /// A short description of the type a schema expects (`integer`, `array of string`, `one of "a", "b"`).

@@ -107,6 +107,12 @@ pub enum ReActEvent<O = Fields> {
         /// The tools kept.
         names: Vec<String>,
     },
+    /// Tool selection kept the step's tuned instructions (a loaded or optimized program's), with
+    /// the lines of the tools it left out taken out of their tool list.
+    TunedInstructionsKept {
+        /// The tools whose lines were taken out.
+        removed: Vec<String>,
+    },
     /// The caller's follow-up messages were added to the conversation.
     UserMessage {
         /// The messages, joined by blank lines.
@@ -255,6 +261,7 @@ impl ReActEvent<Fields> {
                 elapsed_ms,
             },
             E::ToolsSelected { names } => E::ToolsSelected { names },
+            E::TunedInstructionsKept { removed } => E::TunedInstructionsKept { removed },
             E::SelectingTools { total } => E::SelectingTools { total },
             E::AnswerDone => E::AnswerDone,
             E::Compacted {
@@ -311,6 +318,10 @@ impl<O> ReActEvent<O> {
             },
             E::SelectingTools { total } => format!("choosing tools among {total}"),
             E::ToolsSelected { names } => format!("tools chosen: {}", names.join(", ")),
+            E::TunedInstructionsKept { removed } => format!(
+                "tuned instructions kept, without the tools left out: {}",
+                removed.join(", ")
+            ),
             E::UserMessage { .. } => "follow-up message added".to_owned(),
             E::Compacted {
                 dropped_steps,

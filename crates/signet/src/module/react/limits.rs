@@ -34,6 +34,12 @@ pub struct Limits {
     /// outputs are cut, with a marker saying how much was left out, and the whole output is kept in
     /// the trajectory ([`Observation::Truncated`](super::Observation::Truncated)). Default 20,000.
     pub max_observation_chars: usize,
+    /// The longest tool result (in characters of its text) the answer step reads: the extractor
+    /// sees each observation cut at this many characters, with the same marker, while the steps
+    /// read up to [`max_observation_chars`](Self::max_observation_chars) and the trajectory keeps
+    /// the whole output. The answer prompt stays small however much the tools returned; raise it
+    /// when answers quote long documents. Default 2,000.
+    pub max_answer_observation_chars: usize,
     /// How many tool calls of one native-mode reply run at the same time. Default 8.
     pub max_concurrent_tools: usize,
     /// How many tool calls of one reply run (native and history modes). The calls beyond it do not
@@ -65,6 +71,7 @@ impl Default for Limits {
             max_lm_calls: 100,
             tool_timeout: Some(Duration::from_secs(60)),
             max_observation_chars: 20_000,
+            max_answer_observation_chars: 2_000,
             max_concurrent_tools: 8,
             max_tool_calls_per_turn: 16,
             max_kept_observation_bytes: 1 << 20,
@@ -102,6 +109,10 @@ impl Limits {
     crate::shared::setters! {
         /// Observations cut at `n` characters for the model.
         fn max_observation_chars(n: usize) { max_observation_chars = n }
+
+        /// Observations cut at `n` characters for the answer step (see
+        /// [`max_answer_observation_chars`](Self::max_answer_observation_chars)).
+        fn max_answer_observation_chars(n: usize) { max_answer_observation_chars = n }
 
         /// At most `n` concurrent tool calls.
         fn max_concurrent_tools(n: usize) { max_concurrent_tools = n }

@@ -29,7 +29,9 @@ impl DynReAct {
         fn with_tool_selection_limit(n: usize) { selection_limit = n.max(1) }
     }
 
-    /// A copy that offers only the tools named in `keep`.
+    /// A copy that offers only the tools named in `keep`. Tuned step instructions (a loaded or
+    /// optimized program's) are kept, with the lines of the tools left out taken out of their
+    /// tool list; untuned ones are generated again for the tools kept.
     pub(super) fn restricted_to(&self, keep: &[String]) -> DynReAct {
         let kept = |tools: &[Arc<dyn Tool>]| -> Vec<Arc<dyn Tool>> {
             tools
@@ -39,7 +41,21 @@ impl DynReAct {
                 .collect()
         };
         let tools = kept(&self.tools);
-        let (step_signature, parse_signature) = step_signatures(&self.signature, &tools);
+        let (mut step_signature, parse_signature) = step_signatures(&self.signature, &tools);
+        if self.step_instructions_tuned() {
+            let tuned = &self.step.signature;
+            let fields: Vec<(String, String)> = tuned
+                .fields()
+                .map(|field| (field.prefix(), field.saved_desc()))
+                .collect();
+            step_signature.apply_saved_fields(fields.iter().map(|(p, d)| (p.as_str(), d.as_str())));
+            let listed: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+            step_signature = step_signature.with_instructions(narrowed_tool_list(
+                &tuned.instructions(),
+                &listed,
+                keep,
+            ));
+        }
         let mut restricted = self.clone();
         // The same predictors (their calls belong to this agent's trace), fewer tools.
         restricted.step = self.step.same_identity_clone();
@@ -50,6 +66,13 @@ impl DynReAct {
         restricted.own_tools = kept(&self.own_tools);
         restricted.selection_threshold = usize::MAX;
         restricted
+    }
+
+    /// Whether the step predictor's instructions are other than the ones generated for the
+    /// signature and tools: tuned by an optimizer, loaded from a saved program or set by hand.
+    pub(super) fn step_instructions_tuned(&self) -> bool {
+        let (generated, _) = step_signatures(&self.signature, &self.tools);
+        self.step.signature.instructions() != generated.instructions()
     }
 
     /// Picks the tools relevant to `inputs` (see [`with_tool_selection_threshold`](Self::with_tool_selection_threshold)).
@@ -127,9 +150,58 @@ fn catalogue_summary(line: &str) -> String {
     }
 }
 
+/// `instructions` with the tool-list lines (`(3) name, whose description is ..` or `(3) name.
+/// It takes ..`) of the tools in `listed` but not in `keep` taken out, and the tool lines left
+/// (with `finish`'s) numbered from 1 again. Other lines, numbered or not, stay as written.
+fn narrowed_tool_list(instructions: &str, listed: &[&str], keep: &[String]) -> String {
+    let tool_of = |rest: &str| -> Option<String> {
+        listed.iter().chain([&super::FINISH]).find_map(|name| {
+            (rest.starts_with(&format!("{name}, whose description is <desc>"))
+                || rest.starts_with(&format!("{name}. It takes arguments ")))
+            .then(|| (*name).to_owned())
+        })
+    };
+    let mut number = 0;
+    let mut lines = Vec::new();
+    for line in instructions.split('\n') {
+        let listing = line
+            .strip_prefix('(')
+            .and_then(|l| l.split_once(") "))
+            .filter(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+            .and_then(|(_, rest)| tool_of(rest).map(|tool| (tool, rest)));
+        match listing {
+            Some((tool, _)) if tool != super::FINISH && !keep.contains(&tool) => {}
+            Some((_, rest)) => {
+                number += 1;
+                lines.push(format!("({number}) {rest}"));
+            }
+            None => lines.push(line.to_owned()),
+        }
+    }
+    lines.join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_narrowed_tool_list_keeps_the_tuned_text_and_renumbers_the_tools_kept() {
+        let tuned = "Be brief. (1) Never guess.\n\
+                     (1) add, whose description is <desc>Add.</desc>. It takes arguments {}.\n\
+                     (2) mul. It takes arguments {}.\n\
+                     (3) lookup, whose description is <desc>Look up.</desc>. It takes arguments {}.\n\
+                     (4) finish, whose description is <desc>Done.</desc>. It takes arguments {}.\n\
+                     (5) Answer in English.";
+        let keep = ["lookup".to_owned()];
+        assert_eq!(
+            narrowed_tool_list(tuned, &["add", "mul", "lookup"], &keep),
+            "Be brief. (1) Never guess.\n\
+             (1) lookup, whose description is <desc>Look up.</desc>. It takes arguments {}.\n\
+             (2) finish, whose description is <desc>Done.</desc>. It takes arguments {}.\n\
+             (5) Answer in English."
+        );
+    }
 
     #[test]
     fn a_long_summary_is_cut_at_a_character_boundary() {

@@ -340,6 +340,22 @@ impl Trajectory {
             .map_or(0, |step| step.turn.saturating_add(1))
     }
 
+    /// A copy whose observations are cut at `max_chars` characters (as the model reads them),
+    /// or `None` when none is longer.
+    pub(super) fn with_observations_cut_at(&self, max_chars: usize) -> Option<Trajectory> {
+        let long = |step: &Step| step.observation.as_text().chars().nth(max_chars).is_some();
+        if !self.steps.iter().any(long) {
+            return None;
+        }
+        let mut copy = self.clone();
+        for step in &mut copy.steps {
+            if long(step) {
+                step.observation = step.observation.clone().limited_to(max_chars);
+            }
+        }
+        Some(copy)
+    }
+
     /// Renders the trajectory as the adapter renders input fields (an empty string when empty).
     pub(super) fn render(&self, adapter: &dyn Adapter) -> String {
         let mut fields = self.to_fields();
