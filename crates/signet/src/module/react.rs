@@ -31,6 +31,7 @@
 pub(super) mod answer_stream;
 pub(super) mod approval;
 pub(super) mod budget;
+pub(super) mod context_window;
 mod descriptions;
 pub(super) mod driver;
 mod error;
@@ -50,6 +51,7 @@ mod turns;
 pub(super) mod typed;
 
 pub use approval::{Approval, ApprovalRequest, Approver, Decision, Waiting};
+use context_window::WindowRetries;
 pub use descriptions::UnknownTool;
 pub use error::{ReActError, RunFailure};
 pub use events::ReActEvent;
@@ -754,8 +756,8 @@ impl DynReAct {
             crate::lm::count_prompt_tokens(lm.model(), &messages, &[]).tokens
         };
         let budget = self.budget(lm.as_ref(), predictor.options());
-        let mut last = String::new();
-        for _ in 0..3 {
+        let mut retries = WindowRetries::new("Trajectory");
+        while retries.another_call() {
             self.limits.check_lm_calls(usage)?;
             budget
                 .fit(trajectory, events, &measure)
@@ -773,13 +775,10 @@ impl DynReAct {
                 Ok(prediction) => return Ok(prediction),
                 Err(Error::Lm(LmError::ContextWindowExceeded { message })) => {
                     usage.lm_calls = usage.lm_calls.saturating_add(1);
-                    tracing::warn!(
-                        "Trajectory exceeded the context window, truncating the oldest tool call information."
-                    );
-                    last = message;
+                    retries.refused(message);
                     if let Err(reason) = budget.compact(trajectory, events, &measure).await {
                         return Err(RunFailure::TrajectoryTooLong {
-                            message: format!("{last}; {reason}"),
+                            message: retries.cannot_truncate(reason),
                         });
                     }
                 }
@@ -787,7 +786,7 @@ impl DynReAct {
             }
         }
         Err(RunFailure::TrajectoryTooLong {
-            message: format!("the context window was exceeded even after 3 truncations: {last}"),
+            message: retries.exhausted(),
         })
     }
 

@@ -6,6 +6,7 @@
 //! otherwise as text. After `max_iters` turns, an unreadable reply or a turn without calls, one more
 //! call forces `submit` (`tool_choice`).
 
+use super::context_window::WindowRetries;
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
@@ -103,8 +104,8 @@ impl<'a> HistoryTurns<'a> {
         if force_submit {
             extra.insert("reasoning_effort".to_owned(), Value::Null);
         }
-        let mut last = String::new();
-        for _ in 0..3 {
+        let mut retries = WindowRetries::new("The history");
+        while retries.another_call() {
             agent.limits.check_lm_calls(&run.usage)?;
             let mut inputs = self.pending.clone();
             let turns = History {
@@ -135,16 +136,13 @@ impl<'a> HistoryTurns<'a> {
                 Ok(reply) => return Ok(reply.outputs),
                 Err(Error::Lm(LmError::ContextWindowExceeded { message })) => {
                     run.usage.lm_calls = run.usage.lm_calls.saturating_add(1);
-                    tracing::warn!(
-                        "The history exceeded the context window, truncating the oldest tool call information."
-                    );
-                    last = message;
+                    retries.refused(message);
                     if let Err(reason) = agent
                         .truncate_history(&mut self.history, &mut run.trajectory)
                         .await
                     {
                         return Err(RunFailure::TrajectoryTooLong {
-                            message: format!("{last}; {reason}"),
+                            message: retries.cannot_truncate(reason),
                         });
                     }
                 }
@@ -152,7 +150,7 @@ impl<'a> HistoryTurns<'a> {
             }
         }
         Err(RunFailure::TrajectoryTooLong {
-            message: format!("the context window was exceeded even after 3 truncations: {last}"),
+            message: retries.exhausted(),
         })
     }
 

@@ -1,6 +1,7 @@
 //! ReAct over native function calling: tools sent as `tools=`, every call of a reply run
 //! concurrently, results returned as `tool` messages with their ids, a text answer ends the loop.
 
+use super::context_window::WindowRetries;
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
@@ -125,8 +126,8 @@ pub(crate) struct NativeTurn<'a> {
 }
 
 impl NativeChat {
-    /// Asks for the next turn, keeping the conversation within the budget and truncating it (up
-    /// to 3 times) while the provider reports the context window exceeded; `Ok(Err(message))`
+    /// Asks for the next turn, keeping the conversation within the budget and truncating it while
+    /// the provider reports the context window exceeded (three calls in all, [`WindowRetries`]); `Ok(Err(message))`
     /// when it cannot be made to fit. `rebase` formats the base messages for the adapter's
     /// fallback.
     pub(crate) async fn ask(
@@ -141,8 +142,8 @@ impl NativeChat {
             let messages = conversation(&self.base, trajectory);
             crate::lm::count_prompt_tokens(model, &messages, &self.tools).tokens
         };
-        let mut truncations = 0;
-        loop {
+        let mut retries = WindowRetries::new("Trajectory");
+        while retries.another_call() {
             if let Err(message) = turn
                 .budget
                 .fit(&mut run.trajectory, driver.events, &measure)
@@ -177,18 +178,19 @@ impl NativeChat {
                     if turn.trace_usage {
                         crate::trace::record_usage(refused);
                     }
-                    truncations += 1;
+                    retries.refused(message);
                     let truncated = turn
                         .budget
                         .compact(&mut run.trajectory, driver.events, &measure)
                         .await;
-                    if truncations > 3 || truncated.is_err() {
-                        return Ok(Err(message));
+                    if let Err(reason) = truncated {
+                        return Ok(Err(retries.cannot_truncate(reason)));
                     }
                 }
                 Err(error) => return Err(run.fail(Error::Lm(error))),
             }
         }
+        Ok(Err(retries.exhausted()))
     }
 }
 
