@@ -166,6 +166,7 @@ fn usage_counts_near_the_top_of_u64_saturate() {
         cost_nanousd: u64::MAX - 3,
         reasks: u64::MAX,
         stopped_replies: 4,
+        fallbacks: u64::MAX,
     };
     total += Usage {
         prompt_tokens: 5,
@@ -178,6 +179,7 @@ fn usage_counts_near_the_top_of_u64_saturate() {
         cost_nanousd: 10,
         reasks: 1,
         stopped_replies: 1,
+        fallbacks: 1,
     };
     assert_eq!(total.prompt_tokens, u64::MAX);
     assert_eq!(total.completion_tokens, u64::MAX);
@@ -185,6 +187,7 @@ fn usage_counts_near_the_top_of_u64_saturate() {
     assert_eq!((total.cache_hits, total.adapter_fallbacks), (2, 1));
     assert_eq!(total.retries, u64::MAX);
     assert_eq!((total.reasks, total.stopped_replies), (u64::MAX, 5));
+    assert_eq!(total.fallbacks, u64::MAX);
     assert_eq!(
         (total.cached_prompt_tokens, total.cost_nanousd),
         (u64::MAX, u64::MAX)

@@ -842,3 +842,59 @@ fn debug_output_never_shows_the_api_key() {
     assert!(shown.contains("[redacted]"));
     assert!(!format!("{lm:#?}").contains(API_KEY));
 }
+
+#[tokio::test]
+async fn a_fallback_answers_after_the_first_provider_rate_limits_then_overloads() {
+    // The first provider answers 429, then 529 (Anthropic's overload) to its retry.
+    let primary = MockServer::start().await;
+    chat()
+        .respond_with(
+            ResponseTemplate::new(429)
+                .set_body_json(json!({"error": {"message": "Rate limit reached"}})),
+        )
+        .up_to_n_times(1)
+        .mount(&primary)
+        .await;
+    chat()
+        .respond_with(
+            ResponseTemplate::new(529).set_body_json(
+                json!({"error": {"type": "overloaded_error", "message": "Overloaded"}}),
+            ),
+        )
+        .mount(&primary)
+        .await;
+    let backup = MockServer::start().await;
+    chat()
+        .respond_with(ok(completion_body("[[ ## answer ## ]]\nParis")))
+        .mount(&backup)
+        .await;
+    let retry_once = RetryPolicy::default()
+        .with_max_retries(1)
+        .with_initial_backoff(Duration::from_millis(5))
+        .with_jitter(false);
+    let first = client(&primary).retry(retry_once).build().unwrap();
+    let second = OpenAiLm::builder("backup-model")
+        .base_url(format!("{}/v1", backup.uri()))
+        .api_key(API_KEY)
+        .build()
+        .unwrap();
+    let history = Arc::new(CallHistory::new());
+    let lm = signet::lm::HistoryLm::new(
+        signet::lm::FallbackLm::new(first).then(second),
+        history.clone(),
+    );
+
+    let predict =
+        signet::module::DynPredict::new("question -> answer".parse().unwrap()).with_lm(lm);
+    let mut inputs = signet::adapter::Fields::new();
+    inputs.insert("question".into(), json!("Capital of France?"));
+    let prediction = predict.forward(&inputs).await.unwrap();
+
+    assert_eq!(prediction.outputs["answer"], "Paris");
+    // Both of the first provider's attempts were made, then the backup's one.
+    assert_eq!(primary.received_requests().await.unwrap().len(), 2);
+    assert_eq!(backup.received_requests().await.unwrap().len(), 1);
+    // The run records which model answered, and that a fallback happened.
+    assert_eq!(history.entries()[0].model, "backup-model");
+    assert_eq!(prediction.usage.fallbacks, 1);
+}

@@ -4,6 +4,7 @@
 //!   vLLM, llama.cpp, Ollama), with typed errors, retries, timeouts, a response cache, a call
 //!   history and SSE streaming.
 //! * [`RetryLm`], [`CachedLm`], [`HistoryLm`]: the same retries, cache and history around any `Lm`.
+//! * [`FallbackLm`]: several LMs tried in order on rate limits, overload, server errors and timeouts.
 //! * [`ConstrainedToolCalls`]: native tool calls for small models, through a decoding schema.
 //!
 //! ```
@@ -24,6 +25,7 @@ mod capabilities;
 mod chat_span;
 mod constrained_tools;
 mod content;
+mod fallback;
 mod history;
 #[cfg(feature = "openai")]
 mod openai;
@@ -45,6 +47,7 @@ pub(crate) use chat_span::record_usage;
 pub(crate) use chat_span::{ResponseDetails, record_openai_body, record_response};
 pub use constrained_tools::ConstrainedToolCalls;
 pub use content::Content;
+pub use fallback::{FallbackLm, FallbackOn};
 pub use history::{CallHistory, CallRecord, HistoryLm, render_history};
 #[cfg(feature = "openai")]
 pub(crate) use openai::shared_http as openai_http;

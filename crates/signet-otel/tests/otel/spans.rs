@@ -5,7 +5,7 @@
 use opentelemetry::trace::{SpanKind, Status};
 use opentelemetry::{Array, Value};
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
-use signet::lm::LmError;
+use signet::lm::{FallbackLm, LmError};
 use signet::module::{Predict, ReAct};
 use signet::testing::ScriptedLm;
 
@@ -105,6 +105,40 @@ async fn a_react_run_is_one_trace_of_agent_chat_and_tool_spans() {
     }
     // `tracing` bookkeeping stays out.
     assert!(attr(first, "otel.name").is_none() && attr(first, "code.filepath").is_none());
+}
+
+#[tokio::test]
+async fn a_fallback_span_holds_every_attempt_and_names_the_model_that_answered() {
+    let pipeline = Pipeline::install();
+    let primary = ScriptedLm::new([])
+        .with_model("primary")
+        .then_error(LmError::RateLimited {
+            retry_after: None,
+            message: "slow down".into(),
+        });
+    let backup = ScriptedLm::new([completion("[[ ## answer ## ]]\nParis".into(), 20, 3)])
+        .with_model("backup");
+    let out = Predict::<Ask>::new()
+        .with_lm(FallbackLm::new(primary).then(backup))
+        .call(AskInput {
+            question: "Capital of France?".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "Paris");
+    let spans = pipeline.finished();
+    let fallback = span(&spans, "fallback");
+    assert_eq!(text(fallback, "signet.fallback.model"), "backup");
+    assert_eq!(text(fallback, "signet.fallback.models"), "primary, backup");
+    assert_eq!(int(fallback, "signet.fallback.attempts"), 2);
+    let (first, second) = (span(&spans, "chat primary"), span(&spans, "chat backup"));
+    assert_eq!(text(first, "error.type"), "429");
+    assert!(matches!(second.status, Status::Unset | Status::Ok));
+    for attempt in [first, second] {
+        assert_eq!(attempt.parent_span_id, fallback.span_context.span_id());
+    }
+    let agent = span(&spans, "invoke_agent Ask");
+    assert_eq!(fallback.parent_span_id, agent.span_context.span_id());
 }
 
 #[tokio::test]

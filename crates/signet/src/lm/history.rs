@@ -167,8 +167,10 @@ impl CallHistory {
         self.max_bytes
     }
 
-    /// Records a call, stamped now.
+    /// Records a call to `model`, stamped now; the model is the one that answered when the
+    /// completion names it (a [`FallbackLm`](crate::lm::FallbackLm)'s choice).
     pub fn record(&self, model: &str, request: &LmRequest, completion: &Completion) {
+        let model = completion.model.as_deref().unwrap_or(model);
         if self.capacity == 0 {
             return;
         }

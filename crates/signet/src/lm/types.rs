@@ -443,6 +443,10 @@ pub struct Usage {
     /// end).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub stopped_replies: u64,
+    /// Calls a [`FallbackLm`](crate::lm::FallbackLm) handed to its next LM because one failed
+    /// (rate limited, overloaded, down); the answering model is [`Completion::model`].
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fallbacks: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -487,6 +491,7 @@ impl std::ops::AddAssign for Usage {
         self.cost_nanousd = self.cost_nanousd.saturating_add(other.cost_nanousd);
         self.reasks = self.reasks.saturating_add(other.reasks);
         self.stopped_replies = self.stopped_replies.saturating_add(other.stopped_replies);
+        self.fallbacks = self.fallbacks.saturating_add(other.fallbacks);
     }
 }
 
@@ -507,6 +512,11 @@ pub struct Completion {
     /// Tokens and calls spent on this completion.
     #[serde(default)]
     pub usage: Usage,
+    /// The model that answered, when the LM chose among several (a
+    /// [`FallbackLm`](crate::lm::FallbackLm)); `None` means the LM's own
+    /// [`model`](crate::lm::Lm::model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 impl Completion {
@@ -659,6 +669,7 @@ impl StreamAssembler {
             reasoning: self.reasoning,
             finish_reason: self.finish_reason,
             usage: self.usage,
+            model: None,
         }
     }
 }

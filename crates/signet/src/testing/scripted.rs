@@ -99,6 +99,18 @@ impl ScriptedLm {
         self
     }
 
+    /// Names the model (`scripted` by default): what [`Lm::model`] returns, and what its spans
+    /// and a [`FallbackLm`](crate::lm::FallbackLm) name it.
+    ///
+    /// ```
+    /// use signet::lm::Lm;
+    /// assert_eq!(signet::testing::ScriptedLm::new([]).with_model("primary").model(), "primary");
+    /// ```
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = model.into();
+        self
+    }
+
     /// Prices its replies' tokens: each completion's
     /// [`Usage::cost_nanousd`](crate::lm::Usage::cost_nanousd) is set, as an
     /// [`OpenAiLm`](crate::lm::OpenAiLm) with the same [`Pricing`] sets it.

@@ -71,6 +71,7 @@ pub(super) fn parse_completion(body: &Value) -> Result<Completion, LmError> {
             lm_calls: 1,
             ..usage
         },
+        model: None,
     })
 }
 
@@ -130,6 +131,7 @@ pub(super) fn fast_completion(
             lm_calls: 1,
             ..Usage::default()
         },
+        model: None,
     })
 }
 
