@@ -64,7 +64,7 @@ use serde_json::Value;
 pub use approval::{approved, approved_blocking, require_approval};
 pub use args_schema::ArgsSchema;
 pub use cancel::{CancelToken, is_cancelled};
-pub use definition::ToolDefinition;
+pub use definition::{DescriptorError, ToolDefinition};
 use dispatch::block_on_tool;
 pub use dispatch::{
     DEFAULT_MAX_BLOCKING_CALLS_PER_TOOL, max_blocking_calls_per_tool,

@@ -67,8 +67,13 @@ impl JsonSchema for Tools {
 /// The tools of a tools input's value (a list of descriptors, or one), or what is wrong with it.
 pub(crate) fn descriptors(value: Option<&Value>) -> Result<Vec<ToolDefinition>, String> {
     match value {
-        Some(Value::Array(items)) => items.iter().map(ToolDefinition::from_descriptor).collect(),
-        Some(one @ Value::Object(_)) => Ok(vec![ToolDefinition::from_descriptor(one)?]),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| ToolDefinition::from_descriptor(item).map_err(|e| e.to_string()))
+            .collect(),
+        Some(one @ Value::Object(_)) => Ok(vec![
+            ToolDefinition::from_descriptor(one).map_err(|e| e.to_string())?,
+        ]),
         other => Err(format!(
             "expected tool descriptors ({{\"type\": \"function\", ..}}), got {}",
             other.map_or_else(|| "nothing".to_owned(), ToString::to_string)

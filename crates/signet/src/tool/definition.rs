@@ -3,6 +3,34 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value, json};
 
+
+/// What is wrong with a tool descriptor ([`ToolDefinition::from_descriptor`]); each variant holds
+/// the JSON it was given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DescriptorError {
+    /// The descriptor (or its `function`) is not a JSON object.
+    #[error("a tool descriptor must be an object, got {got}")]
+    NotAnObject {
+        /// What was given.
+        got: String,
+    },
+    /// It has no string `name`.
+    #[error("a tool descriptor needs a string `name`, got {got}")]
+    NoName {
+        /// What was given.
+        got: String,
+    },
+    /// Its `description` is neither a string nor null.
+    #[error("tool `{tool}`: `description` must be a string, got {got}")]
+    DescriptionNotText {
+        /// The tool's name.
+        tool: String,
+        /// The `description` given.
+        got: String,
+    },
+}
+
 /// One tool offered for native function calling ([`LmRequest::tools`](crate::lm::LmRequest::tools)):
 /// its name, what it does and its argument schema. It goes on the wire as OpenAI's descriptor,
 /// `{"type": "function", "function": {"name", "description", "parameters"}}`, and is read from
@@ -53,29 +81,31 @@ impl ToolDefinition {
     ///
     /// ```
     /// use serde_json::json;
-    /// use signet::tool::ToolDefinition;
+    /// use signet::tool::{DescriptorError, ToolDefinition};
     /// let err = ToolDefinition::from_descriptor(&json!({"function": {"parameters": {}}})).unwrap_err();
-    /// assert_eq!(err, "a tool descriptor needs a string `name`, got {\"parameters\":{}}");
+    /// assert!(matches!(err, DescriptorError::NoName { .. }));
+    /// assert_eq!(err.to_string(), "a tool descriptor needs a string `name`, got {\"parameters\":{}}");
     /// ```
-    pub fn from_descriptor(descriptor: &Value) -> Result<ToolDefinition, String> {
+    pub fn from_descriptor(descriptor: &Value) -> Result<ToolDefinition, DescriptorError> {
         let function = descriptor.get("function").unwrap_or(descriptor);
         let Some(object) = function.as_object() else {
-            return Err(format!(
-                "a tool descriptor must be an object, got {function}"
-            ));
+            return Err(DescriptorError::NotAnObject {
+                got: function.to_string(),
+            });
         };
         let Some(name) = object.get("name").and_then(Value::as_str) else {
-            return Err(format!(
-                "a tool descriptor needs a string `name`, got {function}"
-            ));
+            return Err(DescriptorError::NoName {
+                got: function.to_string(),
+            });
         };
         let description = match object.get("description") {
             None | Some(Value::Null) => None,
             Some(Value::String(text)) => Some(text.clone()),
             Some(other) => {
-                return Err(format!(
-                    "tool `{name}`: `description` must be a string, got {other}"
-                ));
+                return Err(DescriptorError::DescriptionNotText {
+                    tool: name.to_owned(),
+                    got: other.to_string(),
+                });
             }
         };
         let mut extra = object.clone();
@@ -166,7 +196,9 @@ mod tests {
             ),
         ] {
             assert_eq!(
-                ToolDefinition::from_descriptor(&descriptor).unwrap_err(),
+                ToolDefinition::from_descriptor(&descriptor)
+                    .unwrap_err()
+                    .to_string(),
                 error
             );
         }
