@@ -136,7 +136,7 @@ impl Adapter for ChatAdapter {
                     field: name.to_owned(),
                     value: raw.to_owned(),
                     expected: field.type_name().to_owned(),
-                    reason,
+                    reason: reason.to_string(),
                 })?;
             fields.insert(name.to_owned(), parsed);
         }

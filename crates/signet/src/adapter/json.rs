@@ -290,7 +290,7 @@ impl Adapter for JsonAdapter {
                         field: field.name().to_owned(),
                         value: raw.to_string(),
                         expected: field.type_name().to_owned(),
-                        reason,
+                        reason: reason.to_string(),
                     })?;
                 fields.insert(field.name().to_owned(), parsed);
             }

@@ -8,13 +8,15 @@ use crate::python::strip;
 use crate::signature::Field;
 
 mod coerce;
+mod error;
 mod pyliteral;
 mod repair;
 
 pub use coerce::coerce;
+pub use error::ValueError;
 
 /// Parses a field value written as text (Chat and XML formats).
-pub fn parse_text(field: &Field, text: &str) -> Result<Value, String> {
+pub fn parse_text(field: &Field, text: &str) -> Result<Value, ValueError> {
     if field.kind() == crate::signature::FieldKind::ToolCalls
         && let Some(wrapped) = lenient_json(text).and_then(wrapped_calls)
     {
@@ -68,12 +70,12 @@ fn typed(field: &Field, value: Value) -> Value {
     value
 }
 
-fn parse_text_value(field: &Field, text: &str) -> Result<Value, String> {
+fn parse_text_value(field: &Field, text: &str) -> Result<Value, ValueError> {
     if field.is_text() {
         return Ok(Value::String(text.to_owned()));
     }
     if nested_too_deep(text) {
-        return Err(too_deep());
+        return Err(ValueError::TooDeep);
     }
     let raw = Value::String(text.to_owned());
     if let Some(member) = enum_member(field, &raw) {
@@ -102,7 +104,7 @@ fn candidate(text: &str) -> Value {
 /// (no quotes stripped, no JSON read), or else a member's name. Schemas carry values only: names
 /// come from an `x-enum-varnames` list beside `enum` when the schema has one, and are otherwise
 /// taken to be Python's convention, the value in upper case (`HIGH = "high"`).
-fn enum_member(field: &Field, value: &Value) -> Option<Result<Value, String>> {
+fn enum_member(field: &Field, value: &Value) -> Option<Result<Value, ValueError>> {
     let type_name = field.type_name();
     if type_name.starts_with("Literal[") || type_name == "str" {
         return None;
@@ -137,9 +139,10 @@ fn enum_member(field: &Field, value: &Value) -> Option<Result<Value, String>> {
         Value::String(s) => s.clone(),
         other => crate::schema::python_repr(other),
     };
-    Some(Err(format!(
-        "{shown} is not a valid name or value for the enum {type_name}"
-    )))
+    Some(Err(ValueError::NotAMember {
+        value: shown,
+        enum_name: type_name.to_string(),
+    }))
 }
 
 /// Whether `name` is a Python identifier (ASCII form).
@@ -150,7 +153,7 @@ fn is_identifier(name: &str) -> bool {
 }
 
 /// Parses a field value that is already JSON (JSON format).
-pub fn parse_json(field: &Field, value: &Value) -> Result<Value, String> {
+pub fn parse_json(field: &Field, value: &Value) -> Result<Value, ValueError> {
     if field.is_text() {
         return Ok(match value {
             Value::String(s) => Value::String(s.clone()),
@@ -182,7 +185,7 @@ pub fn parse_json(field: &Field, value: &Value) -> Result<Value, String> {
 
 /// `Literal[...]` fields: the value itself, or a string that names it (quoted, or wrapped in
 /// `Literal[...]`).
-fn literal_match(field: &Field, value: &Value) -> Option<Result<Value, String>> {
+fn literal_match(field: &Field, value: &Value) -> Option<Result<Value, ValueError>> {
     if !field.type_name().starts_with("Literal[") {
         return None;
     }
@@ -214,11 +217,10 @@ fn literal_match(field: &Field, value: &Value) -> Option<Result<Value, String>> 
             return Some(Ok(parsed));
         }
     }
-    let allowed: Vec<String> = allowed.iter().map(Value::to_string).collect();
-    Some(Err(format!(
-        "{value} is not one of [{}]",
-        allowed.join(", ")
-    )))
+    Some(Err(ValueError::NotAllowed {
+        value: value.to_string(),
+        allowed: allowed.iter().map(Value::to_string).collect(),
+    }))
 }
 
 /// `Optional[str]`-like unions keep text as text.
@@ -289,12 +291,9 @@ fn outside_strings(text: &str) -> impl Iterator<Item = (usize, char)> + '_ {
     })
 }
 
-/// The error for a value deeper than [`MAX_NESTING`].
+/// The error for a value deeper than [`MAX_NESTING`], as text.
 pub(crate) fn too_deep() -> String {
-    format!(
-        "the value is nested deeper than {MAX_NESTING} levels, more than Signet reads \
-         (a reply this deep is not an answer)"
-    )
+    ValueError::TooDeep.to_string()
 }
 
 /// Reads JSON, or a Python literal (`True`, `None`, `'single quotes'`, tuples), leniently: trailing
@@ -596,7 +595,10 @@ mod tests {
         let ratio = Field::from_schema("r", json!({"type": "number"}));
         for text in ["nan", "NaN", "inf", "-Infinity"] {
             assert!(
-                parse_text(&ratio, text).unwrap_err().contains("finite"),
+                matches!(
+                    parse_text(&ratio, text).unwrap_err(),
+                    ValueError::NotFinite { .. }
+                ),
                 "{text}"
             );
         }
@@ -623,7 +625,11 @@ mod tests {
         assert_eq!(parse_text(&level, "HIGH").unwrap(), "high");
         for bad in ["\"low\"", "Level.HIGH", "High", "medium"] {
             let error = parse_text(&level, bad).unwrap_err();
-            assert!(error.contains("not a valid name or value for the enum Level"));
+            assert!(
+                error
+                    .to_string()
+                    .contains("not a valid name or value for the enum Level")
+            );
         }
         assert_eq!(parse_json(&level, &json!("LOW")).unwrap(), "low");
         let named = Field::from_schema(
@@ -685,6 +691,7 @@ mod tests {
         assert!(
             parse_text(&person, "{\"tags\": []}")
                 .unwrap_err()
+                .to_string()
                 .contains("name")
         );
     }
@@ -698,7 +705,10 @@ mod tests {
         let past = "[".repeat(MAX_NESTING + 1);
         assert_eq!(lenient_json(&past), None);
         assert!(nested_too_deep(&past));
-        assert_eq!(parse_text(&int_list(), &past).unwrap_err(), too_deep());
+        assert_eq!(
+            parse_text(&int_list(), &past).unwrap_err(),
+            ValueError::TooDeep
+        );
     }
 
     #[test]

@@ -126,7 +126,7 @@ impl Adapter for XmlAdapter {
                 let attempt =
                     elements_to_value(found, candidate, &defs, &wrapped).and_then(|raw| {
                         last_value = raw.clone();
-                        value::parse_json(field, &raw)
+                        value::parse_json(field, &raw).map_err(|e| e.to_string())
                     });
                 match attempt {
                     Ok(v) => {

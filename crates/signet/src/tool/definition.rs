@@ -3,7 +3,6 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value, json};
 
-
 /// What is wrong with a tool descriptor ([`ToolDefinition::from_descriptor`]); each variant holds
 /// the JSON it was given.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -3,6 +3,8 @@
 
 use serde_json::{Map, Number, Value};
 
+use super::ValueError;
+
 /// A schema keyword's value. Schema objects hold a handful of keys: a scan beats hashing the name
 /// (serde_json's maps hash with SipHash), and `coerce` looks up several keywords per value.
 fn keyword<'a>(schema: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
@@ -14,7 +16,7 @@ fn keyword<'a>(schema: &'a Map<String, Value>, name: &str) -> Option<&'a Value> 
 /// Validates `value` against `schema` the way pydantic's lax mode does, converting where pydantic
 /// would (`"3"` -> 3, `3.0` -> 3, `"yes"` -> true, missing model fields with defaults filled in,
 /// unknown model fields dropped). `root` resolves `$ref`s.
-pub fn coerce(value: &Value, schema: &Value, root: &Value) -> Result<Value, String> {
+pub fn coerce(value: &Value, schema: &Value, root: &Value) -> Result<Value, ValueError> {
     let Value::Object(s) = schema else {
         return Ok(value.clone());
     };
@@ -22,22 +24,29 @@ pub fn coerce(value: &Value, schema: &Value, root: &Value) -> Result<Value, Stri
         let target = reference
             .strip_prefix('#')
             .and_then(|pointer| root.pointer(pointer))
-            .ok_or_else(|| format!("unresolvable reference {reference}"))?;
+            .ok_or_else(|| ValueError::UnresolvableReference {
+                reference: reference.clone(),
+            })?;
         return coerce(value, target, root);
     }
     if let Some(Value::Array(allowed)) = keyword(s, "enum") {
         return if allowed.contains(value) {
             Ok(value.clone())
         } else {
-            let allowed: Vec<String> = allowed.iter().map(Value::to_string).collect();
-            Err(format!("{value} is not one of [{}]", allowed.join(", ")))
+            Err(ValueError::NotAllowed {
+                value: value.to_string(),
+                allowed: allowed.iter().map(Value::to_string).collect(),
+            })
         };
     }
     if let Some(expected) = keyword(s, "const") {
         return if expected == value {
             Ok(value.clone())
         } else {
-            Err(format!("{value} is not {expected}"))
+            Err(ValueError::NotConstant {
+                value: value.to_string(),
+                expected: expected.to_string(),
+            })
         };
     }
     for key in ["anyOf", "oneOf"] {
@@ -69,7 +78,7 @@ pub fn coerce(value: &Value, schema: &Value, root: &Value) -> Result<Value, Stri
     }
 }
 
-fn coerce_union(value: &Value, branches: &[Value], root: &Value) -> Result<Value, String> {
+fn coerce_union(value: &Value, branches: &[Value], root: &Value) -> Result<Value, ValueError> {
     // An exact match wins (pydantic's "smart" unions), then the first lax conversion.
     for branch in branches {
         if let Ok(converted) = coerce(value, branch, root)
@@ -85,7 +94,9 @@ fn coerce_union(value: &Value, branches: &[Value], root: &Value) -> Result<Value
             Err(e) => errors.push(e),
         }
     }
-    Err(errors.join("; or "))
+    Err(ValueError::NoAlternative {
+        alternatives: errors,
+    })
 }
 
 fn coerce_type(
@@ -93,8 +104,13 @@ fn coerce_type(
     t: &str,
     schema: &Map<String, Value>,
     root: &Value,
-) -> Result<Value, String> {
-    let fail = || Err(format!("{} is not a valid {t}", describe(value)));
+) -> Result<Value, ValueError> {
+    let fail = || {
+        Err(ValueError::WrongType {
+            value: describe(value),
+            expected: t.to_owned(),
+        })
+    };
     match (t, value) {
         ("null", Value::Null) => Ok(Value::Null),
         ("string", Value::String(_)) => Ok(value.clone()),
@@ -119,9 +135,9 @@ fn coerce_type(
             } else {
                 match n.as_f64() {
                     Some(x) if x.fract() == 0.0 && x.abs() < 9.2e18 => Ok(Value::from(x as i64)),
-                    _ => Err(format!(
-                        "{n} has a fractional part, so it is not a valid integer"
-                    )),
+                    _ => Err(ValueError::Fractional {
+                        value: n.to_string(),
+                    }),
                 }
             }
         }
@@ -132,24 +148,20 @@ fn coerce_type(
             .map(Value::Number)
             .unwrap_or_else(|| value.clone())),
         ("number", Value::String(s)) => match float_text(s) {
-            Some(x) => Number::from_f64(x).map(Value::Number).ok_or_else(|| {
-                format!(
-                    "{s} is not a finite number (Signet's values are JSON, which has no NaN \
-                     or infinity)"
-                )
-            }),
+            Some(x) => Number::from_f64(x)
+                .map(Value::Number)
+                .ok_or_else(|| ValueError::NotFinite { value: s.clone() }),
             None => fail(),
         },
         ("array", Value::Array(items)) => {
             if let Some(Value::Array(prefix)) = keyword(schema, "prefixItems") {
                 if prefix.len() != items.len() {
-                    return Err(format!(
-                        "expected {} items, got {}",
-                        prefix.len(),
-                        items.len()
-                    ));
+                    return Err(ValueError::WrongLength {
+                        expected: prefix.len(),
+                        got: items.len(),
+                    });
                 }
-                let out: Result<Vec<Value>, String> = items
+                let out: Result<Vec<Value>, ValueError> = items
                     .iter()
                     .zip(prefix)
                     .map(|(v, s)| coerce(v, s, root))
@@ -159,10 +171,10 @@ fn coerce_type(
             let item_schema = keyword(schema, "items")
                 .cloned()
                 .unwrap_or(Value::Bool(true));
-            let out: Result<Vec<Value>, String> = items
+            let out: Result<Vec<Value>, ValueError> = items
                 .iter()
                 .enumerate()
-                .map(|(i, v)| coerce(v, &item_schema, root).map_err(|e| format!("item {i}: {e}")))
+                .map(|(i, v)| coerce(v, &item_schema, root).map_err(|e| e.at(format!("item {i}"))))
                 .collect();
             out.map(Value::Array)
         }
@@ -175,7 +187,7 @@ fn coerce_object(
     map: &Map<String, Value>,
     schema: &Map<String, Value>,
     root: &Value,
-) -> Result<Value, String> {
+) -> Result<Value, ValueError> {
     let Some(Value::Object(properties)) = keyword(schema, "properties") else {
         // A mapping: every value follows `additionalProperties`.
         let value_schema = schema
@@ -186,7 +198,7 @@ fn coerce_object(
         for (k, v) in map {
             out.insert(
                 k.clone(),
-                coerce(v, &value_schema, root).map_err(|e| format!("key {k:?}: {e}"))?,
+                coerce(v, &value_schema, root).map_err(|e| e.at(format!("key {k:?}")))?,
             );
         }
         return Ok(Value::Object(out));
@@ -202,11 +214,11 @@ fn coerce_object(
             Some(v) => {
                 out.insert(
                     name.clone(),
-                    coerce(v, property, root).map_err(|e| format!("{name}: {e}"))?,
+                    coerce(v, property, root).map_err(|e| e.at(name.as_str()))?,
                 );
             }
             None if required.contains(&name.as_str()) => {
-                return Err(format!("field `{name}` is required"));
+                return Err(ValueError::MissingField { name: name.clone() });
             }
             None => {
                 if let Some(default) = property.as_object().and_then(|p| keyword(p, "default")) {
