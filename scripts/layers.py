@@ -37,7 +37,7 @@ WORKSPACE = Path(__file__).resolve().parent.parent
 # the workspace that is not listed is an error too.
 LAYERS = {
     "signet": [
-        ["schema", "shared", "blocking", "child_env", "fs_atomic", "python", "telemetry"],
+        ["schema", "shared", "blocking", "child_env", "fs_atomic", "http", "python", "telemetry"],
         ["signature", "tool", "media"],
         ["lm", "embed"],
         ["adapter", "journal"],

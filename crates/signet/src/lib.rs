@@ -62,6 +62,8 @@ pub mod embed;
 mod error;
 pub mod evaluate;
 pub mod fs_atomic;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod journal;
 pub mod lm;
 pub mod media;

@@ -22,9 +22,6 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 
-/// How many redirects one request may follow.
-const MAX_REDIRECTS: usize = 10;
-
 /// The HTTP client of one MCP endpoint (see the module docs).
 #[derive(Clone)]
 pub(super) struct HttpClient {
@@ -41,7 +38,7 @@ impl HttpClient {
         let builder = || {
             reqwest::Client::builder()
                 .tcp_nodelay(true)
-                .redirect(same_origin_redirects())
+                .redirect(signet::http::same_origin_redirects())
         };
         Ok(HttpClient {
             pooled: builder().build()?,
@@ -58,27 +55,6 @@ impl HttpClient {
             &self.pooled
         }
     }
-}
-
-/// Follows `307` and `308` (which resend the same method and body) to the same origin only: a
-/// `301`-`303` would turn the JSON-RPC POST into a GET without its message, and another origin
-/// would receive the session id and the bearer token. Any other redirect is returned as the
-/// response, which rmcp reports.
-fn same_origin_redirects() -> reqwest::redirect::Policy {
-    reqwest::redirect::Policy::custom(|attempt| {
-        let keeps_body = matches!(attempt.status().as_u16(), 307 | 308);
-        let same_origin = attempt
-            .previous()
-            .first()
-            .is_some_and(|first| first.origin() == attempt.url().origin());
-        if !keeps_body || !same_origin {
-            attempt.stop()
-        } else if attempt.previous().len() > MAX_REDIRECTS {
-            attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
-        } else {
-            attempt.follow()
-        }
-    })
 }
 
 type Headers = HashMap<HeaderName, HeaderValue>;

@@ -22,4 +22,5 @@ mod http_auth;
 mod http_modes;
 mod limits;
 mod load;
+mod redirects;
 mod session;

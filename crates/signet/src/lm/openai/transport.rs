@@ -2,9 +2,6 @@
 
 use super::*;
 
-/// How many redirects one request may follow.
-const MAX_REDIRECTS: usize = 10;
-
 /// The HTTP layer under async-openai: sends the request, and turns every non-2xx response into an
 /// [`HttpFailure`] that keeps the status, `Retry-After` and the raw body, or, for a redirect the
 /// client did not follow, a [`RefusedRedirect`].
@@ -103,27 +100,10 @@ pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Durati
         .or_else(|| header("retry-after").and_then(parse_retry_after))
 }
 
-/// The client's redirect policy: follows `307` and `308` (which resend the same method and body)
-/// within the request's origin (scheme, host and port) only. Another origin would receive the API
-/// key and every custom header (reqwest strips only `Authorization` and cookies on a change of
-/// host); a `301`-`303` would turn the POST into a GET without its body. Any other redirect is
-/// returned as the response, which [`Transport`] turns into a [`RefusedRedirect`].
-pub(crate) fn same_origin_redirects() -> reqwest::redirect::Policy {
-    reqwest::redirect::Policy::custom(|attempt| {
-        let keeps_body = matches!(attempt.status().as_u16(), 307 | 308);
-        let same_origin = attempt
-            .previous()
-            .first()
-            .is_some_and(|first| first.origin() == attempt.url().origin());
-        if !keeps_body || !same_origin {
-            attempt.stop()
-        } else if attempt.previous().len() > MAX_REDIRECTS {
-            attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
-        } else {
-            attempt.follow()
-        }
-    })
-}
+/// The client's redirect policy ([`crate::http::same_origin_redirects`]): within the request's
+/// origin only, so the API key and custom headers never leave it. Any other redirect is returned
+/// as the response, which [`Transport`] turns into a [`RefusedRedirect`].
+pub(crate) use crate::http::same_origin_redirects;
 
 /// A redirect the client did not follow (see [`same_origin_redirects`]).
 #[derive(Debug)]
