@@ -41,10 +41,10 @@ pub use crate::tool::ToolDefinition;
 pub use budget::{Budget, BudgetExceeded, Spending};
 pub use cache::{CachedLm, ResponseCache};
 pub use capabilities::Capabilities;
-pub use chat_span::ChatSpan;
 pub(crate) use chat_span::record_usage;
+pub use chat_span::{ChatSpan, ResponseDetails};
 #[cfg(feature = "openai")]
-pub(crate) use chat_span::{ResponseDetails, record_openai_body, record_response};
+pub(crate) use chat_span::{record_openai_body, record_response};
 pub use constrained_tools::ConstrainedToolCalls;
 pub use content::Content;
 pub use fallback::{FallbackLm, FallbackOn};

@@ -257,18 +257,57 @@ pub(crate) fn record_openai_body(span: &tracing::Span, body: &serde_json::Map<St
     );
 }
 
-/// What a chat span records of a response.
-#[cfg(feature = "openai")]
+/// What a chat span records of a response, beyond its usage and finish reason
+/// ([`ChatSpan::record_response`]): a provider's response id, the model that answered (which may
+/// name a version the request did not), and the token details it reports.
 #[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct ResponseDetails<'a> {
-    pub(crate) id: Option<&'a str>,
-    pub(crate) model: Option<&'a str>,
-    pub(crate) cached_tokens: Option<u64>,
-    pub(crate) reasoning_tokens: Option<u64>,
+#[non_exhaustive]
+pub struct ResponseDetails<'a> {
+    /// The provider's id of the response (`gen_ai.response.id`).
+    pub id: Option<&'a str>,
+    /// The model that answered (`gen_ai.response.model`).
+    pub model: Option<&'a str>,
+    /// Prompt tokens served from the provider's cache (`gen_ai.usage.cache_read.input_tokens`).
+    pub cached_tokens: Option<u64>,
+    /// Tokens of reasoning in the reply (`gen_ai.usage.reasoning.output_tokens`).
+    pub reasoning_tokens: Option<u64>,
+}
+
+impl<'a> ResponseDetails<'a> {
+    /// Details with the response's `id` and the `model` that answered.
+    pub fn new(id: Option<&'a str>, model: Option<&'a str>) -> ResponseDetails<'a> {
+        ResponseDetails {
+            id,
+            model,
+            ..ResponseDetails::default()
+        }
+    }
+
+    crate::shared::setters! {
+        /// The prompt tokens served from the provider's cache.
+        fn with_cached_tokens(tokens: u64) { cached_tokens = Some(tokens) }
+
+        /// The reply's reasoning tokens.
+        fn with_reasoning_tokens(tokens: u64) { reasoning_tokens = Some(tokens) }
+    }
+}
+
+impl ChatSpan {
+    /// Records a response's id, model and token details: what an [`Lm`](super::Lm) of your own
+    /// reads from its provider's reply, for traces as full as `OpenAiLm`'s.
+    ///
+    /// ```
+    /// use signet::lm::{ChatSpan, LmRequest, Message, ResponseDetails};
+    /// let request = LmRequest::new(vec![Message::user("hi")]);
+    /// let span = ChatSpan::start("my_provider", "my-model", &request, false);
+    /// span.record_response(ResponseDetails::new(Some("msg_1"), Some("my-model-2026-01")).with_cached_tokens(12));
+    /// ```
+    pub fn record_response(&self, details: ResponseDetails<'_>) {
+        record_response(&self.span, details);
+    }
 }
 
 /// Records a response's id, model and token details on its chat span.
-#[cfg(feature = "openai")]
 pub(crate) fn record_response(span: &tracing::Span, details: ResponseDetails<'_>) {
     if span.is_disabled() {
         return;
