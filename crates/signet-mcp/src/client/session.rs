@@ -100,6 +100,9 @@ pub(super) struct ToolSet {
 /// the call's timeout).
 const MAX_BUSY_ATTEMPTS: u32 = 16;
 
+/// The least time a retry of a shed call must have left to be worth starting.
+const MIN_TRY_TIME: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// The state shared by an [`McpClient`](super::McpClient) and its tools (through a
 /// [`SessionOwner`]).
 pub(crate) struct Inner {
@@ -637,8 +640,12 @@ impl Inner {
                     None => peer.call_tool_once(params).await,
                 }
             }));
+            let began = tokio::time::Instant::now();
             match sent.await {
-                // A shed call did not run: try again after the hint, within the deadline.
+                // A shed call did not run: try again after the hint, within the deadline, when
+                // the try would have time to be answered (twice what this one took, at least
+                // 20 ms): a try started at the deadline's edge would only time out in flight,
+                // and the caller would learn less than that the server was busy.
                 Err(Error::Busy {
                     server,
                     message,
@@ -646,7 +653,9 @@ impl Inner {
                     ..
                 }) => {
                     let wait = super::busy::backoff(retry_after, attempts);
-                    let in_time = deadline.is_none_or(|d| tokio::time::Instant::now() + wait < d);
+                    let answer = (began.elapsed() * 2).max(MIN_TRY_TIME);
+                    let in_time =
+                        deadline.is_none_or(|d| tokio::time::Instant::now() + wait + answer < d);
                     if !in_time || attempts >= MAX_BUSY_ATTEMPTS {
                         return Err(Error::Busy {
                             server,
