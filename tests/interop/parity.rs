@@ -483,8 +483,12 @@ async fn run_family(fixture: &Value) -> Outcome {
     }
     if fixture.get("tool_schemas").is_some() {
         return match crate::parity_tools::check(fixture) {
-            Ok(()) => Outcome::Pass,
-            Err(why) => Outcome::Fail(why),
+            crate::parity_tools::Checked::Same => Outcome::Pass,
+            crate::parity_tools::Checked::Differs(why) => Outcome::Fail(why),
+            crate::parity_tools::Checked::NoTwin(names) => Outcome::Unsupported(format!(
+                "no #[tool] twin in tests/interop/parity_tools.rs for {}",
+                names.join(", ")
+            )),
         };
     }
     if fixture.get("saved_program").is_some() {
