@@ -638,8 +638,14 @@ impl ServerHandler for McpServer {
         let args = Value::Object(request.arguments.unwrap_or_default());
         let span = crate::telemetry::server_span(name, &context.id, &context.meta);
         // A tool that needs approval is served only with `serve_confirm_tools`, where the client
-        // asks its person: the call runs as approved.
-        let call = signet::tool::approved(name, tool.call(args)).instrument(span.clone());
+        // asks its person: the call runs as approved (the others need no mark).
+        let call = tool.call(args);
+        let call: signet::tool::ToolFuture<'_> = if tool.requires_confirmation() {
+            Box::pin(signet::tool::approved(name, call))
+        } else {
+            call
+        };
+        let call = call.instrument(span.clone());
         let run = async {
             match context.meta.get_progress_token() {
                 Some(token) => sending_progress(&context.peer, token, call).await,

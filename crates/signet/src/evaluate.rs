@@ -253,7 +253,7 @@ impl<'d, M> Evaluate<'d, M> {
     {
         use tracing::Instrument;
         let span = crate::telemetry::evaluate_span(self.examples.len(), || {
-            (crate::module::short_type_name::<P>(), program.version())
+            (crate::telemetry::short_type_name::<P>(), program.version())
         });
         let result = self
             .run_until_unspanned(program, cancel)

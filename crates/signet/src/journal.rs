@@ -88,8 +88,13 @@ impl ToolRun {
     /// it), so the call runs [approved](crate::tool::approved).
     pub fn run(self) -> BoxFuture<'static, Result<Value, ToolError>> {
         async move {
-            let name = self.tool.name().to_owned();
-            let call = crate::tool::approved(&name, self.tool.call(self.args));
+            let call = self.tool.call(self.args);
+            // Only a tool that needs approval checks for it: the others run without the mark.
+            let call = if self.tool.requires_confirmation() {
+                crate::tool::approved(self.tool.name(), call).boxed()
+            } else {
+                call
+            };
             match self.timeout {
                 Some(limit) => match tokio::time::timeout(limit, call).await {
                     Ok(result) => result,

@@ -82,7 +82,6 @@ pub use saved::{StateError, TOOL_DESCRIPTIONS};
 pub use streamify::streamify;
 pub use tool_executor::ToolExecutor;
 pub use tool_runner::ToolCallError;
-pub(crate) use traced::short_type_name;
 pub use traced::traced;
 pub(crate) use typed_fields::{from_fields, to_fields};
 

@@ -233,7 +233,12 @@ impl StructuredRequest {
         self.with_parse_fn(|value| {
             serde_json::from_value::<T>(value.clone())
                 .map(drop)
-                .map_err(|e| format!("not a valid {}: {e}", short_type_name::<T>()))
+                .map_err(|e| {
+                    format!(
+                        "not a valid {}: {e}",
+                        crate::telemetry::short_type_name::<T>()
+                    )
+                })
         })
     }
 
@@ -431,7 +436,10 @@ pub async fn call_structured_as<T: DeserializeOwned>(
             let mut failures = out.failures;
             failures.push(LevelFailure {
                 level: out.level,
-                reason: format!("not a valid {}: {error}", short_type_name::<T>()),
+                reason: format!(
+                    "not a valid {}: {error}",
+                    crate::telemetry::short_type_name::<T>()
+                ),
             });
             Err(StructuredError::Exhausted {
                 failures,
@@ -439,25 +447,6 @@ pub async fn call_structured_as<T: DeserializeOwned>(
             })
         }
     }
-}
-
-/// `T`'s name without its module paths (`alloc::vec::Vec<my::Item>` gives `Vec<Item>`), for
-/// reasons.
-fn short_type_name<T>() -> String {
-    let name = std::any::type_name::<T>();
-    let mut short = String::with_capacity(name.len());
-    let mut segment = String::new();
-    for c in name.chars() {
-        if c.is_alphanumeric() || c == '_' || c == ':' {
-            segment.push(c);
-        } else {
-            short.push_str(segment.rsplit("::").next().unwrap_or(&segment));
-            segment.clear();
-            short.push(c);
-        }
-    }
-    short.push_str(segment.rsplit("::").next().unwrap_or(&segment));
-    short
 }
 
 /// `name: value` lines (also `"name": value`, `- name = value`) for the top-level properties of
@@ -695,9 +684,12 @@ mod tests {
 
     #[test]
     fn structured_type_names_lose_their_module_paths() {
-        assert_eq!(short_type_name::<Vec<Level>>(), "Vec<Level>");
         assert_eq!(
-            short_type_name::<Option<(u8, String)>>(),
+            crate::telemetry::short_type_name::<Vec<Level>>(),
+            "Vec<Level>"
+        );
+        assert_eq!(
+            crate::telemetry::short_type_name::<Option<(u8, String)>>(),
             "Option<(u8, String)>"
         );
     }

@@ -44,3 +44,39 @@ pub const SEMCONV: &str = "semantic-conventions-genai v0.1.0";
 
 /// The `tracing` target of every GenAI span (filter it with `signet::telemetry=off`).
 pub const TARGET: &str = "signet::telemetry";
+
+/// A type's name without its module paths (`Ask` for `my_app::Ask`, `Predict<Ask>` for
+/// `signet::module::Predict<my_app::Ask>`), as spans and messages name it.
+pub(crate) fn short_type_name<T: ?Sized>() -> String {
+    let full = std::any::type_name::<T>();
+    let mut out = String::with_capacity(full.len());
+    for segment in full.split_inclusive(['<', '>', ',', ' ']) {
+        let (name, delimiter) = match segment.char_indices().last() {
+            Some((at, '<' | '>' | ',' | ' ')) => (&segment[..at], &segment[at..]),
+            _ => (segment, ""),
+        };
+        out.push_str(name.rsplit("::").next().unwrap_or(name));
+        out.push_str(delimiter);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_type_name;
+
+    mod deep {
+        pub(super) struct Ask;
+        pub(super) struct Wrap<A, B>(A, B);
+    }
+
+    #[test]
+    fn type_names_lose_their_module_paths() {
+        assert_eq!(short_type_name::<deep::Ask>(), "Ask");
+        assert_eq!(
+            short_type_name::<deep::Wrap<deep::Ask, Vec<u8>>>(),
+            "Wrap<Ask, Vec<u8>>"
+        );
+        assert_eq!(short_type_name::<i64>(), "i64");
+    }
+}

@@ -115,9 +115,8 @@ pub struct FallbackLm {
 
 impl std::fmt::Debug for FallbackLm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let models: Vec<&str> = self.lms.iter().map(|lm| lm.model()).collect();
         f.debug_struct("FallbackLm")
-            .field("models", &models)
+            .field("models", &self.models())
             .field("on", &self.on)
             .finish()
     }
@@ -127,14 +126,14 @@ impl FallbackLm {
     /// A list of one LM, `first`; add the others with [`then`](Self::then).
     pub fn new(first: impl Lm + 'static) -> FallbackLm {
         FallbackLm {
-            lms: vec![Arc::new(first)],
+            lms: vec![super::shared(first)],
             on: FallbackOn::default(),
         }
     }
 
     /// Adds `next`, tried when every LM before it failed.
     pub fn then(mut self, next: impl Lm + 'static) -> FallbackLm {
-        self.lms.push(Arc::new(next));
+        self.lms.push(super::shared(next));
         self
     }
 
@@ -163,18 +162,17 @@ impl FallbackLm {
     /// Whether the failure of LM `index` hands the call on (there is a next one, and `on` covers
     /// the error); logs it when so.
     fn falls_back(&self, index: usize, error: &LmError) -> bool {
-        let next = self.lms.get(index + 1);
-        let moves = next.is_some() && self.on.covers(error);
-        if let (true, Some(next)) = (moves, next) {
-            tracing::warn!(
-                target: TARGET,
-                model = self.lms[index].model(),
-                next = next.model(),
-                %error,
-                "LM failed; falling back to the next one"
-            );
-        }
-        moves
+        let Some(next) = self.lms.get(index + 1).filter(|_| self.on.covers(error)) else {
+            return false;
+        };
+        tracing::warn!(
+            target: TARGET,
+            model = self.lms[index].model(),
+            next = next.model(),
+            %error,
+            "LM failed; falling back to the next one"
+        );
+        true
     }
 }
 

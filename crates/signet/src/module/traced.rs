@@ -34,7 +34,12 @@ tokio::task_local! {
 /// ```
 pub async fn traced<M: Module>(module: &M, input: M::Input) -> Result<M::Output, M::Error> {
     // The name is made only for a subscriber that wants the span.
-    let span = crate::telemetry::agent_span(short_type_name::<M>, &"module", String::new, None);
+    let span = crate::telemetry::agent_span(
+        crate::telemetry::short_type_name::<M>,
+        &"module",
+        String::new,
+        None,
+    );
     if span.is_disabled() {
         return module.call(input).await;
     }
@@ -70,40 +75,4 @@ pub(crate) fn path_of(id: PredictorId) -> Option<String> {
         .try_with(|paths| paths.get(&id).cloned())
         .ok()
         .flatten()
-}
-
-/// A type's name without its module path (`Ask` for `my_app::Ask`, `Predict<Ask>` for
-/// `signet::module::Predict<my_app::Ask>`).
-pub(crate) fn short_type_name<T: ?Sized>() -> String {
-    let full = std::any::type_name::<T>();
-    let mut out = String::with_capacity(full.len());
-    for segment in full.split_inclusive(['<', '>', ',', ' ']) {
-        let (name, delimiter) = match segment.char_indices().last() {
-            Some((at, '<' | '>' | ',' | ' ')) => (&segment[..at], &segment[at..]),
-            _ => (segment, ""),
-        };
-        out.push_str(name.rsplit("::").next().unwrap_or(name));
-        out.push_str(delimiter);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::short_type_name;
-
-    mod deep {
-        pub(super) struct Ask;
-        pub(super) struct Wrap<A, B>(A, B);
-    }
-
-    #[test]
-    fn type_names_lose_their_module_paths() {
-        assert_eq!(short_type_name::<deep::Ask>(), "Ask");
-        assert_eq!(
-            short_type_name::<deep::Wrap<deep::Ask, Vec<u8>>>(),
-            "Wrap<Ask, Vec<u8>>"
-        );
-        assert_eq!(short_type_name::<i64>(), "i64");
-    }
 }

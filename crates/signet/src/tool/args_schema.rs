@@ -183,12 +183,11 @@ fn pydantic_definition(name: &str, def: &mut Value) {
     };
     if let Some(Value::Object(properties)) = map.get_mut("properties") {
         for (field, property) in properties.iter_mut() {
+            let optional = !required.iter().any(|r| r == field.as_str())
+                && crate::schema::admits_type(property, "null");
             if let Value::Object(p) = property
-                && !required.iter().any(|r| r == field.as_str())
+                && optional
                 && !p.contains_key("default")
-                && p.get("anyOf")
-                    .and_then(Value::as_array)
-                    .is_some_and(|branches| branches.iter().any(|b| b == &json!({"type": "null"})))
             {
                 p.insert("default".to_owned(), Value::Null);
             }

@@ -349,9 +349,8 @@ impl Trajectory {
         }
         let mut copy = self.clone();
         for step in &mut copy.steps {
-            if long(step) {
-                step.observation = step.observation.clone().limited_to(max_chars);
-            }
+            // `limited_to` leaves a short observation as it is.
+            step.observation = step.observation.clone().limited_to(max_chars);
         }
         Some(copy)
     }
