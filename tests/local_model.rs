@@ -671,3 +671,190 @@ async fn the_local_server_also_serves_embeddings_and_chat_keeps_working() {
     );
     server.stop().await.unwrap();
 }
+
+/// The clients of the local server's other wire formats (llama.cpp answers Anthropic's Messages
+/// API on `/v1/messages` and OpenAI's Responses API on `/v1/responses` too): the same model.
+///
+/// One retry, at once: the server (cpp-httplib) now and then closes a kept-alive connection just
+/// as the next request goes out on it, a `Connect` error any client retries.
+fn other_wires(server: &LocalServer) -> [Arc<dyn Lm>; 2] {
+    let root = server.base_url().trim_end_matches("/v1");
+    let retry = signet::lm::RetryPolicy::none()
+        .with_max_retries(1)
+        .with_initial_backoff(std::time::Duration::ZERO);
+    let anthropic = signet::lm::AnthropicLm::builder("smollm2")
+        .base_url(root)
+        .retry(retry)
+        .build()
+        .expect("an Anthropic client of the local server");
+    let responses = signet::lm::OpenAiResponsesLm::builder("smollm2")
+        .base_url(server.base_url())
+        .retry(retry)
+        .build()
+        .expect("a Responses client of the local server");
+    [Arc::new(anthropic), Arc::new(responses)]
+}
+
+#[tokio::test]
+async fn messages_and_responses_on_the_real_server_answer_plain_streamed_and_after_tool_results() {
+    let (server, _, _guard) = serve(cold().n_ctx(1024)).await;
+    for lm in other_wires(&server) {
+        one_wire_answers(lm.as_ref()).await;
+    }
+    server.stop().await.unwrap();
+}
+
+async fn one_wire_answers(lm: &dyn Lm) {
+    let mut request = LmRequest::new(vec![
+        Message::system("You are brief."),
+        Message::user("Write one sentence about the sea."),
+    ]);
+    request.options = greedy(24);
+
+    let plain = lm.complete(&request).await.expect("a reply");
+    let text = plain.text.clone().expect("text");
+    assert!(!text.trim().is_empty());
+    assert!(plain.usage.prompt_tokens > 0 && plain.usage.completion_tokens > 0);
+    assert!(plain.finish_reason.is_some());
+
+    let events: Vec<StreamEvent> = lm
+        .stream(&request)
+        .map(|e| e.expect("no stream error"))
+        .collect()
+        .await;
+    let pieces: String = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::TextDelta(text) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let Some(StreamEvent::Done(done)) = events.last() else {
+        panic!("the stream must end with Done");
+    };
+    assert!(events.len() > 2, "streamed in pieces: {events:?}");
+    assert_eq!(done.text.as_deref(), Some(pieces.as_str()));
+    // The second call's prompt is the first's: the server says it read it from its cache.
+    assert!(done.usage.cached_prompt_tokens > 0, "{:?}", done.usage);
+
+    // A conversation with a tool call and its result in Anthropic's blocks is accepted.
+    let call = signet::lm::ToolCall::new("toolu_1", "add", r#"{"a": 2, "b": 3}"#);
+    let mut round_trip = LmRequest::new(vec![
+        Message::user("What is 2 + 3?"),
+        Message::assistant_tool_calls(vec![call]),
+        Message::tool_result("toolu_1", "5"),
+    ]);
+    round_trip.options = greedy(16);
+    let answered = lm
+        .complete(&round_trip)
+        .await
+        .expect("the round trip is accepted");
+    assert!(answered.text.is_some_and(|t| !t.trim().is_empty()));
+
+    // A prompt longer than the context is the typed error on this wire too.
+    let long = LmRequest::new(vec![Message::user("word ".repeat(3000))]);
+    let error = lm.complete(&long).await.unwrap_err();
+    assert!(
+        matches!(error, LmError::ContextWindowExceeded { .. }),
+        "{error:?}"
+    );
+}
+
+/// Answer the question.
+#[derive(Signature, Clone)]
+struct QuickAsk {
+    #[input]
+    question: String,
+    #[output]
+    answer: String,
+}
+
+#[tokio::test]
+async fn predict_chain_of_thought_and_a_text_react_agent_run_on_messages_and_responses() {
+    let (server, _, _guard) = serve(cold()).await;
+    for lm in other_wires(&server) {
+        modules_run_on(lm).await;
+    }
+    server.stop().await.unwrap();
+}
+
+async fn modules_run_on(lm: Arc<dyn Lm>) {
+    // Free text on this endpoint (the server drops response formats there): two demos show the
+    // tiny model the Chat adapter's format.
+    let demos = [
+        QuickAsk {
+            question: "What is the capital of Italy?".into(),
+            answer: "Rome".into(),
+        },
+        QuickAsk {
+            question: "What is the capital of Spain?".into(),
+            answer: "Madrid".into(),
+        },
+    ];
+    let question = || QuickAskInput {
+        question: "What is the capital of France?".into(),
+    };
+    let predict = Predict::<QuickAsk>::new()
+        .with_lm(lm.clone())
+        .with_options(greedy(60))
+        .with_demos(demos.clone())
+        .expect("demos");
+    let (output, prediction) = predict
+        .call_full(question(), &CallConfig::default())
+        .await
+        .expect("Predict answers through /v1/messages");
+    assert!(!output.answer.trim().is_empty());
+    assert_eq!(prediction.usage.lm_calls, 1);
+    let cot = signet::module::ChainOfThought::<QuickAsk>::new()
+        .with_lm(lm.clone())
+        .with_options(greedy(80))
+        .with_demos(demos)
+        .expect("demos");
+    let reasoned = cot.call(question()).await.expect("ChainOfThought answers");
+    assert!(!reasoned.output.answer.trim().is_empty());
+
+    // DSPy's text loop, streamed, with one demo trajectory for the step predictor.
+    let fields = |value: serde_json::Value| -> signet::adapter::Fields {
+        serde_json::from_value(value).expect("demo fields")
+    };
+    let mut agent = ReAct::<Ask>::new()
+        .tool(AddTool)
+        .with_lm(lm.clone())
+        .with_mode(ReActMode::Text)
+        .with_limits(Limits::default().max_iters(3))
+        .with_options(greedy(120));
+    for (name, predictor) in signet::module::Predictors::named_predictors_mut(&mut agent) {
+        if name == "react" {
+            predictor.set_demos(vec![
+                fields(serde_json::json!({"question": "What is 4 + 4?", "trajectory": "",
+                    "next_thought": "I add them.", "next_tool_name": "add",
+                    "next_tool_args": {"a": 4, "b": 4}})),
+                fields(serde_json::json!({"question": "What is 4 + 4?",
+                    "trajectory": "[[ ## thought_0 ## ]]\nI add them.\n\n[[ ## tool_name_0 ## ]]\nadd\n\n[[ ## tool_args_0 ## ]]\n{\"a\": 4, \"b\": 4}\n\n[[ ## observation_0 ## ]]\n8",
+                    "next_thought": "I have the sum.", "next_tool_name": "finish",
+                    "next_tool_args": {"answer": "8"}})),
+            ]);
+        }
+    }
+    let events: Vec<ReActEvent<AskOutput>> = agent
+        .stream(AskInput {
+            question: "What is 2 + 3?".into(),
+        })
+        .collect()
+        .await;
+    let Some(ReActEvent::Done {
+        output, trajectory, ..
+    }) = events.last()
+    else {
+        panic!("the run must end with a typed answer: {events:?}");
+    };
+    assert!(!trajectory.steps.is_empty());
+    assert!(
+        trajectory
+            .steps
+            .iter()
+            .all(|step| ["add", "finish"].contains(&step.tool_name.as_str())),
+        "{trajectory:?}"
+    );
+    let _: &String = &output.answer;
+}

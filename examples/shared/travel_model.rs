@@ -255,6 +255,36 @@ impl Model {
     /// OpenAI from the environment, or the local model (installed on first use). Says which on
     /// stderr.
     pub async fn from_env() -> Result<Model, Box<dyn std::error::Error>> {
+        if std::env::var("ANTHROPIC_API_KEY").is_ok_and(|k| !k.trim().is_empty()) {
+            let model =
+                std::env::var("ANTHROPIC_MODEL").unwrap_or_else(|_| "claude-haiku-4-5".to_owned());
+            let lm = AnthropicLm::builder(model).build()?;
+            eprintln!(
+                "model: {} at {} (from ANTHROPIC_API_KEY)",
+                lm.model(),
+                lm.base_url()
+            );
+            return Ok(Model {
+                lm: Arc::new(lm),
+                adapter: Arc::new(ChatAdapter::new()),
+                local: None,
+            });
+        }
+        if std::env::var("GEMINI_API_KEY").is_ok_and(|k| !k.trim().is_empty()) {
+            let model =
+                std::env::var("GEMINI_MODEL").unwrap_or_else(|_| "gemini-2.5-flash".to_owned());
+            let lm = signet::lm::GeminiLm::builder(model).build()?;
+            eprintln!(
+                "model: {} at {} (from GEMINI_API_KEY)",
+                lm.model(),
+                lm.base_url()
+            );
+            return Ok(Model {
+                lm: Arc::new(lm),
+                adapter: Arc::new(ChatAdapter::new()),
+                local: None,
+            });
+        }
         if std::env::var("OPENAI_API_KEY").is_ok_and(|k| !k.trim().is_empty()) {
             let model = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".to_owned());
             let lm = OpenAiLm::builder(model).build()?;
@@ -269,7 +299,10 @@ impl Model {
                 local: None,
             });
         }
-        eprintln!("model: SmolLM2-135M-Instruct, served locally (no OPENAI_API_KEY set)");
+        eprintln!(
+            "model: SmolLM2-135M-Instruct, served locally (no ANTHROPIC_API_KEY, GEMINI_API_KEY \
+             or OPENAI_API_KEY set)"
+        );
         let local = signet_local::LlamaCpp::smollm2();
         let server = local.serve().await?;
         eprintln!("server: {}", server.base_url());

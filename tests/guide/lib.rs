@@ -75,6 +75,18 @@ struct EvaluateGuide;
 struct HowtoProviders;
 
 #[cfg(doctest)]
+#[doc = include_str!("../../docs/anthropic.md")]
+struct AnthropicGuide;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/openai-responses.md")]
+struct ResponsesGuide;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/gemini.md")]
+struct GeminiGuide;
+
+#[cfg(doctest)]
 #[doc = include_str!("../../docs/howto-caching.md")]
 struct HowtoCaching;
 

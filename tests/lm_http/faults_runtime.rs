@@ -167,6 +167,7 @@ fn usage_counts_near_the_top_of_u64_saturate() {
         reasks: u64::MAX,
         stopped_replies: 4,
         fallbacks: u64::MAX,
+        cache_write_prompt_tokens: u64::MAX,
     };
     total += Usage {
         prompt_tokens: 5,
@@ -180,6 +181,7 @@ fn usage_counts_near_the_top_of_u64_saturate() {
         reasks: 1,
         stopped_replies: 1,
         fallbacks: 1,
+        cache_write_prompt_tokens: 1,
     };
     assert_eq!(total.prompt_tokens, u64::MAX);
     assert_eq!(total.completion_tokens, u64::MAX);
@@ -188,6 +190,7 @@ fn usage_counts_near_the_top_of_u64_saturate() {
     assert_eq!(total.retries, u64::MAX);
     assert_eq!((total.reasks, total.stopped_replies), (u64::MAX, 5));
     assert_eq!(total.fallbacks, u64::MAX);
+    assert_eq!(total.cache_write_prompt_tokens, u64::MAX);
     assert_eq!(
         (total.cached_prompt_tokens, total.cost_nanousd),
         (u64::MAX, u64::MAX)

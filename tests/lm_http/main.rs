@@ -10,12 +10,16 @@ mod raw_http;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod anthropic;
 mod budget;
 mod faults;
 mod faults_runtime;
+mod gemini;
 mod lm_http;
 mod lm_http2;
 mod lm_request_limit;
 mod providers;
+mod responses;
 mod retrieval;
+mod scripted;
 mod secrets;

@@ -3,16 +3,15 @@
 //! ReAct's `Auto` mode sends the tools as `tools=` and runs the tool call the reply makes; with
 //! llama.cpp's preset (no native tool calls declared) it says so and runs in text mode.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use futures::StreamExt;
 use serde_json::{Value, json};
 use signet::adapter::JsonAdapter;
 use signet::lm::{Capabilities, OpenAiLm};
 use signet::module::{Observation, Predict, ReAct, ReActEvent, ReActMode};
 use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{Mock, MockServer};
 
+use crate::scripted::Script;
 use crate::support;
 use support::*;
 
@@ -24,28 +23,6 @@ fn native_presets() -> [(&'static str, Capabilities); 4] {
         ("ollama", Capabilities::ollama()),
         ("openrouter", Capabilities::openrouter()),
     ]
-}
-
-/// Answers with the given bodies in turn, as a server-sent event stream when the request asks to
-/// stream (as every OpenAI-compatible server does); a request past the script gets a 500.
-struct Script {
-    replies: Vec<Value>,
-    next: AtomicUsize,
-}
-
-impl Respond for Script {
-    fn respond(&self, request: &Request) -> ResponseTemplate {
-        let index = self.next.fetch_add(1, Ordering::SeqCst);
-        let streamed = serde_json::from_slice::<Value>(&request.body)
-            .is_ok_and(|body| body["stream"] == json!(true));
-        match self.replies.get(index) {
-            Some(body) if streamed => {
-                ResponseTemplate::new(200).set_body_raw(as_events(body), "text/event-stream")
-            }
-            Some(body) => ResponseTemplate::new(200).set_body_json(body),
-            None => ResponseTemplate::new(500).set_body_string("no reply left"),
-        }
-    }
 }
 
 /// A whole completion as the SSE chunks a server streams for it: the message as one delta (tool
@@ -82,10 +59,7 @@ async fn server_with(replies: Vec<Value>) -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
-        .respond_with(Script {
-            replies,
-            next: AtomicUsize::new(0),
-        })
+        .respond_with(Script::new(replies, as_events))
         .mount(&server)
         .await;
     server

@@ -247,11 +247,12 @@ async fn attempt(
             usage: *usage,
             adapter: adapter.name(),
         }),
+        // DSPy's retry in JSON mode, where the LM has one (Anthropic's API has none).
         Err(error)
             if matches!(
                 request.response_format,
                 Some(ResponseFormat::JsonSchema { .. })
-            ) =>
+            ) && lm.capabilities().json_object =>
         {
             tracing::warn!(
                 adapter = %adapter.name(),

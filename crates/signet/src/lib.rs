@@ -186,11 +186,13 @@ pub use signet_macros::Module;
 /// The names most programs need, and only those: `use signet::prelude::*;`.
 ///
 /// Signatures and tools (the traits and their macros), the modules and what a ReAct run reports,
-/// the LM trait with the OpenAI-compatible client and its options, the adapters, and the errors.
+/// the LM trait with the OpenAI-compatible and Anthropic clients and its options, the adapters, and the errors.
 /// Test doubles, run-time signatures and lower-level types stay in their modules.
 pub mod prelude {
     pub use crate::Error;
     pub use crate::adapter::{ChatAdapter, JsonAdapter, XmlAdapter};
+    #[cfg(feature = "anthropic")]
+    pub use crate::lm::AnthropicLm;
     #[cfg(feature = "openai")]
     pub use crate::lm::OpenAiLm;
     pub use crate::lm::{Lm, LmOptions};

@@ -3,6 +3,9 @@
 //! * [`OpenAiLm`] (feature `openai`, on by default): any OpenAI-compatible chat endpoint (OpenAI,
 //!   vLLM, llama.cpp, Ollama), with typed errors, retries, timeouts, a response cache, a call
 //!   history and SSE streaming.
+//! * [`AnthropicLm`] (feature `anthropic`, on by default): Claude through Anthropic's Messages API.
+//! * [`OpenAiResponsesLm`] (feature `openai`): OpenAI's Responses API.
+//! * [`GeminiLm`] (feature `gemini`, on by default): Google's Gemini API.
 //! * [`RetryLm`], [`CachedLm`], [`HistoryLm`]: the same retries, cache and history around any `Lm`.
 //! * [`FallbackLm`]: several LMs tried in order on rate limits, overload, server errors and timeouts.
 //! * [`ConstrainedToolCalls`]: native tool calls for small models, through a decoding schema.
@@ -19,6 +22,8 @@
 //! # });
 //! ```
 
+#[cfg(feature = "anthropic")]
+mod anthropic;
 mod budget;
 mod cache;
 mod capabilities;
@@ -26,10 +31,20 @@ mod chat_span;
 mod constrained_tools;
 mod content;
 mod fallback;
+#[cfg(feature = "gemini")]
+mod gemini;
 mod history;
+#[cfg(any(feature = "anthropic", feature = "gemini", feature = "openai"))]
+pub(crate) mod http_endpoint;
+#[cfg(any(feature = "anthropic", feature = "gemini", feature = "openai"))]
+pub(crate) mod http_provider;
+#[cfg(any(feature = "anthropic", feature = "gemini", feature = "openai"))]
+mod layers;
 #[cfg(feature = "openai")]
 mod openai;
 mod pricing;
+#[cfg(feature = "openai")]
+mod responses;
 mod retry;
 mod tokens;
 mod types;
@@ -38,22 +53,32 @@ use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt};
 
 pub use crate::tool::ToolDefinition;
+#[cfg(feature = "anthropic")]
+pub use anthropic::{AnthropicLm, AnthropicLmBuilder};
 pub use budget::{Budget, BudgetExceeded, Spending};
 pub use cache::{CachedLm, ResponseCache};
 pub use capabilities::Capabilities;
+#[cfg(feature = "openai")]
+pub(crate) use chat_span::record_openai_body;
+#[cfg(any(feature = "anthropic", feature = "gemini", feature = "openai"))]
+pub(crate) use chat_span::record_response;
 pub(crate) use chat_span::record_usage;
 pub use chat_span::{ChatSpan, ResponseDetails};
-#[cfg(feature = "openai")]
-pub(crate) use chat_span::{record_openai_body, record_response};
 pub use constrained_tools::ConstrainedToolCalls;
 pub use content::Content;
 pub use fallback::{FallbackLm, FallbackOn};
+#[cfg(feature = "gemini")]
+pub use gemini::{GeminiLm, GeminiLmBuilder};
 pub use history::{CallHistory, CallRecord, HistoryLm, render_history};
+#[cfg(any(feature = "anthropic", feature = "gemini", feature = "openai"))]
+pub use http_endpoint::BuildError;
 #[cfg(feature = "openai")]
 pub(crate) use openai::shared_http as openai_http;
 #[cfg(feature = "openai")]
-pub use openai::{BuildError, OpenAiLm, OpenAiLmBuilder};
+pub use openai::{OpenAiLm, OpenAiLmBuilder};
 pub use pricing::Pricing;
+#[cfg(feature = "openai")]
+pub use responses::{OpenAiResponsesLm, OpenAiResponsesLmBuilder};
 pub use retry::{RetryLm, RetryPolicy, parse_retry_after};
 pub use tokens::{CHARS_PER_TOKEN_ESTIMATE, MEDIA_TOKEN_ESTIMATE, TokenCount, count_prompt_tokens};
 pub use types::{

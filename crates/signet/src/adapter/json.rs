@@ -54,9 +54,7 @@ impl JsonAdapter {
                 schema,
                 strict: true,
             }),
-            _ if capabilities.json_object || capabilities.response_schema => {
-                Some(ResponseFormat::JsonObject)
-            }
+            _ if capabilities.json_object => Some(ResponseFormat::JsonObject),
             // An endpoint without JSON mode gets the format in the prompt only.
             _ => None,
         };
@@ -460,9 +458,7 @@ fn constrained_format(
             schema,
             strict: true,
         }),
-        _ if capabilities.json_object || capabilities.response_schema => {
-            Some(ResponseFormat::JsonObject)
-        }
+        _ if capabilities.json_object => Some(ResponseFormat::JsonObject),
         _ => None,
     }
 }

@@ -89,6 +89,33 @@ impl Capabilities {
             .with_response_schema(true)
     }
 
+    /// Anthropic's Messages API ([`AnthropicLm`](crate::lm::AnthropicLm)): native tools and
+    /// structured outputs (a JSON schema, `output_config.format`); no JSON mode.
+    ///
+    /// ```
+    /// let caps = signet::lm::Capabilities::anthropic();
+    /// assert!(caps.function_calling && caps.response_schema && !caps.json_object);
+    /// ```
+    pub fn anthropic() -> Capabilities {
+        Capabilities::default()
+            .with_function_calling(true)
+            .with_response_schema(true)
+            .with_json_object(false)
+    }
+
+    /// Google's Gemini API ([`GeminiLm`](crate::lm::GeminiLm)): native tools, structured
+    /// outputs (`responseJsonSchema`) and JSON mode (`responseMimeType: application/json`).
+    ///
+    /// ```
+    /// let caps = signet::lm::Capabilities::gemini();
+    /// assert!(caps.function_calling && caps.response_schema && caps.json_object);
+    /// ```
+    pub fn gemini() -> Capabilities {
+        Capabilities::default()
+            .with_function_calling(true)
+            .with_response_schema(true)
+    }
+
     /// llama.cpp's server (`llama-server`, or the one `signet-local` runs): JSON mode, OpenAI
     /// structured outputs and its own schema extension `{"type": "json_object", "schema": ..}`
     /// (preferred by [`JsonAdapter::constrained`](crate::adapter::JsonAdapter::constrained), as it

@@ -24,18 +24,17 @@ mod sse;
 mod transport;
 mod wire;
 
-use builder::{ApiKey, without_credentials};
-pub use builder::{BuildError, OpenAiLmBuilder};
+pub use builder::OpenAiLmBuilder;
 use errors::*;
 use sse::*;
 use transport::*;
 use wire::*;
 
-use super::retry::parse_retry_after;
+use super::http_endpoint::*;
 use super::{
-    CachedLm, CallHistory, Capabilities, ChatSpan, Completion, FinishReason, HistoryLm, Lm,
-    LmError, LmRequest, Message, ResponseCache, RetryLm, RetryPolicy, Role, StreamAssembler,
-    StreamEvent, ToolCall, ToolChoice, ToolDefinition, Usage,
+    CallHistory, Capabilities, ChatSpan, Completion, FinishReason, Lm, LmError, LmRequest, Message,
+    ResponseCache, RetryPolicy, Role, StreamAssembler, StreamEvent, ToolCall, ToolChoice,
+    ToolDefinition, Usage,
 };
 
 /// OpenAI's API base, used when neither the builder nor `OPENAI_BASE_URL` names another.
@@ -50,7 +49,8 @@ const DEFAULT_STREAM_DEADLINE: Duration = Duration::from_secs(600);
 /// A client for any OpenAI-compatible chat-completions endpoint.
 ///
 /// Built with [`OpenAiLm::builder`]: the endpoint behind the same wrappers any LM can have — a
-/// [`RetryLm`], a [`CachedLm`] and a [`HistoryLm`], composed for you. Each call:
+/// [`RetryLm`](super::RetryLm), a [`CachedLm`](super::CachedLm) and a
+/// [`HistoryLm`](super::HistoryLm), composed for you. Each call:
 /// 1. is answered from the [`ResponseCache`] when one is configured and holds the request;
 /// 2. otherwise is sent (`POST {base_url}/chat/completions`) with a per-attempt time limit and
 ///    retried on transient errors according to the [`RetryPolicy`] (three retries by default,
@@ -174,12 +174,8 @@ impl OpenAiLm {
         history: Arc<CallHistory>,
     ) -> OpenAiLm {
         let endpoint = Arc::new(endpoint);
-        let retried = RetryLm::new(endpoint.clone(), retry);
-        let cached: Arc<dyn Lm> = match &cache {
-            Some(cache) => Arc::new(CachedLm::new(retried, cache.clone())),
-            None => Arc::new(retried),
-        };
-        let layers = Arc::new(HistoryLm::new(cached, history.clone()));
+        let layers =
+            super::layers::layered(endpoint.clone(), retry, cache.clone(), history.clone());
         OpenAiLm {
             endpoint,
             retry,
@@ -521,69 +517,16 @@ impl Endpoint {
     /// Removes every secret the client sends from an error's message, should a server have echoed
     /// it.
     fn scrub_error(&self, error: LmError) -> LmError {
-        if self.secrets.is_empty() {
-            return error;
-        }
-        let scrub = |message: String| self.scrub(message);
-        match error {
-            LmError::RateLimited {
-                retry_after,
-                message,
-            } => LmError::RateLimited {
-                retry_after,
-                message: scrub(message),
-            },
-            LmError::ContextWindowExceeded { message } => LmError::ContextWindowExceeded {
-                message: scrub(message),
-            },
-            LmError::Server { status, message } => LmError::Server {
-                status,
-                message: scrub(message),
-            },
-            LmError::Rejected { status, message } => LmError::Rejected {
-                status,
-                message: scrub(message),
-            },
-            LmError::Connect { message } => LmError::Connect {
-                message: scrub(message),
-            },
-            LmError::InvalidResponse { message } => LmError::InvalidResponse {
-                message: scrub(message),
-            },
-            other => other,
-        }
+        super::http_endpoint::scrub_error(&self.secrets, error)
     }
 }
 
-/// `text` with every one of `secrets` replaced by `[redacted]`, as sent and as escaped in a JSON
-/// string.
-pub(crate) fn scrub_secrets(secrets: &[String], mut text: String) -> String {
-    for secret in secrets {
-        if text.contains(secret.as_str()) {
-            text = text.replace(secret.as_str(), "[redacted]");
-        }
-        let escaped = Value::String(secret.clone()).to_string();
-        let escaped = &escaped[1..escaped.len() - 1];
-        if escaped != secret && text.contains(escaped) {
-            text = text.replace(escaped, "[redacted]");
-        }
-    }
-    text
-}
-
-/// The pieces of this client's HTTP handling that the embeddings client
-/// ([`OpenAiEmbedder`](crate::embed::OpenAiEmbedder)) shares: configuration from the environment,
-/// the redirect policy, bodies capped in size, `Retry-After`, provider messages, secrets kept out
-/// of errors.
+/// What the embeddings client ([`OpenAiEmbedder`](crate::embed::OpenAiEmbedder)) shares with this
+/// one: the HTTP pieces of every provider, and OpenAI's configuration from the environment.
 pub(crate) mod shared_http {
-    pub(crate) use super::builder::{
-        resolve_api_key, resolve_base_url, url_credentials, without_credentials,
-    };
-    pub(crate) use super::errors::{error_chain, provider_message, truncate};
-    pub(crate) use super::scrub_secrets;
-    pub(crate) use super::transport::{
-        body_too_large, capped, read_error_body, retry_after, same_origin_redirects,
-    };
+    pub(crate) use super::builder::{resolve_api_key, resolve_base_url};
+    pub(crate) use crate::http::same_origin_redirects;
+    pub(crate) use crate::lm::http_endpoint::*;
 }
 
 impl Lm for OpenAiLm {

@@ -23,6 +23,7 @@ pub struct Pricing {
     input: f64,
     output: f64,
     cached_input: Option<f64>,
+    cache_write: Option<f64>,
 }
 
 impl Pricing {
@@ -33,6 +34,7 @@ impl Pricing {
             input: sane(input_usd),
             output: sane(output_usd),
             cached_input: None,
+            cache_write: None,
         }
     }
 
@@ -43,13 +45,33 @@ impl Pricing {
         self
     }
 
+    /// The price per million prompt tokens written to the provider's cache (default: the input
+    /// price; Anthropic bills them at 1.25 times it for the 5-minute cache).
+    ///
+    /// ```
+    /// use signet::lm::{Pricing, Usage};
+    /// // claude-haiku-4-5's list prices: $1 in, $5 out, $0.10 cache read, $1.25 cache write.
+    /// let pricing = Pricing::per_million_tokens(1.0, 5.0).cached_input(0.1).cache_write(1.25);
+    /// let usage = Usage { prompt_tokens: 3_000, cached_prompt_tokens: 1_000, cache_write_prompt_tokens: 1_000, ..Usage::default() };
+    /// // 1,000 fresh at $1 + 1,000 read at $0.10 + 1,000 written at $1.25, per million: $0.00235
+    /// assert_eq!(pricing.cost_nanousd(&usage), 2_350_000);
+    /// ```
+    pub fn cache_write(mut self, usd: f64) -> Pricing {
+        self.cache_write = Some(sane(usd));
+        self
+    }
+
     /// What `usage`'s tokens cost, in billionths of a dollar (rounded; saturating).
     pub fn cost_nanousd(&self, usage: &Usage) -> u64 {
         let cached = usage.cached_prompt_tokens.min(usage.prompt_tokens);
-        let fresh = usage.prompt_tokens - cached;
+        let written = usage
+            .cache_write_prompt_tokens
+            .min(usage.prompt_tokens - cached);
+        let fresh = usage.prompt_tokens - cached - written;
         // Dollars per million tokens = thousandths of a nano-dollar per token.
         let nanos = (fresh as f64 * self.input
             + cached as f64 * self.cached_input.unwrap_or(self.input)
+            + written as f64 * self.cache_write.unwrap_or(self.input)
             + usage.completion_tokens as f64 * self.output)
             * 1e3;
         if nanos >= u64::MAX as f64 {

@@ -434,6 +434,10 @@ pub struct Usage {
     /// [`Pricing`](crate::lm::Pricing) (0 without one); [`cost_usd`](Self::cost_usd) in dollars.
     #[serde(default)]
     pub cost_nanousd: u64,
+    /// Prompt tokens the provider wrote to its prompt cache on this call (a part of
+    /// `prompt_tokens`, billed higher by Anthropic), where it reports them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_prompt_tokens: u64,
     /// Times a module asked the model again because its answer failed an output check
     /// ([`crate::module::check`]); each re-ask's own calls count in `lm_calls` too.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -489,6 +493,9 @@ impl std::ops::AddAssign for Usage {
             .cached_prompt_tokens
             .saturating_add(other.cached_prompt_tokens);
         self.cost_nanousd = self.cost_nanousd.saturating_add(other.cost_nanousd);
+        self.cache_write_prompt_tokens = self
+            .cache_write_prompt_tokens
+            .saturating_add(other.cache_write_prompt_tokens);
         self.reasks = self.reasks.saturating_add(other.reasks);
         self.stopped_replies = self.stopped_replies.saturating_add(other.stopped_replies);
         self.fallbacks = self.fallbacks.saturating_add(other.fallbacks);

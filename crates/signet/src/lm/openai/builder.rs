@@ -10,53 +10,12 @@ use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use reqwest::header::{HeaderName, HeaderValue};
 
-use super::errors::error_chain;
 use super::transport::{Transport, same_origin_redirects};
 use super::{
     DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STREAM_DEADLINE, Endpoint, OPENAI_API_BASE, OpenAiLm,
 };
+use crate::lm::http_endpoint::*;
 use crate::lm::{CallHistory, Capabilities, Pricing, ResponseCache, RetryPolicy};
-
-/// An API key: shown as `[redacted]` by `Debug`.
-#[derive(Clone)]
-pub(super) struct ApiKey(pub(super) String);
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[redacted]")
-    }
-}
-
-/// Why an [`OpenAiLmBuilder`] could not build its client.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum BuildError {
-    /// The API key contains characters that cannot be sent in an HTTP header.
-    #[error("the API key contains characters that cannot be sent in an HTTP header")]
-    InvalidApiKey,
-    /// The base URL is not an absolute `http`/`https` URL.
-    #[error("invalid base URL {url:?}: {reason}")]
-    InvalidBaseUrl {
-        /// The URL given.
-        url: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// A custom header has an invalid name or value.
-    #[error("invalid header {name:?}: {reason}")]
-    InvalidHeader {
-        /// The header's name.
-        name: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The disk cache's directory could not be created.
-    #[error("could not open the disk cache: {0}")]
-    Cache(#[source] std::io::Error),
-    /// The HTTP client could not be built (TLS setup).
-    #[error("could not build the HTTP client: {0}")]
-    HttpClient(String),
-}
 
 /// Configures an [`OpenAiLm`]. Created by [`OpenAiLm::builder`].
 ///
@@ -131,32 +90,6 @@ impl fmt::Debug for OpenAiLmBuilder {
             .field("max_concurrent_requests", &self.max_concurrent_requests)
             .finish_non_exhaustive()
     }
-}
-
-/// The credentials a base URL carries (`https://user:password@host/..`): the password, raw and
-/// percent-decoded, or the user name when it comes alone (a token in the user-name place).
-/// reqwest sends them as basic auth; errors and `Debug` must not show them.
-pub(crate) fn url_credentials(url: &reqwest::Url) -> Vec<String> {
-    let (user, password) = (url.username(), url.password().unwrap_or_default());
-    let secret = if password.is_empty() { user } else { password };
-    let decoded = percent_encoding::percent_decode_str(secret)
-        .decode_utf8_lossy()
-        .into_owned();
-    vec![secret.to_owned(), decoded]
-}
-
-/// `url` with its credentials replaced by `[redacted]`, for `Debug`.
-pub(crate) fn without_credentials(url: &str) -> String {
-    let Ok(parsed) = reqwest::Url::parse(url) else {
-        return url.to_owned();
-    };
-    if parsed.username().is_empty() && parsed.password().is_none() {
-        return url.to_owned();
-    }
-    let mut shown = parsed;
-    let _ = shown.set_username("[redacted]");
-    let _ = shown.set_password(None);
-    shown.to_string().replace("%5Bredacted%5D", "[redacted]")
 }
 
 impl OpenAiLmBuilder {
@@ -401,17 +334,13 @@ impl OpenAiLmBuilder {
             )),
             (None, None) => None,
         };
-        let mut secrets: Vec<String> = api_key
-            .iter()
-            .chain(self.headers.iter().map(|(_, value)| value))
-            .map(|secret| secret.0.clone())
-            .chain(url_credentials(&parsed))
-            .filter(|secret| !secret.is_empty())
-            .collect();
-        // Longest first, so that a secret containing another is removed whole; equal ones next
-        // to each other, so that each is kept once.
-        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        secrets.dedup();
+        let secrets = secrets_of(
+            api_key
+                .iter()
+                .chain(self.headers.iter().map(|(_, value)| value))
+                .map(|secret| secret.0.clone())
+                .chain(url_credentials(&parsed)),
+        );
         let server = parsed
             .host_str()
             .map(|host| {
@@ -482,58 +411,23 @@ fn provider_of(host: &str) -> &'static str {
 pub(crate) fn resolve_base_url(
     given: Option<String>,
 ) -> Result<(String, reqwest::Url), BuildError> {
-    let base_url = given
-        .or_else(|| env_var("OPENAI_BASE_URL"))
-        .unwrap_or_else(|| OPENAI_API_BASE.to_owned());
-    let base_url = base_url.trim().trim_end_matches('/').to_owned();
-    let parsed = reqwest::Url::parse(&base_url).map_err(|e| BuildError::InvalidBaseUrl {
-        url: base_url.clone(),
-        reason: e.to_string(),
-    })?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(BuildError::InvalidBaseUrl {
-            url: base_url,
-            reason: "the scheme must be http or https".into(),
-        });
-    }
-    Ok((base_url, parsed))
+    resolve_base_url_from(given, "OPENAI_BASE_URL", OPENAI_API_BASE)
 }
 
-/// The API key a client sends: `given`; else `OPENAI_API_KEY`, but only to the host it belongs
-/// with ([`env_key_goes_to`]); none when empty.
+/// The API key a client sends: `given`; else `OPENAI_API_KEY`, but only to OpenAI's API or to the
+/// base URL the environment names too (see [`resolve_api_key_from`]); none when empty.
 pub(crate) fn resolve_api_key(
     given: Option<String>,
     base_url_given: bool,
     base_url: &reqwest::Url,
 ) -> Option<String> {
-    if let Some(key) = given.filter(|key| !key.is_empty()) {
-        return Some(key);
-    }
-    let key = env_var("OPENAI_API_KEY")?;
-    if env_key_goes_to(base_url_given, base_url.host_str()) {
-        return Some(key);
-    }
-    tracing::warn!(
-        host = base_url.host_str().unwrap_or_default(),
-        "OPENAI_API_KEY is not sent to a base URL set in code for another host than \
-         api.openai.com; pass .api_key(..) to send a key there"
-    );
-    None
-}
-
-/// Whether the environment's `OPENAI_API_KEY` may go to `host`: OpenAI's own API, or the base
-/// URL the environment names too (`OPENAI_BASE_URL`, or none: OpenAI's). A base URL set in code
-/// for another host gets a key only through `.api_key(..)`: the key in the environment was not
-/// given for it.
-pub(crate) fn env_key_goes_to(base_url_given: bool, host: Option<&str>) -> bool {
-    !base_url_given || host == Some("api.openai.com")
-}
-
-fn env_var(name: &str) -> Option<String> {
-    std::env::var(name)
-        .ok()
-        .map(|v| v.trim().to_owned())
-        .filter(|v| !v.is_empty())
+    resolve_api_key_from(
+        given,
+        "OPENAI_API_KEY",
+        "api.openai.com",
+        base_url_given,
+        base_url,
+    )
 }
 
 #[cfg(test)]
@@ -542,14 +436,15 @@ mod tests {
 
     #[test]
     fn the_environments_api_key_goes_only_to_the_host_it_was_given_for() {
+        let goes = |given: bool, host: &str| env_key_goes_to("api.openai.com", given, Some(host));
         // The base URL from the environment (or OpenAI's default): the key that came with it.
-        assert!(env_key_goes_to(false, Some("gateway.internal")));
-        assert!(env_key_goes_to(false, Some("api.openai.com")));
+        assert!(goes(false, "gateway.internal"));
+        assert!(goes(false, "api.openai.com"));
         // A base URL set in code: OpenAI's own host only.
-        assert!(env_key_goes_to(true, Some("api.openai.com")));
-        assert!(!env_key_goes_to(true, Some("127.0.0.1")));
-        assert!(!env_key_goes_to(true, Some("api.openai.com.evil.example")));
-        assert!(!env_key_goes_to(true, None));
+        assert!(goes(true, "api.openai.com"));
+        assert!(!goes(true, "127.0.0.1"));
+        assert!(!goes(true, "api.openai.com.evil.example"));
+        assert!(!env_key_goes_to("api.openai.com", true, None));
         // An explicit key goes where it is told.
         let url = reqwest::Url::parse("http://127.0.0.1:8080/v1").unwrap();
         assert_eq!(
