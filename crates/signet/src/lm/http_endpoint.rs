@@ -9,7 +9,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -482,13 +482,51 @@ impl fmt::Debug for EndpointSettings {
     }
 }
 
-/// One provider endpoint over HTTP, one attempt per call: its client, headers, limits and spans.
-/// Providers build their request bodies and read their replies; this sends them.
+/// The headers every request of `settings` carries: its (secret) headers, its public ones unless
+/// a secret one has the name, and `Content-Type: application/json`.
+pub(crate) fn request_headers(
+    settings: &EndpointSettings,
+) -> Result<reqwest::header::HeaderMap, BuildError> {
+    let mut headers = reqwest::header::HeaderMap::new();
+    for (name, value) in &settings.headers {
+        let invalid = |reason: String| BuildError::InvalidHeader {
+            name: name.clone(),
+            reason,
+        };
+        let header = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|e| invalid(e.to_string()))?;
+        let mut value =
+            reqwest::header::HeaderValue::from_str(&value.0).map_err(|e| invalid(e.to_string()))?;
+        value.set_sensitive(true);
+        headers.insert(header, value);
+    }
+    for (name, value) in &settings.public_headers {
+        if !headers.contains_key(*name) {
+            headers.insert(*name, reqwest::header::HeaderValue::from_static(value));
+        }
+    }
+    headers.insert(
+        reqwest::header::CONTENT_TYPE,
+        reqwest::header::HeaderValue::from_static("application/json"),
+    );
+    Ok(headers)
+}
+
+/// An HTTP/1.1 client with Signet's redirect policy, connecting within `timeout`.
+pub(crate) fn http_client(timeout: Duration) -> Result<reqwest::Client, BuildError> {
+    reqwest::Client::builder()
+        .connect_timeout(timeout)
+        .redirect(crate::http::same_origin_redirects())
+        .http1_only()
+        .build()
+        .map_err(|e| BuildError::HttpClient(error_chain(&e)))
+}
+
+/// One provider endpoint as every client sees it, whatever sends its requests: the model, where
+/// it is, its limits and turns, its spans, its prices, its secrets and its typed errors.
 pub(crate) struct HttpEndpoint {
-    client: reqwest::Client,
-    headers: reqwest::header::HeaderMap,
     /// `gen_ai.provider.name` in traces.
-    provider: &'static str,
+    provider: String,
     /// The host and port traces record (`server.address`, `server.port`).
     server: Option<(String, u16)>,
     pricing: Option<Pricing>,
@@ -503,46 +541,16 @@ pub(crate) struct HttpEndpoint {
     pub(crate) stream_deadline: Duration,
     /// The concurrency limit and its turns (none: no limit).
     pub(crate) turns: Option<(usize, Arc<tokio::sync::Semaphore>)>,
-    /// Requests sent, for nothing but `Debug`.
-    sent: AtomicUsize,
 }
 
 impl HttpEndpoint {
     /// The endpoint of `base_url` for `provider`, with `settings`.
     pub(crate) fn new(
-        provider: &'static str,
+        provider: String,
         base_url: String,
         parsed: &reqwest::Url,
         settings: EndpointSettings,
-    ) -> Result<HttpEndpoint, BuildError> {
-        let mut headers = reqwest::header::HeaderMap::new();
-        for (name, value) in &settings.headers {
-            let invalid = |reason: String| BuildError::InvalidHeader {
-                name: name.clone(),
-                reason,
-            };
-            let header = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-                .map_err(|e| invalid(e.to_string()))?;
-            let mut value = reqwest::header::HeaderValue::from_str(&value.0)
-                .map_err(|e| invalid(e.to_string()))?;
-            value.set_sensitive(true);
-            headers.insert(header, value);
-        }
-        for (name, value) in &settings.public_headers {
-            if !headers.contains_key(*name) {
-                headers.insert(*name, reqwest::header::HeaderValue::from_static(value));
-            }
-        }
-        headers.insert(
-            reqwest::header::CONTENT_TYPE,
-            reqwest::header::HeaderValue::from_static("application/json"),
-        );
-        let client = reqwest::Client::builder()
-            .connect_timeout(settings.timeout)
-            .redirect(crate::http::same_origin_redirects())
-            .http1_only()
-            .build()
-            .map_err(|e| BuildError::HttpClient(error_chain(&e)))?;
+    ) -> HttpEndpoint {
         let secrets = secrets_of(
             settings
                 .headers
@@ -559,9 +567,7 @@ impl HttpEndpoint {
                     .to_owned()
             })
             .zip(parsed.port_or_known_default());
-        Ok(HttpEndpoint {
-            client,
-            headers,
+        HttpEndpoint {
             provider,
             server,
             pricing: settings.pricing,
@@ -576,8 +582,7 @@ impl HttpEndpoint {
                 let n = n.clamp(1, tokio::sync::Semaphore::MAX_PERMITS);
                 (n, Arc::new(tokio::sync::Semaphore::new(n)))
             }),
-            sent: AtomicUsize::new(0),
-        })
+        }
     }
 
     /// A turn to send a request, held until the permit is dropped; `None` at once when there is
@@ -590,7 +595,7 @@ impl HttpEndpoint {
 
     /// The `chat` span of one attempt.
     pub(crate) fn chat_span(&self, request: &LmRequest, stream: bool) -> ChatSpan {
-        let span = ChatSpan::start(self.provider, &self.model, request, stream);
+        let span = ChatSpan::start(&self.provider, &self.model, request, stream);
         match &self.server {
             Some((host, port)) => span.with_server(host, *port),
             None => span,
@@ -618,22 +623,29 @@ impl HttpEndpoint {
         }
     }
 
-    /// POSTs `body` to `url`: a 2xx response with its body capped at the client's limit (past
-    /// which it fails with [`BodyTooLarge`], which `cut` records), anything else a typed error
-    /// (`classify` reads a non-2xx status, its `Retry-After` and its scrubbed body).
+    /// A body cut at the client's limit.
+    pub(crate) fn too_large(&self) -> LmError {
+        LmError::ResponseTooLarge {
+            limit: self.max_response_bytes as u64,
+        }
+    }
+
+    /// POSTs `body` to `url` with `client` and `headers`: a 2xx response with its body capped at
+    /// the client's limit (past which it fails with [`BodyTooLarge`], which `cut` records),
+    /// anything else a typed error (`classify` reads a non-2xx status, its `Retry-After` and its
+    /// scrubbed body).
     pub(crate) async fn post(
         &self,
+        (client, headers): (&reqwest::Client, &reqwest::header::HeaderMap),
         url: &reqwest::Url,
         body: Vec<u8>,
         classify: fn(u16, Option<Duration>, &str) -> LmError,
         cut: Option<Arc<AtomicU64>>,
     ) -> Result<reqwest::Response, LmError> {
-        self.sent.fetch_add(1, Ordering::Relaxed);
         let mut http = reqwest::Request::new(reqwest::Method::POST, url.clone());
-        *http.headers_mut() = self.headers.clone();
+        *http.headers_mut() = headers.clone();
         *http.body_mut() = Some(reqwest::Body::from(body));
-        let response = self
-            .client
+        let response = client
             .execute(http)
             .await
             .map_err(|e| self.map_reqwest(&e))?;
@@ -655,12 +667,13 @@ impl HttpEndpoint {
     /// [`post`](Self::post), then the whole body, within the attempt's time limit.
     pub(crate) async fn post_and_read(
         &self,
+        sender: (&reqwest::Client, &reqwest::header::HeaderMap),
         url: &reqwest::Url,
         body: Vec<u8>,
         classify: fn(u16, Option<Duration>, &str) -> LmError,
     ) -> Result<Vec<u8>, LmError> {
         let read = async {
-            let response = self.post(url, body, classify, None).await?;
+            let response = self.post(sender, url, body, classify, None).await?;
             let mut body = Vec::new();
             let mut chunks = response.bytes_stream();
             while let Some(chunk) = chunks.next().await {
@@ -721,7 +734,6 @@ impl fmt::Debug for HttpEndpoint {
                 "max_concurrent_requests",
                 &self.turns.as_ref().map(|(limit, _)| limit),
             )
-            .field("sent", &self.sent.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
 }

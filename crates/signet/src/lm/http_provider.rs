@@ -17,8 +17,8 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use super::http_endpoint::{
-    ApiKey, BuildError, EndpointSettings, HttpEndpoint, classify_http, resolve_api_key_from,
-    resolve_base_url_from, truncate,
+    ApiKey, BuildError, EndpointSettings, HttpEndpoint, classify_http, http_client,
+    request_headers, resolve_api_key_from, resolve_base_url_from, truncate,
 };
 use super::{
     CallHistory, Capabilities, Completion, Lm, LmError, LmRequest, ResponseCache, ResponseDetails,
@@ -96,6 +96,9 @@ pub(crate) fn assembled(
 /// One provider endpoint: one attempt per call, in its `chat` span.
 pub(crate) struct ProviderEndpoint<W: WireFormat> {
     pub(crate) http: HttpEndpoint,
+    client: reqwest::Client,
+    /// Every request's headers.
+    headers: reqwest::header::HeaderMap,
     /// Where requests are POSTed.
     pub(crate) url: reqwest::Url,
     /// Where streamed requests are POSTed (the same URL for most providers).
@@ -122,7 +125,7 @@ impl<W: WireFormat> ProviderEndpoint<W> {
             let body = self.body_bytes(request, false)?;
             let reply = self
                 .http
-                .post_and_read(&self.url, body, W::classify)
+                .post_and_read((&self.client, &self.headers), &self.url, body, W::classify)
                 .await?;
             let reply: Value = serde_json::from_slice(&reply).map_err(|error| {
                 let body = truncate(&String::from_utf8_lossy(&reply), 200);
@@ -158,9 +161,10 @@ impl<W: WireFormat> ProviderEndpoint<W> {
                 let turn = self.http.turn().await;
                 let deadline = tokio::time::Instant::now() + self.http.stream_deadline;
                 let body = self.body_bytes(request, true)?;
+                let sender = (&self.client, &self.headers);
                 let sent = self
                     .http
-                    .post(&self.stream_url, body, W::classify, Some(cut));
+                    .post(sender, &self.stream_url, body, W::classify, Some(cut));
                 match tokio::time::timeout(self.http.timeout, sent).await {
                     Err(_) => Err(self.http.timed_out()),
                     Ok(response) => Ok((response?, deadline, turn)),
@@ -245,8 +249,7 @@ impl<'a, W: WireFormat> StreamState<'a, W> {
                     };
                 }
                 Some(Err(_)) if self.cut.load(Ordering::Relaxed) > 0 => {
-                    let limit = http.max_response_bytes as u64;
-                    return self.fail(LmError::ResponseTooLarge { limit });
+                    return self.fail(http.too_large());
                 }
                 Some(Err(eventsource_stream::EventStreamError::Transport(error))) => {
                     let error = http.map_reqwest(&error);
@@ -419,7 +422,9 @@ impl ClientSettings {
         };
         let url = url_of(defaults.path)?;
         let stream_url = url_of(defaults.stream_path.unwrap_or(defaults.path))?;
-        let http = HttpEndpoint::new(W::PROVIDER, base_url, &parsed, settings)?;
+        let headers = request_headers(&settings)?;
+        let client = http_client(settings.timeout)?;
+        let http = HttpEndpoint::new(W::PROVIDER.to_owned(), base_url, &parsed, settings);
         let cache = match (self.cache, self.disk_cache) {
             (Some(cache), _) => Some(cache),
             (None, Some(directory)) => Some(Arc::new(
@@ -429,6 +434,8 @@ impl ClientSettings {
         };
         let endpoint = Arc::new(ProviderEndpoint {
             http,
+            client,
+            headers,
             url,
             stream_url,
             body,

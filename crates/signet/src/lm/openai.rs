@@ -110,42 +110,26 @@ pub(crate) struct Endpoint {
     completions_url: reqwest::Url,
     /// Every request's headers: `Authorization`, the custom ones, `Content-Type`.
     headers: reqwest::header::HeaderMap,
-    /// `gen_ai.provider.name` in traces.
-    provider: String,
-    /// The host and port traces record (`server.address`, `server.port`).
-    server: Option<(String, u16)>,
-    /// What the model's tokens cost, if known.
-    pricing: Option<super::Pricing>,
-    model: String,
-    base_url: String,
+    /// The model, where it is, its limits and turns, spans, prices, secrets and typed errors.
+    http: HttpEndpoint,
     api_key: Option<ApiKey>,
-    /// The names of the custom headers (their values are in `secrets`).
-    header_names: Vec<String>,
-    /// Every secret the client sends (the API key, the custom headers' values), longest first:
-    /// removed from error messages.
-    secrets: Vec<String>,
     capabilities: Capabilities,
-    timeout: Duration,
     stream_usage: bool,
     max_completion_tokens: bool,
-    max_response_bytes: usize,
-    stream_deadline: Duration,
     /// HTTP/2 with prior knowledge on an `http` URL ([`OpenAiLmBuilder::http2`]).
     h2c: bool,
-    /// [`OpenAiLmBuilder::max_concurrent_requests`]: the limit and its turns (none: no limit).
-    turns: Option<(usize, Arc<tokio::sync::Semaphore>)>,
 }
 
 impl fmt::Debug for OpenAiLm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let endpoint = &self.endpoint;
         f.debug_struct("OpenAiLm")
-            .field("model", &endpoint.model)
-            .field("base_url", &without_credentials(&endpoint.base_url))
+            .field("model", &endpoint.http.model)
+            .field("base_url", &without_credentials(&endpoint.http.base_url))
             .field("api_key", &endpoint.api_key)
-            .field("headers", &endpoint.header_names)
+            .field("headers", &endpoint.http.header_names)
             .field("capabilities", &endpoint.capabilities)
-            .field("timeout", &endpoint.timeout)
+            .field("timeout", &endpoint.http.timeout)
             .field("retry", &self.retry)
             .field("cache", &self.cache.is_some())
             .field("history_len", &self.history.len())
@@ -153,7 +137,7 @@ impl fmt::Debug for OpenAiLm {
             .field("max_completion_tokens", &endpoint.max_completion_tokens)
             .field(
                 "max_concurrent_requests",
-                &endpoint.turns.as_ref().map(|(limit, _)| limit),
+                &endpoint.http.turns.as_ref().map(|(limit, _)| limit),
             )
             .finish_non_exhaustive()
     }
@@ -187,12 +171,12 @@ impl OpenAiLm {
 
     /// The base URL requests go to (without a trailing `/`).
     pub fn base_url(&self) -> &str {
-        &self.endpoint.base_url
+        &self.endpoint.http.base_url
     }
 
     /// The time limit of one attempt.
     pub fn timeout(&self) -> Duration {
-        self.endpoint.timeout
+        self.endpoint.http.timeout
     }
 
     /// The retry policy.
@@ -256,7 +240,7 @@ impl Endpoint {
     /// The body sent for `request`.
     fn wire_body<'a>(&'a self, request: &'a LmRequest, stream: bool) -> WireBody<'a> {
         WireBody {
-            model: &self.model,
+            model: &self.http.model,
             request,
             stream,
             stream_usage: self.stream_usage,
@@ -279,27 +263,10 @@ impl Endpoint {
         Ok(http)
     }
 
-    /// The `chat` span of one attempt.
-    fn chat_span(&self, request: &LmRequest, stream: bool) -> ChatSpan {
-        let span = ChatSpan::start(&self.provider, &self.model, request, stream);
-        match &self.server {
-            Some((host, port)) => span.with_server(host, *port),
-            None => span,
-        }
-    }
-
-    /// A turn to send a request ([`OpenAiLmBuilder::max_concurrent_requests`]), held until the
-    /// permit is dropped; `None` at once when there is no limit.
-    async fn turn(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        // `acquire_owned` fails only on a closed semaphore, which this one never is.
-        let (_, turns) = self.turns.as_ref()?;
-        turns.clone().acquire_owned().await.ok()
-    }
-
     /// One attempt, without cache, retries or history, in its `chat` span (once the attempt has
     /// its turn, which `Lm::complete` takes first).
     async fn complete_once(&self, request: &LmRequest) -> Result<Completion, LmError> {
-        let span = self.chat_span(request, false);
+        let span = self.http.chat_span(request, false);
         let result = self
             .complete_unspanned(request, &span)
             .instrument(span.span().clone())
@@ -314,11 +281,12 @@ impl Endpoint {
         span: &ChatSpan,
     ) -> Result<Completion, LmError> {
         let http = self.http_request(request)?;
-        let body =
-            match tokio::time::timeout(self.timeout, self.transport.send_and_read(http)).await {
-                Err(_) => return Err(self.timed_out()),
-                Ok(body) => body.map_err(|e| self.map_error(e))?,
-            };
+        let body = match tokio::time::timeout(self.http.timeout, self.transport.send_and_read(http))
+            .await
+        {
+            Err(_) => return Err(self.http.timed_out()),
+            Ok(body) => body.map_err(|e| self.map_error(e))?,
+        };
         let fast = fast_completion(&body, |details| {
             super::record_response(span.span(), details)
         });
@@ -326,7 +294,7 @@ impl Endpoint {
             Some(completion) => completion,
             None => self.completion_of(&body, span)?,
         };
-        self.price(&mut completion);
+        self.http.price(&mut completion);
         Ok(completion)
     }
 
@@ -340,7 +308,7 @@ impl Endpoint {
         if let Some(body) = reply.as_object() {
             super::record_openai_body(span.span(), body);
         }
-        parse_completion(&reply).map_err(|e| self.scrub_error(e))
+        parse_completion(&reply).map_err(|e| self.http.scrub_error(e))
     }
 
     /// One streamed attempt, without cache, retries or history.
@@ -348,7 +316,7 @@ impl Endpoint {
         &'a self,
         request: &'a LmRequest,
     ) -> BoxStream<'a, Result<StreamEvent, LmError>> {
-        let span = self.chat_span(request, true);
+        let span = self.http.chat_span(request, true);
         let traced = span.span().clone();
         span.run_stream(self.stream_unspanned(request, traced))
     }
@@ -362,17 +330,18 @@ impl Endpoint {
         let flag = cut.clone();
         let open = async move {
             // The deadline and the timeout run from the turn, not from the wait for it.
-            let turn = self.turn().await;
-            let deadline = tokio::time::Instant::now() + self.stream_deadline;
+            let turn = self.http.turn().await;
+            let deadline = tokio::time::Instant::now() + self.http.stream_deadline;
             let body = self.wire_body(request, true);
             let chat = self.client.chat();
             let wait = self
+                .http
                 .timeout
                 .min(deadline.saturating_duration_since(tokio::time::Instant::now()));
             let opening = BODY_CUT.scope(flag, chat.create_stream_byot::<_, Value>(body));
             match tokio::time::timeout(wait, opening).await {
-                Err(_) if tokio::time::Instant::now() >= deadline => Err(self.past_deadline()),
-                Err(_) => Err(self.timed_out()),
+                Err(_) if tokio::time::Instant::now() >= deadline => Err(self.http.past_deadline()),
+                Err(_) => Err(self.http.timed_out()),
                 Ok(opened) => opened
                     .map(|chunks| (chunks, deadline, turn))
                     .map_err(|e| self.map_error(e)),
@@ -401,33 +370,6 @@ impl Endpoint {
             .boxed()
     }
 
-    /// Sets the completion's cost, when the model's prices are known.
-    fn price(&self, completion: &mut Completion) {
-        if let Some(pricing) = &self.pricing {
-            pricing.apply(&mut completion.usage);
-        }
-    }
-
-    fn timed_out(&self) -> LmError {
-        LmError::Timeout {
-            after: self.timeout,
-        }
-    }
-
-    /// A stream still going at its [deadline](OpenAiLmBuilder::stream_deadline).
-    fn past_deadline(&self) -> LmError {
-        LmError::Timeout {
-            after: self.stream_deadline,
-        }
-    }
-
-    /// A body cut at the [limit](OpenAiLmBuilder::max_response_bytes).
-    fn too_large(&self) -> LmError {
-        LmError::ResponseTooLarge {
-            limit: self.max_response_bytes as u64,
-        }
-    }
-
     /// Turns a client error into an [`LmError`], with every secret scrubbed from its message.
     fn map_error(&self, error: OpenAIError) -> LmError {
         let mapped = match error {
@@ -437,7 +379,7 @@ impl Endpoint {
                 Ok(failure) => classify_http(
                     failure.status,
                     failure.retry_after,
-                    &self.scrub(failure.body),
+                    &self.http.scrub(failure.body),
                 ),
                 Err(other) => match other.downcast::<RefusedRedirect>() {
                     Ok(redirect) => LmError::Rejected {
@@ -458,7 +400,7 @@ impl Endpoint {
             OpenAIError::JSONDeserialize(error, body) => LmError::InvalidResponse {
                 message: format!(
                     "the body is not valid JSON ({error}): {}",
-                    truncate(&self.scrub(body), MAX_ERROR_MESSAGE)
+                    truncate(&self.http.scrub(body), MAX_ERROR_MESSAGE)
                 ),
             },
             OpenAIError::StreamError(error) => {
@@ -472,7 +414,7 @@ impl Endpoint {
             OpenAIError::ApiError(response) => {
                 let api = &response.api_error;
                 let body = json!({"error": {"message": api.message, "code": api.code, "type": api.r#type}});
-                let body = self.scrub(body.to_string());
+                let body = self.http.scrub(body.to_string());
                 classify_http(response.status_code.as_u16(), None, &body)
             }
             OpenAIError::InvalidArgument(message) => LmError::Rejected { status: 0, message },
@@ -480,44 +422,21 @@ impl Endpoint {
                 message: other.to_string(),
             },
         };
-        self.scrub_error(mapped)
+        self.http.scrub_error(mapped)
     }
 
+    /// The typed error of a failed HTTP exchange (with a word on h2c for a refused connection).
     fn map_reqwest(&self, error: &reqwest::Error) -> LmError {
-        if let Some(limit) = body_too_large(error) {
-            return LmError::ResponseTooLarge {
-                limit: limit as u64,
-            };
+        match self.http.map_reqwest(error) {
+            LmError::Connect { mut message } if self.h2c => {
+                message.push_str(
+                    " (this client speaks HTTP/2 from the first byte, `http2(true)` on an http:// \
+                     URL: a server that speaks only HTTP/1.1 closes such connections)",
+                );
+                LmError::Connect { message }
+            }
+            other => other,
         }
-        if error.is_timeout() {
-            return self.timed_out();
-        }
-        if error.is_redirect() {
-            // A redirect loop: trying again would loop again.
-            return LmError::InvalidResponse {
-                message: error_chain(error),
-            };
-        }
-        let mut message = error_chain(error);
-        if self.h2c {
-            message.push_str(
-                " (this client speaks HTTP/2 from the first byte, `http2(true)` on an http:// URL: \
-                 a server that speaks only HTTP/1.1 closes such connections)",
-            );
-        }
-        LmError::Connect { message }
-    }
-
-    /// Replaces every secret the client sends (the API key, the custom headers' values) in `text`
-    /// by `[redacted]` (see [`scrub_secrets`]).
-    fn scrub(&self, text: String) -> String {
-        scrub_secrets(&self.secrets, text)
-    }
-
-    /// Removes every secret the client sends from an error's message, should a server have echoed
-    /// it.
-    fn scrub_error(&self, error: LmError) -> LmError {
-        super::http_endpoint::scrub_error(&self.secrets, error)
     }
 }
 
@@ -546,7 +465,7 @@ impl Lm for OpenAiLm {
     }
 
     fn model(&self) -> &str {
-        &self.endpoint.model
+        &self.endpoint.http.model
     }
 }
 
@@ -555,13 +474,13 @@ impl Lm for Endpoint {
         &'a self,
         request: &'a LmRequest,
     ) -> BoxFuture<'a, Result<Completion, LmError>> {
-        if self.turns.is_none() {
+        if self.http.turns.is_none() {
             return self.complete_once(request).boxed();
         }
         // The attempt's own (larger) future is made once the call has its turn: a call waiting
         // for one holds only this.
         async move {
-            let _turn = self.turn().await;
+            let _turn = self.http.turn().await;
             Box::pin(self.complete_once(request)).await
         }
         .boxed()
@@ -576,7 +495,7 @@ impl Lm for Endpoint {
     }
 
     fn model(&self) -> &str {
-        &self.model
+        &self.http.model
     }
 }
 
@@ -783,12 +702,12 @@ mod tests {
         let shown = format!("{lm:?} {lm:#?}");
         assert!(!shown.contains("sk-very-secret-123") && !shown.contains("header-secret-456"));
         assert!(shown.contains("[redacted]"));
-        let echoed = lm.endpoint.scrub_error(LmError::Rejected {
+        let echoed = lm.endpoint.http.scrub_error(LmError::Rejected {
             status: 401,
             message: "Incorrect API key provided: sk-very-secret-123".into(),
         });
         assert!(!echoed.to_string().contains("sk-very-secret-123"));
-        let echoed = lm.endpoint.scrub_error(LmError::Server {
+        let echoed = lm.endpoint.http.scrub_error(LmError::Server {
             status: 500,
             message: r#"headers: {"x-api-key": "header-secret-456"}"#.into(),
         });
@@ -813,7 +732,7 @@ mod tests {
         let lm = builder.build().expect("valid");
         let shown = format!("{lm:?}");
         assert!(!shown.contains("url-secret"), "{shown}");
-        let echoed = lm.endpoint.scrub_error(LmError::Connect {
+        let echoed = lm.endpoint.http.scrub_error(LmError::Connect {
             message:
                 "refused for url http://bob:pa%24%24-url-secret@127.0.0.1:1/v1 (pa$$-url-secret)"
                     .into(),

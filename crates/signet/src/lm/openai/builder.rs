@@ -334,48 +334,31 @@ impl OpenAiLmBuilder {
             )),
             (None, None) => None,
         };
-        let secrets = secrets_of(
-            api_key
-                .iter()
-                .chain(self.headers.iter().map(|(_, value)| value))
-                .map(|secret| secret.0.clone())
-                .chain(url_credentials(&parsed)),
-        );
-        let server = parsed
-            .host_str()
-            .map(|host| {
-                host.trim_start_matches('[')
-                    .trim_end_matches(']')
-                    .to_owned()
-            })
-            .zip(parsed.port_or_known_default());
         let provider = self
             .provider
             .unwrap_or_else(|| provider_of(parsed.host_str().unwrap_or_default()).to_owned());
+        let settings = EndpointSettings {
+            model: self.model,
+            headers: self.headers,
+            public_headers: Vec::new(),
+            secrets: api_key.iter().cloned().collect(),
+            timeout: self.timeout,
+            max_response_bytes: self.max_response_bytes,
+            stream_deadline: self.stream_deadline,
+            pricing: self.pricing,
+            max_concurrent_requests: self.max_concurrent_requests,
+        };
         let endpoint = Endpoint {
             client,
             transport,
             completions_url,
             headers,
-            provider,
-            server,
-            pricing: self.pricing,
-            model: self.model,
-            base_url,
+            http: HttpEndpoint::new(provider, base_url, &parsed, settings),
             api_key,
-            header_names: self.headers.into_iter().map(|(name, _)| name).collect(),
-            secrets,
             capabilities,
-            timeout: self.timeout,
             stream_usage: self.stream_usage,
             max_completion_tokens: self.max_completion_tokens,
-            max_response_bytes: self.max_response_bytes,
-            stream_deadline: self.stream_deadline,
             h2c,
-            turns: (self.max_concurrent_requests).map(|n| {
-                let n = n.min(tokio::sync::Semaphore::MAX_PERMITS);
-                (n, Arc::new(tokio::sync::Semaphore::new(n)))
-            }),
         };
         let history = self.history.unwrap_or_default();
         Ok(OpenAiLm::layered(endpoint, self.retry, cache, history))

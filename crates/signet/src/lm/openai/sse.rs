@@ -36,19 +36,19 @@ impl<'a> StreamState<'a> {
             }
             let now = tokio::time::Instant::now();
             if now >= self.deadline {
-                self.fail(self.lm.past_deadline());
+                self.fail(self.lm.http.past_deadline());
                 continue;
             }
             // Each wait is bounded by the client's timeout, the whole stream by its deadline.
-            let wait = self.lm.timeout.min(self.deadline - now);
+            let wait = self.lm.http.timeout.min(self.deadline - now);
             let next = tokio::time::timeout(wait, self.chunks.next()).await;
             match next {
                 Err(_) if tokio::time::Instant::now() >= self.deadline => {
-                    self.fail(self.lm.past_deadline());
+                    self.fail(self.lm.http.past_deadline());
                 }
-                Err(_) => self.fail(self.lm.timed_out()),
+                Err(_) => self.fail(self.lm.http.timed_out()),
                 Ok(Some(Err(_))) if self.cut.load(std::sync::atomic::Ordering::Relaxed) > 0 => {
-                    self.fail(self.lm.too_large());
+                    self.fail(self.lm.http.too_large());
                 }
                 Ok(Some(Err(error))) => {
                     let error = self.lm.map_error(error);
@@ -57,12 +57,12 @@ impl<'a> StreamState<'a> {
                 Ok(Some(Ok(chunk))) => match self.apply_chunk(&chunk) {
                     Ok(()) => {}
                     Err(error) => {
-                        let error = self.lm.scrub_error(error);
+                        let error = self.lm.http.scrub_error(error);
                         self.fail(error);
                     }
                 },
                 Ok(None) if self.cut.load(std::sync::atomic::Ordering::Relaxed) > 0 => {
-                    self.fail(self.lm.too_large());
+                    self.fail(self.lm.http.too_large());
                 }
                 Ok(None) => {
                     self.finished = true;
@@ -78,7 +78,7 @@ impl<'a> StreamState<'a> {
                     } else if self.saw_choice {
                         let mut completion = std::mem::take(&mut self.assembler).finish();
                         completion.usage.lm_calls = 1;
-                        self.lm.price(&mut completion);
+                        self.lm.http.price(&mut completion);
                         self.pending.push_back(Ok(StreamEvent::Done(completion)));
                     } else {
                         self.pending.push_back(Err(LmError::InvalidResponse {
