@@ -33,7 +33,9 @@ impl WireFormat for Anthropic {
     }
 
     fn details(reply: &Value) -> ResponseDetails<'_> {
-        ResponseDetails::new(reply["id"].as_str(), reply["model"].as_str())
+        let mut details = ResponseDetails::new(reply["id"].as_str(), reply["model"].as_str());
+        details.cached_tokens = reply["usage"]["cache_read_input_tokens"].as_u64();
+        details
     }
 }
 

@@ -135,7 +135,9 @@ impl EventRead for EventReader {
     }
 
     fn details(&self) -> ResponseDetails<'_> {
-        ResponseDetails::new(self.id.as_deref(), self.model.as_deref())
+        let mut details = ResponseDetails::new(self.id.as_deref(), self.model.as_deref());
+        details.cached_tokens = Some(self.assembler.usage.cached_prompt_tokens);
+        details
     }
 
     /// The whole reply, once `message_stop` came; an error for a stream that ended before.
