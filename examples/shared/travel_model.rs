@@ -251,53 +251,55 @@ pub struct Model {
     pub local: Option<signet_local::LocalServer>,
 }
 
-impl Model {
-    /// OpenAI from the environment, or the local model (installed on first use). Says which on
-    /// stderr.
-    pub async fn from_env() -> Result<Model, Box<dyn std::error::Error>> {
-        if std::env::var("ANTHROPIC_API_KEY").is_ok_and(|k| !k.trim().is_empty()) {
-            let model =
-                std::env::var("ANTHROPIC_MODEL").unwrap_or_else(|_| "claude-haiku-4-5".to_owned());
+/// How the examples build a client of a hosted provider: from the model's name, the client and
+/// its base URL.
+type BuildHosted = fn(String) -> Result<(Arc<dyn Lm>, String), signet::lm::BuildError>;
+
+/// The hosted providers the examples run on, in the order their keys are looked for: the key's
+/// variable, the model's variable and its default, and how to build the client.
+const HOSTED: [(&str, &str, &str, BuildHosted); 3] = [
+    (
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_MODEL",
+        "claude-haiku-4-5",
+        |model| {
             let lm = AnthropicLm::builder(model).build()?;
-            eprintln!(
-                "model: {} at {} (from ANTHROPIC_API_KEY)",
-                lm.model(),
-                lm.base_url()
-            );
-            return Ok(Model {
-                lm: Arc::new(lm),
-                adapter: Arc::new(ChatAdapter::new()),
-                local: None,
-            });
-        }
-        if std::env::var("GEMINI_API_KEY").is_ok_and(|k| !k.trim().is_empty()) {
-            let model =
-                std::env::var("GEMINI_MODEL").unwrap_or_else(|_| "gemini-2.5-flash".to_owned());
+            let base_url = lm.base_url().to_owned();
+            Ok((Arc::new(lm), base_url))
+        },
+    ),
+    (
+        "GEMINI_API_KEY",
+        "GEMINI_MODEL",
+        "gemini-2.5-flash",
+        |model| {
             let lm = signet::lm::GeminiLm::builder(model).build()?;
-            eprintln!(
-                "model: {} at {} (from GEMINI_API_KEY)",
-                lm.model(),
-                lm.base_url()
-            );
-            return Ok(Model {
-                lm: Arc::new(lm),
-                adapter: Arc::new(ChatAdapter::new()),
-                local: None,
-            });
-        }
-        if std::env::var("OPENAI_API_KEY").is_ok_and(|k| !k.trim().is_empty()) {
-            let model = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".to_owned());
-            let lm = OpenAiLm::builder(model).build()?;
-            eprintln!(
-                "model: {} at {} (from OPENAI_API_KEY)",
-                lm.model(),
-                lm.base_url()
-            );
-            return Ok(Model {
-                lm: Arc::new(lm),
-                adapter: Arc::new(ChatAdapter::new()),
-                local: None,
-            });
+            let base_url = lm.base_url().to_owned();
+            Ok((Arc::new(lm), base_url))
+        },
+    ),
+    ("OPENAI_API_KEY", "OPENAI_MODEL", "gpt-4o-mini", |model| {
+        let lm = OpenAiLm::builder(model).build()?;
+        let base_url = lm.base_url().to_owned();
+        Ok((Arc::new(lm), base_url))
+    }),
+];
+
+impl Model {
+    /// The first hosted provider whose key is set in the environment (Anthropic, Gemini, OpenAI:
+    /// [`HOSTED`]), or the local model (installed on first use). Says which on stderr.
+    pub async fn from_env() -> Result<Model, Box<dyn std::error::Error>> {
+        for (key, model_variable, default_model, build) in HOSTED {
+            if std::env::var(key).is_ok_and(|k| !k.trim().is_empty()) {
+                let model = std::env::var(model_variable).unwrap_or_else(|_| default_model.into());
+                let (lm, base_url) = build(model)?;
+                eprintln!("model: {} at {base_url} (from {key})", lm.model());
+                return Ok(Model {
+                    lm,
+                    adapter: Arc::new(ChatAdapter::new()),
+                    local: None,
+                });
+            }
         }
         eprintln!(
             "model: SmolLM2-135M-Instruct, served locally (no ANTHROPIC_API_KEY, GEMINI_API_KEY \

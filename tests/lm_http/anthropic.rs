@@ -16,7 +16,7 @@ use signet::module::{Observation, Predict, ReAct, ReActEvent};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::scripted::Script;
+use crate::scripted::{Script, conversation, quick_retries, structured_answer};
 use crate::support;
 use support::*;
 
@@ -25,11 +25,7 @@ fn client(server: &MockServer) -> AnthropicLm {
     AnthropicLm::builder("claude-test")
         .base_url(server.uri())
         .api_key("sk-ant-secret-123")
-        .retry(
-            RetryPolicy::default()
-                .with_initial_backoff(Duration::from_millis(1))
-                .with_jitter(false),
-        )
+        .retry(quick_retries())
         .build()
         .expect("a valid client")
 }
@@ -148,17 +144,8 @@ async fn a_conversation_with_parallel_tool_results_and_an_image_is_sent_in_the_m
         ToolCall::new("toolu_1", "add", r#"{"a": 2, "b": 2}"#),
         ToolCall::new("toolu_2", "add", r#"{"a": 1, "b": 1}"#),
     ];
-    let mut request = LmRequest::new(vec![
-        Message::system("You add."),
-        Message::user(signet::lm::Content::from_parts(vec![
-            ContentPart::Text("Look: ".into()),
-            ContentPart::Image(image),
-            ContentPart::Image(remote),
-        ])),
-        Message::assistant_tool_calls(calls),
-        Message::tool_result("toolu_1", "4"),
-        Message::tool_result("toolu_2", "2"),
-    ]);
+    let media = vec![ContentPart::Image(image), ContentPart::Image(remote)];
+    let mut request = conversation(media, calls, [("toolu_1", "4"), ("toolu_2", "2")]);
     request.tools = vec![ToolDefinition::new(
         "add",
         "Add two integers.",
@@ -249,16 +236,7 @@ async fn predict_with_a_json_schema_asks_for_structured_output_and_reads_it() {
         )
         .mount(&server)
         .await;
-    let predict = Predict::<Ask>::new()
-        .with_lm(client(&server))
-        .with_adapter(signet::adapter::JsonAdapter::new());
-    let output = predict
-        .call(AskInput {
-            question: "Capital of France?".into(),
-        })
-        .await
-        .unwrap();
-    assert_eq!(output.answer, "Paris");
+    assert_eq!(structured_answer(client(&server)).await, "Paris");
     let body = &bodies(&server).await[0];
     assert_eq!(body["output_config"]["format"]["type"], "json_schema");
     assert_eq!(
@@ -604,4 +582,36 @@ async fn the_key_comes_only_from_the_builder_or_goes_home_and_never_shows() {
         bad,
         Err(signet::lm::BuildError::InvalidBaseUrl { .. })
     ));
+}
+
+#[tokio::test]
+async fn a_reply_or_a_stream_past_the_size_limit_is_cut_and_typed_not_read_on() {
+    let server = MockServer::start().await;
+    let huge = "x".repeat(64 << 10);
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(text_reply(&huge)))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_raw(streamed_reply(&huge), "text/event-stream"),
+        )
+        .mount(&server)
+        .await;
+    let lm = AnthropicLm::builder("claude-test")
+        .base_url(server.uri())
+        .max_response_bytes(16 << 10)
+        .build()
+        .unwrap();
+    let request = LmRequest::new(vec![Message::user("hi")]);
+    let error = lm.complete(&request).await.unwrap_err();
+    assert_eq!(error, LmError::ResponseTooLarge { limit: 16 << 10 });
+    let events: Vec<_> = lm.stream(&request).collect().await;
+    assert_eq!(
+        events.last(),
+        Some(&Err(LmError::ResponseTooLarge { limit: 16 << 10 }))
+    );
+    // Not retried: one request each.
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
 }

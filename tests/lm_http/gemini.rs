@@ -9,14 +9,14 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use signet::lm::{
-    FinishReason, GeminiLm, Lm, LmError, LmRequest, Message, RetryPolicy, StreamEvent, ToolCall,
-    ToolDefinition,
+    FinishReason, GeminiLm, Lm, LmError, LmRequest, Message, StreamEvent, ToolCall, ToolDefinition,
 };
 use signet::media::{ContentPart, Image};
-use signet::module::{Observation, Predict, ReAct};
+use signet::module::{Observation, ReAct};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
+use crate::scripted::{conversation, quick_retries, structured_answer};
 use crate::support;
 use support::*;
 
@@ -81,11 +81,7 @@ fn client(server: &MockServer) -> GeminiLm {
     GeminiLm::builder("gemini-test")
         .base_url(format!("{}/v1beta", server.uri()))
         .api_key("AIza-test-secret")
-        .retry(
-            RetryPolicy::default()
-                .with_initial_backoff(Duration::from_millis(1))
-                .with_jitter(false),
-        )
+        .retry(quick_retries())
         .build()
         .expect("a valid client")
 }
@@ -94,19 +90,12 @@ fn client(server: &MockServer) -> GeminiLm {
 async fn a_conversation_with_function_responses_and_an_image_is_sent_as_contents() {
     let server = scripted("generateContent", vec!["text"]).await;
     let image = Image::from_bytes_with_type(b"\x89PNG....", "image/png").unwrap();
-    let mut request = LmRequest::new(vec![
-        Message::system("You add."),
-        Message::user(signet::lm::Content::from_parts(vec![
-            ContentPart::Text("Look: ".into()),
-            ContentPart::Image(image),
-        ])),
-        Message::assistant_tool_calls(vec![
-            ToolCall::new("fc-1", "add", r#"{"a": 2, "b": 2}"#),
-            ToolCall::new("fc-2", "mul", r#"{"a": 1, "b": 1}"#),
-        ]),
-        Message::tool_result("fc-1", "4"),
-        Message::tool_result("fc-2", "1"),
-    ]);
+    let calls = vec![
+        ToolCall::new("fc-1", "add", r#"{"a": 2, "b": 2}"#),
+        ToolCall::new("fc-2", "mul", r#"{"a": 1, "b": 1}"#),
+    ];
+    let media = vec![ContentPart::Image(image)];
+    let mut request = conversation(media, calls, [("fc-1", "4"), ("fc-2", "1")]);
     request.tools = vec![ToolDefinition::new(
         "add",
         "Add.",
@@ -216,15 +205,7 @@ async fn a_stream_gives_text_in_pieces_then_the_call_and_the_whole() {
 #[tokio::test]
 async fn structured_output_and_a_native_react_run_work_on_gemini() {
     let server = scripted("generateContent", vec!["structured"]).await;
-    let output = Predict::<Ask>::new()
-        .with_lm(client(&server))
-        .with_adapter(signet::adapter::JsonAdapter::new())
-        .call(AskInput {
-            question: "Capital of France?".into(),
-        })
-        .await
-        .unwrap();
-    assert_eq!(output.answer, "Paris");
+    assert_eq!(structured_answer(client(&server)).await, "Paris");
     let config = &bodies(&server).await[0]["generationConfig"];
     assert_eq!(config["responseMimeType"], "application/json");
     assert_eq!(config["responseJsonSchema"]["required"], json!(["answer"]));

@@ -3,20 +3,18 @@
 //! items, parallel function calls, images, structured output, streaming, usage with cached and
 //! reasoning tokens, and each error kind with its retry behaviour.
 
-use std::time::Duration;
-
 use futures::StreamExt;
 use serde_json::{Value, json};
 use signet::lm::{
-    FinishReason, Lm, LmError, LmRequest, Message, OpenAiResponsesLm, RetryPolicy, StreamEvent,
-    ToolCall, ToolDefinition,
+    FinishReason, Lm, LmError, LmRequest, Message, OpenAiResponsesLm, StreamEvent, ToolCall,
+    ToolDefinition,
 };
 use signet::media::{ContentPart, Image};
-use signet::module::{Observation, Predict, ReAct, ReActEvent};
+use signet::module::{Observation, ReAct, ReActEvent};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::scripted::Script;
+use crate::scripted::{Script, conversation, quick_retries, structured_answer};
 use crate::support;
 use support::*;
 
@@ -24,11 +22,7 @@ fn client(server: &MockServer) -> OpenAiResponsesLm {
     OpenAiResponsesLm::builder("gpt-test")
         .base_url(format!("{}/v1", server.uri()))
         .api_key("sk-resp-secret")
-        .retry(
-            RetryPolicy::default()
-                .with_initial_backoff(Duration::from_millis(1))
-                .with_jitter(false),
-        )
+        .retry(quick_retries())
         .build()
         .expect("a valid client")
 }
@@ -117,19 +111,12 @@ async fn scripted(replies: Vec<Value>) -> MockServer {
 async fn a_conversation_with_function_call_results_and_an_image_is_sent_as_input_items() {
     let server = scripted(vec![text_response("4 and 2")]).await;
     let image = Image::from_url("https://example.com/cat.jpg").unwrap();
-    let mut request = LmRequest::new(vec![
-        Message::system("You add."),
-        Message::user(signet::lm::Content::from_parts(vec![
-            ContentPart::Text("Look: ".into()),
-            ContentPart::Image(image),
-        ])),
-        Message::assistant_tool_calls(vec![
-            ToolCall::new("call_1", "add", r#"{"a":2,"b":2}"#),
-            ToolCall::new("call_2", "add", r#"{"a":1,"b":1}"#),
-        ]),
-        Message::tool_result("call_1", "4"),
-        Message::tool_result("call_2", "2"),
-    ]);
+    let calls = vec![
+        ToolCall::new("call_1", "add", r#"{"a":2,"b":2}"#),
+        ToolCall::new("call_2", "add", r#"{"a":1,"b":1}"#),
+    ];
+    let media = vec![ContentPart::Image(image)];
+    let mut request = conversation(media, calls, [("call_1", "4"), ("call_2", "2")]);
     request.tools = vec![ToolDefinition::new(
         "add",
         "Add.",
@@ -198,16 +185,7 @@ async fn a_streamed_response_gives_text_and_parallel_calls_in_pieces_and_the_who
 #[tokio::test]
 async fn predict_asks_for_structured_output_in_text_format_and_a_native_react_run_answers() {
     let server = scripted(vec![text_response(r#"{"answer": "Paris"}"#)]).await;
-    let predict = Predict::<Ask>::new()
-        .with_lm(client(&server))
-        .with_adapter(signet::adapter::JsonAdapter::new());
-    let output = predict
-        .call(AskInput {
-            question: "Capital of France?".into(),
-        })
-        .await
-        .unwrap();
-    assert_eq!(output.answer, "Paris");
+    assert_eq!(structured_answer(client(&server)).await, "Paris");
     let body = &bodies(&server).await[0];
     assert_eq!(body["text"]["format"]["type"], "json_schema");
     assert_eq!(body["text"]["format"]["strict"], true);

@@ -1,8 +1,13 @@
-//! A mock server's script: replies in turn, streamed when the request asks to stream.
+//! What the provider tests share: a mock server's script (replies in turn, streamed when the
+//! request asks to stream), the conversation each sends, and the structured Predict each runs.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use serde_json::{Value, json};
+use signet::lm::{Content, Lm, LmRequest, Message, RetryPolicy, ToolCall};
+use signet::media::ContentPart;
+use signet::module::Predict;
 use wiremock::{Request, Respond, ResponseTemplate};
 
 /// Answers with `replies` in turn: as the server-sent events `as_events` writes for a reply when
@@ -36,4 +41,42 @@ impl Respond for Script {
             None => ResponseTemplate::new(500).set_body_string("no reply left"),
         }
     }
+}
+
+/// A conversation with a system prompt, a user message of `Look: ` and `media`, an assistant
+/// turn of parallel `calls`, and their `results` (`(call id, text)`, in order).
+pub fn conversation(
+    media: Vec<ContentPart>,
+    calls: Vec<ToolCall>,
+    results: [(&str, &str); 2],
+) -> LmRequest {
+    let mut parts = vec![ContentPart::Text("Look: ".into())];
+    parts.extend(media);
+    let mut messages = vec![
+        Message::system("You add."),
+        Message::user(Content::from_parts(parts)),
+        Message::assistant_tool_calls(calls),
+    ];
+    messages.extend(results.map(|(id, text)| Message::tool_result(id, text)));
+    LmRequest::new(messages)
+}
+
+/// The answer a `Predict<Ask>` on the JSON adapter reads from `lm` for "Capital of France?".
+pub async fn structured_answer(lm: impl Lm + 'static) -> String {
+    Predict::<crate::support::Ask>::new()
+        .with_lm(lm)
+        .with_adapter(signet::adapter::JsonAdapter::new())
+        .call(crate::support::AskInput {
+            question: "Capital of France?".into(),
+        })
+        .await
+        .expect("a structured answer")
+        .answer
+}
+
+/// The default retry policy without its waits (1 ms backoff, no jitter), for tests that retry.
+pub fn quick_retries() -> RetryPolicy {
+    RetryPolicy::default()
+        .with_initial_backoff(Duration::from_millis(1))
+        .with_jitter(false)
 }

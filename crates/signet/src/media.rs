@@ -215,7 +215,12 @@ impl Image {
 
     /// The MIME type of an inline image (`None` for a remote one: its server says).
     pub fn mime_type(&self) -> Option<&str> {
-        data_uri(&self.url).ok().map(|(mime, _)| mime)
+        self.inline_data().map(|(mime, _)| mime)
+    }
+
+    /// An inline image's MIME type and base64 data (`None` for a remote one).
+    pub(crate) fn inline_data(&self) -> Option<(&str, &str)> {
+        data_uri(&self.url).ok()
     }
 }
 

@@ -13,7 +13,7 @@ use eventsource_stream::Eventsource;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tracing::Instrument;
 
 use super::http_endpoint::{
@@ -21,8 +21,8 @@ use super::http_endpoint::{
     request_headers, resolve_api_key_from, resolve_base_url_from, truncate,
 };
 use super::{
-    CallHistory, Capabilities, Completion, Lm, LmError, LmRequest, ResponseCache, ResponseDetails,
-    RetryPolicy, StreamAssembler, StreamEvent,
+    CallHistory, Capabilities, Completion, Lm, LmError, LmRequest, Message, ResponseCache,
+    ResponseDetails, RetryPolicy, StreamAssembler, StreamEvent,
 };
 
 /// A provider's wire format: the body of a request, the completion of a reply, the events of a
@@ -73,6 +73,75 @@ pub(crate) fn unsupported(what: impl Into<String>) -> LmError {
     LmError::Rejected {
         status: 0,
         message: what.into(),
+    }
+}
+
+/// The text of system message `index`, for an API (`api`, as errors name it) whose system
+/// prompt takes text only: an image or audio there is an error before sending.
+pub(crate) fn system_text<'m>(
+    message: &'m Message,
+    index: usize,
+    api: &str,
+) -> Result<&'m str, LmError> {
+    if message.content.has_media() {
+        return Err(unsupported(format!(
+            "message {index}: {api}'s system prompt takes text only, not images or audio"
+        )));
+    }
+    Ok(message.content.as_str())
+}
+
+/// The id of the call tool-result message `index` answers (an error when it names none).
+pub(crate) fn answered_call(message: &Message, index: usize) -> Result<&str, LmError> {
+    message.tool_call_id.as_deref().ok_or_else(|| {
+        unsupported(format!(
+            "message {index}: a tool result without the id of the call it answers"
+        ))
+    })
+}
+
+/// A tool call's arguments as the JSON object an API (`api`) takes as its input (empty
+/// arguments are `{}`); anything else is an error naming message `index` and the call.
+#[cfg(any(feature = "anthropic", feature = "gemini"))]
+pub(crate) fn arguments_object(
+    call: &crate::lm::ToolCall,
+    index: usize,
+    api: &str,
+) -> Result<Value, LmError> {
+    match call.args() {
+        Ok(object @ Value::Object(_)) => Ok(object),
+        _ => Err(unsupported(format!(
+            "message {index}: the arguments of tool call `{}` ({}) are not a JSON object, which \
+             is all {api} takes as a tool's input",
+            call.id, call.name
+        ))),
+    }
+}
+
+/// Adds `blocks` of `role` to a conversation's turns: to the last turn when it has the same role
+/// (the APIs want the results of parallel calls in one turn), else as a new turn. Nothing is
+/// added for no blocks (the APIs refuse an empty turn).
+#[cfg(any(feature = "anthropic", feature = "gemini"))]
+pub(crate) fn push_turn(
+    turns: &mut Vec<(&'static str, Vec<Value>)>,
+    role: &'static str,
+    blocks: Vec<Value>,
+) {
+    if blocks.is_empty() {
+        return;
+    }
+    match turns.last_mut() {
+        Some((last, previous)) if *last == role => previous.extend(blocks),
+        _ => turns.push((role, blocks)),
+    }
+}
+
+/// Sets `request`'s extra fields (those not null) on `body`, over the fields built in.
+pub(crate) fn add_extra(body: &mut Map<String, Value>, request: &LmRequest) {
+    for (key, value) in &request.extra {
+        if !value.is_null() {
+            body.insert(key.clone(), value.clone());
+        }
     }
 }
 

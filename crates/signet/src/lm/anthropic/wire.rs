@@ -3,12 +3,17 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::lm::http_provider::unsupported;
+use crate::lm::http_provider::{
+    add_extra, answered_call, arguments_object, push_turn, system_text, unsupported,
+};
 use crate::lm::{
     Completion, FinishReason, LmError, LmRequest, Message, ResponseFormat, Role, ToolCall,
     ToolChoice, Usage,
 };
 use crate::media::{ContentPart, Image};
+
+/// The API as errors name it.
+const API: &str = "Anthropic's Messages API";
 
 /// How the body of a request is built: what the builder set.
 #[derive(Debug, Clone)]
@@ -105,11 +110,7 @@ pub(super) fn request_body(
     if stream {
         body.insert("stream".into(), json!(true));
     }
-    for (key, value) in &request.extra {
-        if !value.is_null() {
-            body.insert(key.clone(), value.clone());
-        }
-    }
+    add_extra(&mut body, request);
     Ok(Value::Object(body))
 }
 
@@ -154,39 +155,23 @@ fn tool_choice(request: &LmRequest) -> Option<Value> {
 /// in one user turn, as the API requires).
 fn messages(messages: &[Message]) -> Result<(String, Vec<Value>), LmError> {
     let mut system = Vec::new();
-    let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    let mut turns = Vec::new();
     for (index, message) in messages.iter().enumerate() {
         let (role, blocks) = match message.role {
             Role::System => {
-                if message.content.has_media() {
-                    return Err(unsupported(format!(
-                        "message {index}: a system message of Anthropic's Messages API takes text \
-                         only, not images or audio"
-                    )));
-                }
-                system.push(message.content.as_str().to_owned());
+                system.push(system_text(message, index, API)?);
                 continue;
             }
             Role::User => ("user", content_blocks(message, index)?),
             Role::Assistant => ("assistant", assistant_blocks(message, index)?),
             Role::Tool => {
-                let Some(id) = &message.tool_call_id else {
-                    return Err(unsupported(format!(
-                        "message {index}: a tool result without the id of the call it answers"
-                    )));
-                };
+                let id = answered_call(message, index)?;
                 let content = content_blocks(message, index)?;
                 let block = json!({"type": "tool_result", "tool_use_id": id, "content": content});
                 ("user", vec![block])
             }
         };
-        if blocks.is_empty() {
-            continue;
-        }
-        match turns.last_mut() {
-            Some((last, previous)) if *last == role => previous.extend(blocks),
-            _ => turns.push((role, blocks)),
-        }
+        push_turn(&mut turns, role, blocks);
     }
     let turns = turns
         .into_iter()
@@ -222,11 +207,10 @@ fn text_block(text: &str) -> Option<Value> {
 
 /// An image block: inline (`base64`, from a data URI) or by URL.
 fn image_block(image: &Image) -> Value {
-    let url = image.url();
-    match (image.mime_type(), url.split_once(";base64,")) {
-        (Some(mime), Some((_, data))) => json!({"type": "image", "source": {
+    match image.inline_data() {
+        Some((mime, data)) => json!({"type": "image", "source": {
             "type": "base64", "media_type": mime, "data": data}}),
-        _ => json!({"type": "image", "source": {"type": "url", "url": url}}),
+        None => json!({"type": "image", "source": {"type": "url", "url": image.url()}}),
     }
 }
 
@@ -235,20 +219,7 @@ fn image_block(image: &Image) -> Value {
 fn assistant_blocks(message: &Message, index: usize) -> Result<Vec<Value>, LmError> {
     let mut blocks = content_blocks(message, index)?;
     for call in &message.tool_calls {
-        let input = if call.arguments.trim().is_empty() {
-            json!({})
-        } else {
-            match serde_json::from_str::<Value>(&call.arguments) {
-                Ok(object @ Value::Object(_)) => object,
-                _ => {
-                    return Err(unsupported(format!(
-                        "message {index}: the arguments of tool call `{}` ({}) are not a JSON \
-                         object, which is all Anthropic's Messages API takes as a tool's input",
-                        call.id, call.name
-                    )));
-                }
-            }
-        };
+        let input = arguments_object(call, index, API)?;
         blocks.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
     }
     Ok(blocks)

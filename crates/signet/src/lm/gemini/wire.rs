@@ -9,12 +9,17 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use crate::lm::http_endpoint::{classify_http, truncate};
-use crate::lm::http_provider::unsupported;
+use crate::lm::http_provider::{
+    add_extra, answered_call, arguments_object, push_turn, system_text, unsupported,
+};
 use crate::lm::{
     Completion, FinishReason, LmError, LmRequest, Message, ResponseFormat, Role, ToolCall,
     ToolChoice, Usage,
 };
 use crate::media::{ContentPart, Image};
+
+/// The API as errors name it.
+const API: &str = "Gemini's API";
 
 /// The JSON body sent for `request` (the same streamed or not: the URL says which).
 pub(super) fn request_body(request: &LmRequest) -> Result<Value, LmError> {
@@ -69,11 +74,7 @@ pub(super) fn request_body(request: &LmRequest) -> Result<Value, LmError> {
     if !generation.is_empty() {
         body.insert("generationConfig".into(), Value::Object(generation));
     }
-    for (key, value) in &request.extra {
-        if !value.is_null() {
-            body.insert(key.clone(), value.clone());
-        }
-    }
+    add_extra(&mut body, request);
     Ok(Value::Object(body))
 }
 
@@ -126,35 +127,18 @@ fn generation_config(request: &LmRequest) -> Map<String, Value> {
 /// merged (a model's parallel calls' responses go back in one user turn).
 fn contents(messages: &[Message]) -> Result<(String, Vec<Value>), LmError> {
     let mut system = Vec::new();
-    let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    let mut turns = Vec::new();
     for (index, message) in messages.iter().enumerate() {
         let (role, parts) = match message.role {
             Role::System => {
-                if message.content.has_media() {
-                    return Err(unsupported(format!(
-                        "message {index}: Gemini's system instruction takes text only"
-                    )));
-                }
-                system.push(message.content.as_str().to_owned());
+                system.push(system_text(message, index, API)?);
                 continue;
             }
             Role::User => ("user", parts(message)),
             Role::Assistant => {
                 let mut parts = parts(message);
                 for call in &message.tool_calls {
-                    let args = match call.arguments.trim() {
-                        "" => json!({}),
-                        text => match serde_json::from_str::<Value>(text) {
-                            Ok(object @ Value::Object(_)) => object,
-                            _ => {
-                                return Err(unsupported(format!(
-                                    "message {index}: the arguments of tool call `{}` are not a \
-                                     JSON object, which is all Gemini takes",
-                                    call.id
-                                )));
-                            }
-                        },
-                    };
+                    let args = arguments_object(call, index, API)?;
                     parts.push(
                         json!({"functionCall": {"id": call.id, "name": call.name, "args": args}}),
                     );
@@ -162,17 +146,13 @@ fn contents(messages: &[Message]) -> Result<(String, Vec<Value>), LmError> {
                 ("model", parts)
             }
             Role::Tool => {
-                let Some(id) = &message.tool_call_id else {
-                    return Err(unsupported(format!(
-                        "message {index}: a tool result without the id of the call it answers"
-                    )));
-                };
+                let id = answered_call(message, index)?;
                 // Gemini answers a call by its function's name: the call's, found by its id.
                 let name = messages[..index]
                     .iter()
                     .rev()
                     .flat_map(|earlier| &earlier.tool_calls)
-                    .find(|call| &call.id == id)
+                    .find(|call| call.id == id)
                     .map(|call| call.name.clone())
                     .ok_or_else(|| {
                         unsupported(format!(
@@ -189,13 +169,7 @@ fn contents(messages: &[Message]) -> Result<(String, Vec<Value>), LmError> {
                 )
             }
         };
-        if parts.is_empty() {
-            continue;
-        }
-        match turns.last_mut() {
-            Some((last, previous)) if *last == role => previous.extend(parts),
-            _ => turns.push((role, parts)),
-        }
+        push_turn(&mut turns, role, parts);
     }
     let turns = turns
         .into_iter()
@@ -225,10 +199,10 @@ fn parts(message: &Message) -> Vec<Value> {
 
 /// An image: inline data, or a file URI with its type guessed from the name.
 fn image_part(image: &Image) -> Value {
-    let url = image.url();
-    match (image.mime_type(), url.split_once(";base64,")) {
-        (Some(mime), Some((_, data))) => json!({"inlineData": {"mimeType": mime, "data": data}}),
-        _ => {
+    match image.inline_data() {
+        Some((mime, data)) => json!({"inlineData": {"mimeType": mime, "data": data}}),
+        None => {
+            let url = image.url();
             let mime = mime_guess::from_path(url.split(['?', '#']).next().unwrap_or(url))
                 .first()
                 .map_or_else(|| "image/jpeg".to_owned(), |mime| mime.to_string());

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::lm::http_endpoint::{classify_http, truncate};
-use crate::lm::http_provider::unsupported;
+use crate::lm::http_provider::{add_extra, answered_call, system_text, unsupported};
 use crate::lm::{
     Completion, FinishReason, LmError, LmRequest, Message, ResponseFormat, Role, ToolCall,
     ToolChoice, Usage,
@@ -96,11 +96,7 @@ pub(super) fn request_body(
     if stream {
         body.insert("stream".into(), json!(true));
     }
-    for (key, value) in &request.extra {
-        if !value.is_null() {
-            body.insert(key.clone(), value.clone());
-        }
-    }
+    add_extra(&mut body, request);
     Ok(Value::Object(body))
 }
 
@@ -113,12 +109,7 @@ fn input_items(messages: &[Message]) -> Result<(String, Vec<Value>), LmError> {
     for (index, message) in messages.iter().enumerate() {
         match message.role {
             Role::System => {
-                if message.content.has_media() {
-                    return Err(unsupported(format!(
-                        "message {index}: the Responses API's instructions take text only"
-                    )));
-                }
-                instructions.push(message.content.as_str().to_owned());
+                instructions.push(system_text(message, index, "OpenAI's Responses API")?);
             }
             Role::User => {
                 let content = parts(message, index, "input_text")?;
@@ -135,11 +126,7 @@ fn input_items(messages: &[Message]) -> Result<(String, Vec<Value>), LmError> {
                 }
             }
             Role::Tool => {
-                let Some(id) = &message.tool_call_id else {
-                    return Err(unsupported(format!(
-                        "message {index}: a tool result without the id of the call it answers"
-                    )));
-                };
+                let id = answered_call(message, index)?;
                 items.push(json!({"type": "function_call_output", "call_id": id,
                                   "output": message.content.as_str()}));
             }
