@@ -12,11 +12,11 @@ use signet::lm::{
     Pricing, ResponseFormat, RetryPolicy, StreamEvent, ToolCall, ToolDefinition,
 };
 use signet::media::{ContentPart, Image};
-use signet::module::{Observation, Predict, ReAct, ReActEvent};
+use signet::module::{Observation, Predict, ReAct};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::scripted::{Script, conversation, quick_retries, structured_answer};
+use crate::scripted::{Script, conversation, native_run, quick_retries, structured_answer};
 use crate::support;
 use support::*;
 
@@ -263,24 +263,36 @@ fn as_events(reply: &Value) -> String {
                "content": [], "usage": reply["usage"]}}),
     )];
     for (index, block) in reply["content"].as_array().unwrap().iter().enumerate() {
-        let (start, delta) = match block["type"].as_str() {
-            Some("tool_use") => (
-                json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
-                json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
-            ),
-            _ => (
-                json!({"type": "text", "text": ""}),
-                json!({"type": "text_delta", "text": block["text"]}),
-            ),
+        let mut deltas = Vec::new();
+        let start = match block["type"].as_str() {
+            Some("tool_use") => {
+                deltas.push(
+                    json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
+                );
+                json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}})
+            }
+            // Thinking streams its text, then its signature; redacted thinking comes whole.
+            Some("thinking") => {
+                deltas.push(json!({"type": "thinking_delta", "thinking": block["thinking"]}));
+                deltas.push(json!({"type": "signature_delta", "signature": block["signature"]}));
+                json!({"type": "thinking", "thinking": ""})
+            }
+            Some("redacted_thinking") => block.clone(),
+            _ => {
+                deltas.push(json!({"type": "text_delta", "text": block["text"]}));
+                json!({"type": "text", "text": ""})
+            }
         };
         events.push((
             "content_block_start",
             json!({"type": "content_block_start", "index": index, "content_block": start}),
         ));
-        events.push((
-            "content_block_delta",
-            json!({"type": "content_block_delta", "index": index, "delta": delta}),
-        ));
+        for delta in deltas {
+            events.push((
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index, "delta": delta}),
+            ));
+        }
         events.push((
             "content_block_stop",
             json!({"type": "content_block_stop", "index": index}),
@@ -305,41 +317,27 @@ async fn scripted(replies: Vec<Value>) -> MockServer {
     server
 }
 
+/// An agent's two replies: `first` blocks and a call of `add` (40 + 2), then `finish` with 42.
+fn add_then_finish(first: &[Value]) -> Vec<Value> {
+    let mut content = first.to_vec();
+    content.push(
+        json!({"type": "tool_use", "id": "toolu_9", "name": "add", "input": {"a": 40, "b": 2}}),
+    );
+    vec![
+        reply(Value::Array(content), "tool_use"),
+        reply(
+            json!([{"type": "tool_use", "id": "toolu_10", "name": "finish", "input": {"answer": "42"}}]),
+            "tool_use",
+        ),
+    ]
+}
+
 #[tokio::test]
 async fn a_native_react_run_streamed_or_not_calls_the_tool_by_its_tool_use_block_and_answers() {
-    let replies = || {
-        vec![
-            reply(
-                json!([{"type": "tool_use", "id": "toolu_9", "name": "add", "input": {"a": 40, "b": 2}}]),
-                "tool_use",
-            ),
-            reply(
-                json!([{"type": "tool_use", "id": "toolu_10", "name": "finish", "input": {"answer": "42"}}]),
-                "tool_use",
-            ),
-        ]
-    };
     for streamed in [true, false] {
-        let server = scripted(replies()).await;
+        let server = scripted(add_then_finish(&[])).await;
         let agent = ReAct::<Ask>::new().tool(AddTool).with_lm(client(&server));
-        let (output, trajectory) = if streamed {
-            let events: Vec<ReActEvent<AskOutput>> = agent.stream(ask()).collect().await;
-            assert!(
-                !events
-                    .iter()
-                    .any(|e| matches!(e, ReActEvent::TextMode { .. }))
-            );
-            let Some(ReActEvent::Done {
-                output, trajectory, ..
-            }) = events.last()
-            else {
-                panic!("the run did not finish: {:?}", events.last());
-            };
-            (output.clone(), trajectory.clone())
-        } else {
-            let run = agent.call(ask()).await.unwrap();
-            (run.output, run.trajectory)
-        };
+        let (output, trajectory) = native_run(&agent, streamed).await;
         assert_eq!(output.answer, "42");
         assert_eq!(
             trajectory.steps[0].observation,
@@ -369,6 +367,35 @@ async fn a_native_react_run_streamed_or_not_calls_the_tool_by_its_tool_use_block
             .find(|b| b["type"] == "tool_result")
             .expect("tool_result");
         assert_eq!(result["tool_use_id"], "toolu_9");
+    }
+}
+
+#[tokio::test]
+async fn thinking_blocks_go_back_signed_and_first_in_the_turn_that_called_the_tool() {
+    let thinking = json!([
+        {"type": "thinking", "thinking": "40 plus 2: the add tool.", "signature": "EqQBCgIYAhIM1gbcDa9GJwZA"},
+        {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4a"},
+    ]);
+    for streamed in [true, false] {
+        let server = scripted(add_then_finish(thinking.as_array().unwrap())).await;
+        let agent = ReAct::<Ask>::new().tool(AddTool).with_lm(client(&server));
+        let (output, _) = native_run(&agent, streamed).await;
+        assert_eq!(output.answer, "42");
+        let sent = bodies(&server).await;
+        let assistant = sent[1]["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|turn| turn["role"] == "assistant")
+            .expect("the assistant turn sent back");
+        // The thinking blocks unchanged (signature and redacted data), then the call.
+        let blocks = assistant["content"].as_array().unwrap();
+        assert_eq!(
+            blocks[..2],
+            thinking.as_array().unwrap()[..],
+            "streamed: {streamed}"
+        );
+        assert_eq!(blocks.last().unwrap()["type"], "tool_use");
     }
 }
 

@@ -9,7 +9,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use signet::lm::{
-    FinishReason, GeminiLm, Lm, LmError, LmRequest, Message, StreamEvent, ToolCall, ToolDefinition,
+    FinishReason, GeminiLm, Lm, LmError, LmRequest, Message, ProviderState, StreamEvent, ToolCall,
+    ToolDefinition,
 };
 use signet::media::{ContentPart, Image};
 use signet::module::{Observation, ReAct};
@@ -198,6 +199,12 @@ async fn a_stream_gives_text_in_pieces_then_the_call_and_the_whole() {
     assert_eq!(done.tool_calls[0].name, "add");
     assert_eq!(done.finish_reason, Some(FinishReason::ToolCalls));
     assert_eq!(done.usage.prompt_tokens, 9);
+    // The call's thought signature is kept, under the id the call was given.
+    let state = done.provider_state.as_ref().expect("the signature kept");
+    assert_eq!(
+        (state.provider(), &state.data()["calls"]["call_0"]),
+        ("gemini", &json!("CiQstream=="))
+    );
     let sent = server.received_requests().await.unwrap();
     assert_eq!(sent[0].url.query(), Some("alt=sse"));
 }
@@ -279,4 +286,44 @@ async fn each_error_is_typed_and_a_rate_limit_waits_the_delay_the_body_gives() {
         matches!(error, LmError::Rejected { status: 0, .. }),
         "{error}"
     );
+}
+
+#[tokio::test]
+async fn a_thought_signature_goes_back_on_the_call_it_came_on_and_to_no_other_provider() {
+    let server = scripted("generateContent", vec!["signed_call", "finish"]).await;
+    let agent = ReAct::<Ask>::new().tool(AddTool).with_lm(client(&server));
+    let run = agent.call(ask()).await.unwrap();
+    assert_eq!(run.output.answer, "42");
+    assert_eq!(run.trajectory.steps[0].thought, "I should add 40 and 2.");
+    let second = &bodies(&server).await[1];
+    let model_turn = second["contents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["role"] == "model")
+        .expect("the model's turn sent back");
+    let call = model_turn["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p.get("functionCall").is_some())
+        .unwrap();
+    assert_eq!(call["thoughtSignature"], "CiQB0e2Kb1sig==");
+    assert_eq!(call["functionCall"]["id"], "fc-1");
+
+    // A message carrying another provider's state is sent without it.
+    let server = scripted("generateContent", vec!["text"]).await;
+    let mut foreign = Message::assistant_tool_calls(vec![ToolCall::new("fc-1", "add", "{}")]);
+    foreign.provider_state = Some(ProviderState::new(
+        "anthropic",
+        json!({"calls": {"fc-1": "not-gemini"}}),
+    ));
+    let request = LmRequest::new(vec![
+        Message::user("add"),
+        foreign,
+        Message::tool_result("fc-1", "0"),
+    ]);
+    client(&server).complete(&request).await.unwrap();
+    let sent = bodies(&server).await[0].to_string();
+    assert!(!sent.contains("thoughtSignature"), "{sent}");
 }

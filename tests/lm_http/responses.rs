@@ -10,11 +10,11 @@ use signet::lm::{
     ToolDefinition,
 };
 use signet::media::{ContentPart, Image};
-use signet::module::{Observation, ReAct, ReActEvent};
+use signet::module::{Observation, ReAct};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::scripted::{Script, conversation, quick_retries, structured_answer};
+use crate::scripted::{Script, conversation, native_run, quick_retries, structured_answer};
 use crate::support;
 use support::*;
 
@@ -67,6 +67,14 @@ fn as_events(response: &Value) -> String {
                 events.push(json!({"type": "response.function_call_arguments.delta",
                     "output_index": index, "item_id": item["id"], "delta": delta}));
             }
+        } else if item["type"] == "reasoning" {
+            events.push(
+                json!({"type": "response.output_item.added", "output_index": index,
+                "item": {"type": "reasoning", "id": item["id"], "summary": []}}),
+            );
+            events.push(json!({"type": "response.reasoning_summary_text.delta",
+                "output_index": index, "item_id": item["id"], "summary_index": 0,
+                "delta": item["summary"][0]["text"]}));
         } else {
             events.push(
                 json!({"type": "response.output_item.added", "output_index": index,
@@ -196,13 +204,7 @@ async fn predict_asks_for_structured_output_in_text_format_and_a_native_react_ru
     ])
     .await;
     let agent = ReAct::<Ask>::new().tool(AddTool).with_lm(client(&server));
-    let events: Vec<ReActEvent<AskOutput>> = agent.stream(ask()).collect().await;
-    let Some(ReActEvent::Done {
-        output, trajectory, ..
-    }) = events.last()
-    else {
-        panic!("the run did not finish: {:?}", events.last());
-    };
+    let (output, trajectory) = native_run(&agent, true).await;
     assert_eq!(output.answer, "42");
     assert_eq!(
         trajectory.steps[0].observation,
@@ -219,6 +221,37 @@ async fn predict_asks_for_structured_output_in_text_format_and_a_native_react_ru
         (result["call_id"].clone(), result["output"].clone()),
         (json!("call_9"), json!("42"))
     );
+}
+
+#[tokio::test]
+async fn reasoning_items_go_back_before_the_calls_they_led_to_streamed_or_not() {
+    let reasoning = json!({"type": "reasoning", "id": "rs_1",
+        "summary": [{"type": "summary_text", "text": "Add with the tool."}],
+        "encrypted_content": "gAAAAABo-opaque"});
+    for streamed in [true, false] {
+        let server = scripted(vec![
+            response(json!([
+                reasoning,
+                call("call_9", "add", json!({"a": 40, "b": 2}))
+            ])),
+            response(json!([call("call_10", "finish", json!({"answer": "42"}))])),
+        ])
+        .await;
+        let agent = ReAct::<Ask>::new().tool(AddTool).with_lm(client(&server));
+        let (output, trajectory) = native_run(&agent, streamed).await;
+        assert_eq!(
+            (output.answer.as_str(), trajectory.steps[0].thought.as_str()),
+            ("42", "Add with the tool.")
+        );
+        let sent = bodies(&server).await;
+        let input = sent[1]["input"].as_array().unwrap();
+        let at = |kind: &str| input.iter().position(|item| item["type"] == kind);
+        let (Some(item), Some(called)) = (at("reasoning"), at("function_call")) else {
+            panic!("streamed {streamed}: the reasoning item was not sent back: {input:?}");
+        };
+        assert!(item < called);
+        assert_eq!(input[item], reasoning, "sent back unchanged");
+    }
 }
 
 #[tokio::test]

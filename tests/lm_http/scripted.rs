@@ -4,10 +4,11 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use futures::StreamExt;
 use serde_json::{Value, json};
 use signet::lm::{Content, Lm, LmRequest, Message, RetryPolicy, ToolCall};
 use signet::media::ContentPart;
-use signet::module::Predict;
+use signet::module::{Predict, ReAct, ReActEvent, Trajectory};
 use wiremock::{Request, Respond, ResponseTemplate};
 
 /// Answers with `replies` in turn: as the server-sent events `as_events` writes for a reply when
@@ -72,6 +73,32 @@ pub async fn structured_answer(lm: impl Lm + 'static) -> String {
         .await
         .expect("a structured answer")
         .answer
+}
+
+/// A native ReAct run of `agent` on "40 + 2?", streamed (also checking that it never fell back to
+/// text mode) or not: its output and trajectory.
+pub async fn native_run(
+    agent: &ReAct<crate::support::Ask>,
+    streamed: bool,
+) -> (crate::support::AskOutput, Trajectory) {
+    if !streamed {
+        let run = agent.call(crate::support::ask()).await.unwrap();
+        return (run.output, run.trajectory);
+    }
+    let events: Vec<ReActEvent<crate::support::AskOutput>> =
+        agent.stream(crate::support::ask()).collect().await;
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, ReActEvent::TextMode { .. }))
+    );
+    let Some(ReActEvent::Done {
+        output, trajectory, ..
+    }) = events.last()
+    else {
+        panic!("the run did not finish: {:?}", events.last());
+    };
+    (output.clone(), trajectory.clone())
 }
 
 /// The default retry policy without its waits (1 ms backoff, no jitter), for tests that retry.

@@ -238,13 +238,21 @@ fn function_calling() -> signet::lm::Capabilities {
 
 #[tokio::test]
 async fn predict_with_tools_runs_tool_calls_until_the_model_answers() {
-    use signet::lm::{Role, ToolCall};
+    use signet::lm::{ProviderState, Role, ToolCall};
+    // The provider's state of the turn that called (signed thinking) goes back with its calls.
+    let thinking = ProviderState::new(
+        "anthropic",
+        serde_json::json!([{"type": "thinking", "thinking": "Look both up.", "signature": "s1"}]),
+    );
     let lm = Arc::new(
         ScriptedLm::new([
-            Completion::tool_calls(vec![
-                ToolCall::new("a", "population", r#"{"city": "Paris"}"#),
-                ToolCall::new("b", "population", r#"{"city": "Atlantis"}"#),
-            ]),
+            Completion {
+                provider_state: Some(thinking.clone()),
+                ..Completion::tool_calls(vec![
+                    ToolCall::new("a", "population", r#"{"city": "Paris"}"#),
+                    ToolCall::new("b", "population", r#"{"city": "Atlantis"}"#),
+                ])
+            },
             Completion::text(chat("Paris has 2.1 million people; Atlantis is unknown.")),
         ])
         .with_capabilities(function_calling()),
@@ -265,6 +273,8 @@ async fn predict_with_tools_runs_tool_calls_until_the_model_answers() {
     );
     assert_eq!(prediction.usage.lm_calls, 2);
     let second = &lm.requests()[1].messages;
+    let called = second.iter().find(|m| m.role == Role::Assistant).unwrap();
+    assert_eq!(called.provider_state.as_ref(), Some(&thinking));
     let tools: Vec<(&str, &str)> = second
         .iter()
         .filter(|m| m.role == Role::Tool)
@@ -576,10 +586,17 @@ fn archive_city(city: String) -> String {
 fn archiving(replies: std::ops::Range<usize>) -> Arc<ScriptedLm> {
     use signet::lm::ToolCall;
     let all = [
-        Completion::tool_calls(vec![
-            ToolCall::new("p", "population", r#"{"city": "Rome"}"#),
-            ToolCall::new("a", "archive_city", r#"{"city": "Rome"}"#),
-        ]),
+        // With the provider's state of the turn, which a resumed run must still send back.
+        Completion {
+            provider_state: Some(signet::lm::ProviderState::new(
+                "gemini",
+                serde_json::json!({"calls": {"a": "sig-a"}}),
+            )),
+            ..Completion::tool_calls(vec![
+                ToolCall::new("p", "population", r#"{"city": "Rome"}"#),
+                ToolCall::new("a", "archive_city", r#"{"city": "Rome"}"#),
+            ])
+        },
         Completion::text(chat("Archived.")),
     ];
     Arc::new(ScriptedLm::new(all[replies].to_vec()).with_capabilities(function_calling()))

@@ -43,6 +43,7 @@ mod layers;
 #[cfg(feature = "openai")]
 mod openai;
 mod pricing;
+mod provider_state;
 #[cfg(feature = "openai")]
 mod responses;
 mod retry;
@@ -77,6 +78,7 @@ pub(crate) use openai::shared_http as openai_http;
 #[cfg(feature = "openai")]
 pub use openai::{OpenAiLm, OpenAiLmBuilder};
 pub use pricing::Pricing;
+pub use provider_state::ProviderState;
 #[cfg(feature = "openai")]
 pub use responses::{OpenAiResponsesLm, OpenAiResponsesLmBuilder};
 pub use retry::{RetryLm, RetryPolicy, parse_retry_after};

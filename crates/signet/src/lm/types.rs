@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::Content;
+use super::{Content, ProviderState};
 use crate::tool::ToolDefinition;
 
 /// Who wrote a message.
@@ -43,6 +43,10 @@ pub struct Message {
     /// For a `tool` message: the id of the call it answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// For an assistant message: what the provider that wrote it asked to get back with it
+    /// ([`Completion::provider_state`]); a provider sends back only its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_state: Option<ProviderState>,
 }
 
 impl Message {
@@ -53,6 +57,7 @@ impl Message {
             content: content.into(),
             tool_calls: Vec::new(),
             tool_call_id: None,
+            provider_state: None,
         }
     }
 
@@ -78,6 +83,32 @@ impl Message {
             tool_calls,
             ..Message::assistant("")
         }
+    }
+
+    /// The assistant message that carries `completion` on in a conversation: its text, its tool
+    /// calls and its [provider state](Completion::provider_state).
+    ///
+    /// ```
+    /// use signet::lm::{Completion, Message, ToolCall};
+    /// let completion = Completion::tool_calls(vec![ToolCall::new("c1", "add", "{}")]);
+    /// assert_eq!(Message::from_completion(&completion).tool_calls[0].id, "c1");
+    /// ```
+    pub fn from_completion(completion: &Completion) -> Message {
+        Message {
+            tool_calls: completion.tool_calls.clone(),
+            provider_state: completion.provider_state.clone(),
+            ..Message::assistant(completion.text.clone().unwrap_or_default())
+        }
+    }
+
+    /// The provider state this message carries for `provider`, if it carries one of that
+    /// provider's (another provider's, after a [`FallbackLm`](crate::lm::FallbackLm) switched,
+    /// is not sent).
+    pub fn provider_state_of(&self, provider: &str) -> Option<&Value> {
+        self.provider_state
+            .as_ref()
+            .filter(|state| state.provider() == provider)
+            .map(ProviderState::data)
     }
 
     /// A tool result answering the call `tool_call_id`.
@@ -524,6 +555,12 @@ pub struct Completion {
     /// [`model`](crate::lm::Lm::model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// What the provider asks to get back, unchanged, when the conversation goes on after this
+    /// reply: Anthropic's signed `thinking` blocks, Gemini's thought signatures, the Responses
+    /// API's reasoning items. Native tool loops put it on the assistant message that carries the
+    /// reply's calls ([`Message::from_completion`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_state: Option<ProviderState>,
 }
 
 impl Completion {
@@ -677,6 +714,7 @@ impl StreamAssembler {
             finish_reason: self.finish_reason,
             usage: self.usage,
             model: None,
+            provider_state: None,
         }
     }
 }

@@ -357,7 +357,7 @@ impl TurnProtocol for PredictTurns<'_> {
         &mut self,
         driver: &Driver<'_>,
         run: &mut RunState,
-        _turn: usize,
+        turn: usize,
     ) -> Result<Ask, ReActError> {
         let predictor = self.predictor;
         let inputs = driver.inputs;
@@ -378,12 +378,13 @@ impl TurnProtocol for PredictTurns<'_> {
             ),
             limits: &predictor.tool_limits,
             trace_usage: false,
+            index: turn,
         };
         let rebase = |adapter: &dyn Adapter| {
             adapter.format(&predictor.signature, &predictor.demos_for(inputs), inputs)
         };
         match self.chat.ask(asked, driver, run, rebase).await? {
-            Ok(NativeReply::Calls { thought, calls }) => Ok(Ask::Calls { thought, calls }),
+            Ok(NativeReply::Calls { thought, calls, .. }) => Ok(Ask::Calls { thought, calls }),
             Ok(NativeReply::Answer {
                 outputs,
                 completion,

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::wire::{error_event, finish_reason, usage_of};
+use super::wire::{error_event, finish_reason, thinking_state, usage_of};
 use crate::lm::http_provider::{EventRead, assembled};
 use crate::lm::{Completion, LmError, ResponseDetails, StreamAssembler, StreamEvent, Usage};
 
@@ -15,6 +15,9 @@ pub(super) struct EventReader {
     /// or thinking block).
     tool_of_block: Vec<Option<usize>>,
     tools: usize,
+    /// The thinking blocks as they are assembled (text and signature from their deltas), with
+    /// their content block index.
+    thinking: Vec<(usize, Value)>,
     /// The response id and model (`message_start`), for the span.
     id: Option<String>,
     model: Option<String>,
@@ -65,6 +68,20 @@ impl EventRead for EventReader {
                             arguments: String::new(),
                         });
                     }
+                    Some("thinking" | "redacted_thinking") => {
+                        if self.thinking.len() >= 4096 {
+                            return Err(LmError::InvalidResponse {
+                                message: "more than 4096 thinking blocks in one reply".into(),
+                            });
+                        }
+                        self.thinking.push((index, block.clone()));
+                        events.extend(
+                            block["thinking"]
+                                .as_str()
+                                .filter(|t| !t.is_empty())
+                                .map(|t| StreamEvent::ReasoningDelta(t.to_owned())),
+                        );
+                    }
                     Some("text") => events.extend(
                         block["text"]
                             .as_str()
@@ -81,7 +98,11 @@ impl EventRead for EventReader {
                 match delta["type"].as_str() {
                     Some("text_delta") => events.push(StreamEvent::TextDelta(text("text"))),
                     Some("thinking_delta") => {
+                        self.append_thinking(index, "thinking", &text("thinking"));
                         events.push(StreamEvent::ReasoningDelta(text("thinking")))
+                    }
+                    Some("signature_delta") => {
+                        self.append_thinking(index, "signature", &text("signature"))
                     }
                     Some("input_json_delta") => {
                         let Some(Some(tool)) = self.tool_of_block.get(index) else {
@@ -99,7 +120,7 @@ impl EventRead for EventReader {
                             arguments: text("partial_json"),
                         });
                     }
-                    // Signatures and citations: nothing Signet reads.
+                    // Citations: nothing Signet reads.
                     _ => {}
                 }
             }
@@ -142,7 +163,23 @@ impl EventRead for EventReader {
 
     /// The whole reply, once `message_stop` came; an error for a stream that ended before.
     fn finish(self) -> Result<Completion, LmError> {
-        assembled(self.assembler, self.stopped, "`message_stop`")
+        let mut completion = assembled(self.assembler, self.stopped, "`message_stop`")?;
+        completion.provider_state =
+            thinking_state(self.thinking.into_iter().map(|(_, block)| block).collect());
+        Ok(completion)
+    }
+}
+
+impl EventReader {
+    /// Appends `text` to the `key` field (`thinking`, `signature`) of the thinking block at
+    /// content block `index` (a delta for another block is not one Signet keeps).
+    fn append_thinking(&mut self, index: usize, key: &str, text: &str) {
+        if let Some((_, block)) = self.thinking.iter_mut().find(|(i, _)| *i == index) {
+            match &mut block[key] {
+                Value::String(whole) => whole.push_str(text),
+                other => *other = Value::String(text.to_owned()),
+            }
+        }
     }
 }
 

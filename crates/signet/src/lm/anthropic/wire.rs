@@ -7,13 +7,22 @@ use crate::lm::http_provider::{
     add_extra, answered_call, arguments_object, push_turn, system_text, unsupported,
 };
 use crate::lm::{
-    Completion, FinishReason, LmError, LmRequest, Message, ResponseFormat, Role, ToolCall,
-    ToolChoice, Usage,
+    Completion, FinishReason, LmError, LmRequest, Message, ProviderState, ResponseFormat, Role,
+    ToolCall, ToolChoice, Usage,
 };
 use crate::media::{ContentPart, Image};
 
 /// The API as errors name it.
 const API: &str = "Anthropic's Messages API";
+
+/// The name on the [`ProviderState`] of Anthropic's replies (their `thinking` and
+/// `redacted_thinking` blocks, sent back unchanged before the turn's other blocks).
+const PROVIDER: &str = "anthropic";
+
+/// A reply's thinking blocks as its provider state (`None` when it had none).
+pub(super) fn thinking_state(blocks: Vec<Value>) -> Option<ProviderState> {
+    (!blocks.is_empty()).then(|| ProviderState::new(PROVIDER, Value::Array(blocks)))
+}
 
 /// How the body of a request is built: what the builder set.
 #[derive(Debug, Clone)]
@@ -214,10 +223,15 @@ fn image_block(image: &Image) -> Value {
     }
 }
 
-/// An assistant message's text and tool calls as blocks (`tool_use` with the arguments as an
-/// object, as the API takes them).
+/// An assistant message's thinking blocks (its provider state, first, as the API requires when
+/// tool use goes on with thinking on), text and tool calls as blocks (`tool_use` with the
+/// arguments as an object, as the API takes them).
 fn assistant_blocks(message: &Message, index: usize) -> Result<Vec<Value>, LmError> {
-    let mut blocks = content_blocks(message, index)?;
+    let mut blocks: Vec<Value> = match message.provider_state_of(PROVIDER) {
+        Some(Value::Array(thinking)) => thinking.clone(),
+        _ => Vec::new(),
+    };
+    blocks.extend(content_blocks(message, index)?);
     for call in &message.tool_calls {
         let input = arguments_object(call, index, API)?;
         blocks.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
@@ -271,7 +285,8 @@ pub(super) fn finish_reason(reason: &str) -> FinishReason {
 }
 
 /// The completion of a reply body: its text blocks joined, its `tool_use` blocks as calls (the
-/// input object as the arguments text), its `thinking` blocks as the reasoning.
+/// input object as the arguments text), its `thinking` blocks as the reasoning and, with the
+/// `redacted_thinking` ones, as its provider state.
 pub(super) fn parse_reply(reply: &Value) -> Result<Completion, LmError> {
     let invalid = |message: String| LmError::InvalidResponse { message };
     if reply.get("type").and_then(Value::as_str) == Some("error") {
@@ -287,6 +302,7 @@ pub(super) fn parse_reply(reply: &Value) -> Result<Completion, LmError> {
             ))
         })?;
     let mut completion = Completion::default();
+    let mut thinking = Vec::new();
     for (index, block) in blocks.iter().enumerate() {
         let text_of = |key: &str| block.get(key).and_then(Value::as_str);
         match text_of("type") {
@@ -294,10 +310,14 @@ pub(super) fn parse_reply(reply: &Value) -> Result<Completion, LmError> {
                 .text
                 .get_or_insert_with(String::new)
                 .push_str(text_of("text").unwrap_or_default()),
-            Some("thinking") => completion
-                .reasoning
-                .get_or_insert_with(String::new)
-                .push_str(text_of("thinking").unwrap_or_default()),
+            Some("thinking") => {
+                completion
+                    .reasoning
+                    .get_or_insert_with(String::new)
+                    .push_str(text_of("thinking").unwrap_or_default());
+                thinking.push(block.clone());
+            }
+            Some("redacted_thinking") => thinking.push(block.clone()),
             Some("tool_use") => {
                 let (Some(id), Some(name)) = (text_of("id"), text_of("name")) else {
                     return Err(invalid(format!(
@@ -310,10 +330,11 @@ pub(super) fn parse_reply(reply: &Value) -> Result<Completion, LmError> {
                     .tool_calls
                     .push(ToolCall::new(id, name, input.to_string()));
             }
-            // Redacted thinking, server tool results, citations: nothing Signet reads.
+            // Server tool results, citations: nothing Signet reads.
             _ => {}
         }
     }
+    completion.provider_state = thinking_state(thinking);
     completion.finish_reason = reply
         .get("stop_reason")
         .and_then(Value::as_str)

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::wire::{finish_reason, read_chunk};
+use super::wire::{Signatures, finish_reason, read_chunk};
 use crate::lm::http_endpoint::truncate;
 use crate::lm::http_provider::{EventRead, assembled};
 use crate::lm::{Completion, FinishReason, LmError, ResponseDetails, StreamAssembler, StreamEvent};
@@ -18,6 +18,7 @@ pub(super) struct EventReader {
     /// The finish reason, once a chunk gave it: the reply is whole.
     finish: Option<String>,
     blocked: bool,
+    signatures: Signatures,
 }
 
 impl EventRead for EventReader {
@@ -53,6 +54,7 @@ impl EventRead for EventReader {
             self.finish = read.finish;
         }
         self.blocked |= read.blocked.is_some();
+        self.signatures.extend(read.signatures);
         for event in &events {
             self.assembler.push(event);
         }
@@ -70,6 +72,8 @@ impl EventRead for EventReader {
             (None, false) => None,
         };
         let ended = self.assembler.finish_reason.is_some();
-        assembled(self.assembler, ended, "a chunk with the finish reason")
+        let mut completion = assembled(self.assembler, ended, "a chunk with the finish reason")?;
+        completion.provider_state = self.signatures.into_state();
+        Ok(completion)
     }
 }

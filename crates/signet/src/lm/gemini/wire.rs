@@ -13,13 +13,16 @@ use crate::lm::http_provider::{
     add_extra, answered_call, arguments_object, push_turn, system_text, unsupported,
 };
 use crate::lm::{
-    Completion, FinishReason, LmError, LmRequest, Message, ResponseFormat, Role, ToolCall,
-    ToolChoice, Usage,
+    Completion, FinishReason, LmError, LmRequest, Message, ProviderState, ResponseFormat, Role,
+    ToolCall, ToolChoice, Usage,
 };
 use crate::media::{ContentPart, Image};
 
 /// The API as errors name it.
 const API: &str = "Gemini's API";
+
+/// The name on the [`ProviderState`] of Gemini's replies (their thought signatures).
+const PROVIDER: &str = "gemini";
 
 /// The JSON body sent for `request` (the same streamed or not: the URL says which).
 pub(super) fn request_body(request: &LmRequest) -> Result<Value, LmError> {
@@ -136,12 +139,27 @@ fn contents(messages: &[Message]) -> Result<(String, Vec<Value>), LmError> {
             }
             Role::User => ("user", parts(message)),
             Role::Assistant => {
+                let signatures = message.provider_state_of(PROVIDER);
                 let mut parts = parts(message);
+                if let (Some(signature), Some(last)) = (
+                    signatures
+                        .and_then(|s| s.get("text"))
+                        .filter(|s| s.is_string()),
+                    parts.last_mut(),
+                ) {
+                    last["thoughtSignature"] = signature.clone();
+                }
                 for call in &message.tool_calls {
                     let args = arguments_object(call, index, API)?;
-                    parts.push(
-                        json!({"functionCall": {"id": call.id, "name": call.name, "args": args}}),
-                    );
+                    let mut part =
+                        json!({"functionCall": {"id": call.id, "name": call.name, "args": args}});
+                    if let Some(signature) = signatures
+                        .and_then(|s| s["calls"].get(&call.id))
+                        .filter(|s| s.is_string())
+                    {
+                        part["thoughtSignature"] = signature.clone();
+                    }
+                    parts.push(part);
                 }
                 ("model", parts)
             }
@@ -248,6 +266,39 @@ pub(super) struct Chunk {
     pub(super) usage: Option<Usage>,
     /// The prompt was blocked (`promptFeedback.blockReason`), with no candidate.
     pub(super) blocked: Option<String>,
+    /// The thought signatures of its parts.
+    pub(super) signatures: Signatures,
+}
+
+/// The thought signatures of a reply (<https://ai.google.dev/gemini-api/docs/thought-signatures>):
+/// the one on a text part, and those on function calls (by call id), sent back on the parts they
+/// came on when the conversation goes on.
+#[derive(Debug, Default)]
+pub(super) struct Signatures {
+    text: Option<Value>,
+    calls: Map<String, Value>,
+}
+
+impl Signatures {
+    /// Adds a later chunk's signatures.
+    pub(super) fn extend(&mut self, later: Signatures) {
+        if later.text.is_some() {
+            self.text = later.text;
+        }
+        self.calls.extend(later.calls);
+    }
+
+    /// The signatures as the completion's provider state (`None` when there were none).
+    pub(super) fn into_state(self) -> Option<ProviderState> {
+        if self.text.is_none() && self.calls.is_empty() {
+            return None;
+        }
+        let mut data = json!({"calls": self.calls});
+        if let Some(text) = self.text {
+            data["text"] = text;
+        }
+        Some(ProviderState::new(PROVIDER, data))
+    }
 }
 
 /// Reads one `GenerateContentResponse` (a whole reply, or a chunk of a stream); `calls_before`
@@ -281,7 +332,11 @@ pub(super) fn read_chunk(response: &Value, calls_before: usize) -> Result<Chunk,
         .flatten()
         .enumerate()
     {
+        let signature = part.get("thoughtSignature").filter(|s| s.is_string());
         if let Some(text) = part["text"].as_str() {
+            if let Some(signature) = signature {
+                chunk.signatures.text = Some(signature.clone());
+            }
             let into = if part["thought"] == json!(true) {
                 &mut chunk.thoughts
             } else {
@@ -299,6 +354,9 @@ pub(super) fn read_chunk(response: &Value, calls_before: usize) -> Result<Chunk,
                 str::to_owned,
             );
             let args = call.get("args").cloned().unwrap_or_else(|| json!({}));
+            if let Some(signature) = signature {
+                chunk.signatures.calls.insert(id.clone(), signature.clone());
+            }
             chunk.calls.push(ToolCall::new(id, name, args.to_string()));
         }
     }
@@ -331,6 +389,7 @@ pub(super) fn parse_response(response: &Value) -> Result<Completion, LmError> {
             ..Usage::default()
         }),
         model: None,
+        provider_state: chunk.signatures.into_state(),
     })
 }
 

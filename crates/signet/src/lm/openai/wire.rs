@@ -72,6 +72,7 @@ pub(super) fn parse_completion(body: &Value) -> Result<Completion, LmError> {
             ..usage
         },
         model: None,
+        provider_state: None,
     })
 }
 
@@ -132,6 +133,7 @@ pub(super) fn fast_completion(
             ..Usage::default()
         },
         model: None,
+        provider_state: None,
     })
 }
 

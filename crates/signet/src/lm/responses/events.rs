@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::wire::{error_of, finish_reason, usage_of};
+use super::wire::{error_of, finish_reason, reasoning_state, usage_of};
 use crate::lm::http_endpoint::truncate;
 use crate::lm::http_provider::{EventRead, assembled};
 use crate::lm::{Completion, LmError, ResponseDetails, StreamAssembler, StreamEvent};
@@ -16,6 +16,8 @@ pub(super) struct EventReader {
     /// Each function call's output index and item id (either may be absent: llama.cpp's server
     /// sends no index), in the order of the reply's calls.
     calls: Vec<(Option<u64>, Option<String>)>,
+    /// The reasoning items, whole (`response.output_item.done`).
+    reasoning: Vec<Value>,
     id: Option<String>,
     model: Option<String>,
     /// Whether `response.completed` or `response.incomplete` came: the reply is whole.
@@ -77,6 +79,14 @@ impl EventRead for EventReader {
                     self.calls.push(key);
                 }
             }
+            "response.output_item.done" if event["item"]["type"] == "reasoning" => {
+                if self.reasoning.len() >= 4096 {
+                    return Err(LmError::InvalidResponse {
+                        message: "more than 4096 reasoning items in one reply".into(),
+                    });
+                }
+                self.reasoning.push(event["item"].clone());
+            }
             "response.output_text.delta" | "response.refusal.delta" => {
                 events.push(StreamEvent::TextDelta(text("delta")));
             }
@@ -114,7 +124,7 @@ impl EventRead for EventReader {
                 return Err(error_of(error));
             }
             "error" => return Err(error_of(event.get("error").unwrap_or(&event))),
-            // `.done` events repeat what the deltas said; others are built-in tools'.
+            // Other `.done` events repeat what the deltas said; others are built-in tools'.
             _ => {}
         }
         for event in &events {
@@ -128,7 +138,9 @@ impl EventRead for EventReader {
     }
 
     fn finish(self) -> Result<Completion, LmError> {
-        assembled(self.assembler, self.ended, "`response.completed`")
+        let mut completion = assembled(self.assembler, self.ended, "`response.completed`")?;
+        completion.provider_state = reasoning_state(self.reasoning);
+        Ok(completion)
     }
 }
 

@@ -6,10 +6,19 @@ use serde_json::{Map, Value, json};
 use crate::lm::http_endpoint::{classify_http, truncate};
 use crate::lm::http_provider::{add_extra, answered_call, system_text, unsupported};
 use crate::lm::{
-    Completion, FinishReason, LmError, LmRequest, Message, ResponseFormat, Role, ToolCall,
-    ToolChoice, Usage,
+    Completion, FinishReason, LmError, LmRequest, Message, ProviderState, ResponseFormat, Role,
+    ToolCall, ToolChoice, Usage,
 };
 use crate::media::ContentPart;
+
+/// The name on the [`ProviderState`] of a response (its `reasoning` output items, sent back as
+/// input items before the calls they led to, as the API asks of a tool loop).
+const PROVIDER: &str = "openai-responses";
+
+/// A response's reasoning items as its provider state (`None` when it had none).
+pub(super) fn reasoning_state(items: Vec<Value>) -> Option<ProviderState> {
+    (!items.is_empty()).then(|| ProviderState::new(PROVIDER, Value::Array(items)))
+}
 
 /// The JSON body sent for `request` to `model` (with `"stream": true` when `stream`).
 pub(super) fn request_body(
@@ -116,6 +125,9 @@ fn input_items(messages: &[Message]) -> Result<(String, Vec<Value>), LmError> {
                 items.push(json!({"type": "message", "role": "user", "content": content}))
             }
             Role::Assistant => {
+                if let Some(Value::Array(reasoning)) = message.provider_state_of(PROVIDER) {
+                    items.extend(reasoning.iter().cloned());
+                }
                 let content = parts(message, index, "output_text")?;
                 if !content.is_empty() {
                     items.push(json!({"type": "message", "role": "assistant", "content": content}));
@@ -192,6 +204,7 @@ pub(super) fn parse_response(response: &Value) -> Result<Completion, LmError> {
             ),
         })?;
     let mut completion = Completion::default();
+    let mut reasoning = Vec::new();
     for (index, item) in items.iter().enumerate() {
         let text_of =
             |value: &Value, key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
@@ -222,6 +235,7 @@ pub(super) fn parse_response(response: &Value) -> Result<Completion, LmError> {
                     .push(ToolCall::new(id, name, arguments));
             }
             Some("reasoning") => {
+                reasoning.push(item.clone());
                 for part in item["summary"].as_array().into_iter().flatten() {
                     if let Some(text) = text_of(part, "text") {
                         completion
@@ -235,6 +249,7 @@ pub(super) fn parse_response(response: &Value) -> Result<Completion, LmError> {
             _ => {}
         }
     }
+    completion.provider_state = reasoning_state(reasoning);
     completion.finish_reason = Some(finish_reason(response, !completion.tool_calls.is_empty()));
     completion.usage = response.get("usage").map(usage_of).unwrap_or(Usage {
         lm_calls: 1,

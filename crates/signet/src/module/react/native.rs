@@ -16,8 +16,8 @@ use super::{
 };
 use crate::adapter::{Adapter, AdapterName, Fields, ParseError, templates};
 use crate::lm::{
-    Completion, Content, Lm, LmError, LmOptions, LmRequest, Message, ToolCall, ToolChoice,
-    ToolDefinition, Usage,
+    Completion, Content, Lm, LmError, LmOptions, LmRequest, Message, ProviderState, ToolCall,
+    ToolChoice, ToolDefinition, Usage,
 };
 use crate::media::ContentPart;
 use crate::module::{Error, Resolved};
@@ -45,6 +45,8 @@ pub(crate) enum NativeReply {
     Calls {
         thought: Option<String>,
         calls: Vec<TurnCall>,
+        /// What the provider asked to get back with these calls.
+        state: Option<ProviderState>,
     },
     /// The answer, in the format of `adapter` (the chat's, or its fallback).
     Answer {
@@ -123,6 +125,8 @@ pub(crate) struct NativeTurn<'a> {
     /// Whether each call's usage is recorded in the trace here (ReAct's steps), or with the
     /// whole call by its caller (`Predict` with tools).
     pub(crate) trace_usage: bool,
+    /// The turn's number: the provider's state of its calls is kept under it.
+    pub(crate) index: usize,
 }
 
 impl NativeChat {
@@ -168,7 +172,12 @@ impl NativeChat {
                 crate::trace::record_usage(own);
             }
             match reply {
-                Ok(reply) => return Ok(Ok(reply)),
+                Ok(mut reply) => {
+                    if let NativeReply::Calls { state, .. } = &mut reply {
+                        run.trajectory.keep_provider_state(turn.index, state.take());
+                    }
+                    return Ok(Ok(reply));
+                }
                 Err(LmError::ContextWindowExceeded { message }) => {
                     let refused = Usage {
                         lm_calls: 1,
@@ -209,7 +218,11 @@ async fn read(
             .text
             .filter(|t| !t.trim().is_empty())
             .or(completion.reasoning);
-        return Ok(Ok(NativeReply::Calls { thought, calls }));
+        return Ok(Ok(NativeReply::Calls {
+            thought,
+            calls,
+            state: completion.provider_state,
+        }));
     }
     let text = completion.text.as_deref().unwrap_or_default();
     let outputs =
@@ -285,11 +298,12 @@ impl NativeSteps {
             budget: agent.budget(self.measured.as_ref(), options),
             limits: &agent.limits,
             trace_usage: true,
+            index: turn,
         };
         let rebase = |adapter: &dyn Adapter| agent.base_messages(adapter, driver.inputs);
         Ok(match self.chat.ask(asked, driver, run, rebase).await? {
             Err(message) => Ask::Stop(StopReason::ContextWindow { message }),
-            Ok(NativeReply::Calls { thought, calls }) => Ask::Calls { thought, calls },
+            Ok(NativeReply::Calls { thought, calls, .. }) => Ask::Calls { thought, calls },
             // A text answer is the final answer.
             Ok(NativeReply::Answer {
                 outputs,
@@ -514,6 +528,7 @@ pub(crate) fn conversation(base: &[Message], trajectory: &Trajectory) -> Vec<Mes
             .collect();
         let mut assistant = Message::assistant_tool_calls(calls);
         assistant.content = first.thought.clone().into();
+        assistant.provider_state = trajectory.provider_turns.get(&first.turn).cloned();
         messages.push(assistant);
         let mut media = Vec::new();
         for step in &shown {

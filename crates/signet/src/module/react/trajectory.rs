@@ -214,6 +214,12 @@ pub struct Trajectory {
     /// ([`CheckFallback`](crate::module::check::CheckFallback)), not the model's.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub check_fallback: bool,
+    /// Per native turn, what the provider asked to get back with the turn's calls
+    /// ([`Completion::provider_state`](crate::lm::Completion::provider_state): Anthropic's signed
+    /// thinking, Gemini's thought signatures, the Responses API's reasoning items), sent back on
+    /// that turn's assistant message each later turn.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub provider_turns: std::collections::BTreeMap<usize, crate::lm::ProviderState>,
 }
 
 /// Where a run's outputs came from when the extractor failed after the tools ran.
@@ -418,6 +424,21 @@ fn media_shown(observation: &Observation) -> Option<Value> {
 }
 
 impl Trajectory {
+    /// Keeps what the provider asked to get back with turn `turn`'s calls (nothing kept for
+    /// `None`); the state of turns whose steps were truncated away is dropped.
+    pub(crate) fn keep_provider_state(
+        &mut self,
+        turn: usize,
+        state: Option<crate::lm::ProviderState>,
+    ) {
+        let steps = &self.steps;
+        self.provider_turns
+            .retain(|kept, _| steps.iter().any(|step| step.turn == *kept));
+        if let Some(state) = state {
+            self.provider_turns.insert(turn, state);
+        }
+    }
+
     /// [`render`](Trajectory::render), writing only the steps `kept` does not cover yet when the
     /// adapter [renders text blocks](Adapter::renders_text_blocks) (the same text: the blocks of
     /// [`to_fields`](Trajectory::to_fields), in its order).
