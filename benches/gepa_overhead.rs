@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 use signet::data::Example;
 use signet::evaluate::Progress;
-use signet::optimize::{Gepa, GepaBudget, GepaReport};
+use signet::optimize::{Gepa, GepaBudget, GepaReport, Optimizer};
 
 #[path = "../tests/support/gepa_task.rs"]
 mod gepa_task;

@@ -7,6 +7,7 @@
 //! cargo run --release --example optimize_travel -- --k 3 --save /tmp/agent.json
 //! cargo run --release --example optimize_travel -- --optimizer bootstrap --save /tmp/agent.json
 //! cargo run --release --example optimize_travel -- --optimizer gepa --budget 100
+//! cargo run --release --example optimize_travel -- --optimizer copro --breadth 3 --depth 2
 //! ```
 //!
 //! The questions (`examples/data/travel_{train,dev,test}.jsonl`: 66 to compile from, 30
@@ -33,9 +34,12 @@
 //!   metric calls (100); `--tool-descriptions` lets it rewrite the tools' descriptions too.
 //! - `mipro` (MIPROv2): `--candidates N` (3) instructions and demo sets searched for `--trials N`
 //!   (6) trials.
+//! - `copro` (COPRO): each predictor's instruction searched by coordinate ascent, `--breadth N`
+//!   (3) proposals a round for `--depth N` (2) rounds, scored on the training questions (each
+//!   scoring runs all of them: breadth 3 and depth 2 score the agent 18 times).
 //! - `none`: the agent as it is.
 //!
-//! GEPA's reflection and MIPROv2's proposals come from the API model named by `OPENAI_MODEL`
+//! GEPA's reflection and MIPROv2's and COPRO's proposals come from the API model named by `OPENAI_MODEL`
 //! when `OPENAI_API_KEY` is set, else from the local model itself.
 //!
 //! The agent's settings can be varied to see what moves the model: `--max-iters N` (2),
@@ -57,7 +61,7 @@ use signet::data::Dataset;
 use signet::evaluate::{Evaluate, Report};
 use signet::module::{Predictors, ReActOutput, react::TOOL_TURNS};
 use signet::optimize::{
-    BootstrapFewShot, Gepa, GepaBudget, KnnFewShot, LabeledFewShot, MiproBudget, MiproV2,
+    BootstrapFewShot, Copro, Gepa, GepaBudget, KnnFewShot, LabeledFewShot, MiproBudget, MiproV2,
 };
 use signet::prelude::*;
 
@@ -360,6 +364,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .compile(&student, &train, &train)
                 .await?;
             eprintln!("gepa: {}", compiled.report);
+            compiled.program
+        }
+        "copro" => {
+            let compiled = Copro::new(right_answer)
+                .with_prompt_lm(reflection_lm(&lm)?)
+                .with_prompt_options(LmOptions::new().max_tokens(600))
+                .with_breadth(flag("--breadth", 3.0) as usize)
+                .with_depth(flag("--depth", 2.0) as usize)
+                .with_concurrency(slots)
+                .compile(&student, &train, &[])
+                .await?;
+            eprintln!("copro: {}", compiled.report);
             compiled.program
         }
         "mipro" => {

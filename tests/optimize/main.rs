@@ -1,4 +1,4 @@
-//! Optimizers (BootstrapFewShot, random search, MIPROv2, GEPA, KNN demos), `Evaluate`, saved
+//! Optimizers (BootstrapFewShot, random search, MIPROv2, GEPA, COPRO, Ensemble, KNN demos), `Evaluate`, saved
 //! programs and files on disk, and the travel agent's metric and checks.
 //!
 //! One test binary for all these modules, so that the dependency tree is linked once, not once per
@@ -11,7 +11,9 @@ mod mipro_task;
 mod support;
 
 mod atomic_files;
+mod copro;
 mod demo_selection;
+mod ensemble;
 mod evaluate;
 mod evaluate_concurrency;
 mod gepa;

@@ -186,7 +186,9 @@ pub use signet_macros::Module;
 /// The names most programs need, and only those: `use signet::prelude::*;`.
 ///
 /// Signatures and tools (the traits and their macros), the modules and what a ReAct run reports,
-/// the LM trait with the OpenAI-compatible and Anthropic clients and its options, the adapters, and the errors.
+/// the LM trait with the OpenAI-compatible and Anthropic clients and its options, the adapters,
+/// the optimizers' trait (whose `compile` GEPA, MIPROv2 and the random search are called by), and
+/// the errors.
 /// Test doubles, run-time signatures and lower-level types stay in their modules.
 pub mod prelude {
     pub use crate::Error;
@@ -201,6 +203,7 @@ pub mod prelude {
         ChainOfThought, Limits, Observation, Predict, ReAct, ReActError, ReActEvent, ReActMode,
     };
     pub use crate::module::{Module, Predictors};
+    pub use crate::optimize::Optimizer;
     pub use crate::signature::Signature;
     pub use crate::tool::{Tool, ToolBox, ToolError};
     #[cfg(feature = "derive")]

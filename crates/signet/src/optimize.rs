@@ -52,9 +52,12 @@
 //! ```
 
 mod bootstrap;
+mod copro;
+mod ensemble;
 mod gepa;
 mod knn;
 mod mipro;
+mod optimizer;
 mod random_search;
 mod run_fingerprint;
 mod run_settings;
@@ -67,6 +70,8 @@ use crate::evaluate::ExampleError;
 use crate::module::Predictors;
 
 pub use bootstrap::{BootstrapFewShot, BootstrapReport};
+pub use copro::{Copro, CoproCandidate, CoproReport};
+pub use ensemble::{Ensemble, Ensembled};
 pub use gepa::{
     CandidateSelection, ComponentSelection, Gepa, GepaBudget, GepaCandidate, GepaReport, GepaStop,
     MetricFeedback, PredictorFeedback,
@@ -75,6 +80,7 @@ pub use knn::{KnnFewShot, KnnReport};
 pub use mipro::{
     DemoSetKind, MiproBudget, MiproChoice, MiproReport, MiproStop, MiproTrial, MiproV2, TrialKind,
 };
+pub use optimizer::Optimizer;
 pub use random_search::{BootstrapFewShotWithRandomSearch, Candidate, SearchReport};
 
 /// A compiled program and what the optimizer did to get it.
@@ -312,6 +318,20 @@ impl LabeledFewShot {
             report.demos.push((path, picked));
         }
         Compiled { program, report }
+    }
+}
+
+/// `valset` is not used: labeled demos compare nothing.
+impl<P: crate::module::Module + Clone> Optimizer<P> for LabeledFewShot {
+    type Report = LabeledReport;
+
+    async fn compile(
+        &self,
+        student: &P,
+        trainset: &[Example],
+        _valset: &[Example],
+    ) -> Result<Compiled<P, LabeledReport>, OptimizeError> {
+        Ok(self.labeled(student, trainset))
     }
 }
 

@@ -14,8 +14,10 @@ use crate::python::{json_dumps, py_str};
 use crate::shared::SharedText;
 use crate::signature::{DynSignature, Field, FieldKind};
 
+mod copro;
 mod program;
 mod two_step;
+pub(crate) use copro::*;
 pub(crate) use program::*;
 pub(crate) use two_step::*;
 
@@ -615,6 +617,20 @@ pub(crate) struct ProposerSignature {
     pub(crate) instructions: &'static str,
     pub(crate) inputs: &'static [(&'static str, &'static str)],
     pub(crate) outputs: &'static [(&'static str, &'static str)],
+}
+
+impl ProposerSignature {
+    /// The signature (every field a `str`; an empty description is DSPy's `${name}`, not shown).
+    pub(crate) fn signature(&self) -> DynSignature {
+        let mut signature = DynSignature::new(self.name).with_instructions(self.instructions);
+        for (name, desc) in self.inputs {
+            signature = signature.with_input(Field::str(*name).with_desc(*desc));
+        }
+        for (name, desc) in self.outputs {
+            signature = signature.with_output(Field::str(*name).with_desc(*desc));
+        }
+        signature
+    }
 }
 
 /// DSPy's `DatasetDescriptor`: observations on the first batch of training examples.

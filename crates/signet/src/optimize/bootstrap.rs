@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::{StreamExt, stream};
 
-use super::{Compiled, LabeledFewShot, OptimizeError, TeacherLm, augmented, reset_copy};
+use super::{Compiled, LabeledFewShot, OptimizeError, Optimizer, TeacherLm, augmented, reset_copy};
 use crate::adapter::Fields;
 use crate::data::{Example, PyRandom};
 use crate::evaluate::{
@@ -165,9 +165,15 @@ impl<M> BootstrapFewShot<M> {
         let mut traces: HashMap<String, Vec<Fields>> = HashMap::new();
         let mut bootstrapped = vec![false; trainset.len()];
         if self.max_bootstrapped_demos > 0 {
-            let runs = stream::iter(trainset.iter().enumerate())
+            // The runs made first (they start when polled), then streamed: a stream that maps
+            // with a closure is not provably `Send` for every lifetime (rust-lang/rust#102211),
+            // and an optimizer's future must be.
+            let runs: Vec<_> = trainset
+                .iter()
+                .enumerate()
                 .map(|(index, example)| self.bootstrap_example(&teacher, index, example))
-                .buffered(self.concurrency);
+                .collect();
+            let runs = stream::iter(runs).buffered(self.concurrency);
             let mut runs = std::pin::pin!(runs);
             let bar = Bar::new(self.progress, "bootstrap", trainset.len());
             while report.bootstrapped < self.max_bootstrapped_demos {
@@ -350,6 +356,25 @@ impl<M> BootstrapFewShot<M> {
             record.usage,
             Some(demos_by_predictor(&record.trace, &names)),
         ))
+    }
+}
+
+/// `valset` is not used: bootstrapping compares nothing (a teacher's run is kept when the metric
+/// accepts it). [`compile`](BootstrapFewShot::compile) without one is the same compile.
+impl<M, P> Optimizer<P> for BootstrapFewShot<M>
+where
+    P: Module + Clone,
+    M: Metric<P::Output>,
+{
+    type Report = BootstrapReport;
+
+    async fn compile(
+        &self,
+        student: &P,
+        trainset: &[Example],
+        _valset: &[Example],
+    ) -> Result<Compiled<P, BootstrapReport>, OptimizeError> {
+        BootstrapFewShot::compile(self, student, trainset).await
     }
 }
 

@@ -20,7 +20,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::{Compiled, OptimizeError, run_fingerprint};
+use super::{Compiled, OptimizeError, Optimizer, run_fingerprint};
 use crate::adapter::templates::gepa_default_feedback;
 use crate::data::{Example, PyRandom};
 use crate::evaluate::{Bar, Borrowed, Evaluate, Metric, Predicted, Progress, Report};
@@ -32,20 +32,22 @@ pub use feedback::{MetricFeedback, PredictorFeedback};
 pub use report::{GepaCandidate, GepaReport, GepaStop};
 use state::State;
 
-impl<M, F> Gepa<M, F> {
-    /// Optimizes `student`'s instructions: minibatches from `trainset`, candidates scored on
-    /// `valset` (the training set when `valset` is empty, as in DSPy).
-    pub async fn compile<P>(
+/// Optimizes `student`'s instructions: minibatches from `trainset`, candidates scored on
+/// `valset` (the training set when `valset` is empty, as in DSPy).
+impl<M, F, P> Optimizer<P> for Gepa<M, F>
+where
+    P: Module + Clone,
+    M: Metric<P::Output>,
+    F: PredictorFeedback<P::Output>,
+{
+    type Report = GepaReport;
+
+    async fn compile(
         &self,
         student: &P,
         trainset: &[Example],
         valset: &[Example],
-    ) -> Result<Compiled<P, GepaReport>, OptimizeError>
-    where
-        P: Module + Clone,
-        M: Metric<P::Output>,
-        F: PredictorFeedback<P::Output>,
-    {
+    ) -> Result<Compiled<P, GepaReport>, OptimizeError> {
         let run = async {
             Run::start(self, student, trainset, valset)
                 .await?
@@ -53,21 +55,6 @@ impl<M, F> Gepa<M, F> {
                 .await
         };
         super::traced("GEPA", trainset.len(), valset.len(), run).await
-    }
-
-    /// [`compile`](Self::compile) from sync code (see [`crate::blocking`] for the rule).
-    pub fn compile_blocking<P>(
-        &self,
-        student: &P,
-        trainset: &[Example],
-        valset: &[Example],
-    ) -> Result<Compiled<P, GepaReport>, OptimizeError>
-    where
-        P: Module + Clone,
-        M: Metric<P::Output>,
-        F: PredictorFeedback<P::Output>,
-    {
-        crate::blocking::block_on(self.compile(student, trainset, valset))?
     }
 }
 

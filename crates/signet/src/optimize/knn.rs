@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{Compiled, OptimizeError, reset_copy};
+use super::{Compiled, OptimizeError, Optimizer, reset_copy};
 use crate::data::Example;
 use crate::embed::Embedder;
 use crate::module::{DemoSelector, EmbeddingDemos, NearestDemos, Predictors};
@@ -240,5 +240,20 @@ impl KnnFewShot {
             },
         };
         (compiled, embedding)
+    }
+}
+
+/// `valset` is not used: the demos are chosen at each call, not compared.
+/// [`compile`](KnnFewShot::compile) without one is the same compile.
+impl<P: crate::module::Module + Clone> Optimizer<P> for KnnFewShot {
+    type Report = KnnReport;
+
+    async fn compile(
+        &self,
+        student: &P,
+        trainset: &[Example],
+        _valset: &[Example],
+    ) -> Result<Compiled<P, KnnReport>, OptimizeError> {
+        KnnFewShot::compile(self, student, trainset).await
     }
 }

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::{BootstrapFewShot, Compiled, OptimizeError, run_fingerprint};
+use super::{BootstrapFewShot, Compiled, OptimizeError, Optimizer, run_fingerprint};
 use crate::adapter::Fields;
 use crate::adapter::templates::MIPRO_TIPS;
 use crate::data::{Example, PyRandom};
@@ -37,35 +37,23 @@ use log::{Logged, RunLog};
 use proposer::Proposer;
 pub use report::{MiproChoice, MiproReport, MiproStop, MiproTrial, TrialKind};
 
-impl<M> MiproV2<M> {
-    /// Optimizes `student`: demos from `trainset`, trials scored on `valset` (when it is empty,
-    /// the last 80% of `trainset`, as in DSPy).
-    pub async fn compile<P>(
+/// Optimizes `student`: demos from `trainset`, trials scored on `valset` (when it is empty,
+/// the last 80% of `trainset`, as in DSPy).
+impl<M, P> Optimizer<P> for MiproV2<M>
+where
+    P: Module + Clone,
+    M: Metric<P::Output>,
+{
+    type Report = MiproReport;
+
+    async fn compile(
         &self,
         student: &P,
         trainset: &[Example],
         valset: &[Example],
-    ) -> Result<Compiled<P, MiproReport>, OptimizeError>
-    where
-        P: Module + Clone,
-        M: Metric<P::Output>,
-    {
+    ) -> Result<Compiled<P, MiproReport>, OptimizeError> {
         let run = async { Run::start(self, student, trainset, valset)?.go().await };
         super::traced("MIPROv2", trainset.len(), valset.len(), run).await
-    }
-
-    /// [`compile`](Self::compile) from sync code (see [`crate::blocking`] for the rule).
-    pub fn compile_blocking<P>(
-        &self,
-        student: &P,
-        trainset: &[Example],
-        valset: &[Example],
-    ) -> Result<Compiled<P, MiproReport>, OptimizeError>
-    where
-        P: Module + Clone,
-        M: Metric<P::Output>,
-    {
-        crate::blocking::block_on(self.compile(student, trainset, valset))?
     }
 }
 

@@ -1,7 +1,8 @@
 //! DSPy's `BootstrapFewShotWithRandomSearch`.
 
 use super::{
-    BootstrapFewShot, BootstrapReport, Compiled, LabeledFewShot, OptimizeError, reset_copy,
+    BootstrapFewShot, BootstrapReport, Compiled, LabeledFewShot, OptimizeError, Optimizer,
+    reset_copy,
 };
 use crate::data::{Example, PyRandom};
 use crate::evaluate::{Borrowed, Evaluate, Metric, Progress};
@@ -17,7 +18,7 @@ use crate::module::Module;
 /// ```no_run
 /// # async fn demo(program: signet::module::Predict<Ask>, trainset: Vec<signet::data::Example>, devset: Vec<signet::data::Example>) {
 /// use signet::evaluate::exact_match;
-/// use signet::optimize::BootstrapFewShotWithRandomSearch;
+/// use signet::optimize::{BootstrapFewShotWithRandomSearch, Optimizer};
 /// let compiled = BootstrapFewShotWithRandomSearch::new(exact_match("answer"))
 ///     .with_candidates(4)
 ///     .compile(&program, &trainset, &devset)
@@ -131,29 +132,7 @@ impl<M> BootstrapFewShotWithRandomSearch<M> {
         self
     }
 
-    /// Searches for the best demos for `student`: bootstraps from `trainset`, scores on `valset`
-    /// (DSPy uses the training set when there is no validation set; pass it twice for that).
-    pub async fn compile<P>(
-        &self,
-        student: &P,
-        trainset: &[Example],
-        valset: &[Example],
-    ) -> Result<Compiled<P, SearchReport<P>>, OptimizeError>
-    where
-        P: Module + Clone,
-        M: Metric<P::Output>,
-    {
-        let run = self.search(student, trainset, valset);
-        super::traced(
-            "BootstrapFewShotWithRandomSearch",
-            trainset.len(),
-            valset.len(),
-            run,
-        )
-        .await
-    }
-
-    /// The search [`compile`](Self::compile) runs in its span.
+    /// The search [`compile`](Optimizer::compile) runs in its span.
     async fn search<P>(
         &self,
         student: &P,
@@ -253,18 +232,30 @@ impl<M> BootstrapFewShotWithRandomSearch<M> {
             },
         })
     }
+}
 
-    /// [`compile`](Self::compile) from sync code (see [`crate::blocking`] for the rule).
-    pub fn compile_blocking<P>(
+/// Searches for the best demos for `student`: bootstraps from `trainset`, scores on `valset`
+/// (DSPy uses the training set when there is no validation set; pass it twice for that).
+impl<M, P> Optimizer<P> for BootstrapFewShotWithRandomSearch<M>
+where
+    P: Module + Clone,
+    M: Metric<P::Output>,
+{
+    type Report = SearchReport<P>;
+
+    async fn compile(
         &self,
         student: &P,
         trainset: &[Example],
         valset: &[Example],
-    ) -> Result<Compiled<P, SearchReport<P>>, OptimizeError>
-    where
-        P: Module + Clone,
-        M: Metric<P::Output>,
-    {
-        crate::blocking::block_on(self.compile(student, trainset, valset))?
+    ) -> Result<Compiled<P, SearchReport<P>>, OptimizeError> {
+        let run = self.search(student, trainset, valset);
+        super::traced(
+            "BootstrapFewShotWithRandomSearch",
+            trainset.len(),
+            valset.len(),
+            run,
+        )
+        .await
     }
 }

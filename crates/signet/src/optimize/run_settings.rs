@@ -35,3 +35,41 @@ impl Default for RunSettings {
         }
     }
 }
+
+/// The setters of the [`RunSettings`] at `path` in an optimizer (`settings.run`), written once for
+/// every optimizer that holds one: examples at once, the error and LM-call limits, and progress;
+/// with `resumable`, also the metric's name in a resumed run's fingerprint. `with_log_dir` stays
+/// with each optimizer: what its directory holds is its own.
+macro_rules! run_setters {
+    ($($path:ident).+; resumable) => {
+        crate::optimize::run_settings::run_setters!($($path).+);
+
+        crate::shared::setters! {
+            /// The metric's name in a resumed run's fingerprint (default: its Rust type name, which
+            /// names the function or, for a closure, the function it is written in). Change it when
+            /// the metric's scoring changes, so that scores of the old one are not reused; set it
+            /// to keep resuming a run after the metric moved.
+            fn with_metric_name(name: impl Into<String>) { $($path).+.metric_name = Some(name.into()) }
+        }
+    };
+    ($($path:ident).+) => {
+        crate::shared::setters! {
+            /// Examples run at once in each evaluation (and bootstrap) (default 8).
+            fn with_concurrency(n: usize) { $($path).+.concurrency = n.max(1) }
+
+            /// Stops with [`OptimizeError::TooManyErrors`](crate::optimize::OptimizeError::TooManyErrors)
+            /// when more than `n` runs of one evaluation (or bootstrap) fail: a dead endpoint fails
+            /// fast instead of scoring 0 everywhere. Without it an evaluation's failed runs score
+            /// 0; bootstraps allow 10.
+            fn with_max_errors(n: usize) { $($path).+.max_errors = Some(n) }
+
+            /// Stops the run once the program's and the optimizer's own LM's calls reach `n`
+            /// (checked before each step of the search); the best program so far is returned.
+            fn with_max_lm_calls(n: u64) { $($path).+.max_lm_calls = Some(n) }
+
+            /// How progress is shown (one step per metric call).
+            fn with_progress(progress: Progress) { $($path).+.progress = progress }
+        }
+    };
+}
+pub(crate) use run_setters;

@@ -236,17 +236,6 @@ impl<M, F> Gepa<M, F> {
         /// The seed of every random choice (default 0).
         fn with_seed(seed: i64) { settings.seed = seed }
 
-        /// Examples run at once in each evaluation (default 8).
-        fn with_concurrency(n: usize) { settings.run.concurrency = n.max(1) }
-
-        /// Stops with [`OptimizeError::TooManyErrors`](crate::optimize::OptimizeError::TooManyErrors) when more than `n` examples of one evaluation
-        /// fail (a dead endpoint fails fast instead of scoring 0 everywhere).
-        fn with_max_errors(n: usize) { settings.run.max_errors = Some(n) }
-
-        /// Also stops once the program's and the reflection LM's calls in this run reach `n` (checked
-        /// before each iteration, like the metric-call budget).
-        fn with_max_lm_calls(n: u64) { settings.run.max_lm_calls = Some(n) }
-
         /// Keeps the run's state in `dir` (`gepa_state.json`, `run_log.jsonl`, `candidates.json`):
         /// a run given a directory that holds a state of the same run continues it, and creating
         /// `gepa.stop` there stops the run at its next iteration.
@@ -257,16 +246,7 @@ impl<M, F> Gepa<M, F> {
         /// (each predictor's and the reflection model). A state of another run, or one damaged (an
         /// index out of range), is refused with [`OptimizeError::RunLog`](crate::optimize::OptimizeError::RunLog), never used.
         fn with_log_dir(dir: impl Into<PathBuf>) { settings.run.log_dir = Some(dir.into()) }
-
-        /// The metric's name in the saved state's fingerprint (default: its Rust type name, which
-        /// names the function or, for a closure, the function it is written in). Change it when the
-        /// metric's scoring changes, so that scores of the old one are not reused; set it to keep
-        /// resuming a state after the metric moved.
-        fn with_metric_name(name: impl Into<String>) {
-            settings.run.metric_name = Some(name.into())
-        }
-
-        /// How progress is shown (one step per metric call).
-        fn with_progress(progress: Progress) { settings.run.progress = progress }
     }
+
+    crate::optimize::run_settings::run_setters!(settings.run; resumable);
 }

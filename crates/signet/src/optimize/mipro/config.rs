@@ -242,19 +242,6 @@ impl<M> MiproV2<M> {
         /// description.
         fn with_program_code(code: impl Into<String>) { settings.program_code = Some(code.into()) }
 
-        /// Examples run at once in bootstraps and evaluations (default 8).
-        fn with_concurrency(n: usize) { settings.run.concurrency = n.max(1) }
-
-        /// Stops with [`OptimizeError::TooManyErrors`](crate::optimize::OptimizeError::TooManyErrors) when more than `n` runs of one evaluation or
-        /// bootstrap fail (a dead endpoint fails fast instead of scoring 0 everywhere). Without it an
-        /// evaluation's failed runs score 0 and are counted in each trial's `failures`; bootstraps
-        /// allow 10.
-        fn with_max_errors(n: usize) { settings.run.max_errors = Some(n) }
-
-        /// Stops the search once the program's and the prompt model's LM calls reach `n` (checked
-        /// before each trial); the best program so far is returned.
-        fn with_max_lm_calls(n: u64) { settings.run.max_lm_calls = Some(n) }
-
         /// Stops the search once `n` metric calls are spent (checked before each trial).
         fn with_max_metric_calls(n: usize) { settings.max_metric_calls = Some(n) }
 
@@ -271,16 +258,7 @@ impl<M> MiproV2<M> {
         /// writing it) is skipped with a warning; a damaged line before it is
         /// [`OptimizeError::RunLog`](crate::optimize::OptimizeError::RunLog) naming the line.
         fn with_log_dir(dir: impl Into<PathBuf>) { settings.run.log_dir = Some(dir.into()) }
-
-        /// The metric's name in the run log's fingerprint (default: its Rust type name, which names
-        /// the function or, for a closure, the function it is written in). Change it when the
-        /// metric's scoring changes, so that a log scored by the old one is not replayed; set it to
-        /// keep resuming a log after the metric moved.
-        fn with_metric_name(name: impl Into<String>) {
-            settings.run.metric_name = Some(name.into())
-        }
-
-        /// How progress is shown (one step per evaluation metric call).
-        fn with_progress(progress: Progress) { settings.run.progress = progress }
     }
+
+    crate::optimize::run_settings::run_setters!(settings.run; resumable);
 }

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::adapter::templates::{
     MIPRO_DATASET_DESCRIPTOR, MIPRO_DATASET_DESCRIPTOR_WITH_PRIOR, MIPRO_DESCRIBE_MODULE,
     MIPRO_DESCRIBE_PROGRAM, MIPRO_GENERATE_INPUTS, MIPRO_GENERATE_INSTRUCTION,
-    MIPRO_GENERATE_OUTPUT, MIPRO_NO_TASK_DEMOS, MIPRO_OBSERVATION_SUMMARIZER, ProposerSignature,
+    MIPRO_GENERATE_OUTPUT, MIPRO_NO_TASK_DEMOS, MIPRO_OBSERVATION_SUMMARIZER,
 };
 use crate::adapter::{ChatAdapter, Fields};
 use crate::data::Example;
@@ -26,18 +26,6 @@ const DEMOS_IN_CONTEXT: usize = 3;
 const MAX_PRIOR_CALLS: usize = 9;
 /// After this many `COMPLETE` answers the summary stops reading batches.
 const MAX_COMPLETE: usize = 5;
-
-/// A proposer signature as a [`DynSignature`] of `str` fields.
-fn signature(spec: &ProposerSignature) -> DynSignature {
-    let mut signature = DynSignature::new(spec.name).with_instructions(spec.instructions);
-    for (name, desc) in spec.inputs {
-        signature = signature.with_input(Field::str(*name).with_desc(*desc));
-    }
-    for (name, desc) in spec.outputs {
-        signature = signature.with_output(Field::str(*name).with_desc(*desc));
-    }
-    signature
-}
 
 /// DSPy's `strip_prefix`: drops a leading label of up to five words and a colon (`Proposed
 /// Instruction:`), then every leading and trailing double quote.
@@ -175,7 +163,7 @@ impl Proposer {
         let upper = trainset.len().min(batch);
         let first = self
             .ask(
-                signature(&MIPRO_DATASET_DESCRIPTOR),
+                MIPRO_DATASET_DESCRIPTOR.signature(),
                 fields([("examples", examples_repr(&trainset[..upper]))]),
                 options.clone(),
             )
@@ -189,7 +177,7 @@ impl Proposer {
             let end = trainset.len().min(start + batch);
             let reply = self
                 .ask(
-                    signature(&MIPRO_DATASET_DESCRIPTOR_WITH_PRIOR),
+                    MIPRO_DATASET_DESCRIPTOR_WITH_PRIOR.signature(),
                     fields([
                         ("examples", examples_repr(&trainset[start..end])),
                         ("prior_observations", observations.clone()),
@@ -212,7 +200,7 @@ impl Proposer {
         }
         let summary = self
             .ask(
-                signature(&MIPRO_OBSERVATION_SUMMARIZER),
+                MIPRO_OBSERVATION_SUMMARIZER.signature(),
                 fields([("observations", observations)]),
                 options,
             )
@@ -252,7 +240,7 @@ impl Proposer {
             // As in DSPy, a failed description leaves DSPy's placeholders in its fields.
             if let Ok(reply) = self
                 .ask(
-                    signature(&MIPRO_DESCRIBE_PROGRAM),
+                    MIPRO_DESCRIBE_PROGRAM.signature(),
                     fields([
                         ("program_code", code.clone()),
                         ("program_example", demos.clone()),
@@ -265,7 +253,7 @@ impl Proposer {
                 module = module_code(predictor.signature());
                 if let Ok(reply) = self
                     .ask(
-                        signature(&MIPRO_DESCRIBE_MODULE),
+                        MIPRO_DESCRIBE_MODULE.signature(),
                         fields([
                             ("program_code", code.clone()),
                             ("program_example", demos.clone()),
