@@ -388,14 +388,16 @@ async fn thinking_blocks_go_back_signed_and_first_in_the_turn_that_called_the_to
             .iter()
             .find(|turn| turn["role"] == "assistant")
             .expect("the assistant turn sent back");
-        // The thinking blocks unchanged (signature and redacted data), then the call.
+        // The thinking blocks unchanged (signature and redacted data), then the call; the
+        // thinking is not sent again as the turn's text.
         let blocks = assistant["content"].as_array().unwrap();
         assert_eq!(
             blocks[..2],
             thinking.as_array().unwrap()[..],
             "streamed: {streamed}"
         );
-        assert_eq!(blocks.last().unwrap()["type"], "tool_use");
+        assert_eq!(blocks.len(), 3, "{blocks:?}");
+        assert_eq!(blocks[2]["type"], "tool_use");
     }
 }
 

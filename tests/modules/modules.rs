@@ -248,6 +248,7 @@ async fn predict_with_tools_runs_tool_calls_until_the_model_answers() {
         ScriptedLm::new([
             Completion {
                 provider_state: Some(thinking.clone()),
+                reasoning: Some("Look both up.".into()),
                 ..Completion::tool_calls(vec![
                     ToolCall::new("a", "population", r#"{"city": "Paris"}"#),
                     ToolCall::new("b", "population", r#"{"city": "Atlantis"}"#),
@@ -275,6 +276,11 @@ async fn predict_with_tools_runs_tool_calls_until_the_model_answers() {
     let second = &lm.requests()[1].messages;
     let called = second.iter().find(|m| m.role == Role::Assistant).unwrap();
     assert_eq!(called.provider_state.as_ref(), Some(&thinking));
+    assert_eq!(
+        called.content.as_str(),
+        "",
+        "no text was said beside the calls"
+    );
     let tools: Vec<(&str, &str)> = second
         .iter()
         .filter(|m| m.role == Role::Tool)

@@ -64,7 +64,9 @@ pub use suspend::{
     HistoryPosition, HistoryTurn, PendingCall, ResumeError, RunOutcome, STATE_FORMAT, SuspendedRun,
 };
 use trajectory::KeptText;
-pub use trajectory::{AnswerFallback, Observation, Step, StopReason, Trajectory, UserMessage};
+pub use trajectory::{
+    AnswerFallback, Observation, ProviderTurn, Step, StopReason, Trajectory, UserMessage,
+};
 pub use truncation::{
     CannotTruncate, DropOldest, KeepFirst, SlidingWindow, Summarize, TruncationPolicy,
 };

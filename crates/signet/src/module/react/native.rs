@@ -11,13 +11,13 @@ use super::budget::ContextBudget;
 use super::driver::{Ask, Driver, RunState, TurnCall};
 use super::events::{Emitter, FINISH_UNSEEN_RESULTS};
 use super::{
-    DynReAct, FINISH, FINISH_OBSERVATION, Limits, Observation, ReActError, Step, StopReason,
-    Trajectory,
+    DynReAct, FINISH, FINISH_OBSERVATION, Limits, Observation, ProviderTurn, ReActError, Step,
+    StopReason, Trajectory,
 };
 use crate::adapter::{Adapter, AdapterName, Fields, ParseError, templates};
 use crate::lm::{
-    Completion, Content, Lm, LmError, LmOptions, LmRequest, Message, ProviderState, ToolCall,
-    ToolChoice, ToolDefinition, Usage,
+    Completion, Content, Lm, LmError, LmOptions, LmRequest, Message, ToolCall, ToolChoice,
+    ToolDefinition, Usage,
 };
 use crate::media::ContentPart;
 use crate::module::{Error, Resolved};
@@ -46,7 +46,7 @@ pub(crate) enum NativeReply {
         thought: Option<String>,
         calls: Vec<TurnCall>,
         /// What the provider asked to get back with these calls.
-        state: Option<ProviderState>,
+        state: Option<ProviderTurn>,
     },
     /// The answer, in the format of `adapter` (the chat's, or its fallback).
     Answer {
@@ -214,14 +214,15 @@ async fn read(
 ) -> Result<Result<NativeReply, ParseError>, LmError> {
     if !completion.tool_calls.is_empty() {
         let calls = completion.tool_calls.iter().map(TurnCall::sent).collect();
-        let thought = completion
-            .text
-            .filter(|t| !t.trim().is_empty())
-            .or(completion.reasoning);
+        let said = completion.text.filter(|t| !t.trim().is_empty());
+        let state = completion.provider_state.map(|state| ProviderTurn {
+            state,
+            spoken: said.is_some(),
+        });
         return Ok(Ok(NativeReply::Calls {
-            thought,
+            thought: said.or(completion.reasoning),
             calls,
-            state: completion.provider_state,
+            state,
         }));
     }
     let text = completion.text.as_deref().unwrap_or_default();
@@ -527,8 +528,13 @@ pub(crate) fn conversation(base: &[Message], trajectory: &Trajectory) -> Vec<Mes
             .map(|s| ToolCall::new(call_id(s), &s.tool_name, s.tool_args.to_string()))
             .collect();
         let mut assistant = Message::assistant_tool_calls(calls);
-        assistant.content = first.thought.clone().into();
-        assistant.provider_state = trajectory.provider_turns.get(&first.turn).cloned();
+        let kept = trajectory.provider_turns.get(&first.turn);
+        // A thought that is the model's reasoning goes back inside the provider's state, not
+        // again as the turn's text.
+        if kept.is_none_or(|kept| kept.spoken) {
+            assistant.content = first.thought.clone().into();
+        }
+        assistant.provider_state = kept.map(|kept| kept.state.clone());
         messages.push(assistant);
         let mut media = Vec::new();
         for step in &shown {

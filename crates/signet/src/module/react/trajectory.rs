@@ -219,7 +219,20 @@ pub struct Trajectory {
     /// thinking, Gemini's thought signatures, the Responses API's reasoning items), sent back on
     /// that turn's assistant message each later turn.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub provider_turns: std::collections::BTreeMap<usize, crate::lm::ProviderState>,
+    pub provider_turns: std::collections::BTreeMap<usize, ProviderTurn>,
+}
+
+/// What the provider asked to get back with one native turn's calls (see
+/// [`Trajectory::provider_turns`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProviderTurn {
+    /// The provider's state of the turn.
+    pub state: crate::lm::ProviderState,
+    /// Whether the turn's [thought](Step::thought) is text the model wrote beside its calls
+    /// (sent back as the turn's text); `false`: it is the model's reasoning, which goes back
+    /// inside the state, not again as text.
+    #[serde(default)]
+    pub spoken: bool,
 }
 
 /// Where a run's outputs came from when the extractor failed after the tools ran.
@@ -426,11 +439,7 @@ fn media_shown(observation: &Observation) -> Option<Value> {
 impl Trajectory {
     /// Keeps what the provider asked to get back with turn `turn`'s calls (nothing kept for
     /// `None`); the state of turns whose steps were truncated away is dropped.
-    pub(crate) fn keep_provider_state(
-        &mut self,
-        turn: usize,
-        state: Option<crate::lm::ProviderState>,
-    ) {
+    pub(crate) fn keep_provider_state(&mut self, turn: usize, state: Option<ProviderTurn>) {
         let steps = &self.steps;
         self.provider_turns
             .retain(|kept, _| steps.iter().any(|step| step.turn == *kept));
