@@ -50,6 +50,7 @@ LAYERS = {
     "signet-macros": [["errors", "docs"], ["module", "signature", "tool"]],
     "signet-macros-ui": [],
     "signet-local": [["naming", "notice"], ["running", "prompt_cache"], ["server"], ["llama_cpp"]],
+    "signet-sandbox": [["error", "limits"], ["host"], ["sandbox"]],
     "signet-mcp": [["error", "shed", "content", "auth"], ["telemetry"], ["client", "server"]],
     "signet-otel": [
         ["error", "reporting", "propagator", "metrics"],

@@ -23,3 +23,7 @@ struct HowtoTracing;
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/scale.md")]
 struct ScaleGuide;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/sandbox.md")]
+struct SandboxGuide;
