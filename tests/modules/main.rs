@@ -19,6 +19,7 @@ mod model_hints;
 mod modules;
 mod multi_chain;
 mod parallel;
+mod program_of_thought;
 mod properties;
 mod scripted;
 mod signature_derive;

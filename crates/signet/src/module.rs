@@ -44,6 +44,8 @@ mod predict;
 mod predict_checks;
 mod predict_tools;
 mod program;
+#[cfg(feature = "sandbox")]
+mod program_of_thought;
 pub mod react;
 mod saved;
 mod streamify;
@@ -77,6 +79,8 @@ pub use multi_chain::{Compared, Completions, MultiChainComparison};
 pub use predict::{ChainOfThought, Predict, Reasoned, with_reasoning};
 pub(crate) use program::program_code;
 pub use program::{Module, Predictors, join_path, prefixed};
+#[cfg(feature = "sandbox")]
+pub use program_of_thought::{ProgramOfThought, ProgramOfThoughtError};
 pub(crate) use saved::tool_component;
 pub use saved::{StateError, TOOL_DESCRIPTIONS};
 pub use streamify::streamify;

@@ -16,9 +16,13 @@ use crate::signature::{DynSignature, Field, FieldKind};
 
 mod copro;
 mod program;
+#[cfg(feature = "sandbox")]
+mod program_of_thought;
 mod two_step;
 pub(crate) use copro::*;
 pub(crate) use program::*;
+#[cfg(feature = "sandbox")]
+pub(crate) use program_of_thought::*;
 pub(crate) use two_step::*;
 
 /// The marker that ends a Chat-format reply.
