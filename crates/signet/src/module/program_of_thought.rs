@@ -118,6 +118,14 @@ impl<S: Signature> ProgramOfThought<S> {
         self
     }
 
+    /// Every step's LM options (temperature, `max_tokens`, ..).
+    pub fn with_options(mut self, options: crate::lm::LmOptions) -> Self {
+        for step in [&mut self.generate, &mut self.regenerate, &mut self.answer] {
+            *step.options_mut() = options.clone();
+        }
+        self
+    }
+
     /// Tries of writing and running code before the call fails (default 3, at least 1).
     pub fn with_max_iters(mut self, n: usize) -> Self {
         self.max_iters = n.max(1);
