@@ -165,15 +165,12 @@ impl<M> BootstrapFewShot<M> {
         let mut traces: HashMap<String, Vec<Fields>> = HashMap::new();
         let mut bootstrapped = vec![false; trainset.len()];
         if self.max_bootstrapped_demos > 0 {
-            // The runs made first (they start when polled), then streamed: a stream that maps
-            // with a closure is not provably `Send` for every lifetime (rust-lang/rust#102211),
-            // and an optimizer's future must be.
-            let runs: Vec<_> = trainset
-                .iter()
-                .enumerate()
-                .map(|(index, example)| self.bootstrap_example(&teacher, index, example))
-                .collect();
-            let runs = stream::iter(runs).buffered(self.concurrency);
+            // Indices in, not `&Example`s: a closure taking a reference is not provably `Send`
+            // for every lifetime (rust-lang/rust#102211), and an optimizer's future must be.
+            let teacher = &teacher;
+            let runs = stream::iter(0..trainset.len())
+                .map(move |index| self.bootstrap_example(teacher, index, &trainset[index]))
+                .buffered(self.concurrency);
             let mut runs = std::pin::pin!(runs);
             let bar = Bar::new(self.progress, "bootstrap", trainset.len());
             while report.bootstrapped < self.max_bootstrapped_demos {
