@@ -171,6 +171,28 @@ impl<O> From<crate::evaluate::EvaluateError<O>> for OptimizeError {
     }
 }
 
+/// One call of an optimizer's own signature (a proposer's) on the Chat adapter, as DSPy's proposers
+/// make it: the reply's fields, its usage added to `usage`. Without `lm`, the LM the call resolves
+/// (the [configured](crate::module::configure) one).
+pub(crate) async fn ask_prompt_model(
+    signature: crate::signature::DynSignature,
+    lm: Option<&Arc<dyn crate::lm::Lm>>,
+    options: crate::lm::LmOptions,
+    inputs: &Fields,
+    usage: &mut crate::lm::Usage,
+) -> Result<Fields, crate::Error> {
+    let mut predictor = crate::module::DynPredict::new(signature)
+        .with_adapter(crate::adapter::ChatAdapter::new())
+        .with_options(options);
+    if let Some(lm) = lm {
+        predictor = predictor.with_lm(lm.clone());
+    }
+    let prediction = predictor
+        .forward_counting(inputs, &crate::module::CallConfig::default(), usage)
+        .await?;
+    Ok(prediction.outputs)
+}
+
 /// Appends one JSON line to a run log, synced before it returns (see
 /// [`crate::fs_atomic::append_line`]).
 pub(crate) fn append_jsonl(

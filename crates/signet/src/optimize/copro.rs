@@ -7,14 +7,14 @@ use serde_json::Value;
 
 use super::run_settings::RunSettings;
 use super::{Compiled, OptimizeError, Optimizer};
+use crate::adapter::Fields;
 use crate::adapter::templates::{
     COPRO_BASIC_GENERATE, COPRO_GENERATE_GIVEN_ATTEMPTS, ProposerSignature, copro_attempt,
 };
-use crate::adapter::{ChatAdapter, Fields};
 use crate::data::Example;
 use crate::evaluate::{Borrowed, Evaluate, Metric, Progress};
 use crate::lm::{Lm, LmOptions, Usage};
-use crate::module::{CallConfig, DynPredict, Module};
+use crate::module::{DynPredict, Module};
 use crate::python::py_str;
 
 /// DSPy's `COPRO`: for each predictor, a prompt model proposes `breadth` instructions (with a
@@ -388,19 +388,17 @@ where
                 rollout_id: Some(self.proposals),
                 ..copro.prompt_options.clone()
             };
-            let mut predictor = DynPredict::new(signature.signature())
-                .with_adapter(ChatAdapter::new())
-                .with_options(options);
-            if let Some(lm) = &copro.prompt_lm {
-                predictor = predictor.with_lm(lm.clone());
-            }
-            let reply = predictor
-                .forward_counting(inputs, &CallConfig::default(), &mut self.report.usage)
-                .await;
+            let reply = super::ask_prompt_model(
+                signature.signature(),
+                copro.prompt_lm.as_ref(),
+                options,
+                inputs,
+                &mut self.report.usage,
+            )
+            .await;
             match reply {
-                Ok(prediction) => {
-                    let text =
-                        |name: &str| prediction.outputs.get(name).map(py_str).unwrap_or_default();
+                Ok(outputs) => {
+                    let text = |name: &str| outputs.get(name).map(py_str).unwrap_or_default();
                     proposals.push((
                         text("proposed_instruction"),
                         text("proposed_prefix_for_output_field"),

@@ -7,15 +7,15 @@ use std::sync::{Arc, LazyLock};
 
 use serde_json::Value;
 
+use crate::adapter::Fields;
 use crate::adapter::templates::{
     MIPRO_DATASET_DESCRIPTOR, MIPRO_DATASET_DESCRIPTOR_WITH_PRIOR, MIPRO_DESCRIBE_MODULE,
     MIPRO_DESCRIBE_PROGRAM, MIPRO_GENERATE_INPUTS, MIPRO_GENERATE_INSTRUCTION,
     MIPRO_GENERATE_OUTPUT, MIPRO_NO_TASK_DEMOS, MIPRO_OBSERVATION_SUMMARIZER,
 };
-use crate::adapter::{ChatAdapter, Fields};
 use crate::data::Example;
 use crate::lm::{Lm, LmOptions, Usage};
-use crate::module::{CallConfig, DynPredict};
+use crate::module::DynPredict;
 use crate::python::py_str;
 use crate::schema::python_repr;
 use crate::signature::{DynSignature, Field};
@@ -135,14 +135,8 @@ impl Proposer {
         inputs: Fields,
         options: LmOptions,
     ) -> Result<Fields, String> {
-        let predictor = DynPredict::new(signature)
-            .with_lm(self.lm.clone())
-            .with_adapter(ChatAdapter::new())
-            .with_options(options);
-        predictor
-            .forward_counting(&inputs, &CallConfig::default(), &mut self.usage)
+        super::super::ask_prompt_model(signature, Some(&self.lm), options, &inputs, &mut self.usage)
             .await
-            .map(|prediction| prediction.outputs)
             .map_err(|e| e.to_string())
     }
 
