@@ -108,16 +108,20 @@ impl Sandbox {
     /// than [`Limits::stack_bytes`] (so that the engine's own stack check, not the process,
     /// stops deep recursion, whatever thread calls); this call waits for it.
     pub fn run(&self, code: &str) -> Result<Execution, SandboxError> {
-        let stack = self.limits.stack_bytes.saturating_add(THREAD_STACK_MARGIN);
         std::thread::scope(|scope| {
-            let run = std::thread::Builder::new()
-                .name("signet-sandbox".into())
-                .stack_size(stack)
+            let run = self
+                .thread()
                 .spawn_scoped(scope, || self.run_here(code))
-                .map_err(|error| SandboxError::Engine(format!("no thread for the run: {error}")))?;
-            run.join()
-                .map_err(|_| SandboxError::Engine("the run's thread panicked".into()))?
+                .map_err(no_thread)?;
+            run.join().map_err(|_| panicked())?
         })
+    }
+
+    /// The thread a run has to itself: its stack larger than the engine's limit.
+    fn thread(&self) -> std::thread::Builder {
+        std::thread::Builder::new()
+            .name("signet-sandbox".into())
+            .stack_size(self.limits.stack_bytes.saturating_add(THREAD_STACK_MARGIN))
     }
 
     /// The run itself, on the calling thread.
@@ -178,14 +182,27 @@ impl Sandbox {
         })
     }
 
-    /// [`run`](Self::run) on a blocking thread of the Tokio runtime, so that an async caller
-    /// is not held up (the run's own limits bound it).
+    /// [`run`](Self::run) for async code: the run's thread is awaited, not waited for, so the
+    /// caller's executor goes on (the run's own limits bound it).
     pub async fn run_async(&self, code: impl Into<String>) -> Result<Execution, SandboxError> {
         let (sandbox, code) = (self.clone(), code.into());
-        tokio::task::spawn_blocking(move || sandbox.run(&code))
-            .await
-            .map_err(|error| SandboxError::Engine(format!("the run's thread ended: {error}")))?
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        self.thread()
+            .spawn(move || {
+                // The receiver is gone only when the caller stopped waiting.
+                let _ = answer.send(sandbox.run_here(&code));
+            })
+            .map_err(no_thread)?;
+        answered.await.map_err(|_| panicked())?
     }
+}
+
+fn no_thread(error: std::io::Error) -> SandboxError {
+    SandboxError::Engine(format!("no thread for the run: {error}"))
+}
+
+fn panicked() -> SandboxError {
+    SandboxError::Engine("the run's thread panicked".into())
 }
 
 /// Stack a run's thread has beyond the engine's limit: the host's frames below the engine's, and
