@@ -10,7 +10,8 @@ use signet_sandbox::Sandbox;
 use super::{DynPredict, Error, Module, Predictors, from_fields, to_fields, with_reasoning};
 use crate::adapter::Fields;
 use crate::adapter::templates::{
-    POT_CODE_DESC, POT_ERROR_DESC, POT_OUTPUT_DESC, POT_PREVIOUS_CODE_DESC, pot_instructions,
+    POT_CODE_DESC, POT_ERROR_DESC, POT_OUTPUT_DESC, POT_PREVIOUS_CODE_DESC, PotStep,
+    pot_instructions,
 };
 use crate::lm::Lm;
 use crate::signature::{DynSignature, Field, Signature};
@@ -70,18 +71,20 @@ impl<S: Signature> Default for ProgramOfThought<S> {
 }
 
 /// The signature of one step: the program's inputs, then the step's own fields.
-fn step(signature: &DynSignature, mode: &str) -> DynSignature {
-    let mut step = DynSignature::new(format!("{}_{mode}", signature.name()));
+fn step(signature: &DynSignature, mode: PotStep) -> DynSignature {
+    let mut step = DynSignature::new(format!("{}_{}", signature.name(), mode.name()));
     for input in signature.inputs() {
         step = step.with_input(input.clone());
     }
     step = match mode {
-        "generate" => step.with_output(Field::str("generated_code").with_desc(POT_CODE_DESC)),
-        "regenerate" => step
+        PotStep::Generate => {
+            step.with_output(Field::str("generated_code").with_desc(POT_CODE_DESC))
+        }
+        PotStep::Regenerate => step
             .with_input(Field::str("previous_code").with_desc(POT_PREVIOUS_CODE_DESC))
             .with_input(Field::str("error").with_desc(POT_ERROR_DESC))
             .with_output(Field::str("generated_code").with_desc(POT_CODE_DESC)),
-        _ => {
+        PotStep::Answer => {
             let mut answer = step
                 .with_input(Field::str("final_generated_code").with_desc(POT_CODE_DESC))
                 .with_input(Field::str("code_output").with_desc(POT_OUTPUT_DESC));
@@ -100,9 +103,9 @@ impl<S: Signature> ProgramOfThought<S> {
     pub fn new() -> Self {
         let signature = S::signature();
         ProgramOfThought {
-            generate: DynPredict::new(step(signature, "generate")),
-            regenerate: DynPredict::new(step(signature, "regenerate")),
-            answer: DynPredict::new(step(signature, "answer")),
+            generate: DynPredict::new(step(signature, PotStep::Generate)),
+            regenerate: DynPredict::new(step(signature, PotStep::Regenerate)),
+            answer: DynPredict::new(step(signature, PotStep::Answer)),
             max_iters: 3,
             sandbox: Sandbox::new(),
             _signature: PhantomData,

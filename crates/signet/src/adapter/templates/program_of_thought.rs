@@ -14,13 +14,39 @@ pub(crate) const POT_ERROR_DESC: &str = "error message from previously-generated
 /// The description of the code's output, shown when asking for the answer.
 pub(crate) const POT_OUTPUT_DESC: &str = "output of previously-generated javascript code";
 
-/// The instructions of one of ProgramOfThought's steps (`generate`, `regenerate`, `answer`),
-/// given that step's signature and the program's output fields.
-pub(crate) fn pot_instructions(mode: &str, step: &DynSignature, outputs: &DynSignature) -> String {
+/// One of ProgramOfThought's steps (DSPy's `mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PotStep {
+    /// Write the code.
+    Generate,
+    /// Correct code that failed.
+    Regenerate,
+    /// Read the code's output as the answer.
+    Answer,
+}
+
+impl PotStep {
+    /// DSPy's name of the mode (the suffix of the step's signature name).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            PotStep::Generate => "generate",
+            PotStep::Regenerate => "regenerate",
+            PotStep::Answer => "answer",
+        }
+    }
+}
+
+/// The instructions of one of ProgramOfThought's steps, given that step's signature and the
+/// program's output fields.
+pub(crate) fn pot_instructions(
+    mode: PotStep,
+    step: &DynSignature,
+    outputs: &DynSignature,
+) -> String {
     let inputs = quoted_names(step.inputs());
     let produced = quoted_names(step.outputs());
     match mode {
-        "generate" => [
+        PotStep::Generate => [
             format!("You will be given {inputs} and you will respond with {produced}."),
             format!("Generating executable JavaScript code that programmatically computes the correct {produced}."),
             "After you're done with the computation and think you have the final output, make sure to submit your output by calling the preloaded function `SUBMIT()`.".to_owned(),
@@ -30,11 +56,11 @@ pub(crate) fn pot_instructions(mode: &str, step: &DynSignature, outputs: &DynSig
             ),
         ]
         .join("\n"),
-        "regenerate" => [
+        PotStep::Regenerate => [
             format!("You are given {inputs} due to an error in previous code."),
             "Your task is to correct the error and provide the new `generated_code`.".to_owned(),
         ]
         .join("\n"),
-        _ => format!("Given the final code {inputs}, provide the final {produced}."),
+        PotStep::Answer => format!("Given the final code {inputs}, provide the final {produced}."),
     }
 }
