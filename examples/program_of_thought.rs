@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use serde_json::json;
 use signet::data::Example;
-use signet::evaluate::Evaluate;
-use signet::module::ProgramOfThought;
+use signet::evaluate::{Evaluate, Metric};
+use signet::module::{ProgramOfThought, Reasoned};
 use signet::prelude::*;
 
 /// Answer the arithmetic question with a number.
@@ -72,6 +72,34 @@ fn right(example: &Example, answer: &ArithmeticOutput) -> bool {
     matches!((first_number(&answer.answer), want), (Some(got), Some(want)) if (got - want).abs() < 0.01)
 }
 
+/// Evaluates `program` on `devset` and prints its row of the table.
+async fn row<P: Module>(
+    name: &str,
+    program: &P,
+    devset: &[Example],
+    metric: impl Metric<P::Output>,
+) -> Result<(), Box<dyn std::error::Error>>
+where
+    P::Output: std::fmt::Debug,
+{
+    let started = Instant::now();
+    let report = Evaluate::new(devset, metric)
+        .with_concurrency(2)
+        .run(program)
+        .await?;
+    let right = report
+        .results
+        .iter()
+        .filter(|r| r.score.value > 0.0)
+        .count();
+    println!(
+        "| {name} | {right} | {:.1} | {} |",
+        started.elapsed().as_secs_f64() / devset.len() as f64,
+        report.usage.lm_calls
+    );
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let devset: Vec<Example> = QUESTIONS
@@ -94,39 +122,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!("| module | right (of 20) | s/question | LM calls |");
     println!("|---|---|---|---|");
-    let started = Instant::now();
-    let report = Evaluate::new(
+    row(
+        "ChainOfThought",
+        &cot,
         &devset,
-        |e: &Example, o: &signet::module::Reasoned<ArithmeticOutput>| right(e, &o.output),
+        |e: &Example, o: &Reasoned<ArithmeticOutput>| right(e, &o.output),
     )
-    .with_concurrency(2)
-    .run(&cot)
     .await?;
-    println!(
-        "| ChainOfThought | {} | {:.1} | {} |",
-        report
-            .results
-            .iter()
-            .filter(|r| r.score.value > 0.0)
-            .count(),
-        started.elapsed().as_secs_f64() / 20.0,
-        report.usage.lm_calls
-    );
-    let started = Instant::now();
-    let report = Evaluate::new(&devset, right)
-        .with_concurrency(2)
-        .run(&pot)
-        .await?;
-    println!(
-        "| ProgramOfThought | {} | {:.1} | {} |",
-        report
-            .results
-            .iter()
-            .filter(|r| r.score.value > 0.0)
-            .count(),
-        started.elapsed().as_secs_f64() / 20.0,
-        report.usage.lm_calls
-    );
+    row("ProgramOfThought", &pot, &devset, right).await?;
     server.stop().await?;
     Ok(())
 }
